@@ -1,0 +1,45 @@
+"""Run the benchmarks and print one JSON document: `python -m bench [NAME ...] [--quick]`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+from typing import Any
+
+BENCHMARKS = {
+    "envelope_verify": "bench.envelope_verify",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("names", nargs="*", choices=[*BENCHMARKS, []], help="benchmarks to run (default: all)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "quick": args.quick,
+        "results": {},
+    }
+    for name in args.names or list(BENCHMARKS):
+        started = time.perf_counter()
+        module = importlib.import_module(BENCHMARKS[name])
+        result = module.run(args.quick)
+        result["wall_s"] = round(time.perf_counter() - started, 2)
+        report["results"][name] = result
+        print(f"bench {name}: done in {result['wall_s']} s", file=sys.stderr)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

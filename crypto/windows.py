@@ -1,0 +1,75 @@
+"""Freshness checks for signed messages: a timestamp window and a bounded replay guard."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from crypto.errors import Expired, FromFuture, Replayed
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampWindow:
+    """Accept timestamps from ``max_age_ms`` in the past to ``max_ahead_ms`` in the future."""
+
+    max_age_ms: int = 300_000
+    max_ahead_ms: int = 60_000
+
+    def check(self, ts_ms: int, now_ms: int) -> None:
+        if ts_ms < now_ms - self.max_age_ms:
+            raise Expired(ts_ms, now_ms, self.max_age_ms)
+        if ts_ms > now_ms + self.max_ahead_ms:
+            raise FromFuture(ts_ms, now_ms, self.max_ahead_ms)
+
+
+class ReplayGuard:
+    """Remembers (author, nonce) pairs for as long as the timestamp window could accept them.
+
+    Memory is bounded by ``max_entries``. Entries older than ``horizon_ms``
+    (which should be at least the window's max age plus its max ahead) are
+    dropped, since the window rejects their timestamps anyway. If a flood fills
+    the guard before that, the oldest entries are evicted and a *floor* is
+    raised to their timestamp: anything at or below the floor is refused as a
+    possible replay. So the guard may refuse an old genuine message under
+    attack, but never accepts a replay.
+    """
+
+    def __init__(self, *, horizon_ms: int = 360_000, max_entries: int = 100_000) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be positive")
+        self._horizon_ms = horizon_ms
+        self._max_entries = max_entries
+        self._seen: set[bytes] = set()
+        self._by_time: list[tuple[int, bytes]] = []
+        self._floor_ms = -1
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    @property
+    def floor_ms(self) -> int:
+        return self._floor_ms
+
+    def check_and_record(self, author: bytes, nonce: bytes, ts_ms: int, now_ms: int) -> None:
+        """Raise ``Replayed`` if seen (or undecidable); otherwise remember it."""
+        self._expire(now_ms)
+        key = author + nonce
+        if key in self._seen:
+            raise Replayed(author, nonce)
+        if ts_ms < now_ms - self._horizon_ms:
+            # Without this the guard would depend on a window check elsewhere.
+            raise Replayed(author, nonce, "older than the replay horizon")
+        if ts_ms <= self._floor_ms:
+            raise Replayed(author, nonce, "older than what the replay guard still remembers")
+        self._seen.add(key)
+        heapq.heappush(self._by_time, (ts_ms, key))
+        while len(self._seen) > self._max_entries:
+            old_ts, old_key = heapq.heappop(self._by_time)
+            self._seen.discard(old_key)
+            self._floor_ms = max(self._floor_ms, old_ts)
+
+    def _expire(self, now_ms: int) -> None:
+        cutoff = now_ms - self._horizon_ms
+        while self._by_time and self._by_time[0][0] < cutoff:
+            _, key = heapq.heappop(self._by_time)
+            self._seen.discard(key)

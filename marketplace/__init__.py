@@ -1,0 +1,1 @@
+"""USDC pricing, listings, purchases and delivery of skills."""

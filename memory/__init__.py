@@ -1,0 +1,1 @@
+"""Knowledge Crystals: the agent's long-term memory in one SQLite file. Depends on ``crypto`` only."""

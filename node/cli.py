@@ -1,0 +1,248 @@
+"""The `bitterbot-node` command: a thin skin over the library.
+
+Every command resolves the same way: config file (``--config``,
+``$BITTERBOT_CONFIG`` or ``<data dir>/config.toml``), environment overrides,
+then the data dir (``--data-dir``, ``$BITTERBOT_DATA_DIR``, ``node.data_dir``,
+or the platform default). Errors a user can fix print one line and exit 2;
+"already running" exits 3; see ``node.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import getpass
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from crypto.errors import KeyFileError, KeyFileMissing
+from crypto.identity import Identity, load_identity, read_key_file_info, save_identity
+from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
+from node.daemon import Daemon, NodeContext
+from node.errors import EXIT_USAGE, NodeError, UsageError
+from node.lockfile import DataDirLock
+from node.logs import configure_logging, get_logger
+from node.paths import NodePaths, choose_config_path, choose_data_dir
+from node.status import probe_daemon
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = get_logger("node.cli")
+
+
+def handles_errors(func: F) -> F:
+    """Turn the errors a user can fix into one line on stderr and the documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except NodeError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyFileError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def location_options(func: F) -> F:
+    func = click.option(
+        "--data-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        help="Where the node keeps its files (default: the platform's user data dir).",
+    )(func)
+    func = click.option(
+        "--config",
+        "config_path",
+        type=click.Path(path_type=Path, dir_okay=True),
+        default=None,
+        help="TOML config file (default: $BITTERBOT_CONFIG, or <data dir>/config.toml, or built-in defaults).",
+    )(func)
+    return func
+
+
+def resolve(config_path: Path | None, data_dir: Path | None) -> tuple[LoadedConfig, NodePaths]:
+    environ = os.environ
+    loaded = load_config(choose_config_path(config_path, data_dir, environ), environ)
+    return loaded, NodePaths.of(choose_data_dir(data_dir, loaded.config, environ), loaded.config)
+
+
+def read_passphrase(passphrase_file: Path | None, *, prompt: str | None, confirm: bool = False) -> bytes | None:
+    """From ``--passphrase-file``, else ``$BITTERBOT_KEY_PASSPHRASE``, else a prompt on a terminal."""
+    if passphrase_file is not None:
+        try:
+            text = passphrase_file.read_text().rstrip("\r\n")
+        except OSError as exc:
+            raise UsageError(f"cannot read passphrase file {passphrase_file}: {exc.strerror}") from None
+        if not text:
+            raise UsageError(f"passphrase file {passphrase_file} is empty")
+        return text.encode()
+    if os.environ.get(ENV_KEY_PASSPHRASE):
+        return os.environ[ENV_KEY_PASSPHRASE].encode()
+    if prompt is None or not sys.stdin.isatty():
+        return None
+    first = getpass.getpass(prompt)
+    if confirm and getpass.getpass("Repeat passphrase: ") != first:
+        raise UsageError("the passphrases do not match")
+    if not first:
+        raise UsageError("an empty passphrase protects nothing")
+    return first.encode()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bitterbot-node")
+def cli() -> None:
+    """bitterbot-node: long-term memory and a skill marketplace for an AI agent, peer to peer."""
+
+
+@cli.command()
+@location_options
+@click.option("--encrypt", is_flag=True, help="Seal the key under a passphrase (scrypt + AES-256-GCM).")
+@click.option("--passphrase-file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@handles_errors
+def init(config_path: Path | None, data_dir: Path | None, encrypt: bool, passphrase_file: Path | None) -> None:
+    """Create the data dir and the node's Ed25519 identity (idempotent)."""
+    _, paths = resolve(config_path, data_dir)
+    paths.ensure_data_dir()
+    if paths.key_file.exists():
+        info = read_key_file_info(paths.key_file)
+        click.echo(f"already initialised: {paths.data_dir}")
+        _echo_identity(paths.key_file, info.public_key, info.peer_id, info.encrypted)
+        return
+    passphrase = None
+    if encrypt:
+        passphrase = read_passphrase(passphrase_file, prompt="New key passphrase: ", confirm=True)
+        if passphrase is None:
+            raise UsageError("--encrypt needs a passphrase: --passphrase-file, $BITTERBOT_KEY_PASSPHRASE or a terminal")
+    identity = Identity.generate()
+    save_identity(identity, paths.key_file, passphrase=passphrase)
+    click.echo(f"initialised {paths.data_dir}")
+    _echo_identity(paths.key_file, identity.public_key, identity.peer_id, passphrase is not None)
+
+
+def _echo_identity(key_file: Path, public_key: bytes, peer_id: str, encrypted: bool) -> None:
+    click.echo(f"  identity    {key_file} ({'encrypted' if encrypted else 'unencrypted'})")
+    click.echo(f"  public key  {public_key.hex()}")
+    click.echo(f"  peer id     {peer_id}")
+
+
+def _load_or_create_identity(paths: NodePaths, passphrase_file: Path | None) -> Identity:
+    try:
+        info = read_key_file_info(paths.key_file)
+    except KeyFileMissing:
+        identity = Identity.generate()
+        save_identity(identity, paths.key_file)
+        log.info("identity.created", key_file=str(paths.key_file), peer_id=identity.peer_id)
+        return identity
+    passphrase = None
+    if info.encrypted:
+        passphrase = read_passphrase(passphrase_file, prompt="Key passphrase: ")
+    return load_identity(paths.key_file, passphrase=passphrase)
+
+
+@cli.command()
+@location_options
+@click.option("--passphrase-file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@handles_errors
+def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path | None) -> None:
+    """Run the daemon until SIGINT or SIGTERM. Creates an identity on first run."""
+    loaded, paths = resolve(config_path, data_dir)
+    configure_logging(loaded.config.log.level, loaded.config.log.format)
+    paths.ensure_data_dir()
+    with DataDirLock(paths.lock_file):
+        identity = _load_or_create_identity(paths, passphrase_file)
+        daemon = Daemon(NodeContext(loaded, paths, identity))
+        code = asyncio.run(daemon.run())
+    sys.exit(code)
+
+
+@cli.command()
+@location_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handles_errors
+def status(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """What the node is and what its daemon is doing."""
+    loaded, paths = resolve(config_path, data_dir)
+    report: dict[str, Any] = {
+        "data_dir": str(paths.data_dir),
+        "name": loaded.config.node.name,
+        "role": loaded.config.node.role,
+    }
+    try:
+        info = read_key_file_info(paths.key_file)
+        report["identity"] = {
+            "public_key": info.public_key.hex(),
+            "peer_id": info.peer_id,
+            "encrypted": info.encrypted,
+            "key_file": str(paths.key_file),
+        }
+    except KeyFileMissing:
+        report["identity"] = None
+    probe = probe_daemon(paths.data_dir)
+    report["daemon"] = {"running": probe.running, "pid": probe.pid}
+    if probe.running and probe.status is not None:
+        report["daemon"].update(
+            state=probe.status.state,
+            uptime_s=round(time.time() - probe.status.started_at_ms / 1000),
+            status_age_s=round(time.time() - probe.status.updated_at_ms / 1000, 1),
+            parts=probe.status.parts,
+        )
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"node        {report['name']} ({report['role']})")
+    click.echo(f"data dir    {report['data_dir']}")
+    ident = report["identity"]
+    if ident is None:
+        click.echo("identity    none yet: run `bitterbot-node init` (or `run`, which creates one)")
+    else:
+        click.echo(f"public key  {ident['public_key']}{'  (encrypted)' if ident['encrypted'] else ''}")
+        click.echo(f"peer id     {ident['peer_id']}")
+    daemon = report["daemon"]
+    if not daemon["running"]:
+        click.echo("daemon      not running")
+        return
+    click.echo(
+        f"daemon      {daemon.get('state', 'running')} (pid {daemon['pid']}, up {daemon.get('uptime_s', '?')} s)"
+    )
+    for name, state in daemon.get("parts", {}).items():
+        click.echo(f"  {name:<10}{state}")
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Check or show the effective configuration."""
+
+
+@config_group.command("check")
+@location_options
+@handles_errors
+def config_check(config_path: Path | None, data_dir: Path | None) -> None:
+    """Validate the config (file plus environment) and say where it came from."""
+    loaded, paths = resolve(config_path, data_dir)
+    click.echo(f"ok: {loaded.path or 'embedded defaults'}")
+    for key, var in sorted(loaded.env_overrides.items()):
+        click.echo(f"  {key} from {var}")
+    click.echo(f"  data dir {paths.data_dir}")
+
+
+@config_group.command("show")
+@location_options
+@handles_errors
+def config_show(config_path: Path | None, data_dir: Path | None) -> None:
+    """Print the effective config as JSON."""
+    loaded, _ = resolve(config_path, data_dir)
+    click.echo(json.dumps(loaded.config.model_dump(), indent=2))
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,176 @@
+"""The node's configuration: typed sections, loaded from TOML, overridden by environment.
+
+Precedence, lowest to highest: the defaults below (the embedded config that
+`bitterbot-node run` uses with no file), one TOML file, then environment
+variables ``BITTERBOT_<SECTION>__<KEY>`` (for example ``BITTERBOT_LOG__LEVEL=debug``).
+An environment value is read as a TOML value when it parses as one (``42``,
+``true``, ``["a", "b"]``) and as a plain string otherwise.
+
+Every field is documented in ``configs/edge.toml``; a test keeps that file equal
+to these defaults. Unknown keys, wrong types and unknown ``BITTERBOT_*``
+variables are errors that name the file or variable, the key, and what was
+expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from crypto.anchors import parse_public_key
+from node.errors import ConfigError
+
+ENV_PREFIX = "BITTERBOT_"
+ENV_SEPARATOR = "__"
+#: Variables with the prefix that are not config overrides.
+ENV_CONFIG_FILE = "BITTERBOT_CONFIG"
+ENV_DATA_DIR = "BITTERBOT_DATA_DIR"
+ENV_KEY_PASSPHRASE = "BITTERBOT_KEY_PASSPHRASE"  # noqa: S105 - a variable name, not a secret
+ENV_NON_OVERRIDES = frozenset({ENV_CONFIG_FILE, ENV_DATA_DIR, ENV_KEY_PASSPHRASE})
+
+
+class _Section(BaseModel):
+    # strict: "5" is not an int and 1 is not a bool; a TOML file says what it means.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class NodeSection(_Section):
+    name: str = Field(default="bitterbot-node", min_length=1, max_length=64)
+    role: Literal["edge", "management"] = "edge"
+    data_dir: str = ""
+    status_interval_s: float = Field(default=2.0, gt=0, le=60)
+    shutdown_timeout_s: float = Field(default=4.0, gt=0, le=60)
+
+
+class LogSection(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["text", "json"] = "text"
+
+
+class IdentitySection(_Section):
+    key_file: str = Field(default="identity.key", min_length=1)
+
+
+class TrustSection(_Section):
+    management_keys: list[str] = Field(default_factory=list)
+
+    @field_validator("management_keys")
+    @classmethod
+    def _keys_are_ed25519(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            parse_public_key(key)
+        return keys
+
+
+class WireSection(_Section):
+    max_envelope_bytes: int = Field(default=65_536, ge=1_024, le=1_048_576)
+    max_age_s: int = Field(default=300, ge=1, le=86_400)
+    max_ahead_s: int = Field(default=60, ge=0, le=3_600)
+    replay_cache_entries: int = Field(default=100_000, ge=1_000, le=10_000_000)
+
+
+class Config(_Section):
+    node: NodeSection = Field(default_factory=NodeSection)
+    log: LogSection = Field(default_factory=LogSection)
+    identity: IdentitySection = Field(default_factory=IdentitySection)
+    trust: TrustSection = Field(default_factory=TrustSection)
+    wire: WireSection = Field(default_factory=WireSection)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: Config
+    #: the file it came from, or None for the embedded defaults
+    path: Path | None
+    #: dotted key -> environment variable that set it
+    env_overrides: dict[str, str] = field(default_factory=dict)
+
+
+def load_config(path: Path | None, environ: Mapping[str, str]) -> LoadedConfig:
+    """Load ``path`` (or the defaults when None), apply environment overrides, validate."""
+    source = str(path) if path else "the embedded defaults"
+    data: dict[str, Any] = _read_toml(path) if path else {}
+    overrides = _env_overrides(environ)
+    for dotted, (_, value) in overrides.items():
+        section, key = dotted.split(".", 1)
+        target = data.setdefault(section, {})
+        if not isinstance(target, dict):
+            raise ConfigError(source, "expected a table", key=section)
+        target[key] = value
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(exc, source, {d: v for d, (v, _) in overrides.items()}) from None
+    return LoadedConfig(config, path, {d: v for d, (v, _) in overrides.items()})
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(str(path), "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(str(path), "is a directory, expected a TOML file") from None
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot be read ({exc.strerror})") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"is not valid TOML ({exc})") from None
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
+    sections = Config.model_fields
+    found: dict[str, tuple[str, Any]] = {}
+    for var, raw in sorted(environ.items()):
+        if not var.startswith(ENV_PREFIX) or var in ENV_NON_OVERRIDES:
+            continue
+        name = var[len(ENV_PREFIX) :].lower()
+        section, sep, key = name.partition(ENV_SEPARATOR)
+        if not sep or section not in sections:
+            raise ConfigError(
+                f"environment variable {var}",
+                f"unknown variable; overrides are named {ENV_PREFIX}<SECTION>{ENV_SEPARATOR}<KEY> "
+                f"with SECTION one of {', '.join(s.upper() for s in sections)}",
+            )
+        found[f"{section}.{key}"] = (var, _parse_env_value(raw))
+    return found
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _explain(exc: ValidationError, source: str, env_vars: dict[str, str]) -> ConfigError:
+    """Turn pydantic's first error into one sentence naming the source, key and expectation."""
+    error = exc.errors()[0]
+    dotted = ".".join(str(part) for part in error["loc"])
+    var = env_vars.get(dotted) or env_vars.get(".".join(dotted.split(".")[:2]))
+    where = f"environment variable {var}" if var else source
+    if error["type"] == "extra_forbidden":
+        section = dotted.rsplit(".", 1)[0] if "." in dotted else None
+        valid = _valid_keys(section)
+        return ConfigError(where, f"unknown key; valid keys here are: {', '.join(valid)}", key=dotted)
+    message = error["msg"]
+    if error["type"] == "value_error":  # our own validators: drop pydantic's prefix
+        message = message.removeprefix("Value error, ")
+    return ConfigError(where, f"{message} (got {error.get('input')!r})", key=dotted)
+
+
+def _valid_keys(section: str | None) -> list[str]:
+    if section is None:
+        return sorted(Config.model_fields)
+    annotation = Config.model_fields[section].annotation if section in Config.model_fields else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return sorted(annotation.model_fields)
+    return []

@@ -1,0 +1,161 @@
+"""The daemon: owns the lifecycle of every part of the node.
+
+Start order is the order of ``build_parts``; stop is the reverse, within the
+configured shutdown budget. A background task that crashes stops the daemon
+with exit 1 rather than leaving it running half-dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from crypto.identity import Identity
+from node.config import Config, LoadedConfig
+from node.errors import EXIT_FAILURE, EXIT_OK
+from node.lifecycle import Part, PartStack, TaskSupervisor
+from node.logs import get_logger
+from node.paths import NodePaths
+from node.status import DaemonStatus, write_status
+
+log = get_logger("node.daemon")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What every part may read: config, files, identity, clock."""
+
+    loaded: LoadedConfig
+    paths: NodePaths
+    identity: Identity
+    now_ms: Callable[[], int] = wall_clock_ms
+
+    @property
+    def config(self) -> Config:
+        return self.loaded.config
+
+
+class Daemon:
+    def __init__(self, ctx: NodeContext, parts: list[Part] | None = None) -> None:
+        self.ctx = ctx
+        self._parts = parts if parts is not None else build_parts(ctx)
+        self._stack = PartStack()
+        self._stop = asyncio.Event()
+        self._running = asyncio.Event()
+        self._failure: str | None = None
+        self.supervisor = TaskSupervisor(self._task_failed)
+        self._state = "starting"
+        self._started_at_ms = ctx.now_ms()
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    async def wait_running(self) -> None:
+        """Return once every part has started (never, if start failed)."""
+        await self._running.wait()
+
+    def request_stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            log.info("node.stop_requested", reason=reason)
+            self._stop.set()
+
+    def _task_failed(self, name: str, exc: BaseException) -> None:
+        self._failure = f"background task {name} failed: {exc!r}"
+        self.request_stop("task_failed")
+
+    def status(self) -> DaemonStatus:
+        cfg = self.ctx.loaded.config
+        started = set(self._stack.started)
+        return DaemonStatus(
+            state=self._state,
+            pid=os.getpid(),
+            started_at_ms=self._started_at_ms,
+            updated_at_ms=self.ctx.now_ms(),
+            name=cfg.node.name,
+            role=cfg.node.role,
+            peer_id=self.ctx.identity.peer_id,
+            parts={p.name: ("running" if p.name in started else "stopped") for p in self._parts},
+            details={"tasks": self.supervisor.names},
+        )
+
+    def _publish_status(self) -> None:
+        try:
+            write_status(self.ctx.paths.status_file, self.status())
+        except OSError as exc:
+            log.warning("status.write_failed", error=str(exc))
+
+    async def run(self) -> int:
+        """Run until a signal or a failure; returns the process exit code."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
+        try:
+            return await self._run()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    async def _run(self) -> int:
+        cfg = self.ctx.loaded.config
+        self._publish_status()
+        try:
+            for part in self._parts:
+                await self._stack.start(part)
+        except Exception as exc:  # report which part failed, then unwind the others
+            self._failure = f"part failed to start: {exc!r}"
+            log.error("node.start_failed", error=repr(exc), exc_info=True)
+            self._stop.set()
+        if not self._stop.is_set():
+            self._state = "running"
+            self._running.set()
+            self.supervisor.spawn("status-reporter", self._report_status(cfg.node.status_interval_s))
+            log.info(
+                "node.started",
+                name=cfg.node.name,
+                role=cfg.node.role,
+                peer_id=self.ctx.identity.peer_id,
+                data_dir=str(self.ctx.paths.data_dir),
+                config=str(self.ctx.loaded.path or "embedded defaults"),
+                parts=",".join(self._stack.started),
+            )
+            self._publish_status()
+        await self._stop.wait()
+        return await self._shutdown(cfg.node.shutdown_timeout_s)
+
+    async def _shutdown(self, budget_s: float) -> int:
+        self._state = "stopping"
+        self._publish_status()
+        deadline = time.monotonic() + budget_s
+        stuck_tasks = await self.supervisor.close(timeout=max(0.1, deadline - time.monotonic()) / 2)
+        remaining = max(0.1, deadline - time.monotonic())
+        per_part = remaining / max(1, len(self._stack.started))
+        stuck_parts = await self._stack.stop_all(timeout_each=per_part)
+        self._state = "stopped"
+        self._publish_status()
+        if stuck_tasks or stuck_parts:
+            log.error("node.unclean_stop", tasks=",".join(stuck_tasks), parts=",".join(stuck_parts))
+            return EXIT_FAILURE
+        if self._failure:
+            log.error("node.stopped", failure=self._failure)
+            return EXIT_FAILURE
+        log.info("node.stopped", uptime_s=round((self.ctx.now_ms() - self._started_at_ms) / 1000, 1))
+        return EXIT_OK
+
+    async def _report_status(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            self._publish_status()
+
+
+def build_parts(ctx: NodeContext) -> list[Part]:
+    """The node's parts in start order. Later parts (memory, p2p, marketplace, API) join here."""
+    return []

@@ -1,0 +1,49 @@
+"""Errors of the node package, and the process exit codes they map to.
+
+    NodeError
+    ├── ConfigError          a config file or environment override is wrong   -> exit 2
+    ├── UsageError           a command was given something it cannot use       -> exit 2
+    └── AlreadyRunning       another daemon holds the data dir's lock          -> exit 3
+
+Key file problems (``crypto.errors.KeyFileError``) also exit 2. Any other
+failure of a running daemon exits 1. A clean stop exits 0.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_ALREADY_RUNNING = 3
+
+
+class NodeError(Exception):
+    exit_code = EXIT_FAILURE
+
+
+class ConfigError(NodeError):
+    """Says which file (or environment variable), which key, and what was expected."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, source: str, message: str, key: str | None = None) -> None:
+        where = f"{source}: key '{key}'" if key else source
+        super().__init__(f"config error in {where}: {message}")
+        self.source = source
+        self.key = key
+
+
+class UsageError(NodeError):
+    exit_code = EXIT_USAGE
+
+
+class AlreadyRunning(NodeError):
+    exit_code = EXIT_ALREADY_RUNNING
+
+    def __init__(self, data_dir: str, pid: int | None) -> None:
+        who = f"pid {pid}" if pid else "another process"
+        super().__init__(
+            f"data dir {data_dir} is in use by a running bitterbot-node ({who}); "
+            "stop it first, or give this one another --data-dir"
+        )
+        self.pid = pid

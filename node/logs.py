@@ -1,0 +1,93 @@
+"""Structured logging: an event name plus fields, as text for people or JSON for machines.
+
+Fields whose names suggest secrets are redacted, so a careless call cannot put
+a key or token in a log. Memory text belongs at debug level only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any, TextIO
+
+_SECRET_HINTS = ("secret", "passphrase", "password", "seed", "private", "token")
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def _redact(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: "[redacted]" if any(h in k.lower() for h in _SECRET_HINTS) else v for k, v in fields.items()}
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    ms = int(record.msecs)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{ms:03d}Z"
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        fields = _redact(getattr(record, "fields", {}))
+        tail = " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
+        line = f"{_timestamp(record)} {record.levelname.lower():<7} {record.name:<14} {record.getMessage()}"
+        line = f"{line} {tail}" if tail else line
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": _timestamp(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        doc.update(_redact(getattr(record, "fields", {})))
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+def _text_value(value: Any) -> str:
+    text = str(value)
+    return json.dumps(text) if (" " in text or not text) else text
+
+
+class EventLogger:
+    """``log.info("node.started", peer_id=...)``: an event name and fields."""
+
+    def __init__(self, name: str) -> None:
+        self._logger = logging.getLogger(name)
+
+    def _log(self, level: int, event: str, exc_info: bool, fields: dict[str, Any]) -> None:
+        if self._logger.isEnabledFor(level):
+            self._logger.log(level, event, extra={"fields": fields}, exc_info=exc_info)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._log(logging.DEBUG, event, False, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._log(logging.INFO, event, False, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._log(logging.WARNING, event, False, fields)
+
+    def error(self, event: str, exc_info: bool = False, **fields: Any) -> None:
+        self._log(logging.ERROR, event, exc_info, fields)
+
+
+def get_logger(name: str) -> EventLogger:
+    return EventLogger(name)
+
+
+def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | None = None) -> None:
+    """Route every logger (ours and libraries') to one handler on stderr."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(_LEVELS[level])

@@ -1,0 +1,70 @@
+"""Where a node keeps its files, and how the data dir and config file are chosen."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from node.config import ENV_CONFIG_FILE, ENV_DATA_DIR, Config
+
+APP_NAME = "bitterbot-node"
+IMPLICIT_CONFIG_NAME = "config.toml"
+
+
+def default_data_dir() -> Path:
+    """The platform's per-user data directory (``~/.local/share/bitterbot-node`` on Linux)."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def choose_config_path(cli_path: Path | None, cli_data_dir: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """``--config``, else ``$BITTERBOT_CONFIG``, else ``<data dir>/config.toml`` if it exists, else None."""
+    if cli_path is not None:
+        return cli_path
+    if environ.get(ENV_CONFIG_FILE):
+        return Path(environ[ENV_CONFIG_FILE])
+    base = cli_data_dir or (Path(environ[ENV_DATA_DIR]) if environ.get(ENV_DATA_DIR) else default_data_dir())
+    implicit = base / IMPLICIT_CONFIG_NAME
+    return implicit if implicit.is_file() else None
+
+
+def choose_data_dir(cli_data_dir: Path | None, config: Config, environ: Mapping[str, str]) -> Path:
+    """``--data-dir``, else ``$BITTERBOT_DATA_DIR``, else ``node.data_dir``, else the platform default."""
+    if cli_data_dir is not None:
+        chosen = cli_data_dir
+    elif environ.get(ENV_DATA_DIR):
+        chosen = Path(environ[ENV_DATA_DIR])
+    elif config.node.data_dir:
+        chosen = Path(config.node.data_dir)
+    else:
+        chosen = default_data_dir()
+    return chosen.expanduser().resolve()
+
+
+@dataclass(frozen=True, slots=True)
+class NodePaths:
+    """Every file the node owns, relative to one data dir."""
+
+    data_dir: Path
+    key_file: Path
+
+    @classmethod
+    def of(cls, data_dir: Path, config: Config) -> NodePaths:
+        key_file = Path(config.identity.key_file).expanduser()
+        return cls(data_dir, key_file if key_file.is_absolute() else data_dir / key_file)
+
+    @property
+    def lock_file(self) -> Path:
+        return self.data_dir / "node.lock"
+
+    @property
+    def status_file(self) -> Path:
+        return self.data_dir / "status.json"
+
+    def ensure_data_dir(self) -> None:
+        """Create the data dir, private to this user."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.data_dir, 0o700)

@@ -1,0 +1,1 @@
+"""The libp2p host, gossip topics, validators, trust and reputation."""

@@ -1,0 +1,30 @@
+"""Shared helpers: run the real `bitterbot-node` command in a clean environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "node"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without any BITTERBOT_* setting, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BITTERBOT_")}
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], env=env or clean_env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"

@@ -1,0 +1,188 @@
+"""The `bitterbot-node` command as a user runs it: separate processes, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CLI, clean_env, run_cli
+
+
+def start_daemon(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, "run", "--data-dir", str(data_dir), *extra],
+        env=env or clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def wait_for_state(data_dir: Path, state: str, timeout: float = 20) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = run_cli("status", "--data-dir", str(data_dir), "--json")
+        if result.returncode == 0:
+            report = json.loads(result.stdout)
+            if report["daemon"].get("state") == state:
+                return report
+        time.sleep(0.2)
+    raise AssertionError(f"daemon never reached state {state!r}")
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, float, str]:
+    started = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    return proc.returncode, time.monotonic() - started, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_creates_an_identity_reports_running_and_stops_cleanly(data_dir: Path, sig: int) -> None:
+    proc = start_daemon(data_dir)
+    try:
+        report = wait_for_state(data_dir, "running")
+    finally:
+        code, took, err = stop(proc, sig)
+    assert report["daemon"]["running"] is True
+    assert report["identity"]["peer_id"].startswith("12D3KooW")
+    assert code == 0, err
+    assert took < 5
+    assert "node.started" in err and "node.stopped" in err
+    assert (data_dir / "identity.key").stat().st_mode & 0o777 == 0o600
+    after = json.loads(run_cli("status", "--data-dir", str(data_dir), "--json").stdout)
+    assert after["daemon"]["running"] is False
+
+
+def test_second_daemon_on_the_same_data_dir_is_refused(data_dir: Path) -> None:
+    first = start_daemon(data_dir)
+    try:
+        wait_for_state(data_dir, "running")
+        second = run_cli("run", "--data-dir", str(data_dir))
+        assert second.returncode == 3
+        assert f"in use by a running bitterbot-node (pid {first.pid})" in second.stderr
+    finally:
+        code, _, err = stop(first)
+    assert code == 0, err
+
+
+def test_lock_is_released_after_kill_9(data_dir: Path) -> None:
+    first = start_daemon(data_dir)
+    wait_for_state(data_dir, "running")
+    first.kill()
+    first.wait(timeout=10)
+    # The status file still says running, but the lock says otherwise.
+    report = json.loads(run_cli("status", "--data-dir", str(data_dir), "--json").stdout)
+    assert report["daemon"]["running"] is False
+    second = start_daemon(data_dir)
+    try:
+        wait_for_state(data_dir, "running")
+    finally:
+        code, _, err = stop(second)
+    assert code == 0, err
+
+
+def test_keys_never_appear_in_logs(data_dir: Path) -> None:
+    proc = start_daemon(data_dir, env=clean_env(BITTERBOT_LOG__LEVEL="debug", BITTERBOT_LOG__FORMAT="json"))
+    try:
+        wait_for_state(data_dir, "running")
+    finally:
+        _, _, err = stop(proc)
+    seed = json.loads((data_dir / "identity.key").read_text())["seed"]
+    assert seed not in err
+    events = [json.loads(line)["event"] for line in err.splitlines() if line.startswith("{")]
+    assert "identity.created" in events and "node.started" in events
+
+
+def test_init_is_idempotent_and_can_encrypt(tmp_path: Path) -> None:
+    plain = run_cli("init", "--data-dir", str(tmp_path / "a"))
+    assert plain.returncode == 0 and "unencrypted" in plain.stdout
+    again = run_cli("init", "--data-dir", str(tmp_path / "a"))
+    assert again.returncode == 0 and "already initialised" in again.stdout
+    assert plain.stdout.split("peer id")[1] == again.stdout.split("peer id")[1]
+
+    pw = tmp_path / "pw"
+    pw.write_text("s3cret passphrase\n")
+    enc = run_cli("init", "--data-dir", str(tmp_path / "b"), "--encrypt", "--passphrase-file", str(pw))
+    assert enc.returncode == 0 and "(encrypted)" in enc.stdout
+    assert "s3cret" not in (tmp_path / "b" / "identity.key").read_text()
+
+
+def test_encrypted_key_without_passphrase_is_a_clear_error_and_with_it_runs(tmp_path: Path) -> None:
+    data_dir = tmp_path / "d"
+    env = clean_env(BITTERBOT_KEY_PASSPHRASE="pass phrase")
+    assert run_cli("init", "--data-dir", str(data_dir), "--encrypt", env=env).returncode == 0
+    refused = run_cli("run", "--data-dir", str(data_dir))
+    assert refused.returncode == 2
+    assert "encrypted" in refused.stderr and "BITTERBOT_KEY_PASSPHRASE" in refused.stderr
+    wrong = run_cli("run", "--data-dir", str(data_dir), env=clean_env(BITTERBOT_KEY_PASSPHRASE="nope"))
+    assert wrong.returncode == 2 and "wrong passphrase" in wrong.stderr
+    proc = start_daemon(data_dir, env=env)
+    try:
+        wait_for_state(data_dir, "running")
+    finally:
+        code, _, err = stop(proc)
+    assert code == 0, err
+
+
+def test_world_readable_key_is_refused_with_the_fix(data_dir: Path) -> None:
+    assert run_cli("init", "--data-dir", str(data_dir)).returncode == 0
+    os.chmod(data_dir / "identity.key", 0o644)
+    result = run_cli("run", "--data-dir", str(data_dir))
+    assert result.returncode == 2
+    assert "chmod 600" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("config_text", "message"),
+    [
+        ("[log]\nlevel = 3\n", "key 'log.level'"),
+        ("[node]\nport = 4001\n", "key 'node.port': unknown key"),
+        ("this is not toml", "is not valid TOML"),
+    ],
+)
+def test_bad_config_exits_2_with_a_message_not_a_traceback(tmp_path: Path, config_text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(config_text)
+    for command in (["run"], ["status"], ["config", "check"]):
+        result = run_cli(*command, "--config", str(path), "--data-dir", str(tmp_path / "d"))
+        assert result.returncode == 2, command
+        assert str(path) in result.stderr and message in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_missing_config_file_exits_2(tmp_path: Path) -> None:
+    result = run_cli("run", "--config", str(tmp_path / "missing.toml"))
+    assert result.returncode == 2
+    assert "missing.toml: file not found" in result.stderr
+
+
+def test_bad_environment_override_exits_2(data_dir: Path) -> None:
+    result = run_cli("status", "--data-dir", str(data_dir), env=clean_env(BITTERBOT_LOG_LEVEL="debug"))
+    assert result.returncode == 2
+    assert "BITTERBOT_LOG_LEVEL: unknown variable" in result.stderr
+
+
+def test_status_before_init_says_what_to_do(data_dir: Path) -> None:
+    result = run_cli("status", "--data-dir", str(data_dir))
+    assert result.returncode == 0
+    assert "bitterbot-node init" in result.stdout
+    assert "not running" in result.stdout
+
+
+def test_config_check_reports_overrides(tmp_path: Path) -> None:
+    result = run_cli("config", "check", "--data-dir", str(tmp_path), env=clean_env(BITTERBOT_LOG__LEVEL="debug"))
+    assert result.returncode == 0
+    assert "log.level from BITTERBOT_LOG__LEVEL" in result.stdout

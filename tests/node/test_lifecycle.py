@@ -1,0 +1,114 @@
+"""The daemon's lifecycle in-process: order of start and stop, failures, hung parts, crashed tasks."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from crypto.identity import Identity
+from node.config import load_config
+from node.daemon import Daemon, NodeContext
+from node.paths import NodePaths
+from node.status import read_status
+
+
+class Recorder:
+    def __init__(self, name: str, events: list[str], *, fail_start: bool = False, hang_stop: bool = False) -> None:
+        self.name = name
+        self.events = events
+        self.fail_start = fail_start
+        self.hang_stop = hang_stop
+
+    async def start(self) -> None:
+        if self.fail_start:
+            raise RuntimeError(f"{self.name} cannot start")
+        self.events.append(f"start {self.name}")
+
+    async def stop(self) -> None:
+        if self.hang_stop:
+            await asyncio.sleep(3600)
+        self.events.append(f"stop {self.name}")
+
+
+def make_daemon(tmp_path: Path, parts: list[Recorder], **env: str) -> Daemon:
+    loaded = load_config(None, {"BITTERBOT_NODE__SHUTDOWN_TIMEOUT_S": "1.0", **env})
+    paths = NodePaths.of(tmp_path, loaded.config)
+    return Daemon(NodeContext(loaded, paths, Identity.generate()), parts=list(parts))
+
+
+async def run_then_stop(daemon: Daemon) -> int:
+    task = asyncio.create_task(daemon.run())
+    async with asyncio.timeout(5):
+        await daemon.wait_running()
+        daemon.request_stop("test")
+        return await task
+
+
+async def test_parts_start_in_order_and_stop_in_reverse(tmp_path: Path) -> None:
+    events: list[str] = []
+    daemon = make_daemon(tmp_path, [Recorder("a", events), Recorder("b", events), Recorder("c", events)])
+    code = await run_then_stop(daemon)
+    assert code == 0
+    assert events == ["start a", "start b", "start c", "stop c", "stop b", "stop a"]
+    status = read_status(tmp_path / "status.json")
+    assert status is not None and status.state == "stopped"
+
+
+async def test_a_part_that_fails_to_start_unwinds_the_started_ones_and_exits_1(tmp_path: Path) -> None:
+    events: list[str] = []
+    daemon = make_daemon(
+        tmp_path, [Recorder("a", events), Recorder("b", events, fail_start=True), Recorder("c", events)]
+    )
+    async with asyncio.timeout(5):
+        code = await daemon.run()
+    assert code == 1
+    assert events == ["start a", "stop a"]
+
+
+async def test_a_part_that_hangs_on_stop_is_abandoned_within_the_budget(tmp_path: Path) -> None:
+    events: list[str] = []
+    daemon = make_daemon(tmp_path, [Recorder("a", events), Recorder("stuck", events, hang_stop=True)])
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    code = await run_then_stop(daemon)
+    assert code == 1
+    assert events == ["start a", "start stuck", "stop a"]
+    assert loop.time() - started < 3
+
+
+async def test_a_crashed_background_task_stops_the_daemon_with_exit_1(tmp_path: Path) -> None:
+    daemon = make_daemon(tmp_path, [])
+
+    async def crash() -> None:
+        await asyncio.sleep(0.05)
+        raise RuntimeError("boom")
+
+    task = asyncio.create_task(daemon.run())
+    async with asyncio.timeout(5):
+        await daemon.wait_running()
+        daemon.supervisor.spawn("crasher", crash())
+        assert await task == 1
+
+
+async def test_background_tasks_are_named_unique_and_awaited_at_stop(tmp_path: Path) -> None:
+    daemon = make_daemon(tmp_path, [])
+    stopped = asyncio.Event()
+
+    async def worker() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            stopped.set()
+
+    task = asyncio.create_task(daemon.run())
+    async with asyncio.timeout(5):
+        await daemon.wait_running()
+        daemon.supervisor.spawn("worker", worker())
+        with pytest.raises(ValueError, match="already running"):
+            daemon.supervisor.spawn("worker", worker())
+        assert "worker" in daemon.status().details["tasks"]
+        daemon.request_stop("test")
+        assert await task == 0
+    assert stopped.is_set()
