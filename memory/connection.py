@@ -1,0 +1,42 @@
+"""Opening the memory database: SQLite with FTS5 and sqlite-vec, through aiosqlite.
+
+The machine's CPython may be built without loadable extensions, so we use
+``sqlean.py`` (SQLite 3.50 with extension loading) and load sqlite-vec into it.
+One writer connection (``BEGIN IMMEDIATE`` transactions) and separate read-only
+connections: WAL lets them read while the writer writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import sqlean
+import sqlite_vec
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _connect(path: Path, *, readonly: bool) -> Any:
+    uri = f"file:{path}?mode=ro" if readonly else f"file:{path}?mode=rwc"
+    conn = sqlean.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a commit survives a process crash; only a power loss can undo the last ones.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB page cache
+    conn.execute("PRAGMA temp_store = MEMORY")
+    return conn
+
+
+async def open_connection(path: Path, *, readonly: bool = False) -> aiosqlite.Connection:
+    """An aiosqlite connection (its own thread) with sqlite-vec loaded. Close it: an open one keeps Python alive."""
+    conn = aiosqlite.Connection(lambda: _connect(path, readonly=readonly), iter_chunk_size=64)
+    await conn
+    return conn

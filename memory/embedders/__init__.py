@@ -1,0 +1,1 @@
+"""Embedders: one interface (``base``), one file per implementation."""

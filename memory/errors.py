@@ -1,0 +1,51 @@
+"""Every error the memory package raises.
+
+MemoryError_
+├── StoreError              the database cannot be used (corrupt, newer schema, closed)
+│   └── SchemaTooNew
+├── CrystalNotFound
+├── ExportRefused           governance forbids a crystal leaving the node
+├── EmbedderError           an embedder failed or is misconfigured
+└── InvalidQuery            a search request that cannot be run (bad filter, empty query)
+"""
+
+from __future__ import annotations
+
+
+class MemoryError_(Exception):  # trailing underscore: don't shadow the builtin MemoryError
+    """Base of every error raised by ``memory``."""
+
+
+class StoreError(MemoryError_):
+    pass
+
+
+class SchemaTooNew(StoreError):
+    def __init__(self, found: int, supported: int) -> None:
+        super().__init__(
+            f"the memory database has schema version {found}, this bitterbot-node supports up to {supported}; "
+            "upgrade bitterbot-node"
+        )
+        self.found = found
+        self.supported = supported
+
+
+class CrystalNotFound(MemoryError_):
+    def __init__(self, crystal_id: str) -> None:
+        super().__init__(f"no crystal {crystal_id!r}")
+        self.crystal_id = crystal_id
+
+
+class ExportRefused(MemoryError_):
+    def __init__(self, crystal_id: str, reason: str) -> None:
+        super().__init__(f"crystal {crystal_id} may not leave this node: {reason}")
+        self.crystal_id = crystal_id
+        self.reason = reason
+
+
+class EmbedderError(MemoryError_):
+    pass
+
+
+class InvalidQuery(MemoryError_):
+    pass

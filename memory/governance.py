@@ -1,0 +1,121 @@
+"""Governance: what a crystal's sensitivity is, who may read it, and what may leave the node.
+
+Plain functions over plain data. The store applies ``visibility_sql`` on every
+read path, so an expired crystal or one the caller may not see is never
+returned, whatever the search mode.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.errors import ExportRefused
+from memory.model import (
+    HIDDEN_LIFECYCLES,
+    KNOWLEDGE_TYPES,
+    MEMORY_TYPES,
+    CallerScope,
+    Crystal,
+    Lifecycle,
+    Scope,
+    Sensitivity,
+)
+
+# Secrets: anything that would let someone act as the user.
+_SECRET_PATTERNS = [
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    re.compile(r"\b(?:sk|pk|rk)-(?:live-|test-|proj-|ant-)?[A-Za-z0-9_\-]{16,}"),  # OpenAI/Stripe/Anthropic-style
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key id
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),  # GitHub tokens
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),  # Slack tokens
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),  # Google API keys
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWT
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-\.=]{20,}"),
+    re.compile(
+        r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_\- ]?key|access[_\- ]?token|auth[_\- ]?token|"
+        r"private[_\- ]?key|seed phrase|mnemonic)\b\s*(?:is|[:=])\s*\S{4,}"
+    ),
+    re.compile(r"\b0x[0-9a-fA-F]{64}\b"),  # an EVM private key
+]
+
+# Personal data about a person.
+_PERSONAL_PATTERNS = [
+    re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"),  # e-mail
+    re.compile(r"(?<![\w+])\+\d{1,3}[\s\-.]?(?:\(?\d{1,4}\)?[\s\-.]?){2,5}\d{2,4}\b"),  # international phone
+    re.compile(r"(?<!\w)\(?\d{3}\)?[\s\-.]\d{3}[\s\-.]\d{4}\b"),  # North American phone
+    re.compile(r"\b\d{3}-\d{2}-\d{4}\b"),  # US SSN
+    re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}\b"),  # IBAN
+    re.compile(r"(?i)\b(?:date of birth|born on|my address is|home address|passport (?:number|no))\b"),
+]
+_CARD = re.compile(r"\b(?:\d[ \-]?){13,19}\b")
+
+
+def _luhn_ok(digits: str) -> bool:
+    total, parity = 0, len(digits) % 2
+    for i, ch in enumerate(digits):
+        d = int(ch)
+        if i % 2 == parity:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def classify_sensitivity(text: str) -> Sensitivity:
+    """Confidential if the text holds a secret; personal if it holds personal data; else normal."""
+    if any(p.search(text) for p in _SECRET_PATTERNS):
+        return Sensitivity.CONFIDENTIAL
+    for match in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+            return Sensitivity.CONFIDENTIAL
+    if any(p.search(text) for p in _PERSONAL_PATTERNS):
+        return Sensitivity.PERSONAL
+    return Sensitivity.NORMAL
+
+
+def is_visible(crystal: Crystal, caller: CallerScope, now_ms: int, *, include_archived: bool = False) -> bool:
+    """The one rule every read path follows (``visibility_sql`` is its SQL twin)."""
+    if crystal.lifecycle is Lifecycle.EXPIRED:
+        return False
+    if crystal.expires_at_ms is not None and crystal.expires_at_ms <= now_ms:
+        return False
+    if crystal.lifecycle is Lifecycle.ARCHIVED and not include_archived:
+        return False
+    if caller is CallerScope.LOCAL:
+        return True
+    if crystal.sensitivity is Sensitivity.CONFIDENTIAL:
+        return False
+    if caller is CallerScope.SHARED:
+        return crystal.scope in (Scope.SHARED, Scope.PUBLIC)
+    return crystal.scope is Scope.PUBLIC and crystal.sensitivity is Sensitivity.NORMAL
+
+
+def visibility_sql(caller: CallerScope, *, include_archived: bool, alias: str = "c") -> tuple[str, dict[str, object]]:
+    """A WHERE fragment (with named parameters, ``:now_ms`` supplied by the caller) equal to ``is_visible``."""
+    hidden = [Lifecycle.EXPIRED.value] if include_archived else sorted(h.value for h in HIDDEN_LIFECYCLES)
+    params: dict[str, object] = {f"hidden_{i}": v for i, v in enumerate(hidden)}
+    clauses = [
+        f"{alias}.lifecycle NOT IN ({', '.join(':' + k for k in params)})",
+        f"({alias}.expires_at_ms IS NULL OR {alias}.expires_at_ms > :now_ms)",
+    ]
+    if caller is CallerScope.SHARED:
+        clauses.append(f"{alias}.sensitivity != 'confidential' AND {alias}.scope IN ('shared', 'public')")
+    elif caller is CallerScope.PUBLIC:
+        clauses.append(f"{alias}.sensitivity = 'normal' AND {alias}.scope = 'public'")
+    return " AND ".join(clauses), params
+
+
+def check_exportable(crystal: Crystal, now_ms: int) -> None:
+    """Raise ``ExportRefused`` unless the crystal may be sent to a peer.
+
+    Memory crystals (episode, preference, relationship, fact, goal) never leave,
+    nor does anything personal or confidential, expired or archived.
+    """
+    if crystal.semantic_type in MEMORY_TYPES:
+        raise ExportRefused(crystal.id, f"{crystal.semantic_type} crystals are private memories")
+    if crystal.semantic_type not in KNOWLEDGE_TYPES:
+        raise ExportRefused(crystal.id, f"only skills and task patterns can be exported, not {crystal.semantic_type}")
+    if crystal.sensitivity is not Sensitivity.NORMAL:
+        raise ExportRefused(crystal.id, f"its sensitivity is {crystal.sensitivity}")
+    if not is_visible(crystal, CallerScope.LOCAL, now_ms):
+        raise ExportRefused(crystal.id, f"it is {crystal.lifecycle}")

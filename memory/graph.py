@@ -1,0 +1,117 @@
+"""Typed associations between crystals, and provenance (derivation tree, attribution chain).
+
+Links are only ever added: a new crystal very similar to an old one ``updates``
+it, a similar one is ``related_to`` it; nothing is deleted or hidden by linking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.embedders.base import Vectors
+from memory.model import AssociationType
+from memory.store import LinkSettings, MemoryStore
+from memory.vectors import knn
+
+
+@dataclass(frozen=True, slots=True)
+class Association:
+    src_id: str
+    dst_id: str
+    type: AssociationType
+    weight: float
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceNode:
+    crystal_id: str
+    relation: str | None  # how this node's parent in the tree was derived from it
+    parents: tuple[ProvenanceNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    actor: str
+    action: str
+    ts_ms: int
+    detail: str | None
+
+
+def link_type(similarity: float, settings: LinkSettings) -> AssociationType | None:
+    """Which automatic link a similarity deserves, if any."""
+    if similarity >= settings.updates_threshold:
+        return AssociationType.UPDATES
+    if similarity >= settings.related_threshold:
+        return AssociationType.RELATED_TO
+    return None
+
+
+async def auto_link(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
+    """Link ``crystal_id`` to its nearest live neighbours; returns how many links were added."""
+    settings = store.links
+    neighbours = await knn(store.reader(), store.vec_table, vector, settings.neighbours + 1)
+    rowids = [r for r, _ in neighbours]
+    crystals = await store.get_many_by_rowid(rowids)
+    now = store.now_ms()
+    edges = []
+    for rowid, distance in neighbours:
+        other = crystals.get(rowid)
+        if other is None or other.id == crystal_id or other.lifecycle.value in ("expired", "archived"):
+            continue
+        kind = link_type(1.0 - distance, settings)
+        if kind is not None:
+            edges.append((crystal_id, other.id, kind.value, round(1.0 - distance, 4), now))
+    if edges:
+        async with store.transaction() as db:
+            await db.executemany(
+                "INSERT OR IGNORE INTO associations (src_id, dst_id, type, weight, created_ms) VALUES (?, ?, ?, ?, ?)",
+                edges,
+            )
+    return len(edges)
+
+
+async def link(store: MemoryStore, src_id: str, dst_id: str, kind: AssociationType, weight: float = 1.0) -> None:
+    """Add a typed edge by hand (e.g. ``contradicts``, ``caused_by``); both crystals must exist."""
+    await store.get(src_id)
+    await store.get(dst_id)
+    async with store.transaction() as db:
+        await db.execute(
+            "INSERT OR REPLACE INTO associations (src_id, dst_id, type, weight, created_ms) VALUES (?, ?, ?, ?, ?)",
+            (src_id, dst_id, kind.value, weight, store.now_ms()),
+        )
+
+
+async def associations(store: MemoryStore, crystal_id: str) -> list[Association]:
+    """Every edge from or to the crystal, strongest first."""
+    async with store.reader().execute(
+        "SELECT src_id, dst_id, type, weight, created_ms FROM associations WHERE src_id = ? OR dst_id = ? "
+        "ORDER BY weight DESC, created_ms",
+        (crystal_id, crystal_id),
+    ) as cursor:
+        return [Association(r[0], r[1], AssociationType(r[2]), r[3], r[4]) for r in await cursor.fetchall()]
+
+
+async def derivation_tree(store: MemoryStore, crystal_id: str, depth: int = 5) -> ProvenanceNode:
+    """What the crystal was derived from, recursively, down to ``depth`` levels (cycles are cut)."""
+
+    async def node(cid: str, relation: str | None, level: int, seen: frozenset[str]) -> ProvenanceNode:
+        if level >= depth:
+            return ProvenanceNode(cid, relation, ())
+        async with store.reader().execute(
+            "SELECT parent_id, relation FROM provenance WHERE child_id = ? ORDER BY parent_id", (cid,)
+        ) as cursor:
+            rows = await cursor.fetchall()
+        parents = tuple([await node(p, rel, level + 1, seen | {p}) for p, rel in rows if p not in seen])
+        return ProvenanceNode(cid, relation, parents)
+
+    await store.get(crystal_id)
+    return await node(crystal_id, None, 0, frozenset({crystal_id}))
+
+
+async def attribution_chain(store: MemoryStore, crystal_id: str) -> list[Attribution]:
+    """Who did what to the crystal, oldest first."""
+    async with store.reader().execute(
+        "SELECT actor, action, ts_ms, detail FROM attributions WHERE crystal_id = ? ORDER BY seq", (crystal_id,)
+    ) as cursor:
+        return [Attribution(r[0], r[1], r[2], r[3]) for r in await cursor.fetchall()]

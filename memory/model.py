@@ -1,0 +1,236 @@
+"""The Knowledge Crystal: the unit of memory, and the closed sets that describe it.
+
+A crystal is written once and then changes only through the store (access
+counts, lifecycle transitions, importance recalculation). ``NewCrystal`` is
+what callers hand in; ``Crystal`` is what the store hands back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class SemanticType(StrEnum):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    TASK_PATTERN = "task_pattern"
+    SKILL = "skill"
+    EPISODE = "episode"
+    INSIGHT = "insight"
+    RELATIONSHIP = "relationship"
+    GOAL = "goal"
+    GENERAL = "general"
+
+
+#: Private by nature: these never leave the node, whatever their scope says.
+MEMORY_TYPES = frozenset(
+    {SemanticType.EPISODE, SemanticType.PREFERENCE, SemanticType.RELATIONSHIP, SemanticType.FACT, SemanticType.GOAL}
+)
+#: May be listed on the marketplace once they pass its quality gates.
+KNOWLEDGE_TYPES = frozenset({SemanticType.SKILL, SemanticType.TASK_PATTERN})
+
+
+class Origin(StrEnum):
+    INDEXED = "indexed"  # from a file the node indexed
+    SESSION = "session"  # from an agent's conversation
+    SKILL = "skill"  # written as a skill by the local agent
+    DREAM = "dream"  # synthesised by the dream cycle
+    USER_INPUT = "user_input"  # typed by the person
+    INFERRED = "inferred"  # derived by consolidation or the agent
+    PEER = "peer"  # received from another node
+
+
+class Lifecycle(StrEnum):
+    GENERATED = "generated"  # stored, not yet used
+    ACTIVATED = "activated"  # retrieved at least once
+    CONSOLIDATED = "consolidated"  # survived a consolidation cycle / merged into
+    ARCHIVED = "archived"  # kept for provenance, out of default search (e.g. merged away)
+    EXPIRED = "expired"  # forgotten, decayed away or past its TTL; never returned
+    FROZEN = "frozen"  # pinned: exempt from decay and merging
+
+
+#: Never shown by default; ``EXPIRED`` is never shown at all.
+HIDDEN_LIFECYCLES = frozenset({Lifecycle.ARCHIVED, Lifecycle.EXPIRED})
+
+
+class Scope(StrEnum):
+    PRIVATE = "private"  # this node and its local agent
+    SHARED = "shared"  # may be shown to trusted callers beyond the local agent
+    PUBLIC = "public"  # may be published
+
+
+class Sensitivity(StrEnum):
+    NORMAL = "normal"
+    PERSONAL = "personal"  # personal data about someone: never leaves the node
+    CONFIDENTIAL = "confidential"  # secrets: the local agent only
+
+
+class Lifespan(StrEnum):
+    PERMANENT = "permanent"  # no decay, no expiry
+    TTL = "ttl"  # expires at ``expires_at_ms``
+    DECAY = "decay"  # importance decays; expires when it falls below the forget threshold
+
+
+class EpistemicLayer(StrEnum):
+    OBSERVATION = "observation"  # recorded as seen or said
+    BELIEF = "belief"  # inferred, not confirmed
+    KNOWLEDGE = "knowledge"  # confirmed, by use, verification or consolidation
+    INSIGHT = "insight"  # synthesised across crystals
+
+
+class AssociationType(StrEnum):
+    RELATED_TO = "related_to"
+    UPDATES = "updates"
+    CONTRADICTS = "contradicts"
+    CAUSED_BY = "caused_by"
+    RESULT_OF = "result_of"
+    PART_OF = "part_of"
+
+
+class CallerScope(StrEnum):
+    """Who is reading: decides what governance lets through."""
+
+    LOCAL = "local"  # the agent on this machine: sees everything not expired
+    SHARED = "shared"  # a trusted caller beyond it: shared/public, never confidential
+    PUBLIC = "public"  # anyone: public and normal sensitivity only
+
+
+@dataclass(frozen=True, slots=True)
+class Hormones:
+    """A snapshot of the hormonal state, each in [0, 1]."""
+
+    dopamine: float = 0.0
+    cortisol: float = 0.0
+    oxytocin: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("dopamine", "cortisol", "oxytocin"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class SkillVersion:
+    stable_skill_id: str
+    version: int = 1
+    previous_version_id: str | None = None
+    deprecated: bool = False
+    deprecated_by: str | None = None
+    tags: tuple[str, ...] = ()
+    category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bounty:
+    bounty_id: str
+    reward_micro_usdc: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    is_verified: bool = False
+    verified_by: str | None = None  # hex public key of the management node
+
+
+MAX_TEXT_CHARS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class NewCrystal:
+    """What a caller asks the store to remember. Everything but ``text`` has a default."""
+
+    text: str
+    semantic_type: SemanticType = SemanticType.GENERAL
+    origin: Origin = Origin.USER_INPUT
+    created_at_ms: int | None = None  # the time the content refers to; default: now
+    source_path: str | None = None
+    source: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    importance: float = 0.5
+    emotional_valence: float = 0.0
+    hormones: Hormones = field(default_factory=Hormones)
+    curiosity_boost: float = 0.0
+    steering_reward: float = 0.0
+    epistemic_layer: EpistemicLayer = EpistemicLayer.OBSERVATION
+    verification: Verification = field(default_factory=Verification)
+    bounty: Bounty | None = None
+    skill: SkillVersion | None = None
+    scope: Scope = Scope.PRIVATE
+    sensitivity: Sensitivity | None = None  # None: classify from the text
+    lifespan: Lifespan = Lifespan.DECAY
+    ttl_ms: int | None = None  # with Lifespan.TTL
+    parents: tuple[str, ...] = ()  # crystals this one was derived from
+    actor: str = "local"  # who caused it: local, agent, peer:<hex key>, dream, consolidation
+
+    def __post_init__(self) -> None:
+        if not self.text or not self.text.strip():
+            raise ValueError("a crystal needs non-empty text")
+        if len(self.text) > MAX_TEXT_CHARS:
+            raise ValueError(f"text is {len(self.text)} characters; at most {MAX_TEXT_CHARS}")
+        if not 0.0 <= self.importance <= 1.0:
+            raise ValueError("importance must be in [0, 1]")
+        if not -1.0 <= self.emotional_valence <= 1.0:
+            raise ValueError("emotional_valence must be in [-1, 1]")
+        if (self.lifespan is Lifespan.TTL) != (self.ttl_ms is not None):
+            raise ValueError("ttl_ms is required with lifespan=ttl and only then")
+        if self.ttl_ms is not None and self.ttl_ms <= 0:
+            raise ValueError("ttl_ms must be positive")
+        if self.line_start is not None and self.line_end is not None and self.line_end < self.line_start:
+            raise ValueError("line_end before line_start")
+        if (self.semantic_type is SemanticType.SKILL) and self.skill is None:
+            object.__setattr__(self, "skill", SkillVersion(stable_skill_id=content_hash(self.text)[:16]))
+
+
+@dataclass(frozen=True, slots=True)
+class Crystal:
+    """A stored crystal, as read back from the store."""
+
+    id: str
+    text: str
+    content_hash: str
+    semantic_type: SemanticType
+    origin: Origin
+    created_at_ms: int
+    stored_at_ms: int
+    updated_at_ms: int
+    source_path: str | None
+    source: str | None
+    line_start: int | None
+    line_end: int | None
+    importance: float
+    access_count: int
+    last_access_ms: int | None
+    emotional_valence: float
+    hormones: Hormones
+    curiosity_boost: float
+    dream_count: int
+    last_dream_ms: int | None
+    steering_reward: float
+    epistemic_layer: EpistemicLayer
+    verification: Verification
+    bounty: Bounty | None
+    skill: SkillVersion | None
+    lifecycle: Lifecycle
+    scope: Scope
+    sensitivity: Sensitivity
+    lifespan: Lifespan
+    expires_at_ms: int | None
+    embedded_with: str | None
+
+    @property
+    def is_memory(self) -> bool:
+        return self.semantic_type in MEMORY_TYPES
+
+
+def normalise_text(text: str) -> str:
+    """What dedup compares: NFC, whitespace collapsed, case kept (case can carry meaning)."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()

@@ -1,0 +1,286 @@
+"""Pure pieces of search: request and result types, FTS query building, time filters, fusion.
+
+Fusion (hybrid mode), all factors documented here and shown by ``explain``::
+
+    rrf        = sum over legs (keyword, vector) of 1 / (RRF_K + rank)      rank from 1
+    importance = 1 + importance_weight * crystal.importance                   in [1, 1 + w]
+    recency    = 1 + recency_weight * 0.5 ** (age / recency_half_life)        in [1, 1 + w]
+    final      = rrf * importance * recency
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from memory.errors import InvalidQuery
+from memory.model import CallerScope, Crystal, Lifecycle, Origin, SemanticType
+
+RRF_K = 60
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"  # BM25 + vector, fused by reciprocal rank, weighted by importance and recency
+    KEYWORD = "keyword"  # BM25 only
+    VECTOR = "vector"  # vector only
+    RECENT = "recent"  # newest first (keyword-matched when a query is given)
+    IMPORTANT = "important"  # most important first (keyword-matched when a query is given)
+    TYPED = "typed"  # filter by semantic type, sort by ``sort``
+
+
+class SortKey(StrEnum):
+    RECENCY = "recency"
+    IMPORTANCE = "importance"
+    ACCESS_COUNT = "access_count"
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    importance_weight: float = 0.2
+    recency_weight: float = 0.1
+    recency_half_life_ms: int = 30 * 86_400_000
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str | None = None
+    mode: SearchMode = SearchMode.HYBRID
+    limit: int = 10
+    since_ms: int | None = None
+    until_ms: int | None = None
+    types: frozenset[SemanticType] | None = None
+    origins: frozenset[Origin] | None = None
+    lifecycles: frozenset[Lifecycle] | None = None  # None: every visible lifecycle
+    include_archived: bool = False
+    caller: CallerScope = CallerScope.LOCAL
+    sort: SortKey = SortKey.RECENCY
+    explain: bool = False
+    touch: bool = True  # count this as an access of every hit
+    weights: Weights = field(default_factory=Weights)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.limit <= 1000:
+            raise InvalidQuery(f"limit must be between 1 and 1000, got {self.limit}")
+        if self.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR) and not (self.query or "").strip():
+            raise InvalidQuery(f"{self.mode} search needs a query")
+        if self.mode is SearchMode.TYPED and not self.types:
+            raise InvalidQuery("typed search needs at least one semantic type")
+        if self.lifecycles and Lifecycle.EXPIRED in self.lifecycles:
+            raise InvalidQuery("expired crystals are never returned")
+        if self.since_ms is not None and self.until_ms is not None and self.since_ms > self.until_ms:
+            raise InvalidQuery("since is after until")
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    keyword_rank: int | None
+    keyword_score: float | None  # BM25 as SQLite reports it: lower (more negative) is better
+    vector_rank: int | None
+    vector_similarity: float | None  # cosine similarity, 1 is identical
+    rrf: float
+    importance_factor: float
+    recency_factor: float
+    fused_rank: int
+    final_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    crystal: Crystal
+    score: float
+    explain: Explain | None = None
+
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "don",
+        "didn",
+        "doesn",
+        "isn",
+        "wasn",
+    ]
+)
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: quoted content words joined by OR (stopwords make OR queries slow).
+
+    Quoting neutralises FTS syntax in user input (AND, NEAR, column filters, ``*``).
+    Returns None when nothing searchable remains.
+    """
+    terms: list[str] = []
+    for word in _TERM.findall(text.lower()):
+        if word not in STOPWORDS and word not in terms:
+            terms.append(word)
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms[:64])
+
+
+_RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
+_UNIT_MS = {"m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+
+
+def parse_since(text: str, now_ms: int) -> int:
+    """``30m``, ``24h``, ``7d``, ``2w`` before now, or an ISO date/datetime (UTC if no zone) -> epoch ms."""
+    match = _RELATIVE.match(text)
+    if match:
+        return now_ms - int(match.group(1)) * _UNIT_MS[match.group(2).lower()]
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidQuery(f"cannot read time {text!r}: use 30m, 24h, 7d, 2w or an ISO date like 2026-11-01") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def reciprocal_rank_fusion(legs: Iterable[list[int]], k: int = RRF_K) -> dict[int, float]:
+    """Sum of 1 / (k + rank) over every ranked list an item appears in (ranks from 1)."""
+    scores: dict[int, float] = {}
+    for ranked in legs:
+        for rank, item in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def importance_factor(importance: float, weights: Weights) -> float:
+    return 1.0 + weights.importance_weight * importance
+
+
+def recency_factor(created_at_ms: int, now_ms: int, weights: Weights) -> float:
+    age = max(0, now_ms - created_at_ms)
+    decay: float = 0.5 ** (age / weights.recency_half_life_ms)
+    return 1.0 + weights.recency_weight * decay

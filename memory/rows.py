@@ -1,0 +1,142 @@
+"""Mapping between crystals and rows of the ``crystals`` table: the one place that knows both."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from memory.model import (
+    Bounty,
+    Crystal,
+    EpistemicLayer,
+    Hormones,
+    Lifecycle,
+    Lifespan,
+    NewCrystal,
+    Origin,
+    Scope,
+    SemanticType,
+    Sensitivity,
+    SkillVersion,
+    Verification,
+)
+
+COLUMNS = (
+    "id, text, content_hash, semantic_type, origin, created_at_ms, stored_at_ms, updated_at_ms, source_path, source, "
+    "line_start, line_end, importance, access_count, last_access_ms, emotional_valence, dopamine, cortisol, oxytocin, "
+    "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
+    "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
+    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with"
+)
+SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
+
+INSERT_SQL = (
+    "INSERT INTO crystals (id, text, content_hash, semantic_type, origin, created_at_ms, stored_at_ms, updated_at_ms, "
+    "source_path, source, line_start, line_end, importance, emotional_valence, dopamine, cortisol, oxytocin, "
+    "curiosity_boost, steering_reward, epistemic_layer, is_verified, verified_by, bounty_id, bounty_reward, "
+    "stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, category, lifecycle, "
+    "scope, sensitivity, lifespan, expires_at_ms) VALUES (:id, :text, :content_hash, :semantic_type, :origin, "
+    ":created_at_ms, :now, :now, :source_path, :source, :line_start, :line_end, :importance, :emotional_valence, "
+    ":dopamine, :cortisol, :oxytocin, :curiosity_boost, :steering_reward, :epistemic_layer, :is_verified, "
+    ":verified_by, :bounty_id, :bounty_reward, :stable_skill_id, :skill_version, :previous_version_id, :deprecated, "
+    ":deprecated_by, :tags, :category, :lifecycle, :scope, :sensitivity, :lifespan, :expires_at_ms)"
+)
+
+
+def new_crystal_id(now_ms: int) -> str:
+    """Time-ordered and unguessable: 12 hex digits of milliseconds, 16 of randomness."""
+    return f"{now_ms:012x}{secrets.token_hex(8)}"
+
+
+def insert_params(
+    new: NewCrystal, *, crystal_id: str, content_hash: str, sensitivity: Sensitivity, now_ms: int
+) -> dict[str, Any]:
+    skill, bounty = new.skill, new.bounty
+    return {
+        "id": crystal_id,
+        "text": new.text,
+        "content_hash": content_hash,
+        "semantic_type": new.semantic_type.value,
+        "origin": new.origin.value,
+        "created_at_ms": new.created_at_ms if new.created_at_ms is not None else now_ms,
+        "now": now_ms,
+        "source_path": new.source_path,
+        "source": new.source,
+        "line_start": new.line_start,
+        "line_end": new.line_end,
+        "importance": new.importance,
+        "emotional_valence": new.emotional_valence,
+        "dopamine": new.hormones.dopamine,
+        "cortisol": new.hormones.cortisol,
+        "oxytocin": new.hormones.oxytocin,
+        "curiosity_boost": new.curiosity_boost,
+        "steering_reward": new.steering_reward,
+        "epistemic_layer": new.epistemic_layer.value,
+        "is_verified": int(new.verification.is_verified),
+        "verified_by": new.verification.verified_by,
+        "bounty_id": bounty.bounty_id if bounty else None,
+        "bounty_reward": bounty.reward_micro_usdc if bounty else None,
+        "stable_skill_id": skill.stable_skill_id if skill else None,
+        "skill_version": skill.version if skill else None,
+        "previous_version_id": skill.previous_version_id if skill else None,
+        "deprecated": int(skill.deprecated) if skill else 0,
+        "deprecated_by": skill.deprecated_by if skill else None,
+        "tags": " ".join(skill.tags) if skill else "",
+        "category": skill.category if skill else None,
+        "lifecycle": Lifecycle.GENERATED.value,
+        "scope": new.scope.value,
+        "sensitivity": sensitivity.value,
+        "lifespan": new.lifespan.value,
+        "expires_at_ms": now_ms + new.ttl_ms if new.ttl_ms is not None else None,
+    }
+
+
+def crystal_from_row(row: Sequence[Any]) -> Crystal:
+    (cid, text, chash, stype, origin, created, stored, updated, spath, source, lstart, lend, importance, access,
+     last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
+     verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
+     tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with) = row  # fmt: skip
+    return Crystal(
+        id=cid,
+        text=text,
+        content_hash=chash,
+        semantic_type=SemanticType(stype),
+        origin=Origin(origin),
+        created_at_ms=created,
+        stored_at_ms=stored,
+        updated_at_ms=updated,
+        source_path=spath,
+        source=source,
+        line_start=lstart,
+        line_end=lend,
+        importance=importance,
+        access_count=access,
+        last_access_ms=last_access,
+        emotional_valence=valence,
+        hormones=Hormones(dopamine, cortisol, oxytocin),
+        curiosity_boost=curiosity,
+        dream_count=dream_count,
+        last_dream_ms=last_dream,
+        steering_reward=steering,
+        epistemic_layer=EpistemicLayer(layer),
+        verification=Verification(bool(verified), verified_by),
+        bounty=Bounty(bounty_id, bounty_reward) if bounty_id is not None else None,
+        skill=SkillVersion(
+            stable_skill_id=skill_id,
+            version=skill_version or 1,
+            previous_version_id=prev_id,
+            deprecated=bool(deprecated),
+            deprecated_by=deprecated_by,
+            tags=tuple(tags.split()) if tags else (),
+            category=category,
+        )
+        if skill_id is not None
+        else None,
+        lifecycle=Lifecycle(lifecycle),
+        scope=Scope(scope),
+        sensitivity=Sensitivity(sensitivity),
+        lifespan=Lifespan(lifespan),
+        expires_at_ms=expires,
+        embedded_with=embedded_with,
+    )

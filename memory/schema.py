@@ -1,0 +1,137 @@
+"""The memory database's schema, owned and migrated by the store.
+
+``MIGRATIONS[n]`` takes a database from version n to n+1; the version lives in
+``meta.schema_version``. Vector tables are not here: there is one per embedder
+(``vec_<slug>``, see ``memory.vectors``), created when that embedder is first used.
+"""
+
+from __future__ import annotations
+
+SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- rowid is AUTOINCREMENT so a deleted crystal's rowid is never reused: vec0 and FTS key on it.
+CREATE TABLE crystals (
+    rowid             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                TEXT NOT NULL UNIQUE,
+    text              TEXT NOT NULL,
+    content_hash      TEXT NOT NULL UNIQUE,
+    semantic_type     TEXT NOT NULL,
+    origin            TEXT NOT NULL,
+    created_at_ms     INTEGER NOT NULL,
+    stored_at_ms      INTEGER NOT NULL,
+    updated_at_ms     INTEGER NOT NULL,
+    source_path       TEXT,
+    source            TEXT,
+    line_start        INTEGER,
+    line_end          INTEGER,
+    importance        REAL NOT NULL,
+    access_count      INTEGER NOT NULL DEFAULT 0,
+    last_access_ms    INTEGER,
+    emotional_valence REAL NOT NULL DEFAULT 0,
+    dopamine          REAL NOT NULL DEFAULT 0,
+    cortisol          REAL NOT NULL DEFAULT 0,
+    oxytocin          REAL NOT NULL DEFAULT 0,
+    curiosity_boost   REAL NOT NULL DEFAULT 0,
+    dream_count       INTEGER NOT NULL DEFAULT 0,
+    last_dream_ms     INTEGER,
+    steering_reward   REAL NOT NULL DEFAULT 0,
+    epistemic_layer   TEXT NOT NULL,
+    is_verified       INTEGER NOT NULL DEFAULT 0,
+    verified_by       TEXT,
+    bounty_id         TEXT,
+    bounty_reward     INTEGER,
+    stable_skill_id   TEXT,
+    skill_version     INTEGER,
+    previous_version_id TEXT,
+    deprecated        INTEGER NOT NULL DEFAULT 0,
+    deprecated_by     TEXT,
+    tags              TEXT NOT NULL DEFAULT '',   -- space-separated, also indexed by FTS
+    category          TEXT,
+    lifecycle         TEXT NOT NULL,
+    scope             TEXT NOT NULL,
+    sensitivity       TEXT NOT NULL,
+    lifespan          TEXT NOT NULL,
+    expires_at_ms     INTEGER,
+    embedded_with     TEXT                          -- embedder id of its vector, NULL until embedded
+);
+CREATE INDEX crystals_created ON crystals (created_at_ms);
+CREATE INDEX crystals_type_created ON crystals (semantic_type, created_at_ms);
+CREATE INDEX crystals_lifecycle ON crystals (lifecycle);
+CREATE INDEX crystals_importance ON crystals (importance);
+CREATE INDEX crystals_expires ON crystals (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
+CREATE INDEX crystals_unembedded ON crystals (embedded_with);
+CREATE INDEX crystals_skill ON crystals (stable_skill_id) WHERE stable_skill_id IS NOT NULL;
+
+CREATE VIRTUAL TABLE crystals_fts USING fts5(
+    text, tags, content='crystals', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER crystals_fts_insert AFTER INSERT ON crystals BEGIN
+    INSERT INTO crystals_fts (rowid, text, tags) VALUES (new.rowid, new.text, new.tags);
+END;
+CREATE TRIGGER crystals_fts_delete AFTER DELETE ON crystals BEGIN
+    INSERT INTO crystals_fts (crystals_fts, rowid, text, tags) VALUES ('delete', old.rowid, old.text, old.tags);
+END;
+CREATE TRIGGER crystals_fts_update AFTER UPDATE OF text, tags ON crystals BEGIN
+    INSERT INTO crystals_fts (crystals_fts, rowid, text, tags) VALUES ('delete', old.rowid, old.text, old.tags);
+    INSERT INTO crystals_fts (rowid, text, tags) VALUES (new.rowid, new.text, new.tags);
+END;
+
+-- Typed graph edges. Deleting nothing: edges to archived crystals stay for provenance.
+CREATE TABLE associations (
+    src_id     TEXT NOT NULL,
+    dst_id     TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    weight     REAL NOT NULL,
+    created_ms INTEGER NOT NULL,
+    PRIMARY KEY (src_id, dst_id, type)
+);
+CREATE INDEX associations_dst ON associations (dst_id);
+
+-- Derivation DAG: child was derived from parent (merge, dream synthesis, new skill version…).
+CREATE TABLE provenance (
+    child_id  TEXT NOT NULL,
+    parent_id TEXT NOT NULL,
+    relation  TEXT NOT NULL,
+    PRIMARY KEY (child_id, parent_id)
+);
+CREATE INDEX provenance_parent ON provenance (parent_id);
+
+-- Attribution chain: who did what to a crystal, in order.
+CREATE TABLE attributions (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    crystal_id TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    ts_ms      INTEGER NOT NULL,
+    detail     TEXT
+);
+CREATE INDEX attributions_crystal ON attributions (crystal_id, seq);
+
+-- Every lifecycle transition, including creation (from_state NULL).
+CREATE TABLE audit_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    crystal_id TEXT NOT NULL,
+    from_state TEXT,
+    to_state   TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    ts_ms      INTEGER NOT NULL
+);
+CREATE INDEX audit_crystal ON audit_log (crystal_id, seq);
+
+-- Files already imported, so a re-run (or a resumed, interrupted import) skips them.
+CREATE TABLE imported_files (
+    path         TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    crystals     INTEGER NOT NULL,
+    imported_ms  INTEGER NOT NULL
+);
+"""
+
+#: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
+MIGRATIONS: list[str] = [SCHEMA_V1]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,179 @@
+"""Running a search against the store: every mode, every filter, governance on every path.
+
+Hybrid: BM25 over FTS5 and KNN over the active embedder's vec0 table, each
+taking a candidate pool, fused by reciprocal rank (``memory.query``). The KNN
+runs alone and its rowids are filtered afterwards; because filters can remove
+candidates, the KNN asks for more when filters are active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from memory.embedders.base import Vectors
+from memory.governance import visibility_sql
+from memory.model import Crystal
+from memory.query import (
+    Explain,
+    SearchHit,
+    SearchMode,
+    SearchRequest,
+    SortKey,
+    fts_query,
+    importance_factor,
+    recency_factor,
+    reciprocal_rank_fusion,
+)
+from memory.rows import SELECT_COLUMNS, crystal_from_row
+from memory.store import MemoryStore
+from memory.vectors import knn
+
+CANDIDATE_POOL = 50
+MAX_KNN = 1000
+
+
+def _filters(request: SearchRequest, now_ms: int) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause every mode shares: governance plus the request's filters."""
+    clause, params = visibility_sql(request.caller, include_archived=request.include_archived)
+    parts = [clause]
+    params["now_ms"] = now_ms
+    if request.since_ms is not None:
+        parts.append("c.created_at_ms >= :since_ms")
+        params["since_ms"] = request.since_ms
+    if request.until_ms is not None:
+        parts.append("c.created_at_ms <= :until_ms")
+        params["until_ms"] = request.until_ms
+    for name, values in (
+        ("semantic_type", request.types),
+        ("origin", request.origins),
+        ("lifecycle", request.lifecycles),
+    ):
+        if values:
+            keys = [f"{name}_{i}" for i in range(len(values))]
+            parts.append(f"c.{name} IN ({', '.join(':' + k for k in keys)})")
+            params.update(zip(keys, sorted(v.value for v in values), strict=True))
+    return " AND ".join(parts), params
+
+
+def _has_extra_filters(request: SearchRequest) -> bool:
+    return bool(
+        request.since_ms
+        or request.until_ms
+        or request.types
+        or request.origins
+        or request.lifecycles
+        or request.caller.value != "local"
+    )
+
+
+async def _keyword_leg(
+    store: MemoryStore, match: str, where: str, params: dict[str, Any], limit: int
+) -> list[tuple[int, float]]:
+    sql = (
+        "SELECT c.rowid, bm25(crystals_fts) AS score FROM crystals_fts JOIN crystals c ON c.rowid = crystals_fts.rowid "
+        f"WHERE crystals_fts MATCH :match AND {where} ORDER BY score LIMIT :limit"
+    )
+    async with store.reader().execute(sql, {**params, "match": match, "limit": limit}) as cursor:
+        return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+
+
+async def _vector_leg(
+    store: MemoryStore, query_vector: Vectors, where: str, params: dict[str, Any], limit: int, filtered: bool
+) -> list[tuple[int, float]]:
+    k = min(MAX_KNN, limit * (8 if filtered else 1))
+    neighbours = await knn(store.reader(), store.vec_table, query_vector, k)
+    if not neighbours:
+        return []
+    ids = [rowid for rowid, _ in neighbours]
+    marks = ", ".join(f":r{i}" for i in range(len(ids)))
+    async with store.reader().execute(
+        f"SELECT c.rowid FROM crystals c WHERE c.rowid IN ({marks}) AND {where}",
+        {**params, **{f"r{i}": rowid for i, rowid in enumerate(ids)}},
+    ) as cursor:
+        allowed = {int(r[0]) for r in await cursor.fetchall()}
+    return [(rowid, 1.0 - dist) for rowid, dist in neighbours if rowid in allowed][:limit]
+
+
+async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
+    """Run ``request``; hits are touched (access count, last access) unless ``request.touch`` is False."""
+    now = store.now_ms()
+    where, params = _filters(request, now)
+    if request.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR):
+        hits = await _ranked(store, request, where, params, now)
+    else:
+        hits = await _ordered(store, request, where, params)
+    if request.touch and hits:
+        await store.touch([h.crystal.id for h in hits])
+    return hits
+
+
+async def _ranked(
+    store: MemoryStore, request: SearchRequest, where: str, params: dict[str, Any], now: int
+) -> list[SearchHit]:
+    assert request.query is not None  # checked by SearchRequest
+    pool = max(CANDIDATE_POOL, request.limit * 3)
+    match = fts_query(request.query)
+    keyword_task = None
+    if request.mode is not SearchMode.VECTOR and match is not None:
+        keyword_task = asyncio.create_task(_keyword_leg(store, match, where, params, pool))
+    vector: list[tuple[int, float]] = []
+    if request.mode is not SearchMode.KEYWORD:
+        query_vector = await asyncio.to_thread(store.embedder.embed_query, request.query)
+        vector = await _vector_leg(store, query_vector, where, params, pool, _has_extra_filters(request))
+    keyword = await keyword_task if keyword_task else []
+    fused = reciprocal_rank_fusion([[r for r, _ in keyword], [r for r, _ in vector]])
+    rows = await store.get_many_by_rowid(list(fused))
+    keyword_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(keyword, start=1)}
+    vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}
+    scored: list[tuple[float, int, Crystal, float, float, float]] = []
+    for rowid, rrf in fused.items():
+        crystal = rows.get(rowid)
+        if crystal is None:
+            continue
+        imp = importance_factor(crystal.importance, request.weights)
+        rec = recency_factor(crystal.created_at_ms, now, request.weights)
+        scored.append((rrf * imp * rec, rowid, crystal, rrf, imp, rec))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    fused_order = {rowid: i for i, rowid in enumerate(sorted(fused, key=lambda r: (-fused[r], r)), start=1)}
+    hits = []
+    for final, rowid, crystal, rrf, imp, rec in scored[: request.limit]:
+        explain = None
+        if request.explain:
+            kw, vec = keyword_at.get(rowid), vector_at.get(rowid)
+            explain = Explain(
+                keyword_rank=kw[0] if kw else None,
+                keyword_score=round(kw[1], 4) if kw else None,
+                vector_rank=vec[0] if vec else None,
+                vector_similarity=round(vec[1], 4) if vec else None,
+                rrf=round(rrf, 6),
+                importance_factor=round(imp, 4),
+                recency_factor=round(rec, 4),
+                fused_rank=fused_order[rowid],
+                final_score=round(final, 6),
+            )
+        hits.append(SearchHit(crystal, final, explain))
+    return hits
+
+
+_ORDER = {
+    SortKey.RECENCY: "c.created_at_ms DESC, c.rowid DESC",
+    SortKey.IMPORTANCE: "c.importance DESC, c.created_at_ms DESC",
+    SortKey.ACCESS_COUNT: "c.access_count DESC, c.created_at_ms DESC",
+}
+
+
+async def _ordered(store: MemoryStore, request: SearchRequest, where: str, params: dict[str, Any]) -> list[SearchHit]:
+    sort = {SearchMode.RECENT: SortKey.RECENCY, SearchMode.IMPORTANT: SortKey.IMPORTANCE}.get(
+        request.mode, request.sort
+    )
+    match = fts_query(request.query) if request.query else None
+    source = "crystals c"
+    if match is not None:
+        source = "crystals_fts JOIN crystals c ON c.rowid = crystals_fts.rowid"
+        where = f"crystals_fts MATCH :match AND {where}"
+        params = {**params, "match": match}
+    sql = f"SELECT {SELECT_COLUMNS} FROM {source} WHERE {where} ORDER BY {_ORDER[sort]} LIMIT :limit"
+    async with store.reader().execute(sql, {**params, "limit": request.limit}) as cursor:
+        rows = list(await cursor.fetchall())
+    return [SearchHit(crystal_from_row(r), float(len(rows) - i)) for i, r in enumerate(rows)]

@@ -1,0 +1,474 @@
+"""The Knowledge Crystal store: one SQLite file (WAL), one writer, read-only readers.
+
+Writes are one transaction per logical change (``BEGIN IMMEDIATE``), durable
+before they return, and every lifecycle transition leaves an audit row. The
+same text is never stored or embedded twice (content hash). Crystals are
+stored first and embedded by ``embed_backlog`` (bulk paths) or at once
+(``remember``): a crash between the two leaves a row the backlog embeds later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from memory.connection import open_connection
+from memory.embedders.base import Embedder
+from memory.errors import CrystalNotFound, SchemaTooNew, StoreError
+from memory.governance import classify_sensitivity, is_visible
+from memory.lifecycle import can_transition
+from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
+from memory.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id
+from memory.schema import MIGRATIONS, SCHEMA_VERSION
+from memory.vectors import ensure_vec_table, vec_table, vector_blob
+
+Clock = Callable[[], int]
+Progress = Callable[[int], None]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSettings:
+    """Automatic graph links made when a crystal is embedded (see ``memory.graph``)."""
+
+    enabled: bool = True
+    neighbours: int = 5
+    related_threshold: float = 0.75
+    updates_threshold: float = 0.92
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    crystal: Crystal
+    created: bool  # False: the same text was already stored (dedup)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    created: int
+    duplicates: int
+    ids: tuple[str, ...]  # in input order; a duplicate maps to the existing crystal
+
+
+class MemoryStore:
+    """Open with ``await MemoryStore.open(path, embedder)``; always ``await store.close()``."""
+
+    def __init__(
+        self,
+        path: Path,
+        writer: aiosqlite.Connection,
+        readers: list[aiosqlite.Connection],
+        embedder: Embedder,
+        now_ms: Clock,
+        links: LinkSettings,
+    ) -> None:
+        self.path = path
+        self.writer = writer
+        self._readers = readers
+        self._reader_cycle = itertools.cycle(readers)
+        self.embedder = embedder
+        self.now_ms = now_ms
+        self.links = links
+        self.vec_table = vec_table(embedder.id)
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: Path,
+        embedder: Embedder,
+        *,
+        now_ms: Clock = wall_clock_ms,
+        links: LinkSettings | None = None,
+        readers: int = 2,
+    ) -> MemoryStore:
+        """Open (creating and migrating as needed) the database at ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        writer = await open_connection(path)
+        opened: list[aiosqlite.Connection] = [writer]
+        try:
+            await _migrate(writer)
+            await ensure_vec_table(writer, embedder.id, embedder.dim)
+            await writer.execute(
+                "INSERT INTO meta (key, value) VALUES ('active_embedder', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (embedder.id,),
+            )
+            reader_conns = []
+            for _ in range(readers):
+                conn = await open_connection(path, readonly=True)
+                opened.append(conn)
+                reader_conns.append(conn)
+        except BaseException:
+            for conn in opened:
+                await conn.close()
+            raise
+        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings())
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        async with self._write_lock:
+            for conn in self._readers:
+                await conn.close()
+            await self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            await self.writer.close()
+
+    def reader(self) -> aiosqlite.Connection:
+        if self._closed:
+            raise StoreError("the memory store is closed")
+        return next(self._reader_cycle)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction on the single writer; rolled back on any error."""
+        if self._closed:
+            raise StoreError("the memory store is closed")
+        async with self._write_lock:
+            await self.writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.writer
+            except BaseException:
+                await self.writer.execute("ROLLBACK")
+                raise
+            await self.writer.execute("COMMIT")
+
+    # --- writes -------------------------------------------------------------------------
+
+    async def remember(self, new: NewCrystal, *, embed: bool = True) -> Remembered:
+        """Store one crystal (or return the existing one with the same text), embedded and linked."""
+        chash = content_hash(new.text)
+        existing = await self._by_hash(self.reader(), chash)
+        if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
+            return Remembered(existing, created=False)
+        vector = await asyncio.to_thread(self.embedder.embed_documents, [new.text]) if embed else None
+        now = self.now_ms()
+        async with self.transaction() as db:
+            existing = await self._by_hash(db, chash)  # re-check under the write lock
+            if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
+                return Remembered(existing, created=False)
+            if existing is not None:
+                crystal_id = existing.id
+                await self._revive(db, existing, new, now)
+            else:
+                crystal_id = new_crystal_id(now)
+                await self._insert(db, [(crystal_id, chash, new)], now)
+            if vector is not None:
+                rowid = await self._rowid(db, crystal_id)
+                await self._store_vectors(db, [(rowid, crystal_id, vector[0])], previous={})
+        if vector is not None and self.links.enabled:
+            from memory.graph import auto_link  # graph builds on the store; import here to keep the layering
+
+            await auto_link(self, crystal_id, vector[0])
+        return Remembered(await self.get(crystal_id), created=True)
+
+    async def remember_many(
+        self, items: Sequence[NewCrystal], *, batch_size: int = 500, progress: Progress | None = None
+    ) -> BulkResult:
+        """Store many crystals in batched transactions, without embedding (``embed_backlog`` does that).
+
+        Each batch commits on its own: after a crash, every committed batch is kept
+        and a re-run skips it by content hash.
+        """
+        ids: list[str] = []
+        created = 0
+        for start in range(0, len(items), batch_size):
+            batch = items[start : start + batch_size]
+            hashes = [content_hash(n.text) for n in batch]
+            now = self.now_ms()
+            async with self.transaction() as db:
+                known = await self._ids_by_hash(db, hashes)
+                fresh: list[tuple[str, str, NewCrystal]] = []
+                for chash, new in zip(hashes, batch, strict=True):
+                    if chash not in known:
+                        known[chash] = new_crystal_id(now)
+                        fresh.append((known[chash], chash, new))
+                await self._insert(db, fresh, now)
+            created += len(fresh)
+            ids.extend(known[h] for h in hashes)
+            if progress:
+                progress(len(batch))
+        return BulkResult(created=created, duplicates=len(items) - created, ids=tuple(ids))
+
+    async def embed_backlog(
+        self, *, batch_size: int = 64, limit: int | None = None, progress: Progress | None = None
+    ) -> int:
+        """Embed every live crystal not yet in the active embedder's space; resumable. Returns how many."""
+        done = 0
+        while limit is None or done < limit:
+            take = batch_size if limit is None else min(batch_size, limit - done)
+            async with self.reader().execute(
+                "SELECT rowid, id, text, embedded_with FROM crystals "
+                "WHERE (embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' "
+                "ORDER BY rowid LIMIT ?",
+                (self.embedder.id, take),
+            ) as cursor:
+                rows = list(await cursor.fetchall())
+            if not rows:
+                break
+            vectors = await asyncio.to_thread(self.embedder.embed_documents, [r[2] for r in rows])
+            previous = {int(r[0]): r[3] for r in rows if r[3] is not None}
+            async with self.transaction() as db:
+                await self._store_vectors(
+                    db, [(int(r[0]), r[1], v) for r, v in zip(rows, vectors, strict=True)], previous=previous
+                )
+            if self.links.enabled:
+                from memory.graph import auto_link
+
+                for row, vector in zip(rows, vectors, strict=True):
+                    await auto_link(self, row[1], vector)
+            done += len(rows)
+            if progress:
+                progress(len(rows))
+        return done
+
+    async def backlog_size(self) -> int:
+        async with self.reader().execute(
+            "SELECT count(*) FROM crystals WHERE (embedded_with IS NULL OR embedded_with != ?) "
+            "AND lifecycle != 'expired'",
+            (self.embedder.id,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def transition(self, crystal_id: str, target: Lifecycle, *, reason: str, actor: str) -> Crystal:
+        """Move a crystal to ``target`` if the lifecycle allows it, with its audit row."""
+        async with self.transaction() as db:
+            crystal = await self._get_any(db, crystal_id)
+            if not can_transition(crystal.lifecycle, target):
+                raise StoreError(f"crystal {crystal_id} cannot go from {crystal.lifecycle} to {target}")
+            await self._set_lifecycle(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
+        return await self._get_any(self.writer, crystal_id)
+
+    async def forget(self, crystal_id: str, *, actor: str = "local", reason: str = "forgotten") -> Crystal:
+        """Soft delete: the crystal becomes expired (never returned again) and the audit log says why."""
+        return await self.transition(crystal_id, Lifecycle.EXPIRED, reason=reason, actor=actor)
+
+    async def touch(self, crystal_ids: Sequence[str]) -> None:
+        """Count an access of each crystal; a generated one becomes activated."""
+        if not crystal_ids:
+            return
+        now = self.now_ms()
+        marks = ",".join("?" * len(crystal_ids))
+        async with self.transaction() as db:
+            async with db.execute(
+                f"SELECT id FROM crystals WHERE lifecycle = 'generated' AND id IN ({marks})", tuple(crystal_ids)
+            ) as cursor:
+                first_use = [r[0] for r in await cursor.fetchall()]
+            await db.execute(
+                f"UPDATE crystals SET access_count = access_count + 1, last_access_ms = ? WHERE id IN ({marks})",
+                (now, *crystal_ids),
+            )
+            for cid in first_use:
+                await self._set_lifecycle(
+                    db, cid, Lifecycle.GENERATED, Lifecycle.ACTIVATED, "first retrieval", "search", now
+                )
+
+    # --- reads --------------------------------------------------------------------------
+
+    async def get(
+        self, crystal_id: str, *, caller: CallerScope = CallerScope.LOCAL, include_archived: bool = True
+    ) -> Crystal:
+        """The crystal if the caller may see it; ``CrystalNotFound`` otherwise (existence is not leaked)."""
+        crystal = await self._get_any(self.reader(), crystal_id)
+        if not is_visible(crystal, caller, self.now_ms(), include_archived=include_archived):
+            raise CrystalNotFound(crystal_id)
+        return crystal
+
+    async def get_many_by_rowid(self, rowids: Sequence[int]) -> dict[int, Crystal]:
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        async with self.reader().execute(
+            f"SELECT c.rowid, {SELECT_COLUMNS} FROM crystals c WHERE c.rowid IN ({marks})", tuple(rowids)
+        ) as cursor:
+            return {int(r[0]): crystal_from_row(r[1:]) for r in await cursor.fetchall()}
+
+    async def stats(self) -> dict[str, Any]:
+        db = self.reader()
+        out: dict[str, Any] = {"path": str(self.path), "embedder": self.embedder.id}
+        for column in ("lifecycle", "semantic_type", "origin", "sensitivity", "scope"):
+            async with db.execute(f"SELECT {column}, count(*) FROM crystals GROUP BY {column}") as cursor:
+                out[f"by_{column}"] = {r[0]: r[1] for r in await cursor.fetchall()}
+        async with db.execute("SELECT count(*) FROM crystals") as cursor:
+            out["total"] = (await cursor.fetchone() or (0,))[0]
+        async with db.execute("SELECT count(*) FROM associations") as cursor:
+            out["associations"] = (await cursor.fetchone() or (0,))[0]
+        out["embedding_backlog"] = await self.backlog_size()
+        out["schema_version"] = SCHEMA_VERSION
+        out["file_bytes"] = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
+        return out
+
+    async def audit_trail(self, crystal_id: str) -> list[tuple[str | None, str, str, str, int]]:
+        """(from, to, reason, actor, ts_ms) of every transition, oldest first."""
+        async with self.reader().execute(
+            "SELECT from_state, to_state, reason, actor, ts_ms FROM audit_log WHERE crystal_id = ? ORDER BY seq",
+            (crystal_id,),
+        ) as cursor:
+            return [(r[0], r[1], r[2], r[3], r[4]) for r in await cursor.fetchall()]
+
+    # --- internals ----------------------------------------------------------------------
+
+    async def _insert(self, db: aiosqlite.Connection, rows: list[tuple[str, str, NewCrystal]], now: int) -> None:
+        if not rows:
+            return
+        params = [
+            insert_params(
+                new,
+                crystal_id=cid,
+                content_hash=chash,
+                now_ms=now,
+                sensitivity=new.sensitivity or classify_sensitivity(new.text),
+            )
+            for cid, chash, new in rows
+        ]
+        await db.executemany(INSERT_SQL, params)
+        await db.executemany(
+            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
+            "VALUES (?, NULL, 'generated', 'created', ?, ?)",
+            [(cid, new.actor, now) for cid, _, new in rows],
+        )
+        await db.executemany(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
+            [(cid, new.actor, now, new.origin.value) for cid, _, new in rows],
+        )
+        links = [(cid, parent, "derived_from") for cid, _, new in rows for parent in new.parents]
+        if links:
+            await db.executemany(
+                "INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, ?)", links
+            )
+
+    async def _revive(self, db: aiosqlite.Connection, old: Crystal, new: NewCrystal, now: int) -> None:
+        expires = now + new.ttl_ms if new.ttl_ms is not None else None
+        await db.execute(
+            "UPDATE crystals SET expires_at_ms = ?, lifespan = ?, updated_at_ms = ? WHERE id = ?",
+            (expires, new.lifespan.value, now, old.id),
+        )
+        await self._set_lifecycle(
+            db, old.id, Lifecycle.EXPIRED, Lifecycle.GENERATED, "remembered again", new.actor, now
+        )
+
+    async def _set_lifecycle(
+        self,
+        db: aiosqlite.Connection,
+        crystal_id: str,
+        old: Lifecycle,
+        new: Lifecycle,
+        reason: str,
+        actor: str,
+        now: int,
+    ) -> None:
+        await db.execute(
+            "UPDATE crystals SET lifecycle = ?, updated_at_ms = ? WHERE id = ?", (new.value, now, crystal_id)
+        )
+        await db.execute(
+            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) VALUES (?, ?, ?, ?, ?, ?)",
+            (crystal_id, old.value, new.value, reason, actor, now),
+        )
+
+    async def _store_vectors(
+        self, db: aiosqlite.Connection, rows: list[tuple[int, str, Any]], previous: dict[int, str]
+    ) -> None:
+        # vec0 cannot INSERT OR REPLACE an existing rowid: delete first (a resumed batch may have one).
+        await db.executemany(f"DELETE FROM {self.vec_table} WHERE rowid = ?", [(r[0],) for r in rows])
+        await db.executemany(
+            f"INSERT INTO {self.vec_table} (rowid, embedding) VALUES (?, ?)", [(r[0], vector_blob(r[2])) for r in rows]
+        )
+        await db.executemany(
+            "UPDATE crystals SET embedded_with = ? WHERE rowid = ?", [(self.embedder.id, r[0]) for r in rows]
+        )
+        for rowid, old_id in previous.items():
+            if old_id != self.embedder.id:
+                await _delete_old_vector(db, vec_table(old_id), rowid)
+
+    async def _rowid(self, db: aiosqlite.Connection, crystal_id: str) -> int:
+        async with db.execute("SELECT rowid FROM crystals WHERE id = ?", (crystal_id,)) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise CrystalNotFound(crystal_id)
+        return int(row[0])
+
+    async def _get_any(self, db: aiosqlite.Connection, crystal_id: str) -> Crystal:
+        async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.id = ?", (crystal_id,)) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise CrystalNotFound(crystal_id)
+        return crystal_from_row(row)
+
+    async def _by_hash(self, db: aiosqlite.Connection, chash: str) -> Crystal | None:
+        async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.content_hash = ?", (chash,)) as cursor:
+            row = await cursor.fetchone()
+        return crystal_from_row(row) if row else None
+
+    async def _ids_by_hash(self, db: aiosqlite.Connection, hashes: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), 900):
+            chunk = unique[start : start + 900]
+            async with db.execute(
+                f"SELECT content_hash, id FROM crystals WHERE content_hash IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ) as cursor:
+                found.update({r[0]: r[1] for r in await cursor.fetchall()})
+        return found
+
+
+async def _delete_old_vector(db: aiosqlite.Connection, table: str, rowid: int) -> None:
+    async with db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)) as cursor:
+        exists = await cursor.fetchone()
+    if exists:
+        await db.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+
+
+async def _migrate(db: aiosqlite.Connection) -> None:
+    await db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    async with db.execute("SELECT value FROM meta WHERE key = 'schema_version'") as cursor:
+        row = await cursor.fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(version, SCHEMA_VERSION)
+    for target in range(version, SCHEMA_VERSION):
+        # executescript commits on its own; run each migration's statements in one explicit transaction instead.
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _split_sql(MIGRATIONS[target]):
+                await db.execute(statement)
+            await db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(target + 1),),
+            )
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+        await db.execute("COMMIT")
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; triggers (BEGIN … END;) stay whole."""
+    import sqlite3
+
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--") and not current.strip():
+            continue
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements

@@ -1,0 +1,180 @@
+"""The crystal store: persistence, dedup, lifecycle and audit, migrations, embedder changes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memory.embedders.hashing import HashingEmbedder
+from memory.errors import CrystalNotFound, SchemaTooNew, StoreError
+from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
+from memory.schema import SCHEMA_VERSION
+from memory.store import MemoryStore
+from tests.memory.conftest import DAY, T0, FakeClock
+
+
+async def test_a_remembered_crystal_reads_back_with_every_field(store: MemoryStore) -> None:
+    new = NewCrystal(
+        "Deploy with `make release` after tagging",
+        semantic_type=SemanticType.SKILL,
+        origin=Origin.SKILL,
+        source_path="notes/deploy.md",
+        line_start=3,
+        line_end=9,
+        importance=0.8,
+        emotional_valence=0.4,
+        skill=SkillVersion("deploy-release", version=2, tags=("ops", "release"), category="devops"),
+        created_at_ms=T0 - DAY,
+    )
+    got = (await store.remember(new)).crystal
+    assert got.text == new.text
+    assert (got.semantic_type, got.origin, got.lifecycle) == (SemanticType.SKILL, Origin.SKILL, Lifecycle.GENERATED)
+    assert (got.source_path, got.line_start, got.line_end) == ("notes/deploy.md", 3, 9)
+    assert got.skill == SkillVersion("deploy-release", version=2, tags=("ops", "release"), category="devops")
+    assert (got.importance, got.emotional_valence, got.created_at_ms, got.stored_at_ms) == (0.8, 0.4, T0 - DAY, T0)
+    assert got.embedded_with == "hashing-v1-384"
+    assert await store.get(got.id) == got
+
+
+async def test_the_same_text_is_stored_and_embedded_once(store: MemoryStore) -> None:
+    first = await store.remember(NewCrystal("The wifi password changed on Monday"))
+    again = await store.remember(NewCrystal("The  wifi password changed\non Monday"))  # whitespace differs only
+    assert first.created and not again.created
+    assert again.crystal.id == first.crystal.id
+    bulk = await store.remember_many(
+        [NewCrystal("The wifi password changed on Monday"), NewCrystal("new one"), NewCrystal("new one")]
+    )
+    assert (bulk.created, bulk.duplicates) == (1, 2)
+    assert bulk.ids[0] == first.crystal.id and bulk.ids[1] == bulk.ids[2]
+    stats = await store.stats()
+    assert stats["total"] == 2
+    async with store.reader().execute(f"SELECT count(*) FROM {store.vec_table}") as cursor:
+        assert await cursor.fetchone() == (1,)  # the bulk one waits in the backlog
+    assert await store.embed_backlog() == 1
+    assert await store.embed_backlog() == 0
+
+
+async def test_forget_is_a_soft_delete_with_an_audit_row(store: MemoryStore, clock: FakeClock) -> None:
+    crystal = (await store.remember(NewCrystal("temporary thought"))).crystal
+    clock.advance(1000)
+    await store.forget(crystal.id, actor="agent", reason="user asked")
+    with pytest.raises(CrystalNotFound):
+        await store.get(crystal.id)
+    trail = await store.audit_trail(crystal.id)
+    assert trail == [
+        (None, "generated", "created", "local", T0),
+        ("generated", "expired", "user asked", "agent", T0 + 1000),
+    ]
+    async with store.reader().execute("SELECT count(*) FROM crystals") as cursor:
+        assert await cursor.fetchone() == (1,)  # still there, physically
+
+
+async def test_remembering_a_forgotten_text_revives_it(store: MemoryStore) -> None:
+    crystal = (await store.remember(NewCrystal("revive me"))).crystal
+    await store.forget(crystal.id)
+    again = await store.remember(NewCrystal("revive me"))
+    assert again.created and again.crystal.id == crystal.id
+    assert again.crystal.lifecycle is Lifecycle.GENERATED
+    assert [t[1] for t in await store.audit_trail(crystal.id)] == ["generated", "expired", "generated"]
+
+
+async def test_disallowed_transition_is_refused_and_changes_nothing(store: MemoryStore) -> None:
+    crystal = (await store.remember(NewCrystal("x marks"))).crystal
+    await store.forget(crystal.id)
+    with pytest.raises(StoreError, match="cannot go from expired to frozen"):
+        await store.transition(crystal.id, Lifecycle.FROZEN, reason="pin", actor="t")
+    assert len(await store.audit_trail(crystal.id)) == 2
+
+
+async def test_ttl_crystals_disappear_when_their_time_is_up(store: MemoryStore, clock: FakeClock) -> None:
+    crystal = (
+        await store.remember(NewCrystal("meeting room is B2 today", lifespan=Lifespan.TTL, ttl_ms=3_600_000))
+    ).crystal
+    assert crystal.expires_at_ms == T0 + 3_600_000
+    clock.advance(3_599_999)
+    assert (await store.get(crystal.id)).id == crystal.id
+    clock.advance(1)
+    with pytest.raises(CrystalNotFound):
+        await store.get(crystal.id)
+
+
+async def test_sensitivity_is_classified_on_ingest_unless_given(store: MemoryStore) -> None:
+    secret = (await store.remember(NewCrystal("my github token is ghp_" + "a1B2" * 9))).crystal
+    personal = (await store.remember(NewCrystal("Reach Dana at dana@example.org"))).crystal
+    plain = (await store.remember(NewCrystal("Bananas are berries"))).crystal
+    forced = (await store.remember(NewCrystal("codename lighthouse", sensitivity=Sensitivity.CONFIDENTIAL))).crystal
+    assert (secret.sensitivity, personal.sensitivity, plain.sensitivity, forced.sensitivity) == (
+        Sensitivity.CONFIDENTIAL,
+        Sensitivity.PERSONAL,
+        Sensitivity.NORMAL,
+        Sensitivity.CONFIDENTIAL,
+    )
+
+
+async def test_migrations_create_the_schema_from_an_empty_file_and_reopen(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "m.db"
+    path.touch()
+    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    await store.remember(NewCrystal("survives a reopen"))
+    await store.close()
+    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    try:
+        assert (await store.stats())["total"] == 1
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        raw.execute("INSERT INTO meta VALUES ('schema_version', '99')")
+    with pytest.raises(SchemaTooNew, match="upgrade bitterbot-node"):
+        await MemoryStore.open(path, HashingEmbedder())
+
+
+async def test_changing_the_embedder_re_embeds_into_a_new_space_without_mixing(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    path = tmp_path / "m.db"
+    old = await MemoryStore.open(path, HashingEmbedder(384), now_ms=clock)
+    await old.remember_many([NewCrystal(f"fact number {i}") for i in range(50)])
+    await old.embed_backlog()
+    await old.close()
+    new = await MemoryStore.open(path, HashingEmbedder(256), now_ms=clock)
+    try:
+        assert await new.backlog_size() == 50
+        assert await new.embed_backlog(limit=20) == 20  # interrupted half way…
+        assert await new.backlog_size() == 30
+        assert await new.embed_backlog() == 30  # …and resumed
+        async with new.reader().execute("SELECT count(*) FROM vec_hashing_v1_384") as cursor:
+            assert await cursor.fetchone() == (0,)  # old space emptied as rows moved
+        async with new.reader().execute("SELECT DISTINCT embedded_with FROM crystals") as cursor:
+            assert [r[0] for r in await cursor.fetchall()] == ["hashing-v1-256"]
+    finally:
+        await new.close()
+
+
+def test_new_crystal_rejects_bad_input() -> None:
+    for kwargs, message in [
+        ({"text": "  "}, "non-empty"),
+        ({"text": "x", "importance": 1.5}, "importance"),
+        ({"text": "x", "lifespan": Lifespan.TTL}, "ttl_ms"),
+        ({"text": "x", "ttl_ms": 5}, "ttl_ms"),
+        ({"text": "x" * 100_001}, "at most"),
+        ({"text": "x", "line_start": 5, "line_end": 2}, "line_end"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            NewCrystal(**kwargs)  # type: ignore[arg-type]
+
+
+async def test_closed_store_says_so(tmp_path: Path) -> None:
+    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    await store.close()
+    with pytest.raises(StoreError, match="closed"):
+        await store.remember(NewCrystal("late"))
