@@ -13,6 +13,7 @@ from typing import Any
 
 BENCHMARKS = {
     "envelope_verify": "bench.envelope_verify",
+    "locomo_recall": "bench.locomo_recall",
 }
 
 

@@ -277,6 +277,21 @@ class MemoryStore:
                     db, cid, Lifecycle.GENERATED, Lifecycle.ACTIVATED, "first retrieval", "search", now
                 )
 
+    async def imported_file_hash(self, path: str) -> str | None:
+        async with self.reader().execute("SELECT content_hash FROM imported_files WHERE path = ?", (path,)) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
+    async def mark_imported(self, path: str, file_hash: str, crystals: int) -> None:
+        """Record a file as fully imported (only after all its batches committed)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO imported_files (path, content_hash, crystals, imported_ms) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET content_hash = excluded.content_hash, crystals = excluded.crystals, "
+                "imported_ms = excluded.imported_ms",
+                (path, file_hash, crystals, self.now_ms()),
+            )
+
     # --- reads --------------------------------------------------------------------------
 
     async def get(

@@ -245,4 +245,7 @@ def config_show(config_path: Path | None, data_dir: Path | None) -> None:
 
 
 def main() -> None:
+    from node.memory_cli import memory_group  # registered here: memory_cli builds on this module's helpers
+
+    cli.add_command(memory_group)
     cli()

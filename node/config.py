@@ -74,12 +74,25 @@ class WireSection(_Section):
     replay_cache_entries: int = Field(default=100_000, ge=1_000, le=10_000_000)
 
 
+class MemorySection(_Section):
+    db_file: str = Field(default="memory/crystals.db", min_length=1)
+    embedder: Literal["minilm", "hashing", "openai"] = "minilm"
+    openai_url: str = ""
+    openai_model: str = ""
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    openai_dimensions: int = Field(default=0, ge=0, le=8192)
+    related_threshold: float = Field(default=0.75, gt=0, le=1)
+    updates_threshold: float = Field(default=0.92, gt=0, le=1)
+    embed_batch: int = Field(default=16, ge=1, le=1024)
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
     identity: IdentitySection = Field(default_factory=IdentitySection)
     trust: TrustSection = Field(default_factory=TrustSection)
     wire: WireSection = Field(default_factory=WireSection)
+    memory: MemorySection = Field(default_factory=MemorySection)
 
 
 @dataclass(frozen=True)

@@ -46,12 +46,12 @@ class NodeContext:
 class Daemon:
     def __init__(self, ctx: NodeContext, parts: list[Part] | None = None) -> None:
         self.ctx = ctx
-        self._parts = parts if parts is not None else build_parts(ctx)
+        self.supervisor = TaskSupervisor(self._task_failed)
+        self._parts = parts if parts is not None else build_parts(ctx, self.supervisor)
         self._stack = PartStack()
         self._stop = asyncio.Event()
         self._running = asyncio.Event()
         self._failure: str | None = None
-        self.supervisor = TaskSupervisor(self._task_failed)
         self._state = "starting"
         self._started_at_ms = ctx.now_ms()
 
@@ -156,6 +156,8 @@ class Daemon:
             self._publish_status()
 
 
-def build_parts(ctx: NodeContext) -> list[Part]:
-    """The node's parts in start order. Later parts (memory, p2p, marketplace, API) join here."""
-    return []
+def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
+    """The node's parts in start order. Later parts (p2p, marketplace, API) join here."""
+    from node.memory_part import MemoryPart
+
+    return [MemoryPart(ctx.config, ctx.paths, supervisor)]

@@ -15,6 +15,11 @@ APP_NAME = "bitterbot-node"
 IMPLICIT_CONFIG_NAME = "config.toml"
 
 
+def _under(data_dir: Path, configured: str) -> Path:
+    path = Path(configured).expanduser()
+    return path if path.is_absolute() else data_dir / path
+
+
 def default_data_dir() -> Path:
     """The platform's per-user data directory (``~/.local/share/bitterbot-node`` on Linux)."""
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
@@ -53,8 +58,9 @@ class NodePaths:
 
     @classmethod
     def of(cls, data_dir: Path, config: Config) -> NodePaths:
-        key_file = Path(config.identity.key_file).expanduser()
-        return cls(data_dir, key_file if key_file.is_absolute() else data_dir / key_file)
+        return cls(data_dir, _under(data_dir, config.identity.key_file), _under(data_dir, config.memory.db_file))
+
+    memory_db: Path | None = None
 
     @property
     def lock_file(self) -> Path:

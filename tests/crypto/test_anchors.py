@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from crypto.anchors import TrustAnchors, make_rotation, parse_public_key, verify_rotation
@@ -50,7 +48,7 @@ def test_rotation_to_a_key_whose_holder_did_not_agree_is_refused() -> None:
 def test_rotation_statement_signed_by_someone_else_is_refused() -> None:
     env = make_rotation(Identity.generate(), Identity.generate(), now_ms=NOW)
     with pytest.raises(BadSignature):
-        verify_rotation(dataclasses.replace(env, author=Identity.generate().public_key))
+        verify_rotation(env._replace(author=Identity.generate().public_key))
 
 
 def test_rotation_body_must_be_complete() -> None:

@@ -72,7 +72,7 @@ def test_round_trip_accepts_a_genuine_envelope() -> None:
 )
 def test_tampering_any_single_field_fails_verification(field: str, tamper: object) -> None:
     env = make()
-    tampered = dataclasses.replace(env, **{field: tamper(getattr(env, field))})  # type: ignore[operator]
+    tampered = env._replace(**{field: tamper(getattr(env, field))})  # type: ignore[operator]
     with pytest.raises(BadSignature):
         verify_signature(tampered)
 
@@ -103,7 +103,7 @@ def test_version_change_is_refused_as_unknown_version() -> None:
 def test_a_signature_for_one_kind_never_verifies_as_another() -> None:
     listing = make("skill.listing")
     with pytest.raises(BadSignature):
-        verify_signature(dataclasses.replace(listing, kind="weather.event"))
+        verify_signature(listing._replace(kind="weather.event"))
 
 
 def test_kind_outside_the_policy_is_unknown() -> None:
@@ -130,23 +130,31 @@ def test_stale_and_future_timestamps_are_refused() -> None:
         open_envelope(make(ts=NOW + 60_001).encode(), policy, now_ms=NOW)
 
 
-def test_replayed_envelope_is_detected_even_when_re_encoded() -> None:
+def test_replayed_envelope_is_detected() -> None:
     guard = ReplayGuard()
     env = make()
     open_envelope(env.encode(), POLICY, now_ms=NOW, replay=guard)
     with pytest.raises(Replayed):
         open_envelope(env.encode(), POLICY, now_ms=NOW + 1_000, replay=guard)
-    # Same fields, keys in another order: still the same message.
+
+
+def test_other_encodings_of_the_same_fields_are_refused() -> None:
+    env = make()
     reordered = msgpack.packb(dict(reversed(list(raw_map(env).items()))), use_bin_type=True)
-    assert reordered != env.encode()
-    with pytest.raises(Replayed):
-        open_envelope(reordered, POLICY, now_ms=NOW + 2_000, replay=guard)
+    wide_int = bytearray(env.encode())
+    at = wide_int.index(b"ts_ms") + 5
+    assert wide_int[at] == 0xCF  # uint64
+    wide_int[at] = 0xD3  # the same value as int64
+    for variant in (reordered, bytes(wide_int)):
+        assert msgpack.unpackb(variant, raw=False) == raw_map(env)  # same fields…
+        with pytest.raises(MalformedEnvelope, match="canonical"):  # …but not the one wire form
+            open_envelope(variant, POLICY, now_ms=NOW)
 
 
 def test_forged_envelopes_do_not_enter_the_replay_guard() -> None:
     guard = ReplayGuard()
     env = make()
-    forged = dataclasses.replace(env, sig=bytes(64))
+    forged = env._replace(sig=bytes(64))
     with pytest.raises(BadSignature):
         open_envelope(forged.encode(), POLICY, now_ms=NOW, replay=guard)
     assert len(guard) == 0
@@ -186,7 +194,7 @@ def test_an_invalid_author_key_is_a_bad_signature_not_a_crash() -> None:
     env = make()
     # All-zero bytes are a small-order point that libsodium refuses as a key.
     with pytest.raises(BadSignature):
-        verify_signature(dataclasses.replace(env, author=bytes(32)))
+        verify_signature(env._replace(author=bytes(32)))
 
 
 def test_body_map_rejects_a_non_map_body() -> None:
@@ -195,9 +203,17 @@ def test_body_map_rejects_a_non_map_body() -> None:
         env.body_map()
 
 
+@pytest.mark.parametrize("body_size", [0, 1, 31, 32, 255, 256, 65_535, 65_536])
+def test_signed_bytes_sliced_from_the_wire_equal_the_encoded_ones(body_size: int) -> None:
+    from crypto.envelope import _signing_bytes_from_wire
+
+    env = make(body=b"b" * body_size)
+    assert _signing_bytes_from_wire(env.kind, env.encode()) == env.signing_bytes()
+
+
 def test_message_id_is_stable_and_distinct() -> None:
     a, b = make(), make()
-    assert a.message_id == dataclasses.replace(a).message_id
+    assert a.message_id == a._replace().message_id
     assert a.message_id != b.message_id  # fresh nonces
 
 

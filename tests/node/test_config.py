@@ -60,7 +60,7 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         ('[node]\nnmae = "x"\n', "key 'node.nmae': unknown key; valid keys here are: data_dir, name, role"),
-        ("[nodes]\n", "key 'nodes': unknown key; valid keys here are: identity, log, node, trust, wire"),
+        ("[nodes]\n", "key 'nodes': unknown key; valid keys here are: identity, log, memory, node, trust, wire"),
         ('[wire]\nmax_age_s = "300"\n', "key 'wire.max_age_s': Input should be a valid integer (got '300')"),
         ('[log]\nlevel = "loud"\n', "key 'log.level': Input should be 'debug', 'info', 'warning' or 'error'"),
         ("[wire]\nmax_envelope_bytes = 10\n", "key 'wire.max_envelope_bytes': Input should be greater than or equal"),

@@ -1,0 +1,79 @@
+"""An OpenAI-compatible ``/embeddings`` endpoint (OpenAI, Ollama, llama.cpp server, vLLM, TEI…).
+
+Uses only the standard library's HTTP client, so it adds no dependency. The
+API key is read from the environment by the caller and never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memory.embedders.base import Vectors, normalise_rows
+from memory.errors import EmbedderError
+
+if TYPE_CHECKING:
+    from memory.embedders import HttpEmbedderSettings
+
+BATCH = 64
+
+
+class OpenAIHttpEmbedder:
+    def __init__(self, settings: HttpEmbedderSettings) -> None:
+        if not settings.url or not settings.model:
+            raise EmbedderError("the openai embedder needs memory.openai_url and memory.openai_model")
+        self._settings = settings
+        self._dim = settings.dimensions or len(self._request(["dimension probe"])[0])
+
+    @property
+    def id(self) -> str:
+        return f"openai-{self._settings.model}-{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), BATCH):
+            rows.extend(self._request(list(texts[start : start + BATCH])))
+        matrix = np.array(rows, dtype=np.float32)
+        if matrix.shape != (len(texts), self._dim):
+            raise EmbedderError(
+                f"embedding endpoint returned shape {matrix.shape}, expected ({len(texts)}, {self._dim})"
+            )
+        return normalise_rows(matrix)
+
+    def embed_query(self, text: str) -> Vectors:
+        row: Vectors = self.embed_documents([text])[0]
+        return row
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        body: dict[str, object] = {"model": self._settings.model, "input": texts}
+        if self._settings.dimensions:
+            body["dimensions"] = self._settings.dimensions
+        headers = {"Content-Type": "application/json"}
+        if self._settings.api_key:
+            headers["Authorization"] = f"Bearer {self._settings.api_key}"
+        request = urllib.request.Request(  # noqa: S310 - the URL is the user's configured endpoint
+            self._settings.url.rstrip("/") + "/embeddings", data=json.dumps(body).encode(), headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._settings.timeout_s) as response:  # noqa: S310
+                doc = json.loads(response.read())
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EmbedderError(f"embedding endpoint {self._settings.url} failed: {exc}") from exc
+        except ValueError as exc:
+            raise EmbedderError(f"embedding endpoint {self._settings.url} returned non-JSON") from exc
+        try:
+            data = sorted(doc["data"], key=lambda item: item["index"])
+            return [list(map(float, item["embedding"])) for item in data]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbedderError(f"embedding endpoint {self._settings.url} returned an unexpected shape") from exc

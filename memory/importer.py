@@ -1,0 +1,126 @@
+"""Turning files into crystals: markdown/text folders (chunked by section) and JSONL message logs.
+
+Pure functions: they read files and yield ``NewCrystal`` values; the store
+writes them. Re-importing is incremental: the same chunk text is deduplicated
+by content hash, and whole files already imported unchanged are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memory.model import NewCrystal, Origin, SemanticType
+
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
+MAX_CHUNK_CHARS = 1_500
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: Path
+    content_hash: str
+
+
+def find_sources(root: Path) -> list[SourceFile]:
+    """Every importable file under ``root`` (or ``root`` itself), in a stable order."""
+    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    return [
+        SourceFile(p, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in paths
+        if p.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}
+    ]
+
+
+def crystals_from_file(source: SourceFile) -> Iterator[NewCrystal]:
+    if source.path.suffix.lower() == ".jsonl":
+        yield from _from_jsonl(source.path)
+    else:
+        yield from _from_text(source.path)
+
+
+def _from_text(path: Path) -> Iterator[NewCrystal]:
+    """Chunks split at headings and blank lines, at most MAX_CHUNK_CHARS, with their line ranges."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    chunk: list[str] = []
+    start = 1
+    for number, line in enumerate(lines, start=1):
+        boundary = line.startswith("#") or (not line.strip() and sum(map(len, chunk)) > MAX_CHUNK_CHARS // 3)
+        if chunk and (boundary or sum(map(len, chunk)) + len(line) > MAX_CHUNK_CHARS):
+            yield from _text_chunk(path, chunk, start)
+            chunk, start = [], number
+        if not chunk:
+            start = number
+        chunk.append(line)
+    yield from _text_chunk(path, chunk, start)
+
+
+def _text_chunk(path: Path, chunk: list[str], start: int) -> Iterator[NewCrystal]:
+    text = "\n".join(chunk).strip()
+    if text:
+        yield NewCrystal(
+            text[: MAX_CHUNK_CHARS * 2],
+            origin=Origin.INDEXED,
+            source_path=str(path),
+            source="import",
+            line_start=start,
+            line_end=start + len(chunk) - 1,
+        )
+
+
+def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
+    """One crystal per message: ``{"text"|"content": str, "speaker"|"role": str?, "timestamp": ISO|ms?}``.
+
+    A line that is not such an object is skipped with its number reported by ``bad_lines``.
+    """
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            message = parse_message(line)
+            if message is None:
+                continue
+            text, speaker, ts = message
+            yield NewCrystal(
+                f"{speaker}: {text}" if speaker else text,
+                semantic_type=SemanticType.EPISODE,
+                origin=Origin.SESSION,
+                created_at_ms=ts,
+                source_path=str(path),
+                source="import",
+                line_start=number,
+                line_end=number,
+            )
+
+
+def parse_message(line: str) -> tuple[str, str | None, int | None] | None:
+    """(text, speaker, timestamp ms) of one JSONL line, or None if it is not a usable message."""
+    if not line.strip():
+        return None
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    text = doc.get("text", doc.get("content"))
+    if not isinstance(text, str) or not text.strip():
+        return None
+    speaker = doc.get("speaker", doc.get("role"))
+    return text, speaker if isinstance(speaker, str) else None, _timestamp(doc.get("timestamp"))
+
+
+def _timestamp(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return int(moment.timestamp() * 1000)
+    return None

@@ -1,0 +1,299 @@
+"""`bitterbot-node memory …`: the memory store from the command line.
+
+Each command opens the store file directly (SQLite WAL lets it do so while a
+daemon runs) and calls the same library functions the tests call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from click.termui import progressbar
+
+from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
+from memory.graph import associations, attribution_chain, derivation_tree
+from memory.importer import crystals_from_file, find_sources
+from memory.model import Crystal, Lifespan, NewCrystal, Origin, Scope, SemanticType
+from memory.query import SearchMode, SearchRequest, SortKey, parse_since
+from memory.search import search
+from memory.store import MemoryStore
+from node.cli import handles_errors, location_options, resolve
+from node.errors import UsageError
+from node.memory_part import open_store
+
+T = TypeVar("T")
+
+
+def with_store(config_path: Path | None, data_dir: Path | None, action: Callable[[MemoryStore], Awaitable[T]]) -> T:
+    loaded, paths = resolve(config_path, data_dir)
+    paths.ensure_data_dir()
+
+    async def go() -> T:
+        store = await open_store(loaded.config, paths)
+        try:
+            return await action(store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(go())
+    except (InvalidQuery, CrystalNotFound) as exc:
+        raise UsageError(str(exc)) from None
+    except MemoryError_ as exc:
+        raise UsageError(f"memory: {exc}") from None
+
+
+def crystal_json(crystal: Crystal) -> dict[str, Any]:
+    doc = asdict(crystal)
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in doc.items()}
+
+
+def _choices(enum: Any) -> click.Choice[str]:
+    return click.Choice([e.value for e in enum])
+
+
+@click.group("memory")
+def memory_group() -> None:
+    """Remember, search, show, forget and import Knowledge Crystals."""
+
+
+@memory_group.command("add")
+@location_options
+@click.argument("text")
+@click.option("--type", "stype", type=_choices(SemanticType), default="general")
+@click.option("--origin", type=_choices(Origin), default="user_input")
+@click.option("--importance", type=click.FloatRange(0, 1), default=0.5)
+@click.option("--scope", type=_choices(Scope), default="private")
+@click.option("--ttl", default=None, help="Forget after this long: 30m, 24h, 7d, 2w.")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_add(
+    config_path: Path | None,
+    data_dir: Path | None,
+    text: str,
+    stype: str,
+    origin: str,
+    importance: float,
+    scope: str,
+    ttl: str | None,
+    as_json: bool,
+) -> None:
+    """Remember TEXT (deduplicated: the same text is stored once)."""
+    ttl_ms = None
+    if ttl is not None:
+        try:
+            ttl_ms = -parse_since(ttl, 0)
+        except InvalidQuery as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        new = NewCrystal(
+            text,
+            semantic_type=SemanticType(stype),
+            origin=Origin(origin),
+            importance=importance,
+            scope=Scope(scope),
+            lifespan=Lifespan.TTL if ttl_ms else Lifespan.DECAY,
+            ttl_ms=ttl_ms,
+            actor="cli",
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    result = with_store(config_path, data_dir, lambda s: s.remember(new))
+    if as_json:
+        click.echo(json.dumps({"created": result.created, "crystal": crystal_json(result.crystal)}, indent=2))
+    else:
+        verb = "remembered" if result.created else "already known"
+        click.echo(f"{verb} {result.crystal.id} ({result.crystal.semantic_type}, {result.crystal.sensitivity})")
+
+
+@memory_group.command("search")
+@location_options
+@click.argument("query", required=False)
+@click.option("--mode", type=_choices(SearchMode), default="hybrid")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10)
+@click.option("--since", default=None, help="30m, 24h, 7d, 2w or an ISO date.")
+@click.option("--type", "types", type=_choices(SemanticType), multiple=True)
+@click.option("--origin", "origins", type=_choices(Origin), multiple=True)
+@click.option("--sort", type=_choices(SortKey), default="recency", help="For --mode typed.")
+@click.option("--include-archived", is_flag=True)
+@click.option("--explain", is_flag=True, help="Show each hit's keyword, vector, fused and final scores.")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_search(
+    config_path: Path | None,
+    data_dir: Path | None,
+    query: str | None,
+    mode: str,
+    limit: int,
+    since: str | None,
+    types: tuple[str, ...],
+    origins: tuple[str, ...],
+    sort: str,
+    include_archived: bool,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Search memory (the local agent's view: everything not expired)."""
+
+    async def go(store: MemoryStore) -> list[Any]:
+        request = SearchRequest(
+            query,
+            mode=SearchMode(mode),
+            limit=limit,
+            since_ms=parse_since(since, store.now_ms()) if since else None,
+            types=frozenset(SemanticType(t) for t in types) or None,
+            origins=frozenset(Origin(o) for o in origins) or None,
+            sort=SortKey(sort),
+            include_archived=include_archived,
+            explain=explain,
+        )
+        return await search(store, request)
+
+    hits = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "score": h.score,
+                        "crystal": crystal_json(h.crystal),
+                        "explain": asdict(h.explain) if h.explain else None,
+                    }
+                    for h in hits
+                ],
+                indent=2,
+            )
+        )
+        return
+    if not hits:
+        click.echo("no matches")
+    for rank, hit in enumerate(hits, start=1):
+        text = hit.crystal.text.replace("\n", " ")
+        click.echo(f"{rank:>3}. {hit.crystal.id}  [{hit.crystal.semantic_type}]  {text[:100]}")
+        if hit.explain:
+            e = hit.explain
+            click.echo(
+                f"     keyword rank {e.keyword_rank} bm25 {e.keyword_score} | vector rank {e.vector_rank} "
+                f"sim {e.vector_similarity} | rrf {e.rrf} x importance {e.importance_factor} "
+                f"x recency {e.recency_factor} = {e.final_score} (fused rank {e.fused_rank})"
+            )
+
+
+@memory_group.command("show")
+@location_options
+@click.argument("crystal_id")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
+    """One crystal with its links, provenance and audit trail."""
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        crystal = await store.get(crystal_id)
+        return {
+            "crystal": crystal_json(crystal),
+            "associations": [{**asdict(a), "type": a.type.value} for a in await associations(store, crystal_id)],
+            "derivation": asdict(await derivation_tree(store, crystal_id)),
+            "attribution": [asdict(a) for a in await attribution_chain(store, crystal_id)],
+            "audit": [
+                dict(zip(("from", "to", "reason", "actor", "ts_ms"), t, strict=True))
+                for t in await store.audit_trail(crystal_id)
+            ],
+        }
+
+    doc = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    c = doc["crystal"]
+    click.echo(
+        f"{c['id']}  {c['semantic_type']} / {c['origin']} / {c['lifecycle']} / {c['scope']} / {c['sensitivity']}"
+    )
+    click.echo(f"  importance {c['importance']}  accessed {c['access_count']}x  embedded {c['embedded_with']}")
+    click.echo(f"  {c['text']}")
+    for a in doc["associations"]:
+        click.echo(f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})")
+    for entry in doc["audit"]:
+        click.echo(f"  audit {entry['from']} -> {entry['to']}: {entry['reason']} by {entry['actor']}")
+
+
+@memory_group.command("forget")
+@location_options
+@click.argument("crystal_id")
+@click.option("--reason", default="forgotten by the user")
+@handles_errors
+def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: str, reason: str) -> None:
+    """Soft-delete a crystal: never returned again, recorded in the audit log."""
+    crystal = with_store(config_path, data_dir, lambda s: s.forget(crystal_id, actor="cli", reason=reason))
+    click.echo(f"forgot {crystal.id}")
+
+
+@memory_group.command("stats")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_stats(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Counts by lifecycle, type, origin and sensitivity; embedding backlog; file size."""
+    stats = with_store(config_path, data_dir, lambda s: s.stats())
+    if as_json:
+        click.echo(json.dumps(stats, indent=2))
+        return
+    click.echo(
+        f"crystals       {stats['total']}  ({stats['file_bytes'] / 1e6:.1f} MB, schema v{stats['schema_version']})"
+    )
+    click.echo(f"embedder       {stats['embedder']}  backlog {stats['embedding_backlog']}")
+    for key in ("by_lifecycle", "by_semantic_type", "by_origin", "by_sensitivity"):
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(stats[key].items()))
+        click.echo(f"{key[3:]:<15}{parts or '-'}")
+
+
+def _progress(length: int, label: str) -> Any:
+    """A progress bar on stderr, so --json output on stdout stays clean."""
+    return progressbar(length=length, label=label, file=sys.stderr, show_pos=True)
+
+
+@memory_group.command("import")
+@location_options
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.option("--no-embed", is_flag=True, help="Store only; the daemon embeds in the background.")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_import(config_path: Path | None, data_dir: Path | None, source: Path, no_embed: bool, as_json: bool) -> None:
+    """Import a folder of markdown/text files or a JSONL of messages; incremental and resumable."""
+
+    async def go(store: MemoryStore) -> dict[str, int]:
+        totals = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
+        sources = find_sources(source)
+        with _progress(len(sources), "importing") as bar:
+            for item in sources:
+                key = str(item.path.resolve())
+                if await store.imported_file_hash(key) == item.content_hash:
+                    totals["skipped_files"] += 1
+                else:
+                    result = await store.remember_many(list(crystals_from_file(item)))
+                    await store.mark_imported(key, item.content_hash, result.created + result.duplicates)
+                    totals["files"] += 1
+                    totals["created"] += result.created
+                    totals["duplicates"] += result.duplicates
+                bar.update(1)
+        if not no_embed:
+            backlog = await store.backlog_size()
+            with _progress(backlog, "embedding") as bar:
+                totals["embedded"] = await store.embed_backlog(progress=bar.update)
+        return totals
+
+    totals = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(totals, indent=2))
+    else:
+        click.echo(
+            f"imported {totals['created']} new crystals from {totals['files']} files "
+            f"({totals['duplicates']} already known, {totals['skipped_files']} files unchanged, "
+            f"{totals['embedded']} embedded)"
+        )

@@ -1,0 +1,63 @@
+"""`bitterbot-node memory …` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import clean_env, run_cli
+
+ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
+
+
+def test_add_search_show_forget_stats(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    added = run_cli(
+        "memory", "add", "The boiler service is due in March", "--type", "fact", "--data-dir", data, "--json", env=ENV
+    )
+    assert added.returncode == 0, added.stderr
+    crystal_id = json.loads(added.stdout)["crystal"]["id"]
+    again = run_cli("memory", "add", "The boiler service is due in March", "--data-dir", data, env=ENV)
+    assert "already known" in again.stdout
+
+    found = run_cli("memory", "search", "boiler", "--explain", "--data-dir", data, "--json", env=ENV)
+    hits = json.loads(found.stdout)
+    assert hits[0]["crystal"]["id"] == crystal_id
+    assert hits[0]["explain"]["keyword_rank"] == 1
+
+    shown = json.loads(run_cli("memory", "show", crystal_id, "--data-dir", data, "--json", env=ENV).stdout)
+    assert [a["to"] for a in shown["audit"]] == ["generated", "activated"]
+
+    assert run_cli("memory", "forget", crystal_id, "--data-dir", data, env=ENV).returncode == 0
+    gone = run_cli("memory", "show", crystal_id, "--data-dir", data, env=ENV)
+    assert gone.returncode == 2 and "no crystal" in gone.stderr
+    assert json.loads(run_cli("memory", "search", "boiler", "--data-dir", data, "--json", env=ENV).stdout) == []
+
+    stats = json.loads(run_cli("memory", "stats", "--data-dir", data, "--json", env=ENV).stdout)
+    assert stats["total"] == 1 and stats["by_lifecycle"] == {"expired": 1}
+
+
+def test_bad_memory_input_gets_a_clear_error(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    cases = [
+        (["memory", "add", "   "], "non-empty"),
+        (["memory", "add", "x", "--ttl", "someday"], "cannot read time"),
+        (["memory", "search"], "needs a query"),
+        (["memory", "search", "x", "--since", "soon"], "cannot read time"),
+        (["memory", "search", "--mode", "typed"], "semantic type"),
+    ]
+    for args, message in cases:
+        result = run_cli(*args, "--data-dir", data, env=ENV)
+        assert result.returncode == 2, args
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_ttl_memory_added_from_the_cli_expires(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    added = json.loads(
+        run_cli("memory", "add", "door code rotates", "--ttl", "1h", "--data-dir", data, "--json", env=ENV).stdout
+    )
+    crystal = added["crystal"]
+    assert crystal["lifespan"] == "ttl"
+    assert crystal["expires_at_ms"] - crystal["stored_at_ms"] == 3_600_000
