@@ -14,6 +14,7 @@ from typing import Any
 BENCHMARKS = {
     "envelope_verify": "bench.envelope_verify",
     "locomo_recall": "bench.locomo_recall",
+    "memory_store": "bench.memory_store",
 }
 
 

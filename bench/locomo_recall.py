@@ -23,7 +23,7 @@ from typing import Any
 
 from memory.embedders import make_embedder
 from memory.model import NewCrystal, Origin, SemanticType
-from memory.query import SearchMode, SearchRequest
+from memory.query import RRF_K, SearchMode, SearchRequest, Weights
 from memory.search import search
 from memory.store import LinkSettings, MemoryStore
 
@@ -31,7 +31,13 @@ DATA = Path(
     os.environ.get("LOCOMO_PATH", Path(__file__).resolve().parents[2] / "shared/data/locomo-dev/locomo-dev.json")
 )
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
-MODES = (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID)
+#: (report name, mode, RRF k): hybrid at the issue's k=60 and at k=10, which LoCoMo favours
+VARIANTS = (
+    ("keyword", SearchMode.KEYWORD, RRF_K),
+    ("vector", SearchMode.VECTOR, RRF_K),
+    ("hybrid", SearchMode.HYBRID, RRF_K),
+    ("hybrid_rrf_k10", SearchMode.HYBRID, 10),
+)
 GOAL_RECALL_AT_10 = 0.75
 
 
@@ -51,8 +57,10 @@ def normalise_evidence(raw: str) -> list[str]:
     return out
 
 
-def turns_of(conversation: dict[str, Any]) -> list[tuple[str, NewCrystal]]:
+def turns_of(conversation: dict[str, Any], *, with_context: bool = True) -> list[tuple[str, NewCrystal]]:
+    """Every turn as a crystal; with ``with_context`` each carries the turn before it as context."""
     turns = []
+    previous: str | None = None
     for key, value in conversation.items():
         match = re.fullmatch(r"session_(\d+)", key)
         if not match or not isinstance(value, list):
@@ -71,9 +79,11 @@ def turns_of(conversation: dict[str, Any]) -> list[tuple[str, NewCrystal]]:
                         origin=Origin.SESSION,
                         created_at_ms=when,
                         source="locomo",
+                        context=previous if with_context else None,
                     ),
                 )
             )
+            previous = f"{turn['speaker']}: {turn['text']}"
     return turns
 
 
@@ -84,7 +94,7 @@ async def evaluate(embedder_name: str, quick: bool) -> dict[str, Any]:
     embedder = make_embedder(embedder_name)
     # recall[mode][k][category] -> list of per-question recalls
     recall: dict[str, dict[int, dict[str, list[float]]]] = {
-        m.value: {5: defaultdict(list), 10: defaultdict(list)} for m in MODES
+        name: {5: defaultdict(list), 10: defaultdict(list)} for name, _, _ in VARIANTS
     }
     latencies: dict[str, list[float]] = defaultdict(list)
     turns_total = 0
@@ -105,13 +115,16 @@ async def evaluate(embedder_name: str, quick: bool) -> dict[str, Any]:
                     if not gold:
                         continue
                     category = CATEGORIES[qa["category"]]
-                    for mode in MODES:
+                    for name, mode, rrf_k in VARIANTS:
+                        request = SearchRequest(
+                            qa["question"], mode=mode, limit=10, touch=False, weights=Weights(rrf_k=rrf_k)
+                        )
                         started = time.perf_counter()
-                        hits = await search(store, SearchRequest(qa["question"], mode=mode, limit=10, touch=False))
-                        latencies[mode.value].append(time.perf_counter() - started)
+                        hits = await search(store, request)
+                        latencies[name].append(time.perf_counter() - started)
                         ids = [h.crystal.id for h in hits]
                         for k in (5, 10):
-                            recall[mode.value][k][category].append(len(gold & set(ids[:k])) / len(gold))
+                            recall[name][k][category].append(len(gold & set(ids[:k])) / len(gold))
             finally:
                 await store.close()
     report: dict[str, Any] = {

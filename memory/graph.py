@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from memory.embedders.base import Vectors
 from memory.model import AssociationType
 from memory.store import LinkSettings, MemoryStore
-from memory.vectors import knn
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +49,18 @@ def link_type(similarity: float, settings: LinkSettings) -> AssociationType | No
 async def auto_link(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
     """Link ``crystal_id`` to its nearest live neighbours; returns how many links were added."""
     settings = store.links
-    neighbours = await knn(store.reader(), store.vec_table, vector, settings.neighbours + 1)
+    neighbours = await store.vectors.knn(store.reader(), vector, settings.neighbours + 1)
     rowids = [r for r, _ in neighbours]
     crystals = await store.get_many_by_rowid(rowids)
     now = store.now_ms()
     edges = []
-    for rowid, distance in neighbours:
+    for rowid, similarity in neighbours:
         other = crystals.get(rowid)
         if other is None or other.id == crystal_id or other.lifecycle.value in ("expired", "archived"):
             continue
-        kind = link_type(1.0 - distance, settings)
+        kind = link_type(similarity, settings)
         if kind is not None:
-            edges.append((crystal_id, other.id, kind.value, round(1.0 - distance, 4), now))
+            edges.append((crystal_id, other.id, kind.value, round(similarity, 4), now))
     if edges:
         async with store.transaction() as db:
             await db.executemany(

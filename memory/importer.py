@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory.model import NewCrystal, Origin, SemanticType
+from memory.model import MAX_CONTEXT_CHARS, NewCrystal, Origin, SemanticType
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
 MAX_CHUNK_CHARS = 1_500
@@ -77,14 +77,17 @@ def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
 
     A line that is not such an object is skipped with its number reported by ``bad_lines``.
     """
+    previous: str | None = None
     with path.open(encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             message = parse_message(line)
             if message is None:
                 continue
             text, speaker, ts = message
+            line_text = f"{speaker}: {text}" if speaker else text
             yield NewCrystal(
-                f"{speaker}: {text}" if speaker else text,
+                line_text,
+                context=previous[:MAX_CONTEXT_CHARS] if previous else None,
                 semantic_type=SemanticType.EPISODE,
                 origin=Origin.SESSION,
                 created_at_ms=ts,
@@ -93,6 +96,7 @@ def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
                 line_start=number,
                 line_end=number,
             )
+            previous = line_text
 
 
 def parse_message(line: str) -> tuple[str, str | None, int | None] | None:

@@ -137,6 +137,7 @@ class Verification:
 
 
 MAX_TEXT_CHARS = 100_000
+MAX_CONTEXT_CHARS = 4_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +167,18 @@ class NewCrystal:
     ttl_ms: int | None = None  # with Lifespan.TTL
     parents: tuple[str, ...] = ()  # crystals this one was derived from
     actor: str = "local"  # who caused it: local, agent, peer:<hex key>, dream, consolidation
+    # Text that situates this crystal (the message before it, the document's heading): embedded
+    # together with ``text`` so a short reply like "yes, last May" is still findable by meaning.
+    # Never returned as the crystal's text and not part of its content hash.
+    context: str | None = None
 
     def __post_init__(self) -> None:
         if not self.text or not self.text.strip():
             raise ValueError("a crystal needs non-empty text")
         if len(self.text) > MAX_TEXT_CHARS:
             raise ValueError(f"text is {len(self.text)} characters; at most {MAX_TEXT_CHARS}")
+        if self.context is not None and len(self.context) > MAX_CONTEXT_CHARS:
+            raise ValueError(f"context is {len(self.context)} characters; at most {MAX_CONTEXT_CHARS}")
         if not 0.0 <= self.importance <= 1.0:
             raise ValueError("importance must be in [0, 1]")
         if not -1.0 <= self.emotional_valence <= 1.0:
@@ -221,10 +228,16 @@ class Crystal:
     lifespan: Lifespan
     expires_at_ms: int | None
     embedded_with: str | None
+    context: str | None = None
 
     @property
     def is_memory(self) -> bool:
         return self.semantic_type in MEMORY_TYPES
+
+
+def embedding_input(text: str, context: str | None) -> str:
+    """What the embedder sees: the context first, as the conversation or document had it."""
+    return f"{context}\n{text}" if context else text
 
 
 def normalise_text(text: str) -> str:

@@ -2,7 +2,7 @@
 
 Fusion (hybrid mode), all factors documented here and shown by ``explain``::
 
-    rrf        = sum over legs (keyword, vector) of 1 / (RRF_K + rank)      rank from 1
+    rrf        = sum over legs (keyword, vector) of 1 / (rrf_k + rank)      rank from 1, rrf_k default 60
     importance = 1 + importance_weight * crystal.importance                   in [1, 1 + w]
     recency    = 1 + recency_weight * 0.5 ** (age / recency_half_life)        in [1, 1 + w]
     final      = rrf * importance * recency
@@ -39,6 +39,7 @@ class SortKey(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Weights:
+    rrf_k: int = RRF_K
     importance_weight: float = 0.2
     recency_weight: float = 0.1
     recency_half_life_ms: int = 30 * 86_400_000

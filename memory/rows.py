@@ -27,21 +27,19 @@ COLUMNS = (
     "line_start, line_end, importance, access_count, last_access_ms, emotional_valence, dopamine, cortisol, oxytocin, "
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
-    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with"
+    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
-INSERT_SQL = (
-    "INSERT INTO crystals (id, text, content_hash, semantic_type, origin, created_at_ms, stored_at_ms, updated_at_ms, "
-    "source_path, source, line_start, line_end, importance, emotional_valence, dopamine, cortisol, oxytocin, "
-    "curiosity_boost, steering_reward, epistemic_layer, is_verified, verified_by, bounty_id, bounty_reward, "
-    "stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, category, lifecycle, "
-    "scope, sensitivity, lifespan, expires_at_ms) VALUES (:id, :text, :content_hash, :semantic_type, :origin, "
-    ":created_at_ms, :now, :now, :source_path, :source, :line_start, :line_end, :importance, :emotional_valence, "
-    ":dopamine, :cortisol, :oxytocin, :curiosity_boost, :steering_reward, :epistemic_layer, :is_verified, "
-    ":verified_by, :bounty_id, :bounty_reward, :stable_skill_id, :skill_version, :previous_version_id, :deprecated, "
-    ":deprecated_by, :tags, :category, :lifecycle, :scope, :sensitivity, :lifespan, :expires_at_ms)"
-)
+INSERT_COLUMNS = (
+    "id", "text", "content_hash", "semantic_type", "origin", "created_at_ms", "stored_at_ms", "updated_at_ms",
+    "source_path", "source", "line_start", "line_end", "importance", "emotional_valence", "dopamine", "cortisol",
+    "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
+    "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
+    "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context",
+)  # fmt: skip
+# Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
+INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
 
 
 def new_crystal_id(now_ms: int) -> str:
@@ -51,52 +49,29 @@ def new_crystal_id(now_ms: int) -> str:
 
 def insert_params(
     new: NewCrystal, *, crystal_id: str, content_hash: str, sensitivity: Sensitivity, now_ms: int
-) -> dict[str, Any]:
-    skill, bounty = new.skill, new.bounty
-    return {
-        "id": crystal_id,
-        "text": new.text,
-        "content_hash": content_hash,
-        "semantic_type": new.semantic_type.value,
-        "origin": new.origin.value,
-        "created_at_ms": new.created_at_ms if new.created_at_ms is not None else now_ms,
-        "now": now_ms,
-        "source_path": new.source_path,
-        "source": new.source,
-        "line_start": new.line_start,
-        "line_end": new.line_end,
-        "importance": new.importance,
-        "emotional_valence": new.emotional_valence,
-        "dopamine": new.hormones.dopamine,
-        "cortisol": new.hormones.cortisol,
-        "oxytocin": new.hormones.oxytocin,
-        "curiosity_boost": new.curiosity_boost,
-        "steering_reward": new.steering_reward,
-        "epistemic_layer": new.epistemic_layer.value,
-        "is_verified": int(new.verification.is_verified),
-        "verified_by": new.verification.verified_by,
-        "bounty_id": bounty.bounty_id if bounty else None,
-        "bounty_reward": bounty.reward_micro_usdc if bounty else None,
-        "stable_skill_id": skill.stable_skill_id if skill else None,
-        "skill_version": skill.version if skill else None,
-        "previous_version_id": skill.previous_version_id if skill else None,
-        "deprecated": int(skill.deprecated) if skill else 0,
-        "deprecated_by": skill.deprecated_by if skill else None,
-        "tags": " ".join(skill.tags) if skill else "",
-        "category": skill.category if skill else None,
-        "lifecycle": Lifecycle.GENERATED.value,
-        "scope": new.scope.value,
-        "sensitivity": sensitivity.value,
-        "lifespan": new.lifespan.value,
-        "expires_at_ms": now_ms + new.ttl_ms if new.ttl_ms is not None else None,
-    }
+) -> tuple[Any, ...]:
+    """The INSERT's parameters, in ``INSERT_COLUMNS`` order."""
+    skill, bounty, hormones = new.skill, new.bounty, new.hormones
+    return (
+        crystal_id, new.text, content_hash, new.semantic_type.value, new.origin.value,
+        new.created_at_ms if new.created_at_ms is not None else now_ms, now_ms, now_ms,
+        new.source_path, new.source, new.line_start, new.line_end, new.importance, new.emotional_valence,
+        hormones.dopamine, hormones.cortisol, hormones.oxytocin, new.curiosity_boost, new.steering_reward,
+        new.epistemic_layer.value, int(new.verification.is_verified), new.verification.verified_by,
+        bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
+        skill.stable_skill_id if skill else None, skill.version if skill else None,
+        skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
+        skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
+        skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
+        new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
+    )  # fmt: skip
 
 
 def crystal_from_row(row: Sequence[Any]) -> Crystal:
     (cid, text, chash, stype, origin, created, stored, updated, spath, source, lstart, lend, importance, access,
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
-     tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with) = row  # fmt: skip
+     tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -139,4 +114,5 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         lifespan=Lifespan(lifespan),
         expires_at_ms=expires,
         embedded_with=embedded_with,
+        context=context,
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiosqlite
+
 from memory.embedders.base import Vectors
 from memory.governance import visibility_sql
 from memory.model import Crystal
@@ -27,7 +29,6 @@ from memory.query import (
 )
 from memory.rows import SELECT_COLUMNS, crystal_from_row
 from memory.store import MemoryStore
-from memory.vectors import knn
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000
@@ -68,31 +69,46 @@ def _has_extra_filters(request: SearchRequest) -> bool:
 
 
 async def _keyword_leg(
-    store: MemoryStore, match: str, where: str, params: dict[str, Any], limit: int
+    store: MemoryStore,
+    db: aiosqlite.Connection,
+    match: str,
+    where: str,
+    params: dict[str, Any],
+    limit: int,
+    filtered: bool,
 ) -> list[tuple[int, float]]:
-    sql = (
-        "SELECT c.rowid, bm25(crystals_fts) AS score FROM crystals_fts JOIN crystals c ON c.rowid = crystals_fts.rowid "
-        f"WHERE crystals_fts MATCH :match AND {where} ORDER BY score LIMIT :limit"
-    )
-    async with store.reader().execute(sql, {**params, "match": match, "limit": limit}) as cursor:
-        return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+    # BM25 alone, then the filters on its rowids: joining every match to crystals before ranking
+    # cost ~95 ms at 100K rows for common words, the bare FTS query a fraction of that.
+    k = min(MAX_KNN, limit * (8 if filtered else 2))
+    async with db.execute(
+        "SELECT rowid, bm25(crystals_fts) AS score FROM crystals_fts WHERE crystals_fts MATCH ? ORDER BY score LIMIT ?",
+        (match, k),
+    ) as cursor:
+        ranked = [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+    allowed = await _allowed(db, [rowid for rowid, _ in ranked], where, params)
+    return [(rowid, score) for rowid, score in ranked if rowid in allowed][:limit]
+
+
+async def _allowed(db: aiosqlite.Connection, rowids: list[int], where: str, params: dict[str, Any]) -> set[int]:
+    """Which of ``rowids`` pass governance and the request's filters."""
+    if not rowids:
+        return set()
+    marks = ", ".join(f":r{i}" for i in range(len(rowids)))
+    async with db.execute(
+        f"SELECT c.rowid FROM crystals c WHERE c.rowid IN ({marks}) AND {where}",
+        {**params, **{f"r{i}": rowid for i, rowid in enumerate(rowids)}},
+    ) as cursor:
+        return {int(r[0]) for r in await cursor.fetchall()}
 
 
 async def _vector_leg(
     store: MemoryStore, query_vector: Vectors, where: str, params: dict[str, Any], limit: int, filtered: bool
 ) -> list[tuple[int, float]]:
     k = min(MAX_KNN, limit * (8 if filtered else 1))
-    neighbours = await knn(store.reader(), store.vec_table, query_vector, k)
-    if not neighbours:
-        return []
-    ids = [rowid for rowid, _ in neighbours]
-    marks = ", ".join(f":r{i}" for i in range(len(ids)))
-    async with store.reader().execute(
-        f"SELECT c.rowid FROM crystals c WHERE c.rowid IN ({marks}) AND {where}",
-        {**params, **{f"r{i}": rowid for i, rowid in enumerate(ids)}},
-    ) as cursor:
-        allowed = {int(r[0]) for r in await cursor.fetchall()}
-    return [(rowid, 1.0 - dist) for rowid, dist in neighbours if rowid in allowed][:limit]
+    db = store.reader()
+    neighbours = await store.vectors.knn(db, query_vector, k)
+    allowed = await _allowed(db, [rowid for rowid, _ in neighbours], where, params)
+    return [(rowid, sim) for rowid, sim in neighbours if rowid in allowed][:limit]
 
 
 async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
@@ -116,13 +132,16 @@ async def _ranked(
     match = fts_query(request.query)
     keyword_task = None
     if request.mode is not SearchMode.VECTOR and match is not None:
-        keyword_task = asyncio.create_task(_keyword_leg(store, match, where, params, pool))
+        # Each leg on its own reader connection (own thread): they run side by side.
+        keyword_task = asyncio.create_task(
+            _keyword_leg(store, store.reader(), match, where, params, pool, _has_extra_filters(request))
+        )
     vector: list[tuple[int, float]] = []
     if request.mode is not SearchMode.KEYWORD:
         query_vector = await asyncio.to_thread(store.embedder.embed_query, request.query)
         vector = await _vector_leg(store, query_vector, where, params, pool, _has_extra_filters(request))
     keyword = await keyword_task if keyword_task else []
-    fused = reciprocal_rank_fusion([[r for r, _ in keyword], [r for r, _ in vector]])
+    fused = reciprocal_rank_fusion([[r for r, _ in keyword], [r for r, _ in vector]], k=request.weights.rrf_k)
     rows = await store.get_many_by_rowid(list(fused))
     keyword_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(keyword, start=1)}
     vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}

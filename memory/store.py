@@ -22,13 +22,13 @@ import aiosqlite
 
 from memory.connection import open_connection
 from memory.embedders.base import Embedder
-from memory.errors import CrystalNotFound, SchemaTooNew, StoreError
+from memory.errors import CrystalNotFound, MemoryError_, SchemaTooNew, StoreError
 from memory.governance import classify_sensitivity, is_visible
 from memory.lifecycle import can_transition
-from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
+from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash, embedding_input
 from memory.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id
 from memory.schema import MIGRATIONS, SCHEMA_VERSION
-from memory.vectors import ensure_vec_table, vec_table, vector_blob
+from memory.vectors import VectorIndex
 
 Clock = Callable[[], int]
 Progress = Callable[[int], None]
@@ -80,7 +80,7 @@ class MemoryStore:
         self.embedder = embedder
         self.now_ms = now_ms
         self.links = links
-        self.vec_table = vec_table(embedder.id)
+        self.vectors = VectorIndex(embedder.id, embedder.dim)
         self._write_lock = asyncio.Lock()
         self._closed = False
 
@@ -100,7 +100,7 @@ class MemoryStore:
         opened: list[aiosqlite.Connection] = [writer]
         try:
             await _migrate(writer)
-            await ensure_vec_table(writer, embedder.id, embedder.dim)
+            await VectorIndex(embedder.id, embedder.dim).ensure(writer)
             await writer.execute(
                 "INSERT INTO meta (key, value) VALUES ('active_embedder', ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -154,7 +154,8 @@ class MemoryStore:
         existing = await self._by_hash(self.reader(), chash)
         if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
             return Remembered(existing, created=False)
-        vector = await asyncio.to_thread(self.embedder.embed_documents, [new.text]) if embed else None
+        text = embedding_input(new.text, new.context)
+        vector = await asyncio.to_thread(self.embedder.embed_documents, [text]) if embed else None
         now = self.now_ms()
         async with self.transaction() as db:
             existing = await self._by_hash(db, chash)  # re-check under the write lock
@@ -176,7 +177,7 @@ class MemoryStore:
         return Remembered(await self.get(crystal_id), created=True)
 
     async def remember_many(
-        self, items: Sequence[NewCrystal], *, batch_size: int = 500, progress: Progress | None = None
+        self, items: Sequence[NewCrystal], *, batch_size: int = 1000, progress: Progress | None = None
     ) -> BulkResult:
         """Store many crystals in batched transactions, without embedding (``embed_backlog`` does that).
 
@@ -185,23 +186,42 @@ class MemoryStore:
         """
         ids: list[str] = []
         created = 0
-        for start in range(0, len(items), batch_size):
-            batch = items[start : start + batch_size]
-            hashes = [content_hash(n.text) for n in batch]
-            now = self.now_ms()
-            async with self.transaction() as db:
-                known = await self._ids_by_hash(db, hashes)
-                fresh: list[tuple[str, str, NewCrystal]] = []
-                for chash, new in zip(hashes, batch, strict=True):
-                    if chash not in known:
-                        known[chash] = new_crystal_id(now)
-                        fresh.append((known[chash], chash, new))
-                await self._insert(db, fresh, now)
-            created += len(fresh)
-            ids.extend(known[h] for h in hashes)
+        batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
+        prepared = _prepare(batches[0], self.now_ms()) if batches else None
+        for index in range(len(batches)):
+            assert prepared is not None
+            # Write this batch on the SQLite thread while preparing the next on this one (hashing and
+            # classifying are Python work that would otherwise add to the write time instead of overlapping).
+            write = asyncio.ensure_future(self._write_batch(prepared))
+            upcoming = _prepare(batches[index + 1], self.now_ms()) if index + 1 < len(batches) else None
+            batch_ids, batch_created = await write
+            created += batch_created
+            ids.extend(batch_ids)
             if progress:
-                progress(len(batch))
+                progress(len(batches[index]))
+            prepared = upcoming
+        if created:
+            await self.checkpoint()
         return BulkResult(created=created, duplicates=len(items) - created, ids=tuple(ids))
+
+    async def checkpoint(self) -> None:
+        """Fold the WAL back into the database file. After bulk writes a long WAL slows every
+        later commit (each one attempts a checkpoint) and every read (longer WAL index)."""
+        async with self._write_lock:
+            await self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    async def _write_batch(self, prepared: _PreparedBatch) -> tuple[list[str], int]:
+        async with self.transaction() as db:
+            known = await self._ids_by_hash(db, prepared.hashes)
+            fresh: list[tuple[Any, ...]] = []
+            fresh_rows: list[tuple[str, NewCrystal]] = []
+            for chash, new, params in zip(prepared.hashes, prepared.items, prepared.params, strict=True):
+                if chash not in known:
+                    known[chash] = params[0]
+                    fresh.append(params)
+                    fresh_rows.append((params[0], new))
+            await self._insert_prepared(db, fresh, fresh_rows, prepared.now_ms)
+        return [known[h] for h in prepared.hashes], len(fresh)
 
     async def embed_backlog(
         self, *, batch_size: int = 64, limit: int | None = None, progress: Progress | None = None
@@ -211,7 +231,7 @@ class MemoryStore:
         while limit is None or done < limit:
             take = batch_size if limit is None else min(batch_size, limit - done)
             async with self.reader().execute(
-                "SELECT rowid, id, text, embedded_with FROM crystals "
+                "SELECT rowid, id, text, embedded_with, context FROM crystals "
                 "WHERE (embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' "
                 "ORDER BY rowid LIMIT ?",
                 (self.embedder.id, take),
@@ -219,7 +239,9 @@ class MemoryStore:
                 rows = list(await cursor.fetchall())
             if not rows:
                 break
-            vectors = await asyncio.to_thread(self.embedder.embed_documents, [r[2] for r in rows])
+            vectors = await asyncio.to_thread(
+                self.embedder.embed_documents, [embedding_input(r[2], r[4]) for r in rows]
+            )
             previous = {int(r[0]): r[3] for r in rows if r[3] is not None}
             async with self.transaction() as db:
                 await self._store_vectors(
@@ -233,6 +255,8 @@ class MemoryStore:
             done += len(rows)
             if progress:
                 progress(len(rows))
+        if done:
+            await self.checkpoint()
         return done
 
     async def backlog_size(self) -> int:
@@ -265,9 +289,9 @@ class MemoryStore:
         marks = ",".join("?" * len(crystal_ids))
         async with self.transaction() as db:
             async with db.execute(
-                f"SELECT id FROM crystals WHERE lifecycle = 'generated' AND id IN ({marks})", tuple(crystal_ids)
-            ) as cursor:
-                first_use = [r[0] for r in await cursor.fetchall()]
+                f"SELECT id, lifecycle FROM crystals WHERE id IN ({marks})", tuple(crystal_ids)
+            ) as cur:
+                first_use = [r[0] for r in await cur.fetchall() if r[1] == Lifecycle.GENERATED.value]
             await db.execute(
                 f"UPDATE crystals SET access_count = access_count + 1, last_access_ms = ? WHERE id IN ({marks})",
                 (now, *crystal_ids),
@@ -338,8 +362,6 @@ class MemoryStore:
     # --- internals ----------------------------------------------------------------------
 
     async def _insert(self, db: aiosqlite.Connection, rows: list[tuple[str, str, NewCrystal]], now: int) -> None:
-        if not rows:
-            return
         params = [
             insert_params(
                 new,
@@ -350,17 +372,32 @@ class MemoryStore:
             )
             for cid, chash, new in rows
         ]
+        await self._insert_prepared(db, params, [(cid, new) for cid, _, new in rows], now)
+
+    async def _insert_prepared(
+        self, db: aiosqlite.Connection, params: list[tuple[Any, ...]], rows: list[tuple[str, NewCrystal]], now: int
+    ) -> None:
+        """Insert prepared rows with their audit, attribution and provenance rows."""
+        if not rows:
+            return
+        async with db.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
+            last_rowid = (await cursor.fetchone() or (0,))[0]
         await db.executemany(INSERT_SQL, params)
+        # rowids are AUTOINCREMENT and we hold the write lock: every row past last_rowid is this batch.
+        await db.execute(
+            "INSERT INTO crystals_fts (rowid, text, tags) SELECT rowid, text, tags FROM crystals WHERE rowid > ?",
+            (last_rowid,),
+        )
         await db.executemany(
             "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
             "VALUES (?, NULL, 'generated', 'created', ?, ?)",
-            [(cid, new.actor, now) for cid, _, new in rows],
+            [(cid, new.actor, now) for cid, new in rows],
         )
         await db.executemany(
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
-            [(cid, new.actor, now, new.origin.value) for cid, _, new in rows],
+            [(cid, new.actor, now, new.origin.value) for cid, new in rows],
         )
-        links = [(cid, parent, "derived_from") for cid, _, new in rows for parent in new.parents]
+        links = [(cid, parent, "derived_from") for cid, new in rows for parent in new.parents]
         if links:
             await db.executemany(
                 "INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, ?)", links
@@ -397,17 +434,13 @@ class MemoryStore:
     async def _store_vectors(
         self, db: aiosqlite.Connection, rows: list[tuple[int, str, Any]], previous: dict[int, str]
     ) -> None:
-        # vec0 cannot INSERT OR REPLACE an existing rowid: delete first (a resumed batch may have one).
-        await db.executemany(f"DELETE FROM {self.vec_table} WHERE rowid = ?", [(r[0],) for r in rows])
-        await db.executemany(
-            f"INSERT INTO {self.vec_table} (rowid, embedding) VALUES (?, ?)", [(r[0], vector_blob(r[2])) for r in rows]
-        )
+        await self.vectors.put(db, [(r[0], r[2]) for r in rows])
         await db.executemany(
             "UPDATE crystals SET embedded_with = ? WHERE rowid = ?", [(self.embedder.id, r[0]) for r in rows]
         )
         for rowid, old_id in previous.items():
             if old_id != self.embedder.id:
-                await _delete_old_vector(db, vec_table(old_id), rowid)
+                await _delete_old_vector(db, old_id, rowid)
 
     async def _rowid(self, db: aiosqlite.Connection, crystal_id: str) -> int:
         async with db.execute("SELECT rowid FROM crystals WHERE id = ?", (crystal_id,)) as cursor:
@@ -441,11 +474,40 @@ class MemoryStore:
         return found
 
 
-async def _delete_old_vector(db: aiosqlite.Connection, table: str, rowid: int) -> None:
-    async with db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)) as cursor:
+@dataclass(frozen=True, slots=True)
+class _PreparedBatch:
+    items: Sequence[NewCrystal]
+    hashes: list[str]
+    params: list[tuple[Any, ...]]
+    now_ms: int
+
+
+def _prepare(items: Sequence[NewCrystal], now_ms: int) -> _PreparedBatch:
+    """Hash, classify and lay out a batch (pure Python work, done off the write path)."""
+    hashes = [content_hash(n.text) for n in items]
+    params = [
+        insert_params(
+            n,
+            crystal_id=new_crystal_id(now_ms),
+            content_hash=h,
+            now_ms=now_ms,
+            sensitivity=n.sensitivity or classify_sensitivity(n.text),
+        )
+        for n, h in zip(items, hashes, strict=True)
+    ]
+    return _PreparedBatch(items, hashes, params, now_ms)
+
+
+async def _delete_old_vector(db: aiosqlite.Connection, old_embedder_id: str, rowid: int) -> None:
+    """Remove a re-embedded row from its old space, if that space's tables still exist."""
+    try:
+        old = VectorIndex(old_embedder_id, 8)
+    except MemoryError_:
+        return
+    async with db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (old.float_table,)) as cursor:
         exists = await cursor.fetchone()
     if exists:
-        await db.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        await old.delete(db, [rowid])
 
 
 async def _migrate(db: aiosqlite.Connection) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound, SchemaTooNew, StoreError
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
@@ -50,8 +52,7 @@ async def test_the_same_text_is_stored_and_embedded_once(store: MemoryStore) -> 
     assert bulk.ids[0] == first.crystal.id and bulk.ids[1] == bulk.ids[2]
     stats = await store.stats()
     assert stats["total"] == 2
-    async with store.reader().execute(f"SELECT count(*) FROM {store.vec_table}") as cursor:
-        assert await cursor.fetchone() == (1,)  # the bulk one waits in the backlog
+    assert await store.vectors.count(store.reader()) == 1  # the bulk one waits in the backlog
     assert await store.embed_backlog() == 1
     assert await store.embed_backlog() == 0
 
@@ -152,8 +153,10 @@ async def test_changing_the_embedder_re_embeds_into_a_new_space_without_mixing(
         assert await new.embed_backlog(limit=20) == 20  # interrupted half way…
         assert await new.backlog_size() == 30
         assert await new.embed_backlog() == 30  # …and resumed
-        async with new.reader().execute("SELECT count(*) FROM vec_hashing_v1_384") as cursor:
-            assert await cursor.fetchone() == (0,)  # old space emptied as rows moved
+        from memory.vectors import VectorIndex
+
+        assert await VectorIndex("hashing-v1-384", 384).count(new.reader()) == 0  # old space emptied as rows moved
+        assert await new.vectors.count(new.reader()) == 50
         async with new.reader().execute("SELECT DISTINCT embedded_with FROM crystals") as cursor:
             assert [r[0] for r in await cursor.fetchall()] == ["hashing-v1-256"]
     finally:
@@ -178,3 +181,58 @@ async def test_closed_store_says_so(tmp_path: Path) -> None:
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.remember(NewCrystal("late"))
+
+
+async def test_a_version_1_database_migrates_to_the_current_schema(tmp_path: Path, clock: FakeClock) -> None:
+    from memory.schema import MIGRATIONS
+    from memory.store import _split_sql
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as raw:  # a v1 file, as the first release wrote it, with one crystal
+        raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        for statement in _split_sql(MIGRATIONS[0]):
+            raw.execute(statement)
+        raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    try:
+        await store.remember_many([NewCrystal("written after the migration")])
+        from memory.query import SearchMode, SearchRequest
+        from memory.search import search
+
+        hits = await search(store, SearchRequest("migration", mode=SearchMode.KEYWORD))
+        assert [h.crystal.text for h in hits] == ["written after the migration"]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+        assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name='crystals_fts_insert'").fetchone() == (0,)
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The real hashing embedder, remembering what it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        return super().embed_documents(texts)
+
+
+async def test_context_is_embedded_with_the_text_but_is_not_the_text(tmp_path: Path, clock: FakeClock) -> None:
+    embedder = RecordingEmbedder()
+    store = await MemoryStore.open(tmp_path / "m.db", embedder, now_ms=clock)
+    try:
+        first = await store.remember(NewCrystal("yes, last May", context="Ann: when did you move to Lisbon?"))
+        assert embedder.seen == ["Ann: when did you move to Lisbon?\nyes, last May"]
+        assert first.crystal.text == "yes, last May"
+        assert first.crystal.context == "Ann: when did you move to Lisbon?"
+        # Same text, other context: still the same crystal (the hash covers the text only).
+        again = await store.remember(NewCrystal("yes, last May", context="Bo: did you like the concert?"))
+        assert not again.created and again.crystal.id == first.crystal.id
+        await store.remember_many([NewCrystal("the flat has a balcony", context="Ann: describe the flat")])
+        await store.embed_backlog()
+        assert embedder.seen[-1] == "Ann: describe the flat\nthe flat has a balcony"
+    finally:
+        await store.close()
