@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from hashlib import sha256
@@ -48,7 +49,8 @@ DOMAIN_PREFIX = b"bitterbot/v1/"
 NONCE_BYTES = 16
 DEFAULT_MAX_ENVELOPE_BYTES = 64 * 1024
 _KIND_RE = re.compile(r"[a-z][a-z0-9._\-/]{0,63}")
-_FIELDS = frozenset({"v", "kind", "author", "ts_ms", "nonce", "body", "sig"})
+_FIELD_ORDER = ("v", "kind", "author", "ts_ms", "nonce", "body", "sig")
+_FIELDS = frozenset(_FIELD_ORDER)
 _MAX_TS_MS = 2**63 - 1
 
 
@@ -119,8 +121,16 @@ def pack_body(value: dict[str, Any]) -> bytes:
     return _pack(_sorted_maps(value))
 
 
+_local = threading.local()
+
+
 def _pack(value: Any) -> bytes:
-    packed: bytes = msgpack.packb(value, use_bin_type=True)
+    # A reused Packer costs half of msgpack.packb, which builds one per call; Packers are not
+    # thread-safe, so one per thread (the p2p host runs in its own thread).
+    packer = getattr(_local, "packer", None)
+    if packer is None:
+        packer = _local.packer = msgpack.Packer(use_bin_type=True)
+    packed: bytes = packer.pack(value)
     return packed
 
 
@@ -220,12 +230,12 @@ def decode_envelope(
         raise MalformedEnvelope("body must be bytes")
     if type(sig) is not bytes or len(sig) != 64:
         raise MalformedEnvelope("sig must be 64 bytes")
-    envelope = Envelope(v, kind, author, ts_ms, nonce, body, sig)
     # One message, one byte string: msgpack allows several encodings of the same map (key order,
-    # int widths), and a relay could otherwise mint "new" messages that byte-level dedup misses.
-    if envelope.encode() != data:
+    # int and length widths), and a relay could otherwise mint "new" messages that byte-level
+    # dedup misses. ``doc`` keeps the wire's key order: check it, then re-pack to check the widths.
+    if tuple(doc) != _FIELD_ORDER or _pack(doc) != data:
         raise MalformedEnvelope("not in canonical encoding")
-    return envelope
+    return Envelope(v, kind, author, ts_ms, nonce, body, sig)
 
 
 def verify_signature(envelope: Envelope) -> None:

@@ -235,19 +235,24 @@ STOPWORDS = frozenset(
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: quoted content words joined by OR (stopwords make OR queries slow).
-
-    Quoting neutralises FTS syntax in user input (AND, NEAR, column filters, ``*``).
-    Returns None when nothing searchable remains.
-    """
+def fts_terms(text: str) -> list[str]:
+    """The content words of a query: lower-cased, deduplicated, stopwords removed, at most 64."""
     terms: list[str] = []
     for word in _TERM.findall(text.lower()):
         if word not in STOPWORDS and word not in terms:
             terms.append(word)
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms[:64])
+    return terms[:64]
+
+
+def fts_match(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression: quoted terms joined by OR. Quoting neutralises FTS syntax in
+    user input (AND, NEAR, column filters, ``*``). None when there is nothing to match."""
+    return " OR ".join(f'"{t}"' for t in terms) if terms else None
+
+
+def fts_query(text: str) -> str | None:
+    """``fts_match(fts_terms(text))``: stopwords make OR queries slow, so they are left out."""
+    return fts_match(fts_terms(text))
 
 
 _RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)

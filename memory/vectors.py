@@ -1,13 +1,21 @@
-"""The vector index of one embedder: a binary-quantised sqlite-vec table for a coarse KNN,
-and the float vectors beside it for exact rescoring.
+"""The vector index of one embedder: binary codes for a coarse KNN, float vectors for exact rescoring.
 
 sqlite-vec is brute force: a float KNN over 100K 384-d vectors costs ~80 ms on
-two cores, a hamming KNN over their 1-bit quantisations a fraction of that.
-So a query takes ``k * OVERSAMPLE`` (at least ``MIN_CANDIDATES``) nearest by
-hamming distance, then rescores those exactly by cosine from the float table
-and keeps the best k (DESIGN.md measured recall 0.99 with 100-200 rescored
-candidates on real sentence embeddings). Each embedder gets its own pair of tables, so spaces
-never mix. The KNN always runs alone, never inside a JOIN.
+two cores, its own hamming KNN over 1-bit codes 15-50 ms depending on k. The
+codes are small (48 bytes per crystal), so the coarse step runs in memory
+instead: a numpy hamming scan over 100K codes takes ~2 ms. It proposes
+``k * OVERSAMPLE`` (at least ``MIN_CANDIDATES``) candidates, which are rescored
+exactly by cosine from the float table, the authority: a candidate whose
+vector is gone is simply dropped (DESIGN.md measured recall 0.99 with 100-200
+rescored candidates on real sentence embeddings).
+
+The in-memory codes follow the database through ``meta``: every write that
+deletes or rewrites a vector (or adds one below the highest rowid) bumps a
+version in the same transaction, and a reader seeing a new version reloads;
+plain appends are loaded incrementally by rowid. So writes from another
+process (the CLI while the daemon runs) are seen by the next query. The codes
+are also kept in a vec0 ``bit`` table, which a reload reads (48 bytes a row).
+Each embedder gets its own pair of tables, so spaces never mix.
 """
 
 from __future__ import annotations
@@ -21,10 +29,46 @@ import numpy as np
 from memory.embedders.base import Vectors
 from memory.errors import EmbedderError
 
-# The coarse KNN's cost grows with its k (measured at 100K: 15 ms at k=50, 49 ms at 200, 96 ms at
-# 400), so oversample moderately.
-OVERSAMPLE = 2
-MIN_CANDIDATES = 100
+OVERSAMPLE = 4
+MIN_CANDIDATES = 200
+
+
+def binary_codes(matrix: Vectors) -> np.ndarray:
+    """1 bit per dimension (x > 0), packed little-endian: the same bytes as vec_quantize_binary."""
+    return np.packbits(np.asarray(matrix) > 0, axis=-1, bitorder="little")
+
+
+class _Codes:
+    """Binary codes of every stored vector, column-wise as uint64 words for a fast hamming scan."""
+
+    def __init__(self, version: str, max_rowid: int, rowids: np.ndarray, codes: np.ndarray) -> None:
+        self.version = version
+        self.max_rowid = max_rowid
+        self.rowids = rowids
+        self.columns = [np.ascontiguousarray(col) for col in codes.view(np.uint64).T] if len(rowids) else []
+
+    def extend(self, max_rowid: int, rowids: np.ndarray, codes: np.ndarray) -> None:
+        self.max_rowid = max_rowid
+        if not len(rowids):
+            return
+        words = codes.view(np.uint64).T
+        if self.columns:
+            self.columns = [np.concatenate([old, new]) for old, new in zip(self.columns, words, strict=True)]
+        else:
+            self.columns = [np.ascontiguousarray(col) for col in words]
+        self.rowids = np.concatenate([self.rowids, rowids])
+
+    def nearest(self, query_code: np.ndarray, count: int) -> np.ndarray:
+        """Rowids of the ``count`` codes nearest to ``query_code`` by hamming distance."""
+        if not len(self.rowids):
+            return self.rowids
+        words = np.ascontiguousarray(query_code).view(np.uint64)
+        distance = np.bitwise_count(self.columns[0] ^ words[0]).astype(np.uint16)
+        for column, word in zip(self.columns[1:], words[1:], strict=True):
+            distance += np.bitwise_count(column ^ word)
+        if count >= len(distance):
+            return self.rowids
+        return self.rowids[np.argpartition(distance, count)[:count]]
 
 
 def _slug(embedder_id: str) -> str:
@@ -49,6 +93,8 @@ class VectorIndex:
         slug = _slug(embedder_id)
         self.bit_table = f"vecb_{slug}"
         self.float_table = f"vecf_{slug}"
+        self.version_key = f"vectors_version:{self.float_table}"
+        self._codes: _Codes | None = None
 
     async def ensure(self, writer: aiosqlite.Connection) -> None:
         await writer.execute(
@@ -64,7 +110,13 @@ class VectorIndex:
 
     async def put(self, db: aiosqlite.Connection, rows: Sequence[tuple[int, Vectors]]) -> None:
         """Store vectors by rowid, replacing any there (vec0 cannot replace in place: delete first)."""
-        await self.delete(db, [rowid for rowid, _ in rows])
+        if not rows:
+            return
+        async with db.execute(f"SELECT coalesce(max(rowid), 0) FROM {self.float_table}") as cursor:
+            highest = int((await cursor.fetchone() or (0,))[0])
+        if min(rowid for rowid, _ in rows) <= highest:
+            # Not a plain append: readers must reload their codes (delete bumps the version).
+            await self.delete(db, [rowid for rowid, _ in rows])
         blobs = [(rowid, vector_blob(vector)) for rowid, vector in rows]
         await db.executemany(f"INSERT INTO {self.float_table} (rowid, embedding) VALUES (?, ?)", blobs)
         await db.executemany(
@@ -72,21 +124,55 @@ class VectorIndex:
         )
 
     async def delete(self, db: aiosqlite.Connection, rowids: Sequence[int]) -> None:
+        """Remove vectors (inside a write transaction: the version bump must commit with them)."""
+        if not rowids:
+            return
         params = [(rowid,) for rowid in rowids]
         await db.executemany(f"DELETE FROM {self.bit_table} WHERE rowid = ?", params)
         await db.executemany(f"DELETE FROM {self.float_table} WHERE rowid = ?", params)
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (self.version_key,),
+        )
 
     async def count(self, db: aiosqlite.Connection) -> int:
         async with db.execute(f"SELECT count(*) FROM {self.float_table}") as cursor:
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
 
+    async def _current_codes(self, reader: aiosqlite.Connection) -> _Codes:
+        """The in-memory codes, brought up to date with the database (version and size read at once)."""
+        async with reader.execute(
+            f"SELECT (SELECT value FROM meta WHERE key = ?), (SELECT coalesce(max(rowid), 0) FROM {self.float_table})",
+            (self.version_key,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        version, highest = (str(row[0]), int(row[1])) if row else ("None", 0)
+        codes = self._codes
+        if codes is None or codes.version != version:
+            async with reader.execute(
+                f"SELECT rowid, embedding FROM {self.bit_table} WHERE rowid <= ?", (highest,)
+            ) as cursor:
+                rows = list(await cursor.fetchall())
+            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            packed = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(len(rows), self.dim // 8)
+            codes = self._codes = _Codes(version, highest, rowids, packed)
+        elif highest > codes.max_rowid:
+            async with reader.execute(
+                f"SELECT rowid, embedding FROM {self.float_table} WHERE rowid > ? AND rowid <= ? ORDER BY rowid",
+                (codes.max_rowid, highest),
+            ) as cursor:
+                rows = list(await cursor.fetchall())
+            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            floats = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
+            codes.extend(highest, rowids, binary_codes(floats))
+        return codes
+
     async def knn(self, reader: aiosqlite.Connection, query: Vectors, k: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest vectors, nearest first."""
-        blob = vector_blob(query)
-        candidates = max(k * OVERSAMPLE, MIN_CANDIDATES)
-        async with reader.execute(coarse_knn_sql(self.bit_table), (blob, candidates)) as cursor:
-            rowids = [int(r[0]) for r in await cursor.fetchall()]
+        codes = await self._current_codes(reader)
+        rowids = [int(r) for r in codes.nearest(binary_codes(query), max(k * OVERSAMPLE, MIN_CANDIDATES))]
         if not rowids:
             return []
         marks = ",".join("?" * len(rowids))

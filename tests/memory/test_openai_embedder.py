@@ -1,0 +1,110 @@
+"""The OpenAI-compatible embedder against a real HTTP server on 127.0.0.1.
+
+The server is a small stand-in for a hosted API or Ollama (the boundary we cannot
+reach here): it answers /embeddings with the hashing embedder's vectors, or
+misbehaves on request, so every path of the client runs for real.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory.embedders import HttpEmbedderSettings, make_embedder
+from memory.embedders.hashing import HashingEmbedder
+from memory.errors import EmbedderError
+
+
+class FakeEmbeddingServer(ThreadingHTTPServer):
+    """Named fake: speaks the OpenAI /embeddings shape; ``mode`` selects a failure."""
+
+    mode = "ok"
+    requests: list[dict[str, Any]]
+    auth: list[str | None]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: FakeEmbeddingServer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append(body)
+        self.server.auth.append(self.headers.get("Authorization"))
+        mode = self.server.mode
+        if mode == "error":
+            self.send_response(500)
+            self.end_headers()
+            return
+        if mode == "garbage":
+            payload = b"<html>not json</html>"
+        elif mode == "wrong-shape":
+            payload = json.dumps({"data": [{"nothing": 1}]}).encode()
+        else:
+            vectors = HashingEmbedder(64).embed_documents(body["input"])
+            # Out of order on purpose: the client must sort by index.
+            data = [{"index": i, "embedding": (v * 3).tolist()} for i, v in enumerate(vectors)][::-1]
+            payload = json.dumps({"data": data, "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeEmbeddingServer]:
+    srv = FakeEmbeddingServer(("127.0.0.1", 0), Handler)
+    srv.requests, srv.auth = [], []
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(timeout=5)
+
+
+def settings(srv: FakeEmbeddingServer, **kw: Any) -> HttpEmbedderSettings:
+    return HttpEmbedderSettings(
+        url=f"http://127.0.0.1:{srv.server_address[1]}/v1", model="test-embed", timeout_s=5, **kw
+    )
+
+
+def test_embeds_in_order_normalised_with_the_key_sent(server: FakeEmbeddingServer) -> None:
+    embedder = make_embedder("openai", settings(server, api_key="k-123"))
+    assert (embedder.id, embedder.dim) == ("openai-test-embed-64", 64)  # dimension probed from the server
+    texts = ["alpha beta", "gamma delta", "alpha beta gamma"]
+    got = embedder.embed_documents(texts)
+    expected = HashingEmbedder(64).embed_documents(texts)
+    assert np.allclose(got, expected, atol=1e-6)  # sorted by index and scaled back to unit length
+    assert server.auth[-1] == "Bearer k-123"
+    assert server.requests[-1] == {"model": "test-embed", "input": texts}
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"), [("error", "failed"), ("garbage", "non-JSON"), ("wrong-shape", "unexpected shape")]
+)
+def test_a_misbehaving_endpoint_gives_a_clear_error(server: FakeEmbeddingServer, mode: str, message: str) -> None:
+    embedder = make_embedder("openai", settings(server))
+    server.mode = mode
+    with pytest.raises(EmbedderError, match=message):
+        embedder.embed_documents(["x"])
+
+
+def test_unreachable_endpoint_and_missing_settings() -> None:
+    with pytest.raises(EmbedderError, match="failed"):
+        make_embedder("openai", HttpEmbedderSettings(url="http://127.0.0.1:9/v1", model="m", timeout_s=2))
+    with pytest.raises(EmbedderError, match="openai_url"):
+        make_embedder("openai", HttpEmbedderSettings())
+    with pytest.raises(EmbedderError, match="unknown embedder"):
+        make_embedder("word2vec")
