@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from memory.embedders import make_embedder
+from memory.importer import neighbour_context
 from memory.model import NewCrystal, Origin, SemanticType
-from memory.query import RRF_K, SearchMode, SearchRequest, Weights
+from memory.query import SearchMode, SearchRequest, Weights
 from memory.search import search
 from memory.store import LinkSettings, MemoryStore
 
@@ -31,12 +32,12 @@ DATA = Path(
     os.environ.get("LOCOMO_PATH", Path(__file__).resolve().parents[2] / "shared/data/locomo-dev/locomo-dev.json")
 )
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
-#: (report name, mode, RRF k): hybrid at the issue's k=60 and at k=10, which LoCoMo favours
+#: (report name, mode, fusion weights): hybrid with the defaults, and with the issue's k=60 unweighted
 VARIANTS = (
-    ("keyword", SearchMode.KEYWORD, RRF_K),
-    ("vector", SearchMode.VECTOR, RRF_K),
-    ("hybrid", SearchMode.HYBRID, RRF_K),
-    ("hybrid_rrf_k10", SearchMode.HYBRID, 10),
+    ("keyword", SearchMode.KEYWORD, Weights()),
+    ("vector", SearchMode.VECTOR, Weights()),
+    ("hybrid", SearchMode.HYBRID, Weights()),
+    ("hybrid_rrf_k60_unweighted", SearchMode.HYBRID, Weights(rrf_k=60, vector_weight=1.0)),
 )
 GOAL_RECALL_AT_10 = 0.75
 
@@ -58,32 +59,31 @@ def normalise_evidence(raw: str) -> list[str]:
 
 
 def turns_of(conversation: dict[str, Any], *, with_context: bool = True) -> list[tuple[str, NewCrystal]]:
-    """Every turn as a crystal; with ``with_context`` each carries the turn before it as context."""
-    turns = []
-    previous: str | None = None
+    """Every turn as a crystal; with ``with_context`` each carries its neighbouring turns as context,
+    as the JSONL importer gives them (``memory.importer.neighbour_context``)."""
+    raw: list[tuple[str, str, str, int]] = []  # dia_id, crystal text, plain turn, session time
     for key, value in conversation.items():
-        match = re.fullmatch(r"session_(\d+)", key)
-        if not match or not isinstance(value, list):
+        if not re.fullmatch(r"session_(\d+)", key) or not isinstance(value, list):
             continue
         when = session_time_ms(conversation[f"{key}_date_time"])
         for turn in value:
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [shared an image: {turn['blip_caption']}]"
-            turns.append(
-                (
-                    turn["dia_id"],
-                    NewCrystal(
-                        text,
-                        semantic_type=SemanticType.EPISODE,
-                        origin=Origin.SESSION,
-                        created_at_ms=when,
-                        source="locomo",
-                        context=previous if with_context else None,
-                    ),
-                )
-            )
-            previous = f"{turn['speaker']}: {turn['text']}"
+            plain = f"{turn['speaker']}: {turn['text']}"
+            text = plain + (f" [shared an image: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+            raw.append((turn["dia_id"], text, plain, when))
+    turns = []
+    for i, (dia_id, text, _, when) in enumerate(raw):
+        context = None
+        if with_context:
+            context = neighbour_context(raw[i - 1][2] if i > 0 else None, raw[i + 1][2] if i + 1 < len(raw) else None)
+        crystal = NewCrystal(
+            text,
+            semantic_type=SemanticType.EPISODE,
+            origin=Origin.SESSION,
+            created_at_ms=when,
+            source="locomo",
+            context=context,
+        )
+        turns.append((dia_id, crystal))
     return turns
 
 
@@ -115,10 +115,8 @@ async def evaluate(embedder_name: str, quick: bool) -> dict[str, Any]:
                     if not gold:
                         continue
                     category = CATEGORIES[qa["category"]]
-                    for name, mode, rrf_k in VARIANTS:
-                        request = SearchRequest(
-                            qa["question"], mode=mode, limit=10, touch=False, weights=Weights(rrf_k=rrf_k)
-                        )
+                    for name, mode, weights in VARIANTS:
+                        request = SearchRequest(qa["question"], mode=mode, limit=10, touch=False, weights=weights)
                         started = time.perf_counter()
                         hits = await search(store, request)
                         latencies[name].append(time.perf_counter() - started)

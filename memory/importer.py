@@ -75,28 +75,39 @@ def _text_chunk(path: Path, chunk: list[str], start: int) -> Iterator[NewCrystal
 def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
     """One crystal per message: ``{"text"|"content": str, "speaker"|"role": str?, "timestamp": ISO|ms?}``.
 
-    A line that is not such an object is skipped with its number reported by ``bad_lines``.
+    Each message carries its neighbours (the messages before and after it) as context, so a short
+    reply stays findable. Lines that are not such an object are skipped.
     """
-    previous: str | None = None
+    messages: list[tuple[int, str, int | None]] = []
     with path.open(encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             message = parse_message(line)
-            if message is None:
-                continue
-            text, speaker, ts = message
-            line_text = f"{speaker}: {text}" if speaker else text
-            yield NewCrystal(
-                line_text,
-                context=previous[:MAX_CONTEXT_CHARS] if previous else None,
-                semantic_type=SemanticType.EPISODE,
-                origin=Origin.SESSION,
-                created_at_ms=ts,
-                source_path=str(path),
-                source="import",
-                line_start=number,
-                line_end=number,
-            )
-            previous = line_text
+            if message is not None:
+                text, speaker, ts = message
+                messages.append((number, f"{speaker}: {text}" if speaker else text, ts))
+    for i, (number, text, ts) in enumerate(messages):
+        yield NewCrystal(
+            text,
+            context=neighbour_context(
+                messages[i - 1][1] if i > 0 else None, messages[i + 1][1] if i + 1 < len(messages) else None
+            ),
+            semantic_type=SemanticType.EPISODE,
+            origin=Origin.SESSION,
+            created_at_ms=ts,
+            source_path=str(path),
+            source="import",
+            line_start=number,
+            line_end=number,
+        )
+
+
+def neighbour_context(before: str | None, after: str | None) -> str | None:
+    """The context of a message in a conversation: the message before it and the one after it."""
+    parts = [p for p in (before, after) if p]
+    if not parts:
+        return None
+    half = MAX_CONTEXT_CHARS // 2 - 1
+    return "\n".join(p[:half] for p in parts)
 
 
 def parse_message(line: str) -> tuple[str, str | None, int | None] | None:

@@ -385,7 +385,8 @@ class MemoryStore:
         await db.executemany(INSERT_SQL, params)
         # rowids are AUTOINCREMENT and we hold the write lock: every row past last_rowid is this batch.
         await db.execute(
-            "INSERT INTO crystals_fts (rowid, text, tags) SELECT rowid, text, tags FROM crystals WHERE rowid > ?",
+            "INSERT INTO crystals_fts (rowid, text, tags, context) "
+            "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
             (last_rowid,),
         )
         await db.executemany(

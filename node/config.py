@@ -84,6 +84,8 @@ class MemorySection(_Section):
     related_threshold: float = Field(default=0.75, gt=0, le=1)
     updates_threshold: float = Field(default=0.92, gt=0, le=1)
     embed_batch: int = Field(default=16, ge=1, le=1024)
+    rrf_k: int = Field(default=10, ge=1, le=1000)
+    vector_weight: float = Field(default=0.7, ge=0, le=10)
 
 
 class Config(_Section):

@@ -26,7 +26,7 @@ from memory.search import search
 from memory.store import MemoryStore
 from node.cli import handles_errors, location_options, resolve
 from node.errors import UsageError
-from node.memory_part import open_store
+from node.memory_part import open_store, search_weights
 
 T = TypeVar("T")
 
@@ -142,9 +142,13 @@ def memory_search(
 ) -> None:
     """Search memory (the local agent's view: everything not expired)."""
 
+    loaded, _ = resolve(config_path, data_dir)
+    weights = search_weights(loaded.config)
+
     async def go(store: MemoryStore) -> list[Any]:
         request = SearchRequest(
             query,
+            weights=weights,
             mode=SearchMode(mode),
             limit=limit,
             since_ms=parse_since(since, store.now_ms()) if since else None,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.base import Embedder
 from memory.errors import MemoryError_
+from memory.query import Weights
 from memory.store import LinkSettings, MemoryStore
 from node.config import Config
 from node.errors import UsageError
@@ -23,6 +24,11 @@ from node.paths import NodePaths
 
 log = get_logger("node.memory")
 BACKLOG_IDLE_S = 5.0
+
+
+def search_weights(config: Config) -> Weights:
+    """The fusion settings a search uses, from ``[memory]``."""
+    return Weights(rrf_k=config.memory.rrf_k, vector_weight=config.memory.vector_weight)
 
 
 def embedder_from_config(config: Config) -> Embedder:

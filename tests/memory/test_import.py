@@ -13,6 +13,7 @@ import sqlean
 
 from memory.embedders.hashing import HashingEmbedder
 from memory.importer import crystals_from_file, find_sources, parse_message
+from memory.model import NewCrystal
 from memory.store import MemoryStore
 from tests.conftest import CLI, clean_env, run_cli
 
@@ -28,6 +29,35 @@ def test_markdown_is_chunked_at_headings_with_line_ranges(tmp_path: Path) -> Non
         "# Rollback\nrun make rollback\nthen page the on-call",
     ]
     assert [(c.line_start, c.line_end) for c in chunks] == [(1, 3), (4, 6)]
+
+
+def test_jsonl_messages_carry_their_neighbours_as_context(tmp_path: Path) -> None:
+    log = tmp_path / "chat.jsonl"
+    log.write_text(
+        '{"speaker": "Ann", "text": "moving to Lisbon?"}\nnot json\n{"speaker": "Bo", "text": "yes, in May"}\n'
+        '{"speaker": "Ann", "text": "lovely"}\n'
+    )
+    crystals = list(crystals_from_file(find_sources(log)[0]))
+    assert [c.text for c in crystals] == ["Ann: moving to Lisbon?", "Bo: yes, in May", "Ann: lovely"]
+    assert [c.context for c in crystals] == [
+        "Bo: yes, in May",
+        "Ann: moving to Lisbon?\nAnn: lovely",
+        "Bo: yes, in May",
+    ]
+    assert [c.line_start for c in crystals] == [1, 3, 4]
+
+
+async def test_context_words_find_a_crystal_by_keyword(store: MemoryStore) -> None:
+    from memory.query import SearchMode, SearchRequest
+    from memory.search import search
+
+    await store.remember(NewCrystal("yes, in May", context="Ann: are you moving to Lisbon?"))
+    await store.remember(NewCrystal("Lisbon is the capital of Portugal"))
+    hits = await search(store, SearchRequest("Lisbon", mode=SearchMode.KEYWORD, explain=True))
+    assert [h.crystal.text for h in hits] == [
+        "Lisbon is the capital of Portugal",
+        "yes, in May",
+    ]  # text outranks context
 
 
 def test_jsonl_messages_and_bad_lines() -> None:

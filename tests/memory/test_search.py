@@ -161,10 +161,13 @@ def test_parse_since() -> None:
 
 
 def test_rrf_against_hand_computed_values() -> None:
-    scores = reciprocal_rank_fusion([[1, 2, 3], [3, 1]])
+    scores = reciprocal_rank_fusion([[1, 2, 3], [3, 1]], k=60)
     assert scores[1] == pytest.approx(1 / 61 + 1 / 62)
     assert scores[2] == pytest.approx(1 / 62)
     assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    weighted = reciprocal_rank_fusion([[1, 2, 3], [3, 1]], k=10, weights=[1.0, 0.7])
+    assert weighted[1] == pytest.approx(1 / 11 + 0.7 / 12)
+    assert weighted[3] == pytest.approx(1 / 13 + 0.7 / 11)
 
 
 @pytest.mark.parametrize(
