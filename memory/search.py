@@ -150,7 +150,9 @@ async def _vector_leg(
 
 
 async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
-    """Run ``request``; hits are touched (access count, last access) unless ``request.touch`` is False."""
+    """Run ``request``. Unless ``request.touch`` is False each hit counts as an access; the count is
+    written by the store's flusher just after (durable by ``flush_access`` or close), so the write
+    is not part of the search's latency."""
     now = store.now_ms()
     where, params = _filters(request, now)
     if request.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR):
@@ -158,7 +160,7 @@ async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     else:
         hits = await _ordered(store, request, where, params)
     if request.touch and hits:
-        await store.touch([h.crystal.id for h in hits])
+        store.record_access([h.crystal.id for h in hits])
     return hits
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_ha
 from memory.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id
 from memory.schema import MIGRATIONS, SCHEMA_VERSION
 from memory.vectors import VectorIndex
+
+_log = logging.getLogger("memory.store")
 
 Clock = Callable[[], int]
 Progress = Callable[[int], None]
@@ -83,6 +87,11 @@ class MemoryStore:
         self.vectors = VectorIndex(embedder.id, embedder.dim)
         self._write_lock = asyncio.Lock()
         self._closed = False
+        self._closing = False
+        # Accesses recorded by searches, written by the flusher off the search's latency path.
+        self._pending_access: Counter[str] = Counter()
+        self._access_wakeup = asyncio.Event()
+        self._access_flusher = asyncio.create_task(self._flush_access_loop(), name="memory-access-flush")
 
     @classmethod
     async def open(
@@ -118,8 +127,15 @@ class MemoryStore:
         return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings())
 
     async def close(self) -> None:
+        """Flush recorded accesses, checkpoint, close every connection."""
         if self._closed:
             return
+        # Let the flusher finish what it is writing (cancelling it mid-transaction would lose
+        # those counts), then write whatever was recorded after it stopped.
+        self._closing = True
+        self._access_wakeup.set()
+        await self._access_flusher
+        await self.flush_access()
         self._closed = True
         async with self._write_lock:
             for conn in self._readers:
@@ -281,20 +297,46 @@ class MemoryStore:
         """Soft delete: the crystal becomes expired (never returned again) and the audit log says why."""
         return await self.transition(crystal_id, Lifecycle.EXPIRED, reason=reason, actor=actor)
 
-    async def touch(self, crystal_ids: Sequence[str]) -> None:
-        """Count an access of each crystal; a generated one becomes activated."""
-        if not crystal_ids:
+    def record_access(self, crystal_ids: Sequence[str]) -> None:
+        """Count an access of each crystal, written shortly after by the flusher (or at close)."""
+        self._pending_access.update(crystal_ids)
+        self._access_wakeup.set()
+
+    async def flush_access(self) -> None:
+        """Write every recorded access now."""
+        pending, self._pending_access = self._pending_access, Counter()
+        if not pending:
+            return
+        try:
+            await self.touch(pending)
+        except BaseException:
+            self._pending_access.update(pending)  # kept for the next flush, never dropped
+            raise
+
+    async def _flush_access_loop(self) -> None:
+        while not self._closing:
+            await self._access_wakeup.wait()
+            self._access_wakeup.clear()
+            try:
+                await self.flush_access()
+            except StoreError as exc:
+                # Counts stay pending; the next access or close() tries again.
+                _log.warning("memory.access_flush_failed", extra={"fields": {"error": str(exc)}})
+
+    async def touch(self, crystal_ids: Sequence[str] | Counter[str]) -> None:
+        """Count accesses (a Counter counts repeats); a generated crystal becomes activated."""
+        counts = crystal_ids if isinstance(crystal_ids, Counter) else Counter(crystal_ids)
+        if not counts:
             return
         now = self.now_ms()
-        marks = ",".join("?" * len(crystal_ids))
+        ids = list(counts)
+        marks = ",".join("?" * len(ids))
         async with self.transaction() as db:
-            async with db.execute(
-                f"SELECT id, lifecycle FROM crystals WHERE id IN ({marks})", tuple(crystal_ids)
-            ) as cur:
+            async with db.execute(f"SELECT id, lifecycle FROM crystals WHERE id IN ({marks})", ids) as cur:
                 first_use = [r[0] for r in await cur.fetchall() if r[1] == Lifecycle.GENERATED.value]
-            await db.execute(
-                f"UPDATE crystals SET access_count = access_count + 1, last_access_ms = ? WHERE id IN ({marks})",
-                (now, *crystal_ids),
+            await db.executemany(
+                "UPDATE crystals SET access_count = access_count + ?, last_access_ms = ? WHERE id = ?",
+                [(count, now, cid) for cid, count in counts.items()],
             )
             for cid in first_use:
                 await self._set_lifecycle(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
+from memory.embedders.hashing import HashingEmbedder
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Lifecycle, NewCrystal, Origin, Scope, SemanticType, Sensitivity
 from memory.query import SearchMode, SearchRequest, SortKey, fts_query, parse_since, reciprocal_rank_fusion
@@ -119,10 +123,30 @@ async def test_every_hit_counts_as_an_access(store: MemoryStore, clock: FakeCloc
     ids = await fill(store)
     clock.advance(5_000)
     await search(store, SearchRequest("marathon"))
+    await search(store, SearchRequest("marathon training"))
+    await store.flush_access()
     goal = await store.get(ids["Goal:"])
-    assert (goal.access_count, goal.last_access_ms, goal.lifecycle) == (1, T0 + 5_000, Lifecycle.ACTIVATED)
+    assert (goal.access_count, goal.last_access_ms, goal.lifecycle) == (2, T0 + 5_000, Lifecycle.ACTIVATED)
     await search(store, SearchRequest("marathon", touch=False))
-    assert (await store.get(ids["Goal:"])).access_count == 1
+    await store.flush_access()
+    assert (await store.get(ids["Goal:"])).access_count == 2
+
+
+async def test_recorded_accesses_are_written_by_the_flusher_and_at_close(tmp_path: Path, clock: FakeClock) -> None:
+    path = tmp_path / "m.db"
+    first = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    crystal = (await first.remember(NewCrystal("flushed in the background"))).crystal
+    first.record_access([crystal.id])
+    async with asyncio.timeout(5):  # the flusher writes it without anyone waiting for it
+        while (await first.get(crystal.id)).access_count != 1:  # noqa: ASYNC110 - polling the file is the check
+            await asyncio.sleep(0.01)
+    first.record_access([crystal.id, crystal.id])
+    await first.close()  # at once: whatever the flusher has not written yet, close() writes
+    again = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    try:
+        assert (await again.get(crystal.id)).access_count == 3
+    finally:
+        await again.close()
 
 
 async def test_confidential_never_reaches_a_shared_caller_on_any_path(store: MemoryStore) -> None:
