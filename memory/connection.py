@@ -8,6 +8,7 @@ connections: WAL lets them read while the writer writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,19 @@ import sqlean
 import sqlite_vec
 
 BUSY_TIMEOUT_MS = 10_000
+#: Below SQLite's default limit of bound parameters per statement, with room to spare.
+IN_CHUNK = 900
+
+
+async def select_in(db: aiosqlite.Connection, sql: str, values: Sequence[Any]) -> list[Any]:
+    """Rows of ``sql`` (which has one ``IN ({marks})``) for every distinct value, in chunks."""
+    unique = list(dict.fromkeys(values))
+    rows: list[Any] = []
+    for start in range(0, len(unique), IN_CHUNK):
+        chunk = unique[start : start + IN_CHUNK]
+        async with db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk) as cursor:
+            rows.extend(await cursor.fetchall())
+    return rows
 
 
 def _connect(path: Path, *, readonly: bool) -> Any:

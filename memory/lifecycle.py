@@ -17,7 +17,7 @@ ALLOWED: dict[Lifecycle, frozenset[Lifecycle]] = {
     G: frozenset({A, C, R, E, F}),
     A: frozenset({C, R, E, F}),
     C: frozenset({A, R, E, F}),
-    R: frozenset({C, E}),  # unmerge restores an archived crystal
+    R: frozenset({G, A, C, E}),  # unmerge restores an archived crystal to its state before
     E: frozenset({G}),  # remembered again after being forgotten
     F: frozenset({A, R, E}),  # unfrozen, or explicitly archived/forgotten
 }

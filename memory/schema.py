@@ -166,6 +166,27 @@ CREATE TRIGGER crystals_fts_update AFTER UPDATE OF text, tags, context ON crysta
 END;
 """
 
+# v4: memory dynamics. A merge is recorded so that it can be undone; the replay queue is the
+# spaced-repetition schedule (1, 3, 7, 14, 30 days) the dream cycle draws from.
+SCHEMA_V4 = """
+CREATE TABLE merges (
+    loser_id          TEXT PRIMARY KEY,
+    winner_id         TEXT NOT NULL,
+    similarity        REAL NOT NULL,
+    loser_lifecycle   TEXT NOT NULL,   -- what unmerge restores
+    winner_lifecycle  TEXT NOT NULL,
+    moved_accesses    INTEGER NOT NULL, -- added to the winner; unmerge takes them back
+    merged_ms         INTEGER NOT NULL
+);
+CREATE INDEX merges_winner ON merges (winner_id);
+CREATE TABLE replay_queue (
+    crystal_id TEXT PRIMARY KEY,
+    stage      INTEGER NOT NULL,        -- index into the replay intervals
+    due_ms     INTEGER NOT NULL
+);
+CREATE INDEX replay_due ON replay_queue (due_ms);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3]
+MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,19 +9,22 @@ candidates, the KNN asks for more when filters are active.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import aiosqlite
 
 from memory.embedders.base import Vectors
 from memory.governance import visibility_sql
-from memory.model import Crystal
+from memory.hormones import retrieval_modulation
+from memory.model import Crystal, Hormones
 from memory.query import (
     Explain,
     SearchHit,
     SearchMode,
     SearchRequest,
     SortKey,
+    Weights,
     fts_match,
     fts_query,
     fts_terms,
@@ -152,8 +155,11 @@ async def _vector_leg(
 async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     """Run ``request``. Unless ``request.touch`` is False each hit counts as an access; the count is
     written by the store's flusher just after (durable by ``flush_access`` or close), so the write
-    is not part of the search's latency."""
+    is not part of the search's latency. With a hormonal state attached, its retrieval
+    modulation scales the importance and recency weights (``memory.hormones``)."""
     now = store.now_ms()
+    if store.hormone_source is not None:
+        request = replace(request, weights=modulated(request.weights, store.hormone_source.levels()))
     where, params = _filters(request, now)
     if request.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR):
         hits = await _ranked(store, request, where, params, now)
@@ -162,6 +168,16 @@ async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     if request.touch and hits:
         store.record_access([h.crystal.id for h in hits])
     return hits
+
+
+def modulated(weights: Weights, levels: Hormones) -> Weights:
+    """Dopamine boosts the weight of importance; cortisol biases toward recent crystals."""
+    modulation = retrieval_modulation(levels)
+    return replace(
+        weights,
+        importance_weight=weights.importance_weight * modulation.importance_boost,
+        recency_weight=weights.recency_weight + modulation.recency_bias,
+    )
 
 
 async def _ranked(

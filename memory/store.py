@@ -18,16 +18,16 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiosqlite
 
-from memory.connection import open_connection
+from memory.connection import open_connection, select_in
 from memory.embedders.base import Embedder
 from memory.errors import CrystalNotFound, MemoryError_, SchemaTooNew, StoreError
 from memory.governance import classify_sensitivity, is_visible
 from memory.lifecycle import can_transition
-from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash, embedding_input
+from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
 from memory.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id
 from memory.schema import MIGRATIONS, SCHEMA_VERSION
 from memory.vectors import VectorIndex
@@ -50,6 +50,16 @@ class LinkSettings:
     neighbours: int = 5
     related_threshold: float = 0.75
     updates_threshold: float = 0.92
+
+
+class HormoneSource(Protocol):
+    """The hormonal state, as the store and search use it (``memory.endocrine.Endocrine``)."""
+
+    def levels(self) -> Hormones: ...
+
+    def stamp_many(self, items: Sequence[NewCrystal]) -> list[NewCrystal]: ...
+
+    async def on_ingest(self, new: NewCrystal) -> NewCrystal: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +98,8 @@ class MemoryStore:
         self._write_lock = asyncio.Lock()
         self._closed = False
         self._closing = False
+        #: Set by ``Endocrine.attach``: stamps new crystals with the hormonal state, modulates search.
+        self.hormone_source: HormoneSource | None = None
         # Accesses recorded by searches, written by the flusher off the search's latency path.
         self._pending_access: Counter[str] = Counter()
         self._access_wakeup = asyncio.Event()
@@ -170,6 +182,8 @@ class MemoryStore:
         existing = await self._by_hash(self.reader(), chash)
         if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
             return Remembered(existing, created=False)
+        if self.hormone_source is not None:
+            new = await self.hormone_source.on_ingest(new)
         text = embedding_input(new.text, new.context)
         vector = await asyncio.to_thread(self.embedder.embed_documents, [text]) if embed else None
         now = self.now_ms()
@@ -202,6 +216,8 @@ class MemoryStore:
         """
         ids: list[str] = []
         created = 0
+        if self.hormone_source is not None:
+            items = self.hormone_source.stamp_many(items)
         batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
         prepared = _prepare(batches[0], self.now_ms()) if batches else None
         for index in range(len(batches)):
@@ -290,7 +306,7 @@ class MemoryStore:
             crystal = await self._get_any(db, crystal_id)
             if not can_transition(crystal.lifecycle, target):
                 raise StoreError(f"crystal {crystal_id} cannot go from {crystal.lifecycle} to {target}")
-            await self._set_lifecycle(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
+            await self.write_transition(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
         return await self._get_any(self.writer, crystal_id)
 
     async def forget(self, crystal_id: str, *, actor: str = "local", reason: str = "forgotten") -> Crystal:
@@ -339,7 +355,7 @@ class MemoryStore:
                 [(count, now, cid) for cid, count in counts.items()],
             )
             for cid in first_use:
-                await self._set_lifecycle(
+                await self.write_transition(
                     db, cid, Lifecycle.GENERATED, Lifecycle.ACTIVATED, "first retrieval", "search", now
                 )
 
@@ -392,6 +408,18 @@ class MemoryStore:
         out["schema_version"] = SCHEMA_VERSION
         out["file_bytes"] = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
         return out
+
+    async def get_meta(self, key: str) -> str | None:
+        async with self.reader().execute("SELECT value FROM meta WHERE key = ?", (key,)) as cursor:
+            row = await cursor.fetchone()
+        return str(row[0]) if row else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     async def audit_trail(self, crystal_id: str) -> list[tuple[str | None, str, str, str, int]]:
         """(from, to, reason, actor, ts_ms) of every transition, oldest first."""
@@ -452,11 +480,11 @@ class MemoryStore:
             "UPDATE crystals SET expires_at_ms = ?, lifespan = ?, updated_at_ms = ? WHERE id = ?",
             (expires, new.lifespan.value, now, old.id),
         )
-        await self._set_lifecycle(
+        await self.write_transition(
             db, old.id, Lifecycle.EXPIRED, Lifecycle.GENERATED, "remembered again", new.actor, now
         )
 
-    async def _set_lifecycle(
+    async def write_transition(
         self,
         db: aiosqlite.Connection,
         crystal_id: str,
@@ -466,6 +494,7 @@ class MemoryStore:
         actor: str,
         now: int,
     ) -> None:
+        """Move one crystal to ``new`` and write its audit row, inside the caller's transaction ``db``."""
         await db.execute(
             "UPDATE crystals SET lifecycle = ?, updated_at_ms = ? WHERE id = ?", (new.value, now, crystal_id)
         )
@@ -505,16 +534,8 @@ class MemoryStore:
         return crystal_from_row(row) if row else None
 
     async def _ids_by_hash(self, db: aiosqlite.Connection, hashes: list[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), 900):
-            chunk = unique[start : start + 900]
-            async with db.execute(
-                f"SELECT content_hash, id FROM crystals WHERE content_hash IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ) as cursor:
-                found.update({r[0]: r[1] for r in await cursor.fetchall()})
-        return found
+        rows = await select_in(db, "SELECT content_hash, id FROM crystals WHERE content_hash IN ({marks})", hashes)
+        return {r[0]: r[1] for r in rows}
 
 
 @dataclass(frozen=True, slots=True)

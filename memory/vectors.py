@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import aiosqlite
 import numpy as np
 
+from memory.connection import select_in
 from memory.embedders.base import Vectors
 from memory.errors import EmbedderError
 
@@ -185,6 +186,13 @@ class VectorIndex:
         similarities = matrix @ np.asarray(query, dtype=np.float32)
         best = np.argsort(-similarities, kind="stable")[:k]
         return [(int(ids[i]), float(similarities[i])) for i in best]
+
+    async def vectors_of(self, db: aiosqlite.Connection, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The stored float vectors of ``rowids`` that have one in this space."""
+        rows = await select_in(
+            db, f"SELECT rowid, embedding FROM {self.float_table} WHERE rowid IN ({{marks}})", rowids
+        )
+        return {int(rowid): np.frombuffer(blob, dtype=np.float32) for rowid, blob in rows}
 
 
 def coarse_knn_sql(bit_table: str) -> str:

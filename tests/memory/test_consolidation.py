@@ -1,0 +1,167 @@
+"""The consolidation engine: importance, lifecycle transitions, merge and unmerge, purge, dry run."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+
+from memory.consolidation import consolidate, unmerge
+from memory.errors import CrystalNotFound, StoreError
+from memory.graph import derivation_tree
+from memory.importance import DecaySettings, access_strength, importance
+from memory.model import Hormones, Lifecycle, Lifespan, NewCrystal, Scope, SemanticType
+from memory.query import SearchRequest
+from memory.search import search
+from memory.store import MemoryStore
+from tests.memory.conftest import DAY, T0, FakeClock
+
+NEAR_A = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa one"
+NEAR_B = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa two"
+LOOSE = DecaySettings(merge_similarity=0.8)
+
+
+def test_importance_matches_the_hand_computed_formula() -> None:
+    # f(3) = 1 - e^-0.4 = 0.329680; lambda = 5e-10 * (1 - 0.4 * 0.5) = 4e-10 per ms;
+    # 10 days = 8.64e8 ms -> e^-0.3456 = 0.707796; I = 0.233346.
+    at_defaults = functools.partial(
+        importance, reinforced_at_ms=T0, decay_rate_per_ms=5e-10, emotion_decay_resistance=0.5
+    )
+    value = at_defaults(access_count=3, now_ms=T0 + 10 * DAY, valence=0.4, decays=True)
+    assert value == pytest.approx(0.233346, abs=1e-6)
+    assert access_strength(0) == pytest.approx(0.095163, abs=1e-6)
+    assert access_strength(11) == pytest.approx(0.698806, abs=1e-6)
+    lasting = at_defaults(access_count=0, now_ms=T0 + 400 * DAY, valence=0.0, decays=False)
+    assert lasting == pytest.approx(0.095163, abs=1e-6)
+
+
+async def test_consolidation_writes_the_same_importance_as_the_formula(store: MemoryStore, clock: FakeClock) -> None:
+    crystal = (await store.remember(NewCrystal("a felt memory", emotional_valence=0.4))).crystal
+    await store.touch([crystal.id] * 3)
+    clock.advance(10 * DAY)
+    report = await consolidate(store, levels=Hormones())
+    assert report.rescored == 1 and report.emotion_decay_resistance == 0.5
+    assert (await store.get(crystal.id)).importance == pytest.approx(0.233346, abs=1e-6)
+
+
+async def test_each_transition_with_its_audit_row(store: MemoryStore, clock: FakeClock) -> None:
+    faded = (await store.remember(NewCrystal("never used again"))).crystal
+    used = (await store.remember(NewCrystal("asked about every day"))).crystal
+    timed = (await store.remember(NewCrystal("parking ends at noon", lifespan=Lifespan.TTL, ttl_ms=DAY))).crystal
+    frozen = (await store.remember(NewCrystal("pinned, never touched"))).crystal
+    await store.transition(frozen.id, Lifecycle.FROZEN, reason="pinned by the user", actor="local")
+    clock.advance(40 * DAY)
+    await store.touch([used.id] * 12)  # f(12) = 0.7275 >= promote 0.7, reinforced just now
+    # 40 days unreinforced: 0.0952 * e^(-5e-10 * 3.456e9) = 0.0169 < forget 0.02.
+    report = await consolidate(store, levels=Hormones())
+    assert (report.expired_by_decay, report.expired_by_ttl, report.promoted) == (1, 1, 1)
+    with pytest.raises(CrystalNotFound):
+        await store.get(faded.id)
+    trail = await store.audit_trail(faded.id)
+    assert trail[-1][:2] == ("generated", "expired") and trail[-1][3] == "consolidation"
+    assert "fell below the forget threshold" in trail[-1][2]
+    assert (await store.audit_trail(timed.id))[-1][:3] == ("generated", "expired", "ttl elapsed")
+    promoted = await store.get(used.id)
+    assert promoted.lifecycle is Lifecycle.CONSOLIDATED
+    assert (await store.audit_trail(used.id))[-1][:2] == ("activated", "consolidated")
+    pinned = await store.get(frozen.id)
+    assert pinned.lifecycle is Lifecycle.FROZEN and pinned.importance == pytest.approx(access_strength(0))
+    async with store.reader().execute("SELECT crystal_id, stage, due_ms FROM replay_queue") as cursor:
+        assert [tuple(r) for r in await cursor.fetchall()] == [(used.id, 0, clock.now + DAY)]
+
+
+async def test_skills_and_permanent_crystals_never_decay(store: MemoryStore, clock: FakeClock) -> None:
+    skill = (await store.remember(NewCrystal("How to rotate the TLS cert", semantic_type=SemanticType.SKILL))).crystal
+    kept = (await store.remember(NewCrystal("my blood type is O+", lifespan=Lifespan.PERMANENT))).crystal
+    clock.advance(400 * DAY)
+    report = await consolidate(store, levels=Hormones())
+    assert report.expired_by_decay == 0
+    for crystal_id in (skill.id, kept.id):
+        crystal = await store.get(crystal_id)
+        assert crystal.lifecycle is Lifecycle.GENERATED
+        assert crystal.importance == pytest.approx(access_strength(0))
+
+
+async def test_merge_archives_the_weaker_with_a_parent_link_and_unmerge_restores_it(
+    store: MemoryStore, clock: FakeClock
+) -> None:
+    strong = (await store.remember(NewCrystal(NEAR_A))).crystal
+    weak = (await store.remember(NewCrystal(NEAR_B))).crystal
+    await store.touch([strong.id] * 12 + [weak.id] * 2)
+    report = await consolidate(store, settings=LOOSE, levels=Hormones())
+    assert report.merged == 1
+    assert report.merges[0].winner_id == strong.id and report.merges[0].loser_id == weak.id
+    archived = await store.get(weak.id)
+    assert archived.lifecycle is Lifecycle.ARCHIVED
+    winner = await store.get(strong.id)
+    assert winner.lifecycle is Lifecycle.CONSOLIDATED and winner.access_count == 14
+    tree = await derivation_tree(store, weak.id)
+    assert [(p.crystal_id, p.relation) for p in tree.parents] == [(strong.id, "merged_into")]
+    assert "merged into" in (await store.audit_trail(weak.id))[-1][2]
+    found = {h.crystal.id for h in await search(store, SearchRequest("november oscar papa", touch=False))}
+    assert weak.id not in found and strong.id in found
+
+    assert await unmerge(store, weak.id) == strong.id
+    restored = await store.get(weak.id)
+    assert restored.lifecycle is Lifecycle.ACTIVATED and restored.access_count == 2
+    assert (await store.get(strong.id)).access_count == 12
+    assert (await derivation_tree(store, weak.id)).parents == ()
+    found = {h.crystal.id for h in await search(store, SearchRequest("november oscar papa", touch=False))}
+    assert {weak.id, strong.id} <= found
+    with pytest.raises(StoreError, match="was not merged"):
+        await unmerge(store, weak.id)
+
+
+async def test_merging_respects_types_scopes_and_skills(store: MemoryStore) -> None:
+    a = (await store.remember(NewCrystal(NEAR_A))).crystal
+    b = (await store.remember(NewCrystal(NEAR_B, scope=Scope.SHARED))).crystal
+    await store.touch([a.id] * 12 + [b.id] * 12)
+    skill_a = (await store.remember(NewCrystal(NEAR_A + " skill", semantic_type=SemanticType.SKILL))).crystal
+    skill_b = (await store.remember(NewCrystal(NEAR_B + " skill", semantic_type=SemanticType.SKILL))).crystal
+    await store.touch([skill_a.id] * 12 + [skill_b.id] * 12)
+    report = await consolidate(store, settings=LOOSE, levels=Hormones())
+    assert report.merged == 0
+
+
+async def test_stress_raises_the_merge_threshold(store: MemoryStore) -> None:
+    strong = (await store.remember(NewCrystal(NEAR_A))).crystal
+    weak = (await store.remember(NewCrystal(NEAR_B))).crystal
+    await store.touch([strong.id] * 12 + [weak.id])
+    vectors = await store.vectors.vectors_of(store.reader(), [1, 2])
+    similarity = float(vectors[1] @ vectors[2])
+    settings = DecaySettings(merge_similarity=similarity - 0.02)
+    stressed = await consolidate(store, settings=settings, levels=Hormones(cortisol=1.0), dry_run=True)
+    assert stressed.merge_threshold > similarity and stressed.merged == 0
+    calm = await consolidate(store, settings=settings, levels=Hormones(), dry_run=True)
+    assert calm.merge_threshold < similarity and calm.merged == 1
+
+
+async def test_dry_run_reports_and_changes_nothing(store: MemoryStore, clock: FakeClock) -> None:
+    faded = (await store.remember(NewCrystal("never used again"))).crystal
+    clock.advance(40 * DAY)
+    trail_before = await store.audit_trail(faded.id)
+    dry = await consolidate(store, levels=Hormones(), dry_run=True)
+    assert dry.dry_run and dry.expired_by_decay == 1
+    assert [c.crystal_id for c in dry.changes] == [faded.id]
+    after = await store.get(faded.id)
+    assert after.lifecycle is Lifecycle.GENERATED and after.importance == 0.5  # not even rescored
+    assert await store.audit_trail(faded.id) == trail_before
+    real = await consolidate(store, levels=Hormones())
+    assert real.expired_by_decay == 1
+
+
+async def test_purge_after_retention_keeps_the_history(store: MemoryStore, clock: FakeClock) -> None:
+    gone = (await store.remember(NewCrystal("forget me"))).crystal
+    kept = (await store.remember(NewCrystal("keep me"))).crystal
+    await store.forget(gone.id)
+    settings = DecaySettings(retention_ms=7 * DAY)
+    assert (await consolidate(store, settings=settings, levels=Hormones())).purged == 0
+    clock.advance(7 * DAY)
+    await store.touch([kept.id])
+    assert (await consolidate(store, settings=settings, levels=Hormones())).purged == 1
+    async with store.reader().execute("SELECT count(*) FROM crystals WHERE id = ?", (gone.id,)) as cursor:
+        assert (await cursor.fetchone()) == (0,)
+    assert await store.vectors.count(store.reader()) == 1
+    assert [t[1] for t in await store.audit_trail(gone.id)] == ["generated", "expired"]
+    assert math.isclose((await store.get(kept.id)).importance, access_strength(1))
