@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 BENCHMARKS = {
+    "consolidation": "bench.consolidation",
     "envelope_verify": "bench.envelope_verify",
     "locomo_recall": "bench.locomo_recall",
     "memory_store": "bench.memory_store",

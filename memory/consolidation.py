@@ -257,48 +257,61 @@ async def _merge(
             winner, loser = (a, b) if a.strength() >= b.strength() else (b, a)
             scored.append((similarity, winner, loser))
     scored.sort(key=lambda item: (-item[0], item[2].id))
+    chosen = _choose_merges(scored)
+    await _write_merges(store, db, chosen, params["now"])
+    for similarity, winner, loser in chosen[:sample]:
+        changes.append(Change(loser.id, loser.lifecycle, Lifecycle.ARCHIVED.value, _merge_reason(winner, similarity)))
+    return [MergeRecord(w.id, lo.id, round(s, 4)) for s, w, lo in chosen]
+
+
+def _choose_merges(scored: list[tuple[float, _Side, _Side]]) -> list[tuple[float, _Side, _Side]]:
+    """Most similar first. One step per cycle: a crystal that lost cannot win and one that won
+    cannot lose; chains resolve over later cycles, each step recorded and reversible on its own."""
     losers: set[str] = set()
     winners: set[str] = set()
-    merged: list[MergeRecord] = []
-    now = params["now"]
+    chosen = []
     for similarity, winner, loser in scored:
-        # One step per cycle: a crystal that lost cannot win, one that won cannot lose; chains
-        # resolve over later cycles, each step recorded and reversible on its own.
         if loser.id in losers or loser.id in winners or winner.id in losers:
             continue
         losers.add(loser.id)
         winners.add(winner.id)
-        await db.execute(
-            "INSERT INTO merges (loser_id, winner_id, similarity, loser_lifecycle, winner_lifecycle, "
-            "moved_accesses, merged_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (loser.id, winner.id, similarity, loser.lifecycle, winner.lifecycle, loser.access_count, now),
-        )
-        await db.execute(
-            "UPDATE crystals SET access_count = access_count + ? WHERE id = ?", (loser.access_count, winner.id)
-        )
-        await db.execute(
-            "INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, 'merged_into')",
-            (loser.id, winner.id),
-        )
-        await db.executemany(
-            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, ?, ?, ?)",
-            [(loser.id, ACTOR, "merged_into", now, winner.id), (winner.id, ACTOR, "absorbed", now, loser.id)],
-        )
-        reason = f"merged into {winner.id} (similarity {similarity:.4f})"
-        await store.write_transition(db, loser.id, Lifecycle(loser.lifecycle), Lifecycle.ARCHIVED, reason, ACTOR, now)
-        record = MergeRecord(winner.id, loser.id, round(similarity, 4))
-        merged.append(record)
-        if len(changes) < 10 * sample:
-            changes.append(Change(loser.id, loser.lifecycle, Lifecycle.ARCHIVED.value, reason))
-        current = Lifecycle(winner.lifecycle)
-        if current is not Lifecycle.CONSOLIDATED:
-            await store.write_transition(
-                db, winner.id, current, Lifecycle.CONSOLIDATED, f"absorbed {loser.id}", ACTOR, now
-            )
-            winner_now = _Side(winner.rowid, winner.id, winner.importance, winner.access_count, "consolidated", 0)
-            # Later pairs read the winner's lifecycle from this cycle's view, not the stale row.
-            scored = [(s, winner_now if w.id == winner.id else w, lo) for s, w, lo in scored]
-    return merged
+        chosen.append((similarity, winner, loser))
+    return chosen
+
+
+def _merge_reason(winner: _Side, similarity: float) -> str:
+    return f"merged into {winner.id} (similarity {similarity:.4f})"
+
+
+async def _write_merges(
+    store: MemoryStore, db: aiosqlite.Connection, chosen: list[tuple[float, _Side, _Side]], now: int
+) -> None:
+    if not chosen:
+        return
+    await db.executemany(
+        "INSERT INTO merges (loser_id, winner_id, similarity, loser_lifecycle, winner_lifecycle, "
+        "moved_accesses, merged_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(lo.id, w.id, s, lo.lifecycle, w.lifecycle, lo.access_count, now) for s, w, lo in chosen],
+    )
+    await db.executemany(
+        "UPDATE crystals SET access_count = access_count + ? WHERE id = ?",
+        [(lo.access_count, w.id) for _, w, lo in chosen],
+    )
+    await db.executemany(
+        "INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, 'merged_into')",
+        [(lo.id, w.id) for _, w, lo in chosen],
+    )
+    attributions = [(lo.id, ACTOR, "merged_into", now, w.id) for _, w, lo in chosen]
+    attributions += [(w.id, ACTOR, "absorbed", now, lo.id) for _, w, lo in chosen]
+    await db.executemany(
+        "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, ?, ?, ?)", attributions
+    )
+    moves = [(lo.id, Lifecycle(lo.lifecycle), Lifecycle.ARCHIVED, _merge_reason(w, s)) for s, w, lo in chosen]
+    promoted: dict[str, tuple[str, Lifecycle, Lifecycle, str]] = {}
+    for _, w, lo in chosen:
+        if w.lifecycle != Lifecycle.CONSOLIDATED.value and w.id not in promoted:
+            promoted[w.id] = (w.id, Lifecycle(w.lifecycle), Lifecycle.CONSOLIDATED, f"absorbed {lo.id}")
+    await store.write_transitions(db, [*moves, *promoted.values()], ACTOR, now)
 
 
 async def _purge(store: MemoryStore, db: aiosqlite.Connection, params: dict[str, Any]) -> int:

@@ -495,12 +495,23 @@ class MemoryStore:
         now: int,
     ) -> None:
         """Move one crystal to ``new`` and write its audit row, inside the caller's transaction ``db``."""
-        await db.execute(
-            "UPDATE crystals SET lifecycle = ?, updated_at_ms = ? WHERE id = ?", (new.value, now, crystal_id)
+        await self.write_transitions(db, [(crystal_id, old, new, reason)], actor, now)
+
+    async def write_transitions(
+        self,
+        db: aiosqlite.Connection,
+        moves: Sequence[tuple[str, Lifecycle, Lifecycle, str]],
+        actor: str,
+        now: int,
+    ) -> None:
+        """``write_transition`` for many (crystal id, from, to, reason) at once."""
+        await db.executemany(
+            "UPDATE crystals SET lifecycle = ?, updated_at_ms = ? WHERE id = ?",
+            [(new.value, now, cid) for cid, _, new, _ in moves],
         )
-        await db.execute(
+        await db.executemany(
             "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            (crystal_id, old.value, new.value, reason, actor, now),
+            [(cid, old.value, new.value, reason, actor, now) for cid, old, new, reason in moves],
         )
 
     async def _store_vectors(

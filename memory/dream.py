@@ -1,0 +1,299 @@
+"""The dream cycle: folds scratch notes and new memories into a new MEMORY.md.
+
+One cycle, in an order that loses nothing if the process dies at any step:
+1. first activation only: a hand-written MEMORY.md is backed up, chunked into
+   consolidated crystals, and kept as the text above our marker;
+2. a hormone above 0.7 gets a scratch note of its own;
+3. scratch notes are indexed as crystals (dedup by content: a note already made a
+   crystal by ``working_memory_note`` is not stored twice);
+4. the synthesizer writes the seven sections; Active Context items that drop out
+   become Crystal Pointers (a search directive, never a deletion);
+5. three collapse guards may reject the rewrite: then MEMORY.md and scratch stay
+   exactly as they were;
+6. MEMORY.md is replaced atomically, then scratch loses the notes this cycle read
+   (notes written meanwhile stay), then the replay queue advances.
+A crash before 6 leaves the old MEMORY.md and the whole scratch: the next cycle
+redoes the work, and dedup makes that harmless.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memory.consolidation import REPLAY_INTERVALS_DAYS
+from memory.hormones import notable
+from memory.importance import DAY_MS
+from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType
+from memory.query import fts_terms
+from memory.rows import SELECT_COLUMNS, crystal_from_row
+from memory.scratch import iso_utc
+from memory.store import HormoneSource, MemoryStore
+from memory.synthesis import DreamInput, SynthesisError, Synthesizer, one_line
+from memory.working_memory import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, parse
+
+SEEDED_KEY = "working_memory_seeded"
+LAST_DREAM_KEY = "last_dream_ms"
+REPORT_KEY = "last_dream_report"
+ACTOR = "dream"
+#: Sections that describe lasting things; losing most of them in one rewrite is a collapse.
+STABLE_SECTIONS = ("Phenotype", "Bond", "Niche", "Curiosity Gaps", "Emerging Skills")
+MASS_DROP_MIN_CHARS = 400  # below this there is too little to judge a drop by
+MASS_DROP_RATIO = 0.5  # the new text keeps at least half of the old one
+EVICTION_MIN_BULLETS = 5
+EVICTION_RATIO = 0.5  # at most half of the stable bullets may go in one cycle
+REPLAY_PER_DREAM = 10
+_LIVE = "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') AND c.sensitivity != 'confidential'"
+
+_log = logging.getLogger("memory.dream")
+
+
+@dataclass(frozen=True)
+class DreamReport:
+    at_ms: int
+    synthesizer: str
+    accepted: bool
+    rejected_because: str | None
+    notes_indexed: int
+    auto_notes: tuple[str, ...]
+    pointers_added: int
+    replayed: int
+    seeded_chunks: int
+    bullets: dict[str, int] = field(default_factory=dict)
+    duration_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def collapse_reason(old: WorkingMemory, new: WorkingMemory) -> str | None:
+    """Why ``new`` must not replace ``old``, or None when it may."""
+    if not any(new.bullets(name) for name in SECTIONS if name != "Crystal Pointers"):
+        return "empty synthesis: the rewrite has no content in any section"
+    old_chars = sum(len(b) for _, b in old.all_bullets())
+    new_chars = sum(len(b) for _, b in new.all_bullets())
+    if old_chars >= MASS_DROP_MIN_CHARS and new_chars < MASS_DROP_RATIO * old_chars:
+        return f"mass drop: the rewrite keeps {new_chars} of {old_chars} characters"
+    stable = {b.casefold() for name in STABLE_SECTIONS for b in old.bullets(name)}
+    kept = {b.casefold() for _, b in new.all_bullets()}
+    lost = stable - kept
+    if len(stable) >= EVICTION_MIN_BULLETS and len(lost) > EVICTION_RATIO * len(stable):
+        return f"eviction runaway: {len(lost)} of {len(stable)} lasting bullets would be dropped at once"
+    return None
+
+
+def pointer_for(bullet: str) -> str:
+    """A one-line search directive standing in for a topic that left Active Context."""
+    terms = list(dict.fromkeys(fts_terms(bullet)))[:5]
+    query = " ".join(terms) if terms else one_line(bullet, 40)
+    return f'{one_line(bullet, 80)} → memory_search "{query}"'
+
+
+async def _select(
+    store: MemoryStore, where: str, params: dict[str, Any], order: str, limit: int
+) -> tuple[Crystal, ...]:
+    async with store.reader().execute(
+        f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE {_LIVE} AND {where} ORDER BY {order} LIMIT {int(limit)}",
+        params,
+    ) as cursor:
+        return tuple(crystal_from_row(r) for r in await cursor.fetchall())
+
+
+async def seed_from_hand_written(store: MemoryStore, files: WorkingMemoryFiles) -> int:
+    """Once per store: chunk a hand-written MEMORY.md into consolidated crystals and back it up.
+    Returns how many chunks were stored (0 when there was nothing to seed or it already ran)."""
+    if await store.get_meta(SEEDED_KEY) is not None:
+        return 0
+    text = files.read_text()
+    now = store.now_ms()
+    if not text.strip() or parse(text).managed:
+        await store.set_meta(SEEDED_KEY, f"nothing to seed at {iso_utc(now)}")
+        return 0
+    backup = files.backup_hand_written(time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now / 1000)))
+    chunks = chunk_words(text)
+    result = await store.remember_many(
+        [
+            NewCrystal(
+                chunk,
+                origin=Origin.USER_INPUT,
+                source_path=str(files.memory_md),
+                source="MEMORY.md (hand-written)",
+                actor=ACTOR,
+            )
+            for chunk in chunks
+        ]
+    )
+    async with store.transaction() as db:
+        marks = ",".join("?" * len(result.ids))
+        async with db.execute(
+            f"SELECT id FROM crystals WHERE lifecycle = 'generated' AND id IN ({marks})", result.ids
+        ) as cursor:
+            fresh = [r[0] for r in await cursor.fetchall()]
+        await store.write_transitions(
+            db,
+            [
+                (cid, Lifecycle.GENERATED, Lifecycle.CONSOLIDATED, "seeded from a hand-written MEMORY.md")
+                for cid in fresh
+            ],
+            ACTOR,
+            now,
+        )
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (SEEDED_KEY, json.dumps({"at": iso_utc(now), "chunks": len(chunks), "backup": str(backup)})),
+        )
+    _log.info("dream.seeded", extra={"fields": {"chunks": len(chunks), "backup": str(backup)}})
+    return len(chunks)
+
+
+async def _gather(
+    store: MemoryStore, previous: WorkingMemory, since_ms: int, levels: Hormones, notes: tuple[Any, ...]
+) -> DreamInput:
+    now = store.now_ms()
+    by_weight = "c.importance DESC, c.access_count DESC, c.stored_at_ms DESC"
+    return DreamInput(
+        previous=previous,
+        notes=notes,
+        new_crystals=await _select(
+            store, "c.stored_at_ms > :since AND c.origin != 'dream'", {"since": since_ms}, by_weight, 12
+        ),
+        profile=await _select(store, "c.semantic_type = 'preference'", {}, by_weight, 10),
+        bonds=await _select(store, "c.semantic_type = 'relationship'", {}, by_weight, 8),
+        niche=await _select(store, "c.semantic_type IN ('fact', 'insight')", {}, by_weight, 10),
+        replayed=await _select(
+            store,
+            "c.id IN (SELECT crystal_id FROM replay_queue WHERE due_ms <= :now)",
+            {"now": now},
+            by_weight,
+            REPLAY_PER_DREAM,
+        ),
+        curiosity=await _select(store, "(c.semantic_type = 'goal' OR c.curiosity_boost > 0)", {}, by_weight, 8),
+        emerging_skills=await _select(
+            store,
+            "(c.semantic_type = 'task_pattern' AND c.access_count >= 2) "
+            "OR (c.semantic_type = 'skill' AND c.stored_at_ms > :since)",
+            {"since": since_ms},
+            by_weight,
+            8,
+        ),
+        hormones=levels,
+        now_iso=iso_utc(now),
+    )
+
+
+async def dream(
+    store: MemoryStore,
+    files: WorkingMemoryFiles,
+    synthesizer: Synthesizer,
+    *,
+    hormones: HormoneSource | None = None,
+) -> DreamReport:
+    started = time.perf_counter()
+    now = store.now_ms()
+    seeded = await seed_from_hand_written(store, files)
+    levels = hormones.levels() if hormones is not None else Hormones()
+    auto_notes = tuple(
+        files.scratch.append(f"{name} was high ({value:.2f}) at the dream of {iso_utc(now)}", 0.7, now).text
+        for name, value in notable(levels)
+    )
+    snapshot = files.scratch.read()
+    previous = files.load()
+    since = int(await store.get_meta(LAST_DREAM_KEY) or 0)
+    # Index first: once a note is a crystal it is searchable whatever happens to this cycle.
+    for note in snapshot.notes:
+        await store.remember(
+            NewCrystal(note.text, origin=Origin.SESSION, importance=note.importance, source="scratch", actor=ACTOR)
+        )
+    dream_input = await _gather(store, previous, since, levels, snapshot.notes)
+
+    rejected: str | None = None
+    new = previous
+    pointers_added = 0
+    try:
+        sections = dict(await synthesizer.synthesize(dream_input))
+    except SynthesisError as exc:
+        rejected = f"synthesis failed: {exc}"
+    else:
+        kept = {b.casefold() for b in sections.get("Active Context", ())}
+        faded = [b for b in previous.bullets("Active Context") if b.casefold() not in kept]
+        old_pointers = sections.get("Crystal Pointers", previous.bullets("Crystal Pointers"))
+        fresh_pointers = [pointer_for(b) for b in faded]
+        known = {p.casefold() for p in old_pointers}
+        fresh_pointers = [p for p in fresh_pointers if p.casefold() not in known]
+        pointers_added = len(fresh_pointers)
+        # Newest pointers first; the oldest fall off past 40 (their crystals stay searchable).
+        sections["Crystal Pointers"] = tuple([*fresh_pointers, *old_pointers][:40])
+        new = WorkingMemory(
+            preamble=previous.preamble,
+            sections={name: tuple(sections.get(name, ())) for name in SECTIONS},
+        )
+        rejected = collapse_reason(previous, new)
+
+    replayed = 0
+    if rejected is None:
+        files.write(new)
+        files.scratch.consume(snapshot)
+        replayed = await _advance_replay(store, dream_input.replayed, now)
+        await store.set_meta(LAST_DREAM_KEY, str(now))
+    else:
+        _log.warning("dream.rejected", extra={"fields": {"reason": rejected, "synthesizer": synthesizer.name}})
+    report = DreamReport(
+        at_ms=now,
+        synthesizer=synthesizer.name,
+        accepted=rejected is None,
+        rejected_because=rejected,
+        notes_indexed=len(snapshot.notes),
+        auto_notes=auto_notes,
+        pointers_added=pointers_added if rejected is None else 0,
+        replayed=replayed,
+        seeded_chunks=seeded,
+        bullets={name: len(new.bullets(name)) for name in SECTIONS},
+        duration_ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+    await store.set_meta(REPORT_KEY, json.dumps(report.to_dict()))
+    return report
+
+
+async def _advance_replay(store: MemoryStore, replayed: tuple[Crystal, ...], now: int) -> int:
+    """Each replayed crystal counts a dream and moves to its next interval (or leaves the queue)."""
+    if not replayed:
+        return 0
+    ids = [c.id for c in replayed]
+    async with store.transaction() as db:
+        await db.executemany(
+            "UPDATE crystals SET dream_count = dream_count + 1, last_dream_ms = ? WHERE id = ?",
+            [(now, cid) for cid in ids],
+        )
+        for cid in ids:
+            async with db.execute("SELECT stage FROM replay_queue WHERE crystal_id = ?", (cid,)) as cursor:
+                row = await cursor.fetchone()
+            stage = int(row[0]) + 1 if row else len(REPLAY_INTERVALS_DAYS)
+            if stage >= len(REPLAY_INTERVALS_DAYS):
+                await db.execute("DELETE FROM replay_queue WHERE crystal_id = ?", (cid,))
+            else:
+                await db.execute(
+                    "UPDATE replay_queue SET stage = ?, due_ms = ? WHERE crystal_id = ?",
+                    (stage, now + REPLAY_INTERVALS_DAYS[stage] * DAY_MS, cid),
+                )
+    return len(ids)
+
+
+async def working_memory_note(
+    store: MemoryStore, files: WorkingMemoryFiles, note: str, importance: float = 0.5
+) -> Crystal:
+    """Append a note to scratch (durably, first) and make it a searchable crystal at once."""
+    written = files.scratch.append(note, importance, store.now_ms())
+    remembered = await store.remember(
+        NewCrystal(
+            written.text,
+            origin=Origin.SESSION,
+            semantic_type=SemanticType.GENERAL,
+            importance=written.importance,
+            source="scratch",
+            actor="agent",
+        )
+    )
+    return remembered.crystal

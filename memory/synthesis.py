@@ -1,0 +1,201 @@
+"""Dream synthesis: turning what the node learned into the seven sections of MEMORY.md.
+
+One interface, two providers:
+- ``ExtractiveSynthesizer`` (the embedded default): deterministic, no model; it
+  selects and orders crystals and notes into sections.
+- ``ChatSynthesizer``: any OpenAI-compatible ``/chat/completions`` endpoint
+  (OpenAI, Ollama, llama.cpp server, vLLM). Its answer is parsed back into sections;
+  anything unusable raises ``SynthesisError`` and the dream keeps the old state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Protocol
+
+from memory.errors import MemoryError_
+from memory.model import Crystal, Hormones
+from memory.scratch import ScratchNote
+from memory.working_memory import SECTIONS, WorkingMemory, parse_sections
+
+BULLET_CHARS = 200
+#: How many bullets each section keeps at most.
+SECTION_CAPS = {
+    "Phenotype": 10,
+    "Bond": 8,
+    "Niche": 10,
+    "Active Context": 12,
+    "Crystal Pointers": 40,
+    "Curiosity Gaps": 8,
+    "Emerging Skills": 8,
+}
+
+
+class SynthesisError(MemoryError_):
+    """The synthesis provider failed or answered something unusable."""
+
+
+@dataclass(frozen=True)
+class DreamInput:
+    previous: WorkingMemory
+    notes: tuple[ScratchNote, ...]
+    new_crystals: tuple[Crystal, ...]  # stored since the last dream, most important first
+    profile: tuple[Crystal, ...]  # preferences and facts about the person
+    bonds: tuple[Crystal, ...]  # relationship crystals
+    niche: tuple[Crystal, ...]  # facts and insights about their world
+    replayed: tuple[Crystal, ...]  # due in the spaced-repetition queue
+    curiosity: tuple[Crystal, ...]  # open goals, crystals with a curiosity boost
+    emerging_skills: tuple[Crystal, ...]  # repeated task patterns and new skills
+    hormones: Hormones
+    now_iso: str
+
+
+Sections = dict[str, tuple[str, ...]]
+
+
+class Synthesizer(Protocol):
+    name: str
+
+    async def synthesize(self, dream: DreamInput) -> Sections: ...
+
+
+def one_line(text: str, limit: int = BULLET_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _lines(crystals: tuple[Crystal, ...]) -> list[str]:
+    return [one_line(c.text) for c in crystals]
+
+
+def _merged(fresh: list[str], old: tuple[str, ...], cap: int) -> tuple[str, ...]:
+    """Fresh items first, then the old ones still worth their place, without repeats."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in [*fresh, *old]:
+        key = item.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return tuple(out[:cap])
+
+
+class ExtractiveSynthesizer:
+    """Deterministic selection: the same inputs always give the same MEMORY.md."""
+
+    name = "extractive"
+
+    async def synthesize(self, dream: DreamInput) -> Sections:
+        old = dream.previous
+        notes = sorted(dream.notes, key=lambda n: -n.importance)
+        active = [one_line(n.text) for n in notes] + _lines(dream.new_crystals) + _lines(dream.replayed)
+        return {
+            "Phenotype": _merged(_lines(dream.profile), old.bullets("Phenotype"), SECTION_CAPS["Phenotype"]),
+            "Bond": _merged(_lines(dream.bonds), old.bullets("Bond"), SECTION_CAPS["Bond"]),
+            "Niche": _merged(_lines(dream.niche), old.bullets("Niche"), SECTION_CAPS["Niche"]),
+            # Active context is about now: it does not inherit; what drops out becomes a pointer.
+            "Active Context": _merged(active, (), SECTION_CAPS["Active Context"]),
+            "Crystal Pointers": old.bullets("Crystal Pointers"),
+            "Curiosity Gaps": _merged(
+                _lines(dream.curiosity), old.bullets("Curiosity Gaps"), SECTION_CAPS["Curiosity Gaps"]
+            ),
+            "Emerging Skills": _merged(
+                _lines(dream.emerging_skills), old.bullets("Emerging Skills"), SECTION_CAPS["Emerging Skills"]
+            ),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettings:
+    url: str  # base URL, e.g. http://127.0.0.1:11434/v1
+    model: str
+    api_key: str | None = None
+    timeout_s: float = 60.0
+    max_tokens: int = 1_500
+
+
+_SYSTEM_PROMPT = (
+    "You maintain an AI agent's working memory file, MEMORY.md. Rewrite it from the previous version and "
+    "the new material. Answer with exactly these seven markdown headings, in this order, each followed by "
+    "short '- ' bullet lines (at most 12 per section, one fact per bullet, no prose): "
+    + ", ".join(f"'## {name}'" for name in SECTIONS)
+    + ". Phenotype: who the person is and how they like to work. Bond: the relationship and people around them. "
+    "Niche: facts about their world. Active Context: what is happening now. Crystal Pointers: keep the existing "
+    "ones. Curiosity Gaps: open questions. Emerging Skills: repeated tasks becoming skills. Keep what is still "
+    "true from the previous version; never invent facts."
+)
+
+
+def _prompt(dream: DreamInput) -> str:
+    def block(title: str, lines: list[str]) -> str:
+        return f"### {title}\n" + ("\n".join(f"- {line}" for line in lines) if lines else "(none)")
+
+    h = dream.hormones
+    return "\n\n".join(
+        [
+            f"Now: {dream.now_iso}. Mood: dopamine {h.dopamine:.2f}, cortisol {h.cortisol:.2f}, "
+            f"oxytocin {h.oxytocin:.2f}.",
+            "### Previous MEMORY.md\n" + dream.previous.managed_text(),
+            block("Notes since the last dream", [f"({n.importance:.2f}) {n.text}" for n in dream.notes]),
+            block("New memories", [one_line(c.text) for c in dream.new_crystals]),
+            block("About the person", [one_line(c.text) for c in dream.profile]),
+            block("Relationships", [one_line(c.text) for c in dream.bonds]),
+            block("Their world", [one_line(c.text) for c in dream.niche]),
+            block("Due for review", [one_line(c.text) for c in dream.replayed]),
+            block("Open goals and questions", [one_line(c.text) for c in dream.curiosity]),
+            block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),
+        ]
+    )
+
+
+class ChatSynthesizer:
+    """An OpenAI-compatible chat endpoint. The key is sent as a bearer token and never logged."""
+
+    name = "chat"
+
+    def __init__(self, settings: ChatSettings) -> None:
+        if not settings.url or not settings.model:
+            raise SynthesisError("the chat synthesizer needs a URL and a model")
+        self._settings = settings
+
+    async def synthesize(self, dream: DreamInput) -> Sections:
+        body = {
+            "model": self._settings.model,
+            "temperature": 0,
+            "max_tokens": self._settings.max_tokens,
+            "messages": [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": _prompt(dream)}],
+        }
+        content = await asyncio.to_thread(self._post, body)
+        sections = parse_sections(content)
+        if not sections:
+            raise SynthesisError("the chat model's answer has none of the MEMORY.md sections")
+        # The model never owns the pointers: they are directives the dream itself writes.
+        sections["Crystal Pointers"] = dream.previous.bullets("Crystal Pointers")
+        return {name: tuple(one_line(b) for b in sections.get(name, ()))[: SECTION_CAPS[name]] for name in SECTIONS}
+
+    def _post(self, body: dict[str, object]) -> str:
+        url = self._settings.url.rstrip("/") + "/chat/completions"
+        headers = {"Content-Type": "application/json"}
+        if self._settings.api_key:
+            headers["Authorization"] = f"Bearer {self._settings.api_key}"
+        request = urllib.request.Request(  # noqa: S310 - the URL is the user's configured endpoint
+            url, data=json.dumps(body).encode(), headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._settings.timeout_s) as response:  # noqa: S310 - configured URL
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            raise SynthesisError(f"chat endpoint answered HTTP {exc.code}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise SynthesisError(f"chat endpoint unreachable or too slow: {exc}") from None
+        try:
+            content = json.loads(raw)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise SynthesisError("chat endpoint returned something that is not a chat completion") from None
+        if not isinstance(content, str):
+            raise SynthesisError("chat completion content is not text")
+        return content

@@ -1,0 +1,181 @@
+"""MEMORY.md: the agent's working memory, the text it reads at the start of every session.
+
+Seven sections, rewritten only by the dream cycle. A person's own text above
+``MARKER`` is never touched: the dream cycle writes below it. ``bootstrap_text``
+is what an agent puts in its system prompt: MEMORY.md as committed state and the
+scratch notes as what has not been synthesised yet, within a character budget
+that scales with the model's context window.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
+
+SECTIONS = (
+    "Phenotype",  # who the person is: preferences, traits, how they like to work
+    "Bond",  # the relationship: people, tone, trust
+    "Niche",  # the world they work in: facts, tools, places
+    "Active Context",  # what is going on now
+    "Crystal Pointers",  # faded topics, one search directive each (never a deletion)
+    "Curiosity Gaps",  # open questions and goals
+    "Emerging Skills",  # repeated task patterns becoming skills
+)
+MARKER = "<!-- bitterbot: the dream cycle keeps everything below this line; write your own notes above it -->"
+TITLE = "# MEMORY.md"
+TRUNCATED = "\n… (truncated to fit the context budget; use memory_search to find the rest)\n"
+
+
+@dataclass(frozen=True)
+class WorkingMemory:
+    preamble: str = ""  # a person's own text above the marker
+    sections: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    managed: bool = True  # False: a hand-written file without our marker
+
+    def bullets(self, section: str) -> tuple[str, ...]:
+        return self.sections.get(section, ())
+
+    def all_bullets(self) -> list[tuple[str, str]]:
+        return [(name, bullet) for name in SECTIONS for bullet in self.bullets(name)]
+
+    def managed_text(self) -> str:
+        parts = []
+        for name in SECTIONS:
+            parts.append(f"## {name}")
+            parts.extend(f"- {bullet}" for bullet in self.bullets(name))
+            parts.append("")
+        return "\n".join(parts)
+
+    def render(self) -> str:
+        head = self.preamble.rstrip() if self.preamble.strip() else TITLE
+        return f"{head}\n\n{MARKER}\n\n{self.managed_text()}"
+
+
+def parse_sections(text: str) -> dict[str, tuple[str, ...]]:
+    """Bullets under each known ``## Section`` heading; prose lines count as bullets too."""
+    known = {name.lower(): name for name in SECTIONS}
+    found: dict[str, list[str]] = {}
+    current: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            current = known.get(line.lstrip("#").strip().lower())
+            if current is not None:
+                found.setdefault(current, [])
+            continue
+        if current is None or not line or line.startswith("<!--"):
+            continue
+        bullet = line[2:].strip() if line[:2] in ("- ", "* ") else line
+        if bullet:
+            found[current].append(bullet)
+    return {name: tuple(items) for name, items in found.items()}
+
+
+def parse(text: str) -> WorkingMemory:
+    if MARKER not in text:
+        return WorkingMemory(preamble=text, sections={}, managed=False)
+    preamble, _, rest = text.partition(MARKER)
+    preamble = "" if preamble.strip() == TITLE else preamble
+    return WorkingMemory(preamble=preamble, sections=parse_sections(rest), managed=True)
+
+
+def budget_chars(context_window_tokens: int) -> int:
+    """How much working memory an agent's prompt gets, by the model's context window."""
+    if context_window_tokens >= 100_000:
+        return 8_000
+    if context_window_tokens >= 32_000:
+        return 6_000
+    if context_window_tokens >= 8_000:
+        return 4_000
+    return 3_200
+
+
+def chunk_words(text: str, size: int = 400, overlap: int = 80) -> list[str]:
+    """Overlapping chunks of ``size`` words (our token estimate), ``overlap`` shared between neighbours."""
+    words = text.split()
+    if not words:
+        return []
+    step = size - overlap
+    return [" ".join(words[start : start + size]) for start in range(0, max(1, len(words) - overlap), step)]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+class WorkingMemoryFiles:
+    """The files of one workspace: ``MEMORY.md`` and ``memory/scratch.md``."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.memory_md = workspace / "MEMORY.md"
+        self.scratch = ScratchLog(workspace / "memory" / "scratch.md")
+
+    def read_text(self) -> str:
+        try:
+            return self.memory_md.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+
+    def load(self) -> WorkingMemory:
+        text = self.read_text()
+        return parse(text) if text else WorkingMemory()
+
+    def write(self, memory: WorkingMemory) -> None:
+        """Replace MEMORY.md atomically; the previous version is kept as ``MEMORY.md.prev``."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        old = self.read_text()
+        if old:
+            _atomic_write(self.memory_md.with_name("MEMORY.md.prev"), old)
+        _atomic_write(self.memory_md, memory.render())
+
+    def backup_hand_written(self, stamp: str) -> Path:
+        backup = self.memory_md.with_name(f"MEMORY.md.before-bitterbot-{stamp}")
+        _atomic_write(backup, self.read_text())
+        return backup
+
+
+def bootstrap_text(files: WorkingMemoryFiles, context_window_tokens: int) -> str:
+    """The text an agent puts in its system prompt at session start, within the budget."""
+    budget = budget_chars(context_window_tokens)
+    committed = files.read_text().strip()
+    snapshot: ScratchSnapshot = files.scratch.read()
+    notes = "\n".join(f"- [{n.at or 'undated'}] {n.text}" for n in snapshot.notes)
+    head = "# Working memory (MEMORY.md)\n"
+    tail_head = "\n\n# Notes not yet synthesised (scratch)\n"
+    if not committed and not notes:
+        return head + "(empty: nothing remembered yet; use memory_search for long-term memory)\n"
+    body = head + (committed or "(empty)")
+    if notes:
+        # Scratch holds the newest facts: keep a share of the budget for it, newest last.
+        share = min(len(tail_head) + len(notes), budget // 3)
+        body = _fit(body, budget - share) + tail_head + _fit_tail(notes, share - len(tail_head))
+        return body if len(body) <= budget else _fit(body, budget)
+    return _fit(body, budget)
+
+
+def _fit(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - len(TRUNCATED))
+    cut = text.rfind("\n", 0, room)
+    return text[: cut if cut > 0 else room] + TRUNCATED
+
+
+def _fit_tail(text: str, limit: int) -> str:
+    """The newest notes that fit (the end of the log), marked when older ones were left out."""
+    if len(text) <= limit:
+        return text
+    marker = "… (older notes left out; use memory_search)\n"
+    room = max(0, limit - len(marker))
+    start = text.find("\n", len(text) - room)
+    return marker + (text[start + 1 :] if start >= 0 else "")

@@ -1,0 +1,328 @@
+"""The dream cycle: synthesis into MEMORY.md, pointers, collapse guards, the chat provider, seeding,
+scratch notes surviving kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from memory.consolidation import consolidate
+from memory.dream import DreamReport, dream, working_memory_note
+from memory.embedders.hashing import HashingEmbedder
+from memory.endocrine import Endocrine
+from memory.hormones import Event
+from memory.model import Hormones, Lifecycle, NewCrystal, SemanticType
+from memory.query import SearchMode, SearchRequest
+from memory.search import search
+from memory.store import MemoryStore
+from memory.synthesis import ChatSettings, ChatSynthesizer, DreamInput, ExtractiveSynthesizer, Sections
+from memory.working_memory import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
+from tests.memory.conftest import DAY, FakeClock
+
+EXTRACTIVE = ExtractiveSynthesizer()
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> WorkingMemoryFiles:
+    return WorkingMemoryFiles(tmp_path / "workspace")
+
+
+class ScriptedSynthesizer:
+    """A named fake of our own Synthesizer interface: returns the sections it was given."""
+
+    name = "scripted"
+
+    def __init__(self, sections: Sections) -> None:
+        self.sections = sections
+
+    async def synthesize(self, dream: DreamInput) -> Sections:
+        return self.sections
+
+
+async def _count(store: MemoryStore) -> int:
+    return int((await store.stats())["total"])
+
+
+async def test_a_dream_writes_the_seven_sections_and_clears_scratch(
+    store: MemoryStore, files: WorkingMemoryFiles
+) -> None:
+    for text, kind in [
+        ("Ana prefers answers in Spanish", SemanticType.PREFERENCE),
+        ("Ana's sister Lucia lives in Porto", SemanticType.RELATIONSHIP),
+        ("The team deploys with Nomad", SemanticType.FACT),
+        ("Learn how the billing service computes VAT", SemanticType.GOAL),
+    ]:
+        await store.remember(NewCrystal(text, semantic_type=kind))
+    pattern = (await store.remember(NewCrystal("Rotate logs weekly", semantic_type=SemanticType.TASK_PATTERN))).crystal
+    await store.touch([pattern.id, pattern.id])
+    note = await working_memory_note(store, files, "Release 2.3 is blocked on the migration", importance=0.9)
+    assert (await search(store, SearchRequest("migration blocked", touch=False)))[0].crystal.id == note.id
+    before = await _count(store)
+
+    report = await dream(store, files, EXTRACTIVE)
+
+    assert report.accepted and report.notes_indexed == 1
+    assert await _count(store) == before  # the note was already a crystal: not stored twice
+    memory = files.load()
+    assert memory.bullets("Phenotype") == ("Ana prefers answers in Spanish",)
+    assert memory.bullets("Bond") == ("Ana's sister Lucia lives in Porto",)
+    assert "The team deploys with Nomad" in memory.bullets("Niche")
+    assert memory.bullets("Active Context")[0] == "Release 2.3 is blocked on the migration"
+    assert memory.bullets("Curiosity Gaps") == ("Learn how the billing service computes VAT",)
+    assert memory.bullets("Emerging Skills") == ("Rotate logs weekly",)
+    assert [line[3:] for line in files.read_text().splitlines() if line.startswith("## ")] == list(SECTIONS)
+    assert files.scratch.read().notes == ()
+
+
+async def test_faded_topics_become_crystal_pointers(
+    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+) -> None:
+    await working_memory_note(store, files, "Kitchen renovation quotes arrive Friday", 0.6)
+    await dream(store, files, EXTRACTIVE)
+    clock.advance(DAY)
+    await working_memory_note(store, files, "Passport renewal appointment on the 14th", 0.6)
+    report = await dream(store, files, ScriptedSynthesizer({"Active Context": ("Passport renewal on the 14th",)}))
+    assert report.accepted and report.pointers_added == 1
+    (pointer,) = files.load().bullets("Crystal Pointers")
+    assert pointer.startswith("Kitchen renovation quotes arrive Friday → memory_search")
+    assert "kitchen" in pointer.split("memory_search", 1)[1].lower()
+    # A pointer is a directive, not a deletion: the crystal is still there.
+    assert (await search(store, SearchRequest("kitchen renovation", touch=False)))[0].crystal.text.startswith("Kitchen")
+
+
+LASTING = {
+    "Phenotype": tuple(f"Long-standing preference number {i} about how work is done" for i in range(4)),
+    "Niche": tuple(f"Durable fact number {i} about the environment they work in" for i in range(4)),
+}
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "reason"),
+    [
+        ({name: () for name in SECTIONS}, "empty synthesis"),
+        ({"Phenotype": ("tea",)}, "mass drop"),
+        (
+            {"Phenotype": tuple(f"A brand-new statement number {i} replacing what was there" for i in range(8))},
+            "eviction runaway",
+        ),
+    ],
+)
+async def test_collapse_guards_reject_a_bad_rewrite_and_keep_the_old_state(
+    store: MemoryStore,
+    files: WorkingMemoryFiles,
+    rewrite: Sections,
+    reason: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    files.write(WorkingMemory(sections=LASTING))
+    await store.set_meta("working_memory_seeded", "test")
+    old_text = files.read_text()
+    files.scratch.append("kept until a dream succeeds", 0.5, store.now_ms())
+    with caplog.at_level(logging.WARNING, logger="memory.dream"):
+        report = await dream(store, files, ScriptedSynthesizer(rewrite))
+    assert not report.accepted and report.rejected_because is not None and report.rejected_because.startswith(reason)
+    assert files.read_text() == old_text
+    assert [n.text for n in files.scratch.read().notes] == ["kept until a dream succeeds"]
+    assert any(r.getMessage() == "dream.rejected" for r in caplog.records)
+    # The note was indexed all the same: rejection never loses it.
+    assert await search(store, SearchRequest("kept until a dream succeeds", touch=False))
+
+
+class ChatServer(ThreadingHTTPServer):
+    """Named fake of a hosted or local chat model: speaks /chat/completions; ``mode`` picks a failure."""
+
+    mode = "ok"
+    bodies: list[dict[str, object]]
+
+
+class ChatHandler(BaseHTTPRequestHandler):
+    server: ChatServer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.bodies.append(body)
+        if self.path != "/v1/chat/completions":
+            self.send_response(404)
+            self.end_headers()
+            return
+        mode = self.server.mode
+        if mode == "slow":
+            time.sleep(1.0)
+        if mode == "error":
+            self.send_response(500)
+            self.end_headers()
+            return
+        content = "## Phenotype\n- Likes terse answers\n## Active Context\n- Preparing the 2.3 release\n"
+        payload = (
+            b"<html>oops</html>"
+            if mode == "garbage"
+            else json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+        )
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except BrokenPipeError:
+            pass  # the client gave up (the slow case)
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    server = ChatServer(("127.0.0.1", 0), ChatHandler)
+    server.bodies = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _chat(server: ChatServer) -> ChatSynthesizer:
+    host, port = server.server_address[:2]
+    return ChatSynthesizer(ChatSettings(url=f"http://{host!s}:{port}/v1", model="test-model", timeout_s=0.3))
+
+
+async def test_chat_synthesizer_writes_what_the_model_answered(
+    store: MemoryStore, files: WorkingMemoryFiles, chat_server: ChatServer
+) -> None:
+    await working_memory_note(store, files, "Preparing the 2.3 release", 0.7)
+    report = await dream(store, files, _chat(chat_server))
+    assert report.accepted and report.synthesizer == "chat"
+    memory = files.load()
+    assert memory.bullets("Phenotype") == ("Likes terse answers",)
+    assert memory.bullets("Active Context") == ("Preparing the 2.3 release",)
+    (body,) = chat_server.bodies
+    assert body["model"] == "test-model"
+    assert "Preparing the 2.3 release" in json.dumps(body["messages"])
+
+
+@pytest.mark.parametrize("mode", ["slow", "garbage", "error"])
+async def test_a_failing_chat_endpoint_keeps_the_old_memory_and_logs(
+    store: MemoryStore,
+    files: WorkingMemoryFiles,
+    chat_server: ChatServer,
+    mode: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await working_memory_note(store, files, "First note", 0.5)
+    assert (await dream(store, files, EXTRACTIVE)).accepted
+    old_text = files.read_text()
+    await working_memory_note(store, files, "Second note", 0.5)
+    chat_server.mode = mode
+    with caplog.at_level(logging.WARNING, logger="memory.dream"):
+        report = await dream(store, files, _chat(chat_server))
+    assert not report.accepted
+    assert report.rejected_because is not None and report.rejected_because.startswith("synthesis failed")
+    assert files.read_text() == old_text
+    assert [n.text for n in files.scratch.read().notes] == ["Second note"]
+    assert [r for r in caplog.records if r.getMessage() == "dream.rejected"]
+
+
+async def test_first_activation_seeds_a_hand_written_memory_once(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+    files.workspace.mkdir(parents=True)
+    words = " ".join(f"word{i}" for i in range(1_000))
+    hand_written = f"# My own memory\n\nI keep my notes here.\n\n{words}\n"
+    files.memory_md.write_text(hand_written)
+    report = await dream(store, files, EXTRACTIVE)
+    assert report.accepted and report.seeded_chunks == 3
+    backups = list(files.workspace.glob("MEMORY.md.before-bitterbot-*"))
+    assert len(backups) == 1 and backups[0].read_text() == hand_written
+    text = files.read_text()
+    assert text.startswith(hand_written.rstrip()) and text.index(MARKER) > len(hand_written.rstrip())
+    stats = await store.stats()
+    assert stats["by_lifecycle"] == {"consolidated": 3}
+    hits = await search(store, SearchRequest("word500", mode=SearchMode.KEYWORD))
+    assert hits and hits[0].crystal.lifecycle is Lifecycle.CONSOLIDATED
+    again = await dream(store, files, EXTRACTIVE)
+    assert again.seeded_chunks == 0 and (await store.stats())["total"] == 3
+    assert files.read_text().startswith(hand_written.rstrip())
+    assert len(list(files.workspace.glob("MEMORY.md.before-bitterbot-*"))) == 1
+
+
+async def test_a_high_hormone_writes_its_own_scratch_note(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+    endocrine = await Endocrine.attach(store)
+    await endocrine.observe([Event.URGENCY, Event.URGENCY, Event.ERROR])  # cortisol 0.97
+    report = await dream(store, files, EXTRACTIVE, hormones=endocrine)
+    assert len(report.auto_notes) == 1 and report.auto_notes[0].startswith("cortisol was high (0.97)")
+    assert any(b.startswith("cortisol was high") for b in files.load().bullets("Active Context"))
+
+
+async def test_due_replays_are_dreamt_and_move_to_the_next_interval(
+    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+) -> None:
+    crystal = (await store.remember(NewCrystal("The boiler needs a service every autumn"))).crystal
+    await store.touch([crystal.id] * 12)
+    assert (await consolidate(store, levels=Hormones())).promoted == 1
+    clock.advance(DAY)
+    report = await dream(store, files, EXTRACTIVE)
+    assert report.replayed == 1
+    assert (await store.get(crystal.id)).dream_count == 1
+    async with store.reader().execute("SELECT stage, due_ms FROM replay_queue") as cursor:
+        assert [tuple(r) for r in await cursor.fetchall()] == [(1, clock.now + 3 * DAY)]
+
+
+NOTE_THEN_HANG = """
+import asyncio, sys, time
+from pathlib import Path
+from memory.dream import working_memory_note
+from memory.embedders.hashing import HashingEmbedder
+from memory.store import MemoryStore
+from memory.working_memory import WorkingMemoryFiles
+
+async def main() -> None:
+    root = Path(sys.argv[1])
+    store = await MemoryStore.open(root / "m.db", HashingEmbedder())
+    await working_memory_note(store, WorkingMemoryFiles(root / "ws"), "The spare key is under the blue pot", 0.9)
+    print("noted", flush=True)
+    time.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+def _note_then_kill_9(root: Path, project: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", NOTE_THEN_HANG, str(root)], stdout=subprocess.PIPE, text=True, cwd=project
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "noted"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
+
+
+async def test_scratch_notes_survive_kill_9_between_note_and_dream(tmp_path: Path) -> None:
+    await asyncio.to_thread(_note_then_kill_9, tmp_path, PROJECT)
+    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    try:
+        files = WorkingMemoryFiles(tmp_path / "ws")
+        report: DreamReport = await dream(store, files, EXTRACTIVE)
+        assert report.accepted and report.notes_indexed == 1
+        assert "The spare key is under the blue pot" in files.load().bullets("Active Context")
+        assert (await search(store, SearchRequest("spare key blue pot", touch=False)))[0].crystal.text == (
+            "The spare key is under the blue pot"
+        )
+        assert (await store.stats())["total"] == 1
+    finally:
+        await store.close()
