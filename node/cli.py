@@ -195,6 +195,7 @@ def status(config_path: Path | None, data_dir: Path | None, as_json: bool) -> No
             uptime_s=round(time.time() - probe.status.started_at_ms / 1000),
             status_age_s=round(time.time() - probe.status.updated_at_ms / 1000, 1),
             parts=probe.status.parts,
+            details=probe.status.details,
         )
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -214,8 +215,10 @@ def status(config_path: Path | None, data_dir: Path | None, as_json: bool) -> No
     click.echo(
         f"daemon      {daemon.get('state', 'running')} (pid {daemon['pid']}, up {daemon.get('uptime_s', '?')} s)"
     )
+    details = daemon.get("details", {})
     for name, state in daemon.get("parts", {}).items():
-        click.echo(f"  {name:<10}{state}")
+        summary = details.get(name, {}).get("summary")
+        click.echo(f"  {name:<10}{state}{'  ' + summary if summary else ''}")
 
 
 @cli.group("config")
@@ -245,6 +248,7 @@ def config_show(config_path: Path | None, data_dir: Path | None) -> None:
 
 
 def main() -> None:
+    from node import memory_dynamics_cli  # noqa: F401 - adds its commands to memory_group
     from node.memory_cli import memory_group  # registered here: memory_cli builds on this module's helpers
 
     cli.add_command(memory_group)

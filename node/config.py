@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
 from node.errors import ConfigError
@@ -88,6 +88,47 @@ class MemorySection(_Section):
     vector_weight: float = Field(default=0.7, ge=0, le=10)
 
 
+class HormonesSection(_Section):
+    dopamine_half_life_min: float = Field(default=30.0, gt=0, le=10_080)
+    cortisol_half_life_min: float = Field(default=60.0, gt=0, le=10_080)
+    oxytocin_half_life_min: float = Field(default=45.0, gt=0, le=10_080)
+    dopamine_home: float = Field(default=0.15, ge=0, le=1)
+    cortisol_home: float = Field(default=0.02, ge=0, le=1)
+    oxytocin_home: float = Field(default=0.10, ge=0, le=1)
+
+
+class ConsolidationSection(_Section):
+    interval_min: float = Field(default=30.0, gt=0, le=10_080)
+    decay_rate_per_ms: float = Field(default=5e-10, ge=0, le=1e-6)
+    forget_threshold: float = Field(default=0.02, ge=0, lt=1)
+    promote_threshold: float = Field(default=0.7, gt=0, le=1)
+    merge_similarity: float = Field(default=0.92, gt=0, le=1)
+    emotion_decay_resistance: float = Field(default=0.5, ge=0, lt=1)
+    retention_days: int = Field(default=30, ge=0, le=3_650)
+
+    @model_validator(mode="after")
+    def _forget_below_promote(self) -> ConsolidationSection:
+        if self.forget_threshold >= self.promote_threshold:
+            raise ValueError("forget_threshold must be below promote_threshold")
+        return self
+
+
+class DreamSection(_Section):
+    interval_min: float = Field(default=120.0, gt=0, le=10_080)
+    workspace_dir: str = Field(default="workspace", min_length=1)
+    synthesizer: Literal["extractive", "chat"] = "extractive"
+    chat_url: str = ""
+    chat_model: str = ""
+    chat_api_key_env: str = "OPENAI_API_KEY"
+    chat_timeout_s: float = Field(default=60.0, gt=0, le=600)
+
+    @model_validator(mode="after")
+    def _chat_needs_endpoint(self) -> DreamSection:
+        if self.synthesizer == "chat" and not (self.chat_url and self.chat_model):
+            raise ValueError('synthesizer = "chat" needs chat_url and chat_model')
+        return self
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
@@ -95,6 +136,9 @@ class Config(_Section):
     trust: TrustSection = Field(default_factory=TrustSection)
     wire: WireSection = Field(default_factory=WireSection)
     memory: MemorySection = Field(default_factory=MemorySection)
+    hormones: HormonesSection = Field(default_factory=HormonesSection)
+    consolidation: ConsolidationSection = Field(default_factory=ConsolidationSection)
+    dream: DreamSection = Field(default_factory=DreamSection)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from crypto.identity import Identity
 from node.config import Config, LoadedConfig
@@ -84,7 +85,7 @@ class Daemon:
             role=cfg.node.role,
             peer_id=self.ctx.identity.peer_id,
             parts={p.name: ("running" if p.name in started else "stopped") for p in self._parts},
-            details={"tasks": self.supervisor.names},
+            details={"tasks": self.supervisor.names, **_part_details(self._parts)},
         )
 
     def _publish_status(self) -> None:
@@ -161,3 +162,13 @@ def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
     from node.memory_part import MemoryPart
 
     return [MemoryPart(ctx.config, ctx.paths, supervisor)]
+
+
+def _part_details(parts: list[Part]) -> dict[str, Any]:
+    """What each part that has something to say reports (``details()``, cheap and synchronous)."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        details = getattr(part, "details", None)
+        if callable(details):
+            out[part.name] = details()
+    return out

@@ -61,7 +61,7 @@ def _choices(enum: Any) -> click.Choice[str]:
 
 @click.group("memory")
 def memory_group() -> None:
-    """Remember, search, show, forget and import Knowledge Crystals."""
+    """Remember, search, show, forget and import Knowledge Crystals; consolidate, dream, take notes."""
 
 
 @memory_group.command("add")

@@ -1,21 +1,31 @@
-"""The memory store as a part of the daemon, plus the helper the CLI uses to open it.
+"""The memory store as a part of the daemon, plus the helpers the CLI uses to open it.
 
-The daemon keeps one store open and runs the embedding backlog in a named
-background task, so crystals added in bulk (or left by a change of embedder)
-gain vectors without blocking anyone.
+The daemon keeps one store open with its hormonal state attached, and runs three
+named background tasks: the embedding backlog (crystals added in bulk, or left by
+a change of embedder, gain vectors without blocking anyone), consolidation every
+``[consolidation] interval_min`` and the dream cycle every ``[dream] interval_min``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from typing import Any
 
+from memory.consolidation import consolidate
+from memory.dream import dream
 from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.base import Embedder
+from memory.endocrine import Endocrine
 from memory.errors import MemoryError_
+from memory.hormones import HormoneSettings
+from memory.importance import DAY_MS, DecaySettings
 from memory.query import Weights
 from memory.store import LinkSettings, MemoryStore
+from memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
+from memory.working_memory import WorkingMemoryFiles
 from node.config import Config
 from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
@@ -45,6 +55,41 @@ def embedder_from_config(config: Config) -> Embedder:
         raise UsageError(f"memory.embedder = {m.embedder!r}: {exc}") from exc
 
 
+def hormone_settings(config: Config) -> HormoneSettings:
+    return HormoneSettings(**config.hormones.model_dump())
+
+
+def decay_settings(config: Config) -> DecaySettings:
+    c = config.consolidation
+    return DecaySettings(
+        decay_rate_per_ms=c.decay_rate_per_ms,
+        forget_threshold=c.forget_threshold,
+        promote_threshold=c.promote_threshold,
+        merge_similarity=c.merge_similarity,
+        emotion_decay_resistance=c.emotion_decay_resistance,
+        retention_ms=c.retention_days * DAY_MS,
+    )
+
+
+def synthesizer_from_config(config: Config) -> Synthesizer:
+    d = config.dream
+    if d.synthesizer == "chat":
+        return ChatSynthesizer(
+            ChatSettings(
+                url=d.chat_url,
+                model=d.chat_model,
+                api_key=os.environ.get(d.chat_api_key_env) or None,
+                timeout_s=d.chat_timeout_s,
+            )
+        )
+    return ExtractiveSynthesizer()
+
+
+def working_memory_files(paths: NodePaths) -> WorkingMemoryFiles:
+    assert paths.workspace is not None
+    return WorkingMemoryFiles(paths.workspace)
+
+
 async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None) -> MemoryStore:
     assert paths.memory_db is not None
     links = LinkSettings(
@@ -52,8 +97,15 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
     )
     embedder = embedder_from_config(config)
     if now_ms is None:
-        return await MemoryStore.open(paths.memory_db, embedder, links=links)
-    return await MemoryStore.open(paths.memory_db, embedder, links=links, now_ms=now_ms)
+        store = await MemoryStore.open(paths.memory_db, embedder, links=links)
+    else:
+        store = await MemoryStore.open(paths.memory_db, embedder, links=links, now_ms=now_ms)
+    try:
+        await Endocrine.attach(store, hormone_settings(config))
+    except BaseException:
+        await store.close()
+        raise
+    return store
 
 
 class MemoryPart:
@@ -64,6 +116,11 @@ class MemoryPart:
         self._paths = paths
         self._supervisor = supervisor
         self.store: MemoryStore | None = None
+        self.files = working_memory_files(paths)
+        self.synthesizer = synthesizer_from_config(config)
+        self._crystals = 0
+        self._last_consolidation: dict[str, Any] | None = None
+        self._last_dream: dict[str, Any] | None = None
 
     async def start(self) -> None:
         self.store = await open_store(self._config, self._paths)
@@ -75,12 +132,68 @@ class MemoryPart:
             embedder=self.store.embedder.id,
             backlog=stats["embedding_backlog"],
         )
+        self._crystals = int(stats["total"])
         self._supervisor.spawn("memory-embedder", self._drain_backlog())
+        self._supervisor.spawn(
+            "memory-consolidation", self._every(self._config.consolidation.interval_min, self._consolidate)
+        )
+        self._supervisor.spawn("memory-dream", self._every(self._config.dream.interval_min, self._dream))
 
     async def stop(self) -> None:
         if self.store is not None:
             await self.store.close()
             self.store = None
+
+    def details(self) -> dict[str, Any]:
+        """For ``status``: counts, hormones, and what the last consolidation and dream did."""
+        out: dict[str, Any] = {
+            "crystals": self._crystals,
+            "last_consolidation": self._last_consolidation,
+            "last_dream": self._last_dream,
+        }
+        store = self.store
+        levels = store.hormone_source.levels() if store is not None and store.hormone_source else None
+        if levels is not None:
+            out["hormones"] = {k: round(v, 3) for k, v in asdict(levels).items()}
+        parts = [f"{self._crystals} crystals"]
+        if levels is not None:
+            parts.append(
+                f"dopamine {levels.dopamine:.2f} cortisol {levels.cortisol:.2f} oxytocin {levels.oxytocin:.2f}"
+            )
+        if self._last_dream is not None:
+            parts.append("last dream " + ("ok" if self._last_dream["accepted"] else "rejected"))
+        out["summary"] = ", ".join(parts)
+        return out
+
+    async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[None]]) -> None:
+        while True:
+            await asyncio.sleep(minutes * 60)
+            if self.store is None:
+                return
+            await work(self.store)
+
+    async def _consolidate(self, store: MemoryStore) -> None:
+        levels = store.hormone_source.levels() if store.hormone_source else None
+        report = await consolidate(store, settings=decay_settings(self._config), levels=levels)
+        self._last_consolidation = {k: v for k, v in report.to_dict().items() if k not in ("changes", "merges")}
+        self._crystals = int((await store.stats())["total"])
+        log.info(
+            "memory.consolidated",
+            duration_ms=report.duration_ms,
+            rescored=report.rescored,
+            expired=report.expired_by_decay + report.expired_by_ttl,
+            promoted=report.promoted,
+            merged=report.merged,
+            purged=report.purged,
+        )
+
+    async def _dream(self, store: MemoryStore) -> None:
+        report = await dream(store, self.files, self.synthesizer, hormones=store.hormone_source)
+        self._last_dream = {k: report.to_dict()[k] for k in ("at_ms", "accepted", "rejected_because", "notes_indexed")}
+        if report.accepted:
+            log.info("memory.dreamt", duration_ms=report.duration_ms, notes=report.notes_indexed)
+        else:
+            log.warning("memory.dream_rejected", reason=report.rejected_because)
 
     async def _drain_backlog(self) -> None:
         while self.store is not None:

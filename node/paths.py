@@ -58,9 +58,15 @@ class NodePaths:
 
     @classmethod
     def of(cls, data_dir: Path, config: Config) -> NodePaths:
-        return cls(data_dir, _under(data_dir, config.identity.key_file), _under(data_dir, config.memory.db_file))
+        return cls(
+            data_dir,
+            _under(data_dir, config.identity.key_file),
+            _under(data_dir, config.memory.db_file),
+            _under(data_dir, config.dream.workspace_dir),
+        )
 
     memory_db: Path | None = None
+    workspace: Path | None = None  # MEMORY.md and memory/scratch.md
 
     @property
     def lock_file(self) -> Path:

@@ -186,3 +186,26 @@ def test_config_check_reports_overrides(tmp_path: Path) -> None:
     result = run_cli("config", "check", "--data-dir", str(tmp_path), env=clean_env(BITTERBOT_LOG__LEVEL="debug"))
     assert result.returncode == 0
     assert "log.level from BITTERBOT_LOG__LEVEL" in result.stdout
+
+
+def test_the_daemon_consolidates_and_dreams_on_its_timers(data_dir: Path) -> None:
+    env = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_CONSOLIDATION__INTERVAL_MIN="0.01",  # every 0.6 s
+        BITTERBOT_DREAM__INTERVAL_MIN="0.01",
+    )
+    noted = run_cli("memory", "note", "Dentist moved to Tuesday", "--data-dir", str(data_dir), env=env)
+    assert noted.returncode == 0, noted.stderr
+    memory_md = data_dir / "workspace" / "MEMORY.md"
+    proc = start_daemon(data_dir, env=env)
+    try:
+        report = wait_for_state(data_dir, "running")
+        assert {"memory-consolidation", "memory-dream", "memory-embedder"} <= set(report["daemon"]["details"]["tasks"])
+        deadline = time.monotonic() + 20
+        while not memory_md.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        code, _, err = stop(proc)
+    assert code == 0, err
+    assert "- Dentist moved to Tuesday" in memory_md.read_text()
+    assert "memory.consolidated" in err and "memory.dreamt" in err

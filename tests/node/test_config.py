@@ -60,13 +60,23 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         ('[node]\nnmae = "x"\n', "key 'node.nmae': unknown key; valid keys here are: data_dir, name, role"),
-        ("[nodes]\n", "key 'nodes': unknown key; valid keys here are: identity, log, memory, node, trust, wire"),
+        (
+            "[nodes]\n",
+            "key 'nodes': unknown key; valid keys here are: "
+            "consolidation, dream, hormones, identity, log, memory, node, trust, wire",
+        ),
         ('[wire]\nmax_age_s = "300"\n', "key 'wire.max_age_s': Input should be a valid integer (got '300')"),
         ('[log]\nlevel = "loud"\n', "key 'log.level': Input should be 'debug', 'info', 'warning' or 'error'"),
         ("[wire]\nmax_envelope_bytes = 10\n", "key 'wire.max_envelope_bytes': Input should be greater than or equal"),
         ('[trust]\nmanagement_keys = ["abcd"]\n', "key 'trust.management_keys': an Ed25519 public key is 64 hex"),
         ("[node]\nname = \n", "is not valid TOML"),
         ("node = 3\n", "key 'node': Input should be a valid dictionary"),
+        ("[consolidation]\nforget_threshold = 0.8\n", "key 'consolidation': forget_threshold must be below promote"),
+        ('[dream]\nsynthesizer = "chat"\n', "key 'dream': synthesizer = \"chat\" needs chat_url and chat_model"),
+        (
+            "[consolidation]\ndecay_rate_per_ms = -1.0\n",
+            "key 'consolidation.decay_rate_per_ms': Input should be greater",
+        ),
     ],
 )
 def test_bad_files_name_the_file_key_and_expectation(tmp_path: Path, text: str, expected: str) -> None:

@@ -1,0 +1,196 @@
+"""`bitterbot-node memory consolidate|unmerge|note|bootstrap|dream|hormones|event`.
+
+The living side of memory from the command line: the same library calls the
+daemon makes on its timers, run on demand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memory.consolidation import consolidate, unmerge
+from memory.dream import dream, working_memory_note
+from memory.errors import StoreError
+from memory.hormones import Event
+from memory.scratch import ScratchError
+from memory.store import MemoryStore
+from memory.working_memory import bootstrap_text
+from node.cli import handles_errors, location_options, resolve
+from node.errors import UsageError
+from node.memory_cli import crystal_json, memory_group, with_store
+from node.memory_part import decay_settings, synthesizer_from_config, working_memory_files
+
+
+@memory_group.command("consolidate")
+@location_options
+@click.option("--dry-run", is_flag=True, help="Show what a cycle would change; change nothing.")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Run one consolidation cycle now: rescore, expire, merge, write."""
+    loaded, _ = resolve(config_path, data_dir)
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        levels = store.hormone_source.levels() if store.hormone_source else None
+        report = await consolidate(store, settings=decay_settings(loaded.config), levels=levels, dry_run=dry_run)
+        return report.to_dict()
+
+    report = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    verb = "would" if dry_run else "did"
+    click.echo(
+        f"consolidation {verb}: rescore {report['rescored']}, expire {report['expired_by_decay']} decayed + "
+        f"{report['expired_by_ttl']} past TTL, merge {report['merged']}, promote {report['promoted']}, "
+        f"purge {report['purged']}  ({report['duration_ms']} ms; merge threshold {report['merge_threshold']})"
+    )
+    for change in report["changes"]:
+        click.echo(f"  {change['crystal_id']}  {change['from_state']} -> {change['to_state']}: {change['reason']}")
+
+
+@memory_group.command("unmerge")
+@location_options
+@click.argument("crystal_id")
+@handles_errors
+def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: str) -> None:
+    """Undo a merge: restore CRYSTAL_ID (archived by a merge) to what it was."""
+
+    async def go(store: MemoryStore) -> str:
+        try:
+            return await unmerge(store, crystal_id, actor="cli")
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+
+    winner = with_store(config_path, data_dir, go)
+    click.echo(f"restored {crystal_id} (it had been merged into {winner})")
+
+
+@memory_group.command("note")
+@location_options
+@click.argument("text")
+@click.option("--importance", type=click.FloatRange(0, 1), default=0.5)
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_note(config_path: Path | None, data_dir: Path | None, text: str, importance: float, as_json: bool) -> None:
+    """Write a working-memory note: appended to scratch.md durably, searchable at once."""
+    _, paths = resolve(config_path, data_dir)
+    files = working_memory_files(paths)
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        try:
+            return crystal_json(await working_memory_note(store, files, text, importance))
+        except ScratchError as exc:
+            raise UsageError(str(exc)) from None
+
+    crystal = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(crystal, indent=2))
+    else:
+        click.echo(f"noted in {files.scratch.path} (crystal {crystal['id']})")
+
+
+@memory_group.command("bootstrap")
+@location_options
+@click.option(
+    "--context-window",
+    type=click.IntRange(1, 10_000_000),
+    default=128_000,
+    show_default=True,
+    help="The model's context window in tokens; the text's size follows it.",
+)
+@handles_errors
+def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_window: int) -> None:
+    """Print the working-memory text an agent puts in its system prompt."""
+    _, paths = resolve(config_path, data_dir)
+    click.echo(bootstrap_text(working_memory_files(paths), context_window), nl=False)
+
+
+@memory_group.command("dream")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Run the dream cycle now: fold scratch notes and new memories into MEMORY.md."""
+    loaded, paths = resolve(config_path, data_dir)
+    files = working_memory_files(paths)
+    synthesizer = synthesizer_from_config(loaded.config)
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        report = await dream(store, files, synthesizer, hormones=store.hormone_source)
+        return report.to_dict()
+
+    report = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    elif report["accepted"]:
+        click.echo(
+            f"dreamt ({report['synthesizer']}, {report['duration_ms']} ms): {report['notes_indexed']} notes folded in, "
+            f"{report['pointers_added']} new pointers; wrote {files.memory_md}"
+        )
+    else:
+        raise UsageError(f"the dream was rejected, MEMORY.md is unchanged: {report['rejected_because']}")
+
+
+def _hormone_doc(store: MemoryStore) -> dict[str, Any]:
+    from memory.endocrine import Endocrine
+
+    source = store.hormone_source
+    assert isinstance(source, Endocrine)
+    state = source.state()
+    levels = source.levels()
+    override = state.override
+    return {
+        "dopamine": round(levels.dopamine, 4),
+        "cortisol": round(levels.cortisol, 4),
+        "oxytocin": round(levels.oxytocin, 4),
+        "local_cortisol": round(state.cortisol, 4),
+        "network_override": None
+        if override is None
+        else {"level": override.level, "until_ms": override.until_ms, "reason": override.reason},
+        "halts_untrusted_ingestion": source.halts_untrusted_ingestion(),
+    }
+
+
+@memory_group.command("hormones")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Show the hormonal state (effective levels, and any network override)."""
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        return _hormone_doc(store)
+
+    doc = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"dopamine {doc['dopamine']:.3f}  cortisol {doc['cortisol']:.3f}  oxytocin {doc['oxytocin']:.3f}")
+    if doc["network_override"]:
+        o = doc["network_override"]
+        click.echo(f"network override: cortisol {o['level']} until {o['until_ms']} ({o['reason']})")
+
+
+@memory_group.command("event")
+@location_options
+@click.argument("events", nargs=-1, required=True, type=click.Choice([e.value for e in Event]))
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_event(config_path: Path | None, data_dir: Path | None, events: tuple[str, ...], as_json: bool) -> None:
+    """Tell the node what just happened (reward, error, social, achievement, urgency)."""
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        from memory.endocrine import Endocrine
+
+        source = store.hormone_source
+        assert isinstance(source, Endocrine)
+        await source.observe([Event(e) for e in events])
+        return _hormone_doc(store)
+
+    doc = with_store(config_path, data_dir, go)
+    click.echo(json.dumps(doc, indent=2) if as_json else f"now: {json.dumps(doc)}")
