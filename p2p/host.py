@@ -1,0 +1,358 @@
+"""The libp2p host on its own trio thread, bridged to the daemon's asyncio loop.
+
+py-libp2p is trio-native, so the host runs under ``trio.run`` in a dedicated
+thread. Commands go in through ``TrioToken.run_sync_soon`` and report back on an
+asyncio future; accepted messages come out through ``loop.call_soon_threadsafe``
+into one bounded asyncio queue (a full queue drops and counts, never blocks the
+libp2p thread).
+
+The defaults of py-libp2p that silently lose messages are overridden (see
+DESIGN.md section 3): explicit mesh degrees, a 1 s heartbeat, no adaptive gossip,
+no built-in spam limit (ours is per authenticated author, in the validator), no
+IP-diversity rule (it refuses a mesh of peers on one machine), noise as the only
+security transport. Every gossip message passes ``MessageValidator`` before it is
+delivered or forwarded; rejections cost the forwarding peer points in the
+``PenaltyBox`` and a peer past the threshold is disconnected and banned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import multiaddr
+import trio
+
+from crypto.identity import Identity
+from p2p.penalties import PenaltyBox
+from p2p.topics import ALL_TOPICS
+from p2p.validation import MessageValidator, Outcome, Verdict
+
+T = TypeVar("T")
+_log = logging.getLogger("p2p.host")
+
+
+@dataclass(frozen=True, slots=True)
+class HostSettings:
+    listen: tuple[str, ...] = ("/ip4/127.0.0.1/tcp/0",)
+    bootstrap: tuple[str, ...] = ()
+    mdns: bool = False
+    degree: int = 6
+    degree_low: int = 4
+    degree_high: int = 12
+    heartbeat_s: int = 1
+    event_queue: int = 1024
+    redial_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A message that passed validation, from a peer other than this node."""
+
+    topic: str
+    outcome: Outcome
+    forwarder: str  # the peer we received it from (the author's peer may be further away)
+    received_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSnapshot:
+    peer_id: str
+    addrs: tuple[str, ...]
+    penalty_points: float
+    banned_until_ms: int | None = None
+
+
+@dataclass
+class HostCounters:
+    delivered: int = 0
+    dropped_full_queue: int = 0
+    bans: int = 0
+    published: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class P2PHost:
+    def __init__(
+        self,
+        identity: Identity,
+        validator: MessageValidator,
+        penalties: PenaltyBox,
+        settings: HostSettings,
+        *,
+        now_ms: Callable[[], int] = wall_ms,
+    ) -> None:
+        self._identity = identity
+        self.validator = validator
+        self.penalties = penalties
+        self.settings = settings
+        self._now_ms = now_ms
+        self.peer_id = identity.peer_id
+        self.counters = HostCounters()
+        self.deliveries: asyncio.Queue[Delivery] = asyncio.Queue(maxsize=settings.event_queue)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._stop: trio.Event | None = None
+        self._host: Any = None
+        self._pubsub: Any = None
+        self.listen_addrs: list[str] = []
+
+    # --- asyncio side --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the thread and wait until the host listens and has subscribed to every topic."""
+        self._loop = asyncio.get_running_loop()
+        ready: asyncio.Future[list[str]] = self._loop.create_future()
+        self._thread = threading.Thread(target=self._thread_main, args=(ready,), name="libp2p", daemon=True)
+        self._thread.start()
+        try:
+            self.listen_addrs = await asyncio.wait_for(ready, timeout=30)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Close the host (connections, listeners, the seen-cache sweeper) and join the thread."""
+        thread = self._thread
+        if thread is None:
+            return
+        if self._token is not None and self._stop is not None:
+            stop = self._stop
+            with contextlib.suppress(trio.RunFinishedError):  # already finished on its own
+                self._token.run_sync_soon(stop.set)
+        await asyncio.to_thread(thread.join, 15)
+        self._thread = None
+        if thread.is_alive():
+            raise RuntimeError("the libp2p thread did not stop within 15 s")
+
+    async def publish(self, topic: str, data: bytes) -> None:
+        await self._call(lambda: self._pubsub.publish(topic, data))
+        self.counters.published += 1
+
+    async def connect(self, address: str) -> str:
+        """Dial a peer by its full multiaddr (with /p2p/<id>); returns its peer id."""
+        from libp2p.peer.peerinfo import info_from_p2p_addr
+
+        info = info_from_p2p_addr(multiaddr.Multiaddr(address))
+
+        async def dial() -> str:
+            await self._host.connect(info)
+            return str(info.peer_id.to_base58())
+
+        return await self._call(dial)
+
+    async def peers(self) -> list[PeerSnapshot]:
+        async def snapshot() -> list[PeerSnapshot]:
+            now = self._now_ms()
+            out = []
+            banned = self.penalties.banned(now)
+            for peer in self._host.get_connected_peers():
+                pid = peer.to_base58()
+                if pid in banned:
+                    continue
+                addrs = tuple(str(a) for a in self._host.get_peerstore().addrs(peer))
+                out.append(PeerSnapshot(pid, addrs, round(self.penalties.points(pid, now), 1)))
+            for pid, until in self.penalties.banned(now).items():
+                out.append(PeerSnapshot(pid, (), 0.0, until))
+            return out
+
+        return await self._call(snapshot)
+
+    async def mesh_size(self, topic: str) -> int:
+        async def size() -> int:
+            return len(self._pubsub.router.mesh.get(topic, ()))
+
+        return await self._call(size)
+
+    async def _call(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` on the trio thread and await its result here."""
+        loop, token, nursery = self._loop, self._token, self._nursery
+        if loop is None or token is None or nursery is None:
+            raise RuntimeError("the p2p host is not running")
+        future: asyncio.Future[T] = loop.create_future()
+
+        async def run() -> None:
+            try:
+                result = await work()
+            except Exception as exc:  # noqa: BLE001 - handed to the caller, who decides
+                loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
+            finally:  # cancelled by shutdown: the caller must not wait forever (a no-op if settled)
+                loop.call_soon_threadsafe(_settle, future, None, RuntimeError("the p2p host stopped"))
+
+        try:
+            token.run_sync_soon(nursery.start_soon, run)
+        except trio.RunFinishedError:
+            raise RuntimeError("the p2p host has stopped") from None
+        return await future
+
+    # --- trio side -----------------------------------------------------------------------
+
+    def _thread_main(self, ready: asyncio.Future[list[str]]) -> None:
+        assert self._loop is not None
+        loop = self._loop
+        try:
+            trio.run(self._trio_main, ready)
+        except BaseException as exc:  # noqa: BLE001 - reported to the starter, then logged
+            _log.error("p2p.thread_failed", extra={"fields": {"error": repr(exc)}})
+            loop.call_soon_threadsafe(_settle, ready, None, exc)
+
+    async def _trio_main(self, ready: asyncio.Future[list[str]]) -> None:
+        from libp2p import new_host
+        from libp2p.crypto.ed25519 import create_new_key_pair
+        from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
+        from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
+        from libp2p.pubsub.pubsub import Pubsub
+        from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
+        from libp2p.security.noise.transport import Transport as NoiseTransport
+        from libp2p.tools.anyio_service import background_trio_service
+
+        assert self._loop is not None
+        loop = self._loop
+        s = self.settings
+        key_pair = create_new_key_pair(self._identity.seed)
+        listen = [multiaddr.Multiaddr(a) for a in s.listen]
+        host = new_host(
+            key_pair=key_pair,
+            # Noise only: the library's default list also offers plaintext and secio.
+            sec_opt={NOISE_ID: NoiseTransport(key_pair, noise_privkey=x25519_key_pair().private_key)},
+            listen_addrs=listen,
+            enable_mDNS=s.mdns,
+        )
+        router = GossipSub(
+            protocols=[PROTOCOL_ID_V11],
+            degree=s.degree,
+            degree_low=s.degree_low,
+            degree_high=s.degree_high,
+            heartbeat_interval=s.heartbeat_s,
+            adaptive_gossip_enabled=False,
+            spam_protection_enabled=False,
+            eclipse_protection_enabled=False,
+        )
+        # Seen-message memory outlives the envelope window, so a message is never validated twice.
+        window_s = (self.validator.settings.max_age_ms + self.validator.settings.max_ahead_ms) // 1000
+        pubsub = Pubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
+        self._host, self._pubsub = host, pubsub
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        try:
+            async with host.run(listen_addrs=listen), trio.open_nursery() as nursery:
+                self._nursery = nursery
+                async with background_trio_service(pubsub), background_trio_service(router):
+                    await pubsub.wait_until_ready()
+                    for topic in ALL_TOPICS:
+                        pubsub.set_topic_validator(topic, self._validator_for(topic), False)
+                        subscription = await pubsub.subscribe(topic)
+                        nursery.start_soon(_drain, subscription)
+                    nursery.start_soon(self._keep_bootstrap_connected)
+                    nursery.start_soon(self._enforce_bans)
+                    addrs = [str(a) for a in host.get_addrs()]
+                    loop.call_soon_threadsafe(_settle, ready, addrs, None)
+                    await self._stop.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._nursery = None
+            pubsub.seen_messages.stop()  # its sweeper is a thread of its own
+            await host.close()
+
+    def _validator_for(self, topic: str) -> Callable[[Any, Any], bool]:
+        from libp2p.peer.id import ID
+
+        me = self.peer_id
+
+        def validate(forwarder: Any, msg: Any) -> bool:
+            now = self._now_ms()
+            origin = ID(msg.from_id).to_base58()
+            outcome = self.validator.validate(topic, bytes(msg.data), origin, now)
+            sender = forwarder.to_base58()
+            if sender != me and outcome.penalty and self.penalties.penalize(sender, outcome.penalty, now):
+                self.counters.bans += 1
+                _log.warning("p2p.peer_banned", extra={"fields": {"peer": sender, "last_reason": outcome.reason.value}})
+                self._pubsub.add_to_blacklist(forwarder)  # its gossip is dropped from now on
+                if self._nursery is not None:
+                    self._nursery.start_soon(self._disconnect, forwarder)
+            accepted = outcome.verdict is Verdict.ACCEPT
+            if accepted and origin != me:
+                self._deliver(Delivery(topic, outcome, sender, now))
+            return accepted
+
+        return validate
+
+    def _deliver(self, delivery: Delivery) -> None:
+        assert self._loop is not None
+
+        def put() -> None:
+            try:
+                self.deliveries.put_nowait(delivery)
+                self.counters.delivered += 1
+            except asyncio.QueueFull:
+                self.counters.dropped_full_queue += 1
+
+        self._loop.call_soon_threadsafe(put)
+
+    async def _keep_bootstrap_connected(self) -> None:
+        from libp2p.peer.peerinfo import info_from_p2p_addr
+
+        infos = [info_from_p2p_addr(multiaddr.Multiaddr(a)) for a in self.settings.bootstrap]
+        while True:
+            connected = set(self._host.get_connected_peers())
+            for info in infos:
+                if info.peer_id not in connected and not self._pubsub.is_peer_blacklisted(info.peer_id):
+                    try:
+                        with trio.move_on_after(10):
+                            await self._host.connect(info)
+                    except Exception as exc:  # noqa: BLE001 - a bootstrap peer being down is normal
+                        _log.info(
+                            "p2p.bootstrap_unreachable",
+                            extra={"fields": {"peer": str(info.peer_id), "error": str(exc)}},
+                        )
+            await trio.sleep(self.settings.redial_s)
+
+    async def _disconnect(self, peer: Any) -> None:
+        try:
+            await self._host.disconnect(peer)
+        except Exception as exc:  # noqa: BLE001 - already gone is fine
+            _log.debug("p2p.disconnect_failed", extra={"fields": {"peer": str(peer), "error": str(exc)}})
+
+    async def _enforce_bans(self) -> None:
+        """Keep banned peers off (they, or the library's auto-dialer, may reconnect) and lift
+        bans that are over. The pubsub blacklist drops their gossip even while a reconnect lasts."""
+        from libp2p.peer.id import ID
+
+        while True:
+            await trio.sleep(0.5)
+            now = self._now_ms()
+            for peer in self.penalties.expired_bans(now):
+                self._pubsub.remove_from_blacklist(ID.from_base58(peer))
+            banned = self.penalties.banned(now)
+            for peer in self._host.get_connected_peers():
+                if peer.to_base58() in banned:
+                    await self._disconnect(peer)
+
+
+async def _drain(subscription: Any) -> None:
+    """Delivery happens in the validator; empty the library's subscription queue so it never fills."""
+    async for _ in subscription:
+        pass
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)

@@ -1,0 +1,254 @@
+"""The bodies of the envelopes that travel on our gossip topics, and their schemas.
+
+Each body is a msgpack map inside a signed envelope (``crypto.envelope``). ``parse_*``
+turns an untrusted map into a typed message or raises ``SchemaError`` naming the
+field; ``*_body`` builds the map a sender signs. Numbers that are fractions travel
+as integers in thousandths (``level_milli``) so that a body has one encoding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from memory.model import content_hash
+
+KIND_SKILL_LISTING = "skill.listing"
+KIND_SKILL_REVOCATION = "skill.revocation"
+KIND_WEATHER = "weather"
+KIND_TRUST_ATTESTATION = "trust.attestation"
+
+MAX_SKILL_CHARS = 32_000
+MAX_ATTESTED_PEERS = 256
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_SKILL_ID = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
+
+
+class SchemaError(ValueError):
+    """A body that does not match its kind's schema."""
+
+
+def _field(doc: dict[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:
+    if name not in doc:
+        if optional:
+            return None
+        raise SchemaError(f"missing field {name!r}")
+    value = doc[name]
+    if kind is int and (type(value) is not int):
+        raise SchemaError(f"{name!r} must be an integer")
+    if kind is not int and not isinstance(value, kind):
+        raise SchemaError(f"{name!r} must be {kind.__name__}")
+    return value
+
+
+def _text(doc: dict[str, Any], name: str, limit: int, *, optional: bool = False, empty: bool = False) -> str:
+    value = _field(doc, name, str, optional=optional)
+    if value is None:
+        return ""
+    if len(value) > limit:
+        raise SchemaError(f"{name!r} is longer than {limit} characters")
+    if not empty and not value.strip():
+        raise SchemaError(f"{name!r} must not be empty")
+    return str(value)
+
+
+def _int(doc: dict[str, Any], name: str, low: int, high: int) -> int:
+    value = int(_field(doc, name, int))
+    if not low <= value <= high:
+        raise SchemaError(f"{name!r} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _only(doc: dict[str, Any], allowed: set[str]) -> None:
+    extra = set(doc) - allowed
+    if extra:
+        raise SchemaError(f"unexpected fields {sorted(str(k) for k in extra)}")
+
+
+@dataclass(frozen=True, slots=True)
+class SkillListing:
+    """A skill offered on the network: a new skill, or a new version of a known one."""
+
+    stable_skill_id: str
+    version: int
+    content_hash: str
+    title: str
+    description: str
+    tags: tuple[str, ...]
+    category: str
+    price_micro_usdc: int
+    seller_address: str
+    executions: int
+    successes: int
+    content: str | None  # the skill itself when it is shared freely; None for a paid listing
+
+
+_LISTING_FIELDS = {
+    "stable_skill_id", "version", "content_hash", "title", "description", "tags", "category",
+    "price_micro_usdc", "seller_address", "executions", "successes", "content",
+}  # fmt: skip
+
+
+def parse_skill_listing(doc: dict[str, Any]) -> SkillListing:
+    _only(doc, _LISTING_FIELDS)
+    skill_id = _text(doc, "stable_skill_id", 64)
+    if not _SKILL_ID.fullmatch(skill_id):
+        raise SchemaError("'stable_skill_id' may hold letters, digits and . _ : - only")
+    chash = _text(doc, "content_hash", 64)
+    if not _HEX64.fullmatch(chash):
+        raise SchemaError("'content_hash' must be 64 lowercase hex digits")
+    tags = _field(doc, "tags", list)
+    if len(tags) > 16 or not all(isinstance(t, str) and 0 < len(t) <= 32 for t in tags):
+        raise SchemaError("'tags' must be at most 16 strings of 1-32 characters")
+    address = _text(doc, "seller_address", 42, empty=True)
+    if address and not _ADDRESS.fullmatch(address):
+        raise SchemaError("'seller_address' must be an 0x-prefixed 20-byte hex address")
+    executions = _int(doc, "executions", 0, 10**9)
+    successes = _int(doc, "successes", 0, 10**9)
+    if successes > executions:
+        raise SchemaError("'successes' cannot exceed 'executions'")
+    content = _field(doc, "content", str, optional=True)
+    if content is not None:
+        if not content.strip() or len(content) > MAX_SKILL_CHARS:
+            raise SchemaError(f"'content' must be 1-{MAX_SKILL_CHARS} characters")
+        if content_hash(content) != chash:
+            raise SchemaError("'content' does not match 'content_hash'")
+    return SkillListing(
+        stable_skill_id=skill_id,
+        version=_int(doc, "version", 1, 10**6),
+        content_hash=chash,
+        title=_text(doc, "title", 200),
+        description=_text(doc, "description", 2_000, empty=True),
+        tags=tuple(tags),
+        category=_text(doc, "category", 64, empty=True),
+        price_micro_usdc=_int(doc, "price_micro_usdc", 0, 10**12),
+        seller_address=address,
+        executions=executions,
+        successes=successes,
+        content=content,
+    )
+
+
+def skill_listing_body(listing: SkillListing) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "stable_skill_id": listing.stable_skill_id,
+        "version": listing.version,
+        "content_hash": listing.content_hash,
+        "title": listing.title,
+        "description": listing.description,
+        "tags": list(listing.tags),
+        "category": listing.category,
+        "price_micro_usdc": listing.price_micro_usdc,
+        "seller_address": listing.seller_address,
+        "executions": listing.executions,
+        "successes": listing.successes,
+    }
+    if listing.content is not None:
+        body["content"] = listing.content
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRevocation:
+    stable_skill_id: str
+    publisher: bytes  # the original author's public key (a management key may revoke for it)
+    reason: str
+
+
+def parse_skill_revocation(doc: dict[str, Any]) -> SkillRevocation:
+    _only(doc, {"stable_skill_id", "publisher", "reason"})
+    skill_id = _text(doc, "stable_skill_id", 64)
+    if not _SKILL_ID.fullmatch(skill_id):
+        raise SchemaError("'stable_skill_id' may hold letters, digits and . _ : - only")
+    publisher = _field(doc, "publisher", bytes)
+    if len(publisher) != 32:
+        raise SchemaError("'publisher' must be a 32-byte public key")
+    return SkillRevocation(skill_id, bytes(publisher), _text(doc, "reason", 280))
+
+
+def skill_revocation_body(revocation: SkillRevocation) -> dict[str, Any]:
+    return {
+        "stable_skill_id": revocation.stable_skill_id,
+        "publisher": revocation.publisher,
+        "reason": revocation.reason,
+    }
+
+
+MAX_WEATHER_S = 7 * 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class Weather:
+    """A network cortisol override, signed by a management key."""
+
+    level_milli: int  # 0..1000: cortisol 0.0..1.0
+    duration_s: int
+    reason: str
+    issued_ms: int  # equals the envelope's timestamp
+    seq: int  # per management key, strictly increasing
+
+    @property
+    def level(self) -> float:
+        return self.level_milli / 1000
+
+    @property
+    def until_ms(self) -> int:
+        return self.issued_ms + self.duration_s * 1000
+
+
+def parse_weather(doc: dict[str, Any]) -> Weather:
+    _only(doc, {"level_milli", "duration_s", "reason", "issued_ms", "seq"})
+    return Weather(
+        level_milli=_int(doc, "level_milli", 0, 1000),
+        duration_s=_int(doc, "duration_s", 1, MAX_WEATHER_S),
+        reason=_text(doc, "reason", 280),
+        issued_ms=_int(doc, "issued_ms", 0, 2**62),
+        seq=_int(doc, "seq", 1, 2**62),
+    )
+
+
+def weather_body(weather: Weather) -> dict[str, Any]:
+    return {
+        "level_milli": weather.level_milli,
+        "duration_s": weather.duration_s,
+        "reason": weather.reason,
+        "issued_ms": weather.issued_ms,
+        "seq": weather.seq,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class TrustAttestation:
+    """A node's local trust in the peers it has dealt with, for EigenTrust."""
+
+    ratings: tuple[tuple[bytes, int], ...]  # (peer public key, local trust in thousandths)
+
+
+def parse_trust_attestation(doc: dict[str, Any]) -> TrustAttestation:
+    _only(doc, {"ratings"})
+    ratings = _field(doc, "ratings", list)
+    if len(ratings) > MAX_ATTESTED_PEERS:
+        raise SchemaError(f"'ratings' holds at most {MAX_ATTESTED_PEERS} peers")
+    parsed: list[tuple[bytes, int]] = []
+    seen: set[bytes] = set()
+    for entry in ratings:
+        if (
+            not isinstance(entry, list)
+            or len(entry) != 2
+            or not isinstance(entry[0], bytes)
+            or len(entry[0]) != 32
+            or type(entry[1]) is not int
+            or not 0 <= entry[1] <= 1000
+        ):
+            raise SchemaError("each rating is [32-byte public key, 0..1000]")
+        if entry[0] in seen:
+            raise SchemaError("a peer is rated twice")
+        seen.add(entry[0])
+        parsed.append((bytes(entry[0]), int(entry[1])))
+    return TrustAttestation(tuple(parsed))
+
+
+def trust_attestation_body(attestation: TrustAttestation) -> dict[str, Any]:
+    return {"ratings": [[key, milli] for key, milli in attestation.ratings]}

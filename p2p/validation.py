@@ -1,0 +1,285 @@
+"""Validate before forward: the checks every gossip message passes before this node relays it.
+
+Order (cheap and unauthenticated first, so forged traffic costs little): size,
+decode, kind for the topic, author = originating peer, timestamp window, body
+schema, signature, replay (author + nonce), per-author rate, trust gate. The
+first failing check decides. Every reason maps, in ``POLICY`` (the one table), to a
+verdict (accept / ignore / reject, as in gossipsub v1.1) and to the penalty the
+forwarding peer earns; ``p2p.penalties`` turns penalties into disconnects and bans.
+
+The validator runs on the libp2p thread. What it reads from the rest of the
+node (trust levels) is an immutable snapshot swapped in whole; what it writes
+(counters) is read through ``snapshot_counters`` under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from crypto.anchors import TrustAnchors
+from crypto.envelope import Envelope, decode_envelope, verify_signature
+from crypto.errors import (
+    BadSignature,
+    EnvelopeError,
+    EnvelopeTooLarge,
+    Expired,
+    FromFuture,
+    MalformedEnvelope,
+    Replayed,
+    UnknownKind,
+    UnknownVersion,
+)
+from crypto.peer_id import peer_id_from_ed25519
+from crypto.windows import ReplayGuard, TimestampWindow
+from p2p.messages import (
+    KIND_SKILL_LISTING,
+    KIND_SKILL_REVOCATION,
+    KIND_TRUST_ATTESTATION,
+    KIND_WEATHER,
+    SchemaError,
+    SkillRevocation,
+    Weather,
+    parse_skill_listing,
+    parse_skill_revocation,
+    parse_trust_attestation,
+    parse_weather,
+)
+from p2p.topics import SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.trust import TrustLevel
+
+
+class Verdict(StrEnum):
+    ACCEPT = "accept"  # deliver and forward
+    IGNORE = "ignore"  # drop quietly: may be honest (a late or duplicate message)
+    REJECT = "reject"  # drop and hold it against the peer that sent it
+
+
+class Reason(StrEnum):
+    ACCEPTED = "accepted"
+    TOO_LARGE = "too_large"
+    MALFORMED = "malformed"
+    UNKNOWN_VERSION = "unknown_version"
+    WRONG_KIND = "wrong_kind"
+    AUTHOR_MISMATCH = "author_mismatch"
+    EXPIRED = "expired"
+    FROM_FUTURE = "from_future"
+    SCHEMA = "schema"
+    BAD_SIGNATURE = "bad_signature"
+    REPLAYED = "replayed"
+    RATE_LIMITED = "rate_limited"
+    NOT_MANAGEMENT = "not_management"
+    STALE_WEATHER = "stale_weather"
+    NOT_PUBLISHER = "not_publisher"
+    INGESTION_HALTED = "ingestion_halted"
+
+
+#: reason -> (verdict, penalty points for the forwarding peer). Honest relays can forward only
+#: what they validated themselves, so anything a reject stands for was made or altered by the
+#: peer we got it from. Ignores are for what an honest peer might still send: a version we do not
+#: speak, clock skew at the window's edge, a weather sequence we already have.
+POLICY: dict[Reason, tuple[Verdict, int]] = {
+    Reason.ACCEPTED: (Verdict.ACCEPT, 0),
+    Reason.TOO_LARGE: (Verdict.REJECT, 25),
+    Reason.MALFORMED: (Verdict.REJECT, 25),
+    Reason.UNKNOWN_VERSION: (Verdict.IGNORE, 0),
+    Reason.WRONG_KIND: (Verdict.REJECT, 25),
+    Reason.AUTHOR_MISMATCH: (Verdict.REJECT, 50),
+    Reason.EXPIRED: (Verdict.IGNORE, 2),
+    Reason.FROM_FUTURE: (Verdict.IGNORE, 2),
+    Reason.SCHEMA: (Verdict.REJECT, 25),
+    Reason.BAD_SIGNATURE: (Verdict.REJECT, 50),
+    Reason.REPLAYED: (Verdict.REJECT, 10),
+    Reason.RATE_LIMITED: (Verdict.IGNORE, 5),
+    Reason.NOT_MANAGEMENT: (Verdict.REJECT, 50),
+    Reason.STALE_WEATHER: (Verdict.IGNORE, 1),
+    Reason.NOT_PUBLISHER: (Verdict.REJECT, 50),
+    Reason.INGESTION_HALTED: (Verdict.IGNORE, 0),
+}
+
+#: Which envelope kinds each topic carries.
+TOPIC_KINDS: dict[str, frozenset[str]] = {
+    SKILLS_TOPIC: frozenset({KIND_SKILL_LISTING, KIND_SKILL_REVOCATION}),
+    WEATHER_TOPIC: frozenset({KIND_WEATHER}),
+    TRUST_TOPIC: frozenset({KIND_TRUST_ATTESTATION}),
+}
+
+_PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    KIND_SKILL_LISTING: parse_skill_listing,
+    KIND_SKILL_REVOCATION: parse_skill_revocation,
+    KIND_WEATHER: parse_weather,
+    KIND_TRUST_ATTESTATION: parse_trust_attestation,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    verdict: Verdict
+    reason: Reason
+    penalty: int
+    detail: str = ""
+    envelope: Envelope | None = None
+    message: Any = None  # the parsed body, when accepted
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    per_s: float
+    burst: int
+
+
+class TokenBuckets:
+    """Per-key token buckets: ``allow`` spends one token if there is one."""
+
+    def __init__(self, limit: RateLimit, max_keys: int = 100_000) -> None:
+        self._limit = limit
+        self._max_keys = max_keys
+        self._buckets: dict[bytes, tuple[float, int]] = {}  # key -> (tokens, last refill ms)
+
+    def allow(self, key: bytes, now_ms: int) -> bool:
+        tokens, last = self._buckets.get(key, (float(self._limit.burst), now_ms))
+        tokens = min(float(self._limit.burst), tokens + max(0, now_ms - last) * self._limit.per_s / 1000)
+        allowed = tokens >= 1.0
+        if len(self._buckets) >= self._max_keys and key not in self._buckets:
+            self._buckets.clear()  # bounded memory: a reset is generous, never unsafe for honest peers
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now_ms)
+        return allowed
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatorSettings:
+    max_envelope_bytes: int = 65_536
+    max_age_ms: int = 300_000
+    max_ahead_ms: int = 60_000
+    replay_entries: int = 100_000
+    skill_rate: RateLimit = RateLimit(per_s=5.0, burst=20)
+    weather_rate: RateLimit = RateLimit(per_s=1.0, burst=5)
+    trust_rate: RateLimit = RateLimit(per_s=0.2, burst=3)
+
+
+class MessageValidator:
+    def __init__(self, anchors: TrustAnchors, settings: ValidatorSettings | None = None) -> None:
+        self.settings = settings or ValidatorSettings()
+        s = self.settings
+        self._anchors = anchors
+        self._window = TimestampWindow(max_age_ms=s.max_age_ms, max_ahead_ms=s.max_ahead_ms)
+        self._replay = ReplayGuard(horizon_ms=s.max_age_ms + s.max_ahead_ms, max_entries=s.replay_entries)
+        self._rates = {
+            SKILLS_TOPIC: TokenBuckets(s.skill_rate),
+            WEATHER_TOPIC: TokenBuckets(s.weather_rate),
+            TRUST_TOPIC: TokenBuckets(s.trust_rate),
+        }
+        self._peer_ids: dict[bytes, str] = {}
+        self._weather_seq: dict[bytes, int] = {}
+        self._counters: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        #: Trust level of each known author (public key); replaced whole by the trust book.
+        self.trust_levels: Mapping[bytes, TrustLevel] = {}
+        #: While now < this, skills from authors below trusted are not ingested or forwarded.
+        self.halted_until_ms = 0
+
+    def restore_weather_sequences(self, sequences: Mapping[bytes, int]) -> None:
+        self._weather_seq.update(sequences)
+
+    def weather_sequences(self) -> dict[bytes, int]:
+        return dict(self._weather_seq)
+
+    def snapshot_counters(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            items = list(self._counters.items())
+        out: dict[str, dict[str, int]] = {}
+        for (topic, reason), count in items:
+            out.setdefault(topic, {})[reason] = count
+        return out
+
+    def level_of(self, author: bytes) -> TrustLevel:
+        if self._anchors.is_management(author):
+            return TrustLevel.VERIFIED
+        return self.trust_levels.get(author, TrustLevel.PROVISIONAL)
+
+    def validate(self, topic: str, data: bytes, origin_peer: str, now_ms: int) -> Outcome:
+        outcome = self._validate(topic, data, origin_peer, now_ms)
+        with self._lock:
+            self._counters[(topic, outcome.reason.value)] += 1
+        return outcome
+
+    def _validate(self, topic: str, data: bytes, origin_peer: str, now_ms: int) -> Outcome:
+        kinds = TOPIC_KINDS.get(topic)
+        if kinds is None:
+            return _out(Reason.WRONG_KIND, f"no such topic {topic}")
+        try:
+            envelope = decode_envelope(data, kinds=kinds, max_bytes=self.settings.max_envelope_bytes)
+        except EnvelopeTooLarge as exc:
+            return _out(Reason.TOO_LARGE, str(exc))
+        except UnknownVersion as exc:
+            return _out(Reason.UNKNOWN_VERSION, str(exc))
+        except UnknownKind as exc:
+            return _out(Reason.WRONG_KIND, str(exc))
+        except MalformedEnvelope as exc:
+            return _out(Reason.MALFORMED, str(exc))
+        if self._peer_id(envelope.author) != origin_peer:
+            return _out(Reason.AUTHOR_MISMATCH, "the envelope's author is not the peer that published it")
+        try:
+            self._window.check(envelope.ts_ms, now_ms)
+        except Expired as exc:
+            return _out(Reason.EXPIRED, str(exc))
+        except FromFuture as exc:
+            return _out(Reason.FROM_FUTURE, str(exc))
+        try:
+            message = _PARSERS[envelope.kind](envelope.body_map())
+        except (SchemaError, MalformedEnvelope) as exc:
+            return _out(Reason.SCHEMA, str(exc))
+        try:
+            verify_signature(envelope)
+        except BadSignature as exc:
+            return _out(Reason.BAD_SIGNATURE, str(exc))
+        try:
+            self._replay.check_and_record(envelope.author, envelope.nonce, envelope.ts_ms, now_ms)
+        except Replayed as exc:
+            return _out(Reason.REPLAYED, str(exc))
+        except EnvelopeError as exc:  # below the replay floor: older than anything we can vouch for
+            return _out(Reason.EXPIRED, str(exc))
+        if not self._rates[topic].allow(envelope.author, now_ms):
+            return _out(Reason.RATE_LIMITED, "author over its rate")
+        gate = self._trust_gate(envelope, message, now_ms)
+        if gate is not None:
+            return gate
+        return Outcome(Verdict.ACCEPT, Reason.ACCEPTED, 0, "", envelope, message)
+
+    def _trust_gate(self, envelope: Envelope, message: Any, now_ms: int) -> Outcome | None:
+        author = envelope.author
+        if isinstance(message, Weather):
+            if not self._anchors.is_management(author):
+                return _out(Reason.NOT_MANAGEMENT, "weather from a key that is not a configured management key")
+            if message.issued_ms != envelope.ts_ms:
+                return _out(Reason.SCHEMA, "weather issue time differs from the envelope's timestamp")
+            if message.seq <= self._weather_seq.get(author, 0):
+                return _out(Reason.STALE_WEATHER, f"sequence {message.seq} already superseded")
+            self._weather_seq[author] = message.seq
+            self.halted_until_ms = max(self.halted_until_ms, message.until_ms) if message.level_milli else 0
+            return None
+        if isinstance(message, SkillRevocation):
+            if author != message.publisher and not self._anchors.is_management(author):
+                return _out(Reason.NOT_PUBLISHER, "only the publisher or a management key may revoke")
+            return None
+        halted = envelope.kind == KIND_SKILL_LISTING and now_ms < self.halted_until_ms
+        if halted and self.level_of(author) not in (TrustLevel.TRUSTED, TrustLevel.VERIFIED):
+            return _out(Reason.INGESTION_HALTED, "network weather: skills only from trusted peers")
+        return None
+
+    def _peer_id(self, author: bytes) -> str:
+        peer = self._peer_ids.get(author)
+        if peer is None:
+            if len(self._peer_ids) > 100_000:
+                self._peer_ids.clear()
+            peer = self._peer_ids[author] = peer_id_from_ed25519(author)
+        return peer
+
+
+def _out(reason: Reason, detail: str) -> Outcome:
+    verdict, penalty = POLICY[reason]
+    return Outcome(verdict, reason, penalty, detail)

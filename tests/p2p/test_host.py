@@ -1,0 +1,175 @@
+"""Real libp2p hosts on 127.0.0.1, each on its own trio thread: relay, first-hop rejection, bans, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import itertools
+import os
+import threading
+from collections.abc import AsyncIterator
+
+import pytest
+
+from crypto.anchors import TrustAnchors
+from crypto.identity import Identity
+from p2p.host import HostSettings, P2PHost
+from p2p.penalties import PenaltyBox, PenaltySettings
+from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
+from p2p.validation import POLICY, MessageValidator, Outcome, Reason, Verdict
+from tests.p2p.conftest import skill_envelope, wall_ms, weather_envelope
+
+SMALL_MESH = HostSettings(degree=3, degree_low=2, degree_high=6)
+
+
+class RogueValidator(MessageValidator):
+    """Named fake for an attacker's node: forwards anything, so its junk reaches an honest first hop."""
+
+    def validate(self, topic: str, data: bytes, origin_peer: str, now_ms: int) -> Outcome:
+        return Outcome(Verdict.ACCEPT, Reason.ACCEPTED, 0)
+
+
+async def start_line(*validators: MessageValidator, penalties: PenaltySettings | None = None) -> list[P2PHost]:
+    """Hosts connected in a line (0 - 1 - 2 ...), returned once every gossip mesh has formed."""
+    hosts = [P2PHost(Identity.generate(), v, PenaltyBox(penalties), SMALL_MESH) for v in validators]
+    for host in hosts:
+        await host.start()
+    for left, right in itertools.pairwise(hosts):
+        await right.connect(left.listen_addrs[0])
+    async with asyncio.timeout(15):
+        for host in hosts:
+            while await host.mesh_size(SKILLS_TOPIC) < 1:  # noqa: ASYNC110 - polling the library's mesh
+                await asyncio.sleep(0.1)
+    return hosts
+
+
+@pytest.fixture
+async def honest_three() -> AsyncIterator[list[P2PHost]]:
+    hosts = await start_line(*(MessageValidator(TrustAnchors()) for _ in range(3)))
+    try:
+        yield hosts
+    finally:
+        for host in hosts:
+            await host.stop()
+
+
+async def test_a_skill_crosses_a_relay(honest_three: list[P2PHost]) -> None:
+    a, b, c = honest_three
+    author = a._identity
+    await a.publish(SKILLS_TOPIC, skill_envelope(author, wall_ms()).encode())
+    at_c = await asyncio.wait_for(c.deliveries.get(), 5)
+    assert at_c.outcome.reason is Reason.ACCEPTED and at_c.forwarder == b.peer_id
+    assert at_c.outcome.envelope is not None and at_c.outcome.envelope.author == author.public_key
+    assert b.deliveries.qsize() == 1 and a.deliveries.qsize() == 0  # a publisher does not deliver to itself
+
+
+async def test_junk_is_rejected_at_the_first_hop_and_never_reaches_the_third_node() -> None:
+    manager = Identity.generate()
+    rogue_v = RogueValidator(TrustAnchors())
+    rogue, first, third = await start_line(
+        rogue_v,
+        MessageValidator(TrustAnchors([manager.public_key])),
+        MessageValidator(TrustAnchors([manager.public_key])),
+        penalties=PenaltySettings(threshold=10_000),  # keep the rogue connected: every message gets judged
+    )
+    try:
+        me, now = rogue._identity, wall_ms()
+        stolen = weather_envelope(manager, now).encode()  # a real manager's envelope, published by the rogue
+        good = skill_envelope(me, now)
+        junk = {
+            "malformed": b"\x93not an envelope",
+            "oversized": b"\x00" * 70_000,
+            "forged": good._replace(sig=bytes(64)).encode(),
+            "stale": skill_envelope(me, now - 3_600_000).encode(),
+            "wrong_key_weather": weather_envelope(me, now).encode(),
+            "not_the_author": stolen,
+        }
+        for name, data in junk.items():
+            topic = WEATHER_TOPIC if "weather" in name or name == "not_the_author" else SKILLS_TOPIC
+            await rogue.publish(topic, data)
+        replayed = skill_envelope(me, now).encode()
+        await rogue.publish(SKILLS_TOPIC, replayed)
+        await rogue.publish(SKILLS_TOPIC, replayed)  # same envelope, new gossip message
+        async with asyncio.timeout(10):
+            while sum(sum(r.values()) for r in first.validator.snapshot_counters().values()) < 8:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        counts = first.validator.snapshot_counters()
+        assert counts[SKILLS_TOPIC] == {
+            "malformed": 1,
+            "too_large": 1,
+            "bad_signature": 1,
+            "expired": 1,
+            "accepted": 1,
+            "replayed": 1,
+        }
+        assert counts[WEATHER_TOPIC] == {"not_management": 1, "author_mismatch": 1}
+        await asyncio.sleep(1.0)
+        # Only the one honest-looking skill went on; nothing else reached the third node.
+        assert third.validator.snapshot_counters() == {SKILLS_TOPIC: {"accepted": 1}}
+        expected = sum(POLICY[Reason(r)][1] for t in counts.values() for r in t)
+        peers = {p.peer_id: p for p in await first.peers()}
+        assert peers[rogue.peer_id].penalty_points == pytest.approx(expected, rel=0.05)
+    finally:
+        for host in (rogue, first, third):
+            await host.stop()
+
+
+async def test_a_flooding_peer_is_banned_while_honest_delivery_goes_on() -> None:
+    rogue, first, third = await start_line(
+        RogueValidator(TrustAnchors()), MessageValidator(TrustAnchors()), MessageValidator(TrustAnchors())
+    )
+    try:
+        for _ in range(60):  # far past its rate: 5 points per ignored message, banned at 100
+            await rogue.publish(SKILLS_TOPIC, skill_envelope(rogue._identity, wall_ms()).encode())
+        async with asyncio.timeout(10):
+            while first.counters.bans < 1:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        async with asyncio.timeout(10):
+            while rogue.peer_id in {p.peer_id for p in await first.peers() if p.banned_until_ms is None}:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        banned = {p.peer_id: p for p in await first.peers()}[rogue.peer_id]
+        assert banned.banned_until_ms is not None
+        # The honest line still works.
+        while not third.deliveries.empty():
+            third.deliveries.get_nowait()
+        await first.publish(SKILLS_TOPIC, skill_envelope(first._identity, wall_ms()).encode())
+        delivery = await asyncio.wait_for(third.deliveries.get(), 5)
+        assert delivery.outcome.envelope is not None and delivery.outcome.envelope.author == first._identity.public_key
+    finally:
+        for host in (rogue, first, third):
+            await host.stop()
+
+
+async def test_repeated_start_and_stop_leaks_no_threads_or_fds() -> None:
+    async def cycle() -> None:
+        a = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
+        b = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
+        await a.start()
+        await b.start()
+        await b.connect(a.listen_addrs[0])
+        await b.stop()
+        await a.stop()
+
+    def own_threads() -> set[str]:
+        # The asyncio default executor grows its pool on demand: its threads are not ours to count.
+        return {t.name for t in threading.enumerate() if not t.name.startswith("asyncio_")}
+
+    def open_fds() -> list[str]:
+        gc.collect()  # sockets closed but not yet collected are not leaks
+        names = []
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(FileNotFoundError):  # the listing's own fd is gone by now
+                names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return sorted(names)
+
+    await cycle()  # warm up: executor threads, imports
+    threads = own_threads()
+    before = open_fds()
+    for _ in range(5):
+        await cycle()
+    await asyncio.sleep(0.5)
+    after = open_fds()
+    assert own_threads() <= threads
+    # Each cycle opens two listeners and a connection (>= 4 sockets): a leak would grow by 20+.
+    assert len(after) <= len(before) + 2, sorted(set(after) - set(before))

@@ -1,0 +1,148 @@
+"""Validate before forward: every reason in the policy table, with real keys and real envelopes."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from crypto.anchors import TrustAnchors
+from crypto.envelope import pack_body, seal_envelope
+from crypto.identity import Identity
+from p2p.messages import (
+    KIND_SKILL_LISTING,
+    KIND_SKILL_REVOCATION,
+    SkillRevocation,
+    skill_listing_body,
+    skill_revocation_body,
+)
+from p2p.topics import SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.trust import TrustLevel
+from p2p.validation import POLICY, MessageValidator, Reason, Verdict
+from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope
+
+ALICE = Identity.from_seed(b"a" * 32)
+MALLORY = Identity.from_seed(b"m" * 32)
+MANAGER = Identity.from_seed(b"k" * 32)
+
+
+@pytest.fixture
+def validator() -> MessageValidator:
+    return MessageValidator(TrustAnchors([MANAGER.public_key]))
+
+
+def check(
+    v: MessageValidator, data: bytes, *, topic: str = SKILLS_TOPIC, origin: Identity = ALICE, now: int = NOW
+) -> Reason:
+    outcome = v.validate(topic, data, origin.peer_id, now)
+    assert (outcome.verdict, outcome.penalty) == POLICY[outcome.reason]
+    return outcome.reason
+
+
+def test_a_good_skill_is_accepted_with_its_parsed_body(validator: MessageValidator) -> None:
+    outcome = validator.validate(SKILLS_TOPIC, skill_envelope(ALICE, NOW).encode(), ALICE.peer_id, NOW)
+    assert outcome.verdict is Verdict.ACCEPT and outcome.message == listing()
+    assert validator.snapshot_counters() == {SKILLS_TOPIC: {"accepted": 1}}
+
+
+def test_every_policy_reason_has_a_verdict_and_rejections_cost_points() -> None:
+    assert set(POLICY) == set(Reason)
+    assert all(points > 0 for verdict, points in POLICY.values() if verdict is Verdict.REJECT)
+
+
+def test_size_decode_version_and_kind(validator: MessageValidator) -> None:
+    assert check(validator, b"\x00" * 70_000) is Reason.TOO_LARGE
+    assert check(validator, b"\x93\x01\x02") is Reason.MALFORMED
+    assert check(validator, b"") is Reason.MALFORMED
+    good = skill_envelope(ALICE, NOW)
+    v2 = msgpack.packb(
+        {"v": 2, "kind": good.kind, "author": good.author, "ts_ms": good.ts_ms, "nonce": good.nonce,
+         "body": good.body, "sig": good.sig},
+        use_bin_type=True,
+    )  # fmt: skip
+    assert check(validator, v2) is Reason.UNKNOWN_VERSION
+    assert check(validator, weather_envelope(MANAGER, NOW).encode(), origin=MANAGER) is Reason.WRONG_KIND
+    assert check(validator, good.encode(), topic=TRUST_TOPIC) is Reason.WRONG_KIND
+
+
+def test_author_must_be_the_publishing_peer(validator: MessageValidator) -> None:
+    assert check(validator, skill_envelope(ALICE, NOW).encode(), origin=MALLORY) is Reason.AUTHOR_MISMATCH
+
+
+def test_timestamp_window(validator: MessageValidator) -> None:
+    assert check(validator, skill_envelope(ALICE, NOW - 301_000).encode()) is Reason.EXPIRED
+    assert check(validator, skill_envelope(ALICE, NOW + 61_000).encode()) is Reason.FROM_FUTURE
+    assert check(validator, skill_envelope(ALICE, NOW - 299_000).encode()) is Reason.ACCEPTED
+
+
+def test_schema(validator: MessageValidator) -> None:
+    body = skill_listing_body(listing())
+    body["content"] = "something else than what the hash says"
+    forged = seal_envelope(ALICE, KIND_SKILL_LISTING, pack_body(body), now_ms=NOW)
+    assert check(validator, forged.encode()) is Reason.SCHEMA
+    extra = {**skill_listing_body(listing()), "admin": True}
+    assert check(validator, seal_envelope(ALICE, KIND_SKILL_LISTING, pack_body(extra), now_ms=NOW).encode()) is (
+        Reason.SCHEMA
+    )
+
+
+@pytest.mark.parametrize("field", ["sig", "body", "nonce", "ts_ms", "kind"])
+def test_any_tampered_field_fails_the_signature(validator: MessageValidator, field: str) -> None:
+    good = skill_envelope(ALICE, NOW)
+    if field == "sig":
+        bad = good._replace(sig=bytes([good.sig[0] ^ 1]) + good.sig[1:])
+    elif field == "body":
+        other = pack_body(skill_listing_body(listing(price_micro_usdc=1)))
+        bad = good._replace(body=other)
+    elif field == "nonce":
+        bad = good._replace(nonce=bytes(16))
+    elif field == "ts_ms":
+        bad = good._replace(ts_ms=good.ts_ms + 1)
+    else:
+        bad = good._replace(kind=KIND_SKILL_REVOCATION)
+    reason = check(validator, bad.encode())
+    assert reason in (Reason.BAD_SIGNATURE, Reason.SCHEMA)  # a revocation body check may come first
+    if field != "kind":
+        assert reason is Reason.BAD_SIGNATURE
+
+
+def test_replay_is_rejected(validator: MessageValidator) -> None:
+    data = skill_envelope(ALICE, NOW).encode()
+    assert check(validator, data) is Reason.ACCEPTED
+    assert check(validator, data, now=NOW + 5_000) is Reason.REPLAYED
+
+
+def test_per_author_rate_limit(validator: MessageValidator) -> None:
+    reasons = [check(validator, skill_envelope(ALICE, NOW).encode()) for _ in range(25)]
+    assert reasons[:20] == [Reason.ACCEPTED] * 20 and set(reasons[20:]) == {Reason.RATE_LIMITED}
+    assert check(validator, skill_envelope(MALLORY, NOW).encode(), origin=MALLORY) is Reason.ACCEPTED
+    assert check(validator, skill_envelope(ALICE, NOW + 1_000).encode(), now=NOW + 1_000) is Reason.ACCEPTED
+
+
+def test_weather_only_from_management_and_only_newer_sequences(validator: MessageValidator) -> None:
+    assert check(validator, weather_envelope(ALICE, NOW).encode(), topic=WEATHER_TOPIC) is Reason.NOT_MANAGEMENT
+    assert check(validator, weather_envelope(MANAGER, NOW, seq=5).encode(), topic=WEATHER_TOPIC, origin=MANAGER) is (
+        Reason.ACCEPTED
+    )
+    stale = weather_envelope(MANAGER, NOW + 1, seq=5).encode()
+    assert check(validator, stale, topic=WEATHER_TOPIC, origin=MANAGER, now=NOW + 1) is Reason.STALE_WEATHER
+
+
+def test_weather_halts_skills_from_authors_below_trusted_until_it_expires(validator: MessageValidator) -> None:
+    storm = weather_envelope(MANAGER, NOW, duration_s=300).encode()
+    assert check(validator, storm, topic=WEATHER_TOPIC, origin=MANAGER) is Reason.ACCEPTED
+    assert check(validator, skill_envelope(ALICE, NOW + 1).encode(), now=NOW + 1) is Reason.INGESTION_HALTED
+    validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
+    assert check(validator, skill_envelope(ALICE, NOW + 2).encode(), now=NOW + 2) is Reason.ACCEPTED
+    validator.trust_levels = {}
+    later = NOW + 300_000
+    assert check(validator, skill_envelope(ALICE, later).encode(), now=later) is Reason.ACCEPTED
+
+
+def test_only_the_publisher_or_management_may_revoke(validator: MessageValidator) -> None:
+    def revoke(author: Identity) -> bytes:
+        body = skill_revocation_body(SkillRevocation("ops.rotate-logs", ALICE.public_key, "superseded"))
+        return seal_envelope(author, KIND_SKILL_REVOCATION, pack_body(body), now_ms=NOW).encode()
+
+    assert check(validator, revoke(MALLORY), origin=MALLORY) is Reason.NOT_PUBLISHER
+    assert check(validator, revoke(ALICE)) is Reason.ACCEPTED
+    assert check(validator, revoke(MANAGER), origin=MANAGER) is Reason.ACCEPTED
