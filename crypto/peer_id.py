@@ -31,3 +31,27 @@ def peer_id_from_ed25519(public_key: bytes) -> str:
         raise ValueError(f"an Ed25519 public key has 32 bytes, got {len(public_key)}")
     encoded = _ED25519_PROTO_PREFIX + public_key
     return b58encode(bytes([_IDENTITY_MULTIHASH, len(encoded)]) + encoded)
+
+
+def b58decode(text: str) -> bytes:
+    number = 0
+    for char in text:
+        index = _B58_ALPHABET.find(char)
+        if index < 0:
+            raise ValueError(f"not base58: {char!r}")
+        number = number * 58 + index
+    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
+    leading = len(text) - len(text.lstrip("1"))
+    return b"\x00" * leading + body
+
+
+def ed25519_from_peer_id(peer_id: str) -> bytes | None:
+    """The public key inside an Ed25519 peer id, or None for any other kind of peer id."""
+    try:
+        raw = b58decode(peer_id)
+    except ValueError:
+        return None
+    prefix = bytes([_IDENTITY_MULTIHASH, 36]) + _ED25519_PROTO_PREFIX
+    if len(raw) != 38 or not raw.startswith(prefix):
+        return None
+    return raw[len(prefix) :]

@@ -129,6 +129,36 @@ class DreamSection(_Section):
         return self
 
 
+class P2PSection(_Section):
+    enabled: bool = True
+    listen: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/4001"])
+    bootstrap: list[str] = Field(default_factory=list)
+    mdns: bool = False
+    degree: int = Field(default=6, ge=1, le=50)
+    degree_low: int = Field(default=4, ge=1, le=50)
+    degree_high: int = Field(default=12, ge=1, le=100)
+    penalty_threshold: int = Field(default=100, ge=10, le=100_000)
+    ban_minutes: float = Field(default=10.0, gt=0, le=10_080)
+    skill_rate_per_s: float = Field(default=5.0, gt=0, le=1_000)
+    skill_burst: int = Field(default=20, ge=1, le=10_000)
+    attestation_interval_min: float = Field(default=5.0, gt=0, le=1_440)
+    trust_file: str = Field(default="p2p/trust.json", min_length=1)
+
+    @field_validator("listen", "bootstrap")
+    @classmethod
+    def _multiaddrs(cls, addrs: list[str]) -> list[str]:
+        for addr in addrs:
+            if not addr.startswith("/"):
+                raise ValueError(f"{addr!r} is not a multiaddr (like /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...)")
+        return addrs
+
+    @model_validator(mode="after")
+    def _degrees_ordered(self) -> P2PSection:
+        if not self.degree_low <= self.degree <= self.degree_high:
+            raise ValueError("need degree_low <= degree <= degree_high")
+        return self
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
@@ -139,6 +169,7 @@ class Config(_Section):
     hormones: HormonesSection = Field(default_factory=HormonesSection)
     consolidation: ConsolidationSection = Field(default_factory=ConsolidationSection)
     dream: DreamSection = Field(default_factory=DreamSection)
+    p2p: P2PSection = Field(default_factory=P2PSection)
 
 
 @dataclass(frozen=True)

@@ -158,10 +158,28 @@ class Daemon:
 
 
 def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
-    """The node's parts in start order. Later parts (p2p, marketplace, API) join here."""
+    """The node's parts in start order: memory, then the network that feeds it, then the
+    control socket through which CLI commands reach the others. Marketplace and API join here."""
+    from node.control import ControlServer, Handler
     from node.memory_part import MemoryPart
 
-    return [MemoryPart(ctx.config, ctx.paths, supervisor)]
+    memory = MemoryPart(ctx.config, ctx.paths, supervisor)
+    parts: list[Part] = [memory]
+    if ctx.config.p2p.enabled:
+        from node.p2p_part import P2PPart
+
+        parts.append(P2PPart(ctx, supervisor, memory))
+
+    def handlers() -> dict[str, Handler]:
+        table: dict[str, Handler] = {}
+        for part in parts:
+            commands = getattr(part, "commands", None)
+            if callable(commands):
+                table.update(commands())
+        return table
+
+    parts.append(ControlServer(ctx.paths.control_socket, handlers))
+    return parts
 
 
 def _part_details(parts: list[Part]) -> dict[str, Any]:

@@ -91,3 +91,12 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | N
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(_LEVELS[level])
+    route_library_logs(debug=level == "debug")
+
+
+def route_library_logs(*, debug: bool) -> None:
+    """py-libp2p turns propagation off when it is imported and is chatty at info (dials, identify):
+    route it to our handler, warnings and above unless we debug. Call again after importing it."""
+    libp2p = logging.getLogger("libp2p")
+    libp2p.propagate = True
+    libp2p.setLevel(logging.DEBUG if debug else logging.WARNING)

@@ -73,6 +73,10 @@ class NodePaths:
         return self.data_dir / "node.lock"
 
     @property
+    def control_socket(self) -> Path:
+        return self.data_dir / "control.sock"
+
+    @property
     def status_file(self) -> Path:
         return self.data_dir / "status.json"
 

@@ -6,24 +6,32 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 from tests.conftest import CLI, clean_env, run_cli
 
+# The daemon's stderr goes to a file, not a pipe: a debug-level daemon fills a 64 KB pipe long
+# before the test reads it, and would block on its next log line.
+_STDERR: dict[int, IO[str]] = {}
+
 
 def start_daemon(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    err = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(
         [*CLI, "run", "--data-dir", str(data_dir), *extra],
         env=env or clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
         text=True,
         stdin=subprocess.DEVNULL,
     )
+    _STDERR[proc.pid] = err
+    return proc
 
 
 def wait_for_state(data_dir: Path, state: str, timeout: float = 20) -> dict[str, Any]:
@@ -42,9 +50,13 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, f
     started = time.monotonic()
     proc.send_signal(sig)
     try:
-        _, err = proc.communicate(timeout=10)
+        proc.wait(timeout=10)
     finally:
         proc.kill()
+    stream = _STDERR.pop(proc.pid)
+    stream.seek(0)
+    err = stream.read()
+    stream.close()
     return proc.returncode, time.monotonic() - started, err
 
 

@@ -1,0 +1,115 @@
+"""The daemon's local control socket: how CLI commands reach a running daemon.
+
+A Unix socket in the data dir (mode 0600, so only the node's user can use it).
+One request per connection: a JSON line ``{"cmd": name, "args": {...}}``; one JSON
+line back, ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "..."}``.
+Parts contribute commands (``commands()``); an unknown command or bad arguments
+get an error answer, never a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from node.logs import get_logger
+
+log = get_logger("node.control")
+MAX_REQUEST_BYTES = 1_048_576
+Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class ControlError(Exception):
+    """The daemon answered with an error, or could not be reached."""
+
+
+class DaemonNotRunning(ControlError):
+    pass
+
+
+class ControlServer:
+    name = "control"
+
+    def __init__(self, path: Path, handlers: Callable[[], Mapping[str, Handler]]) -> None:
+        self.path = path
+        self._handlers = handlers
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        if self.path.exists() or self.path.is_symlink():
+            self.path.unlink()  # a stale socket from a killed daemon (the lock file proved we are alone)
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_REQUEST_BYTES)
+        os.chmod(self.path, 0o600)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        if self.path.exists():
+            self.path.unlink()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            answer = await self._answer(reader)
+            writer.write(json.dumps(answer, default=str).encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, reader: asyncio.StreamReader) -> dict[str, Any]:
+        try:
+            line = await reader.readline()
+            request = json.loads(line)
+        except (ValueError, asyncio.LimitOverrunError):
+            return {"ok": False, "error": "a request is one JSON object on one line"}
+        if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
+            return {"ok": False, "error": 'a request looks like {"cmd": "...", "args": {...}}'}
+        args = request.get("args", {})
+        handler = self._handlers().get(request["cmd"])
+        if handler is None:
+            return {"ok": False, "error": f"unknown command {request['cmd']!r}"}
+        if not isinstance(args, dict):
+            return {"ok": False, "error": "args must be an object"}
+        try:
+            return {"ok": True, "result": await handler(args)}
+        except (ValueError, KeyError, TypeError, LookupError) as exc:
+            return {"ok": False, "error": str(exc) or type(exc).__name__}
+        except Exception as exc:
+            log.error("control.command_failed", exc_info=True, cmd=request["cmd"])
+            return {"ok": False, "error": f"{request['cmd']} failed: {exc}"}
+
+
+def call(socket_path: Path, cmd: str, args: dict[str, Any] | None = None, *, timeout: float = 30) -> Any:
+    """Send one command to the daemon (blocking; for the CLI) and return its result."""
+    if not socket_path.exists():
+        raise DaemonNotRunning(f"no daemon is running on this data dir (no {socket_path})")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(socket_path))
+            sock.sendall(json.dumps({"cmd": cmd, "args": args or {}}).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = sock.recv(65_536)
+                if not chunk:
+                    break
+                data += chunk
+    except (ConnectionRefusedError, FileNotFoundError):
+        raise DaemonNotRunning("no daemon is running on this data dir (its control socket is stale)") from None
+    except OSError as exc:
+        raise ControlError(f"cannot talk to the daemon: {exc}") from None
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise ControlError("the daemon sent an unreadable answer") from None
+    if not answer.get("ok"):
+        raise ControlError(str(answer.get("error")))
+    return answer.get("result")

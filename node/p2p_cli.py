@@ -1,0 +1,144 @@
+"""`bitterbot-node peers|connect|weather|skills share|revoke`: the network, through the running daemon."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memory.errors import InvalidQuery
+from memory.query import parse_since
+from node.cli import handles_errors, location_options, resolve
+from node.control import ControlError, call
+from node.errors import UsageError
+
+
+def _call(config_path: Path | None, data_dir: Path | None, cmd: str, args: dict[str, Any] | None = None) -> Any:
+    _, paths = resolve(config_path, data_dir)
+    try:
+        return call(paths.control_socket, cmd, args)
+    except ControlError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _when(ms: int | None) -> str:
+    return "-" if ms is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
+
+
+@click.command("peers")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def peers(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Connected and known peers: trust level, local/global/combined trust, penalties."""
+    rows = _call(config_path, data_dir, "peers")
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no peers yet")
+    for r in rows:
+        state = (
+            "connected"
+            if r["connected"]
+            else ("banned until " + _when(r["banned_until_ms"]) if r["banned_until_ms"] else "known")
+        )
+        click.echo(
+            f"{r['peer_id']}  {r['level']:<11} combined {r['combined']:.2f} (local {r['local']:.2f}, "
+            f"global {r['global']:.2f})  penalty {r['penalty_points']:.0f}  {state}"
+        )
+
+
+@click.command("connect")
+@location_options
+@click.argument("address")
+@handles_errors
+def connect(config_path: Path | None, data_dir: Path | None, address: str) -> None:
+    """Dial a peer now, by its full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)."""
+    result = _call(config_path, data_dir, "p2p.connect", {"address": address})
+    click.echo(f"connected to {result['peer_id']}")
+
+
+@click.group("weather")
+def weather_group() -> None:
+    """Network cortisol weather: signed by management nodes, obeyed by every node."""
+
+
+@weather_group.command("broadcast")
+@location_options
+@click.option("--level", type=click.FloatRange(0, 1), required=True, help="Cortisol level, 0 ends a weather.")
+@click.option("--duration", required=True, help="How long it lasts: 30s, 5m, 2h.")
+@click.option("--reason", required=True)
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def weather_broadcast(
+    config_path: Path | None, data_dir: Path | None, level: float, duration: str, reason: str, as_json: bool
+) -> None:
+    """Sign and gossip a weather event (management nodes only)."""
+    try:
+        duration_ms = -parse_since(duration, 0)
+    except InvalidQuery as exc:
+        raise UsageError(str(exc)) from None
+    if duration_ms < 1_000:
+        raise UsageError("--duration must be at least 1s")
+    result = _call(
+        config_path,
+        data_dir,
+        "weather.broadcast",
+        {"level": level, "duration_s": duration_ms // 1000, "reason": reason},
+    )
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(f"weather {result['level']} broadcast until {_when(result['until_ms'])} (seq {result['seq']})")
+
+
+@weather_group.command("show")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def weather_show(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """The weather this node obeys now."""
+    result = _call(config_path, data_dir, "weather.show")
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    elif not result["active"]:
+        click.echo("clear: no network weather")
+    else:
+        click.echo(
+            f"cortisol {result['level']} until {_when(result['until_ms'])}: {result['reason']} "
+            f"(untrusted ingestion {'halted' if result['halts_untrusted_ingestion'] else 'open'})"
+        )
+
+
+@click.group("skills")
+def skills_group() -> None:
+    """Share and revoke skills on the network."""
+
+
+@skills_group.command("share")
+@location_options
+@click.argument("crystal_id")
+@click.option("--title", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def skills_share(
+    config_path: Path | None, data_dir: Path | None, crystal_id: str, title: str | None, as_json: bool
+) -> None:
+    """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""
+    result = _call(config_path, data_dir, "skills.share", {"crystal_id": crystal_id, "title": title})
+    click.echo(json.dumps(result, indent=2) if as_json else f"shared {result['stable_skill_id']} v{result['version']}")
+
+
+@skills_group.command("revoke")
+@location_options
+@click.argument("stable_skill_id")
+@click.option("--reason", default="revoked by its publisher")
+@handles_errors
+def skills_revoke(config_path: Path | None, data_dir: Path | None, stable_skill_id: str, reason: str) -> None:
+    """Revoke a skill this node published: every node marks it deprecated."""
+    result = _call(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
+    click.echo(f"revoked {result['stable_skill_id']}")

@@ -1,0 +1,383 @@
+"""The P2P network as a part of the daemon.
+
+Starts the libp2p host with the validator, penalty box and trust book built from
+config; consumes accepted messages (weather -> the hormonal state, skills -> memory,
+attestations -> the trust book); every ``attestation_interval_min`` recomputes trust
+levels (handed to the validator), gossips this node's signed attestation and saves
+the book. Its control commands back ``bitterbot-node peers``, ``weather`` and
+``skills share|revoke``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from crypto.anchors import TrustAnchors
+from crypto.envelope import pack_body, seal_envelope
+from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+from memory.endocrine import Endocrine
+from memory.governance import check_exportable
+from memory.hormones import NetworkOverride
+from memory.model import KNOWLEDGE_TYPES, content_hash
+from memory.store import MemoryStore
+from node.control import Handler
+from node.daemon import NodeContext
+from node.lifecycle import TaskSupervisor
+from node.logs import get_logger, route_library_logs
+from node.memory_part import MemoryPart
+from p2p.host import Delivery, HostSettings, P2PHost
+from p2p.ingest import apply_revocation, ingest_listing
+from p2p.messages import (
+    KIND_SKILL_LISTING,
+    KIND_SKILL_REVOCATION,
+    KIND_TRUST_ATTESTATION,
+    KIND_WEATHER,
+    SkillListing,
+    SkillRevocation,
+    TrustAttestation,
+    Weather,
+    skill_listing_body,
+    skill_revocation_body,
+    trust_attestation_body,
+    weather_body,
+)
+from p2p.penalties import PenaltyBox, PenaltySettings
+from p2p.topics import SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.trust import TrustBook, TrustLevel
+from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
+
+log = get_logger("node.p2p")
+
+
+def _under(data_dir: Path, configured: str) -> Path:
+    path = Path(configured).expanduser()
+    return path if path.is_absolute() else data_dir / path
+
+
+class P2PPart:
+    name = "p2p"
+
+    def __init__(self, ctx: NodeContext, supervisor: TaskSupervisor, memory: MemoryPart) -> None:
+        self._ctx = ctx
+        self._supervisor = supervisor
+        self._memory = memory
+        cfg = ctx.config
+        self._anchors = TrustAnchors.from_hex(cfg.trust.management_keys)
+        self._trust_path = _under(ctx.paths.data_dir, cfg.p2p.trust_file)
+        self._state_path = self._trust_path.with_name("state.json")
+        self.validator = MessageValidator(
+            self._anchors,
+            ValidatorSettings(
+                max_envelope_bytes=cfg.wire.max_envelope_bytes,
+                max_age_ms=cfg.wire.max_age_s * 1000,
+                max_ahead_ms=cfg.wire.max_ahead_s * 1000,
+                replay_entries=cfg.wire.replay_cache_entries,
+                skill_rate=RateLimit(cfg.p2p.skill_rate_per_s, cfg.p2p.skill_burst),
+            ),
+        )
+        self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors))
+        self.host: P2PHost | None = None
+        self._levels: dict[bytes, Any] = {}
+        self._own_weather_seq = 0
+        self.ingested = {"skills": 0, "revocations": 0, "weather": 0, "attestations": 0}
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cfg = self._ctx.config.p2p
+        self._load_state()
+        self._recompute_levels()
+        store = self._store()
+        endocrine = store.hormone_source
+        if isinstance(endocrine, Endocrine):
+            override = endocrine.state().override
+            if override is not None and override.issued_by:
+                self.validator.halted_until_ms = override.until_ms  # weather outlives a restart
+        self.host = P2PHost(
+            self._ctx.identity,
+            self.validator,
+            PenaltyBox(PenaltySettings(threshold=cfg.penalty_threshold, ban_ms=int(cfg.ban_minutes * 60_000))),
+            HostSettings(
+                listen=tuple(cfg.listen),
+                bootstrap=tuple(cfg.bootstrap),
+                mdns=cfg.mdns,
+                degree=cfg.degree,
+                degree_low=cfg.degree_low,
+                degree_high=cfg.degree_high,
+            ),
+            now_ms=self._ctx.now_ms,
+        )
+        import libp2p  # noqa: F401 - imported here so that its logging can be routed before it runs
+
+        route_library_logs(debug=self._ctx.config.log.level == "debug")
+        await self.host.start()
+        log.info("p2p.listening", peer_id=self._ctx.identity.peer_id, addrs=",".join(self.host.listen_addrs))
+        self._supervisor.spawn("p2p-deliveries", self._consume())
+        self._supervisor.spawn("p2p-trust", self._trust_loop())
+
+    async def stop(self) -> None:
+        if self.host is not None:
+            await self.host.stop()
+            self.host = None
+        self._save()
+
+    def details(self) -> dict[str, Any]:
+        host = self.host
+        counters = self.validator.snapshot_counters()
+        out: dict[str, Any] = {
+            "peer_id": self._ctx.identity.peer_id,
+            "listen": host.listen_addrs if host else [],
+            "messages": counters,
+            "ingested": dict(self.ingested),
+            "halted_until_ms": self.validator.halted_until_ms,
+        }
+        if host is not None:
+            out["bans"] = host.counters.bans
+            out["dropped_full_queue"] = host.counters.dropped_full_queue
+        accepted = sum(t.get("accepted", 0) for t in counters.values())
+        rejected = sum(n for t in counters.values() for r, n in t.items() if r != "accepted")
+        halted = self.validator.halted_until_ms > self._ctx.now_ms()
+        out["summary"] = (
+            f"{len(host.listen_addrs) if host else 0} listen addrs, messages {accepted} accepted / {rejected} refused"
+            + (", weather: untrusted ingestion halted" if halted else "")
+        )
+        return out
+
+    def commands(self) -> dict[str, Handler]:
+        return {
+            "peers": self._cmd_peers,
+            "weather.broadcast": self._cmd_weather_broadcast,
+            "weather.show": self._cmd_weather_show,
+            "skills.share": self._cmd_skills_share,
+            "skills.revoke": self._cmd_skills_revoke,
+            "p2p.connect": self._cmd_connect,
+        }
+
+    # --- incoming ------------------------------------------------------------------------
+
+    async def _consume(self) -> None:
+        assert self.host is not None
+        while True:
+            delivery = await self.host.deliveries.get()
+            try:
+                await self._handle(delivery)
+            except Exception:
+                log.error("p2p.delivery_failed", exc_info=True, topic=delivery.topic)
+
+    async def _handle(self, delivery: Delivery) -> None:
+        envelope, message = delivery.outcome.envelope, delivery.outcome.message
+        assert envelope is not None
+        author = envelope.author
+        self.trust.record(author, valid=1)
+        if isinstance(message, Weather):
+            await self._apply_weather(message, author)
+        elif isinstance(message, SkillListing):
+            if self._levels.get(author) is TrustLevel.UNTRUSTED:
+                log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
+                return
+            result = await ingest_listing(self._store(), message, author)
+            self.ingested["skills"] += 1
+            log.info(
+                "p2p.skill_received",
+                skill=message.stable_skill_id,
+                version=message.version,
+                outcome=result.outcome.value,
+                crystal=result.crystal_id,
+            )
+        elif isinstance(message, SkillRevocation):
+            count = await apply_revocation(self._store(), message)
+            self.ingested["revocations"] += 1
+            log.info("p2p.skill_revoked", skill=message.stable_skill_id, crystals=count)
+        elif isinstance(message, TrustAttestation):
+            self.trust.attest(author, message.ratings)
+            self.ingested["attestations"] += 1
+
+    async def _apply_weather(self, weather: Weather, issuer: bytes) -> None:
+        endocrine = self._store().hormone_source
+        if isinstance(endocrine, Endocrine):
+            if weather.level_milli == 0:
+                await endocrine.clear_override()
+            else:
+                await endocrine.apply_override(
+                    NetworkOverride(weather.level, weather.until_ms, weather.reason, issuer.hex())
+                )
+        self.ingested["weather"] += 1
+        self._save()
+        log.warning(
+            "p2p.weather",
+            level=weather.level,
+            until_ms=weather.until_ms,
+            reason=weather.reason,
+            issuer=issuer.hex()[:16],
+        )
+
+    # --- trust -----------------------------------------------------------------------------
+
+    def _recompute_levels(self) -> None:
+        computed = self.trust.compute()
+        self._levels = {peer: t.level for peer, t in computed.items()}
+        self.validator.trust_levels = dict(self._levels)
+
+    async def _trust_loop(self) -> None:
+        interval = self._ctx.config.p2p.attestation_interval_min * 60
+        while True:
+            await asyncio.sleep(interval)
+            self._recompute_levels()
+            ratings = self.trust.my_ratings()
+            if ratings and self.host is not None:
+                await self._publish(
+                    TRUST_TOPIC, KIND_TRUST_ATTESTATION, trust_attestation_body(TrustAttestation(tuple(ratings)))
+                )
+            self._save()
+
+    # --- commands --------------------------------------------------------------------------
+
+    async def _cmd_peers(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        """Connected and known peers with trust level, scores and penalty points."""
+        assert self.host is not None
+        computed = self.trust.compute()
+        rows: dict[str, dict[str, Any]] = {}
+
+        def row(peer_id: str, key: bytes | None) -> dict[str, Any]:
+            trust = computed.get(key) if key else None
+            level = trust.level if trust else (self.validator.level_of(key) if key else TrustLevel.PROVISIONAL)
+            return {
+                "peer_id": peer_id,
+                "connected": False,
+                "banned_until_ms": None,
+                "penalty_points": 0.0,
+                "addrs": [],
+                "level": level.value,
+                "local": trust.local if trust else 0.0,
+                "global": trust.global_ if trust else 0.0,
+                "combined": trust.combined if trust else 0.0,
+            }
+
+        for snap in await self.host.peers():
+            entry = row(snap.peer_id, ed25519_from_peer_id(snap.peer_id))
+            entry.update(
+                connected=snap.banned_until_ms is None,
+                banned_until_ms=snap.banned_until_ms,
+                penalty_points=snap.penalty_points,
+                addrs=list(snap.addrs),
+            )
+            rows[snap.peer_id] = entry
+        for key in computed:
+            peer_id = peer_id_from_ed25519(key)
+            rows.setdefault(peer_id, row(peer_id, key))
+        return sorted(rows.values(), key=lambda r: (not r["connected"], -r["combined"], r["peer_id"]))
+
+    async def _cmd_weather_broadcast(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self._ctx.config.node.role != "management":
+            raise ValueError('only a management node broadcasts weather (node.role = "management")')
+        level = float(args["level"])
+        duration_s = int(args["duration_s"])
+        reason = str(args["reason"])
+        if not 0.0 <= level <= 1.0:
+            raise ValueError("level must be in [0, 1]")
+        now = self._ctx.now_ms()
+        self._own_weather_seq = max(self._own_weather_seq + 1, now)  # strictly increasing, even after a lost state
+        weather = Weather(round(level * 1000), duration_s, reason, now, self._own_weather_seq)
+        self._save()
+        await self._publish(WEATHER_TOPIC, KIND_WEATHER, weather_body(weather), now_ms=now)
+        self.validator.halted_until_ms = weather.until_ms if weather.level_milli else 0
+        await self._apply_weather(weather, self._ctx.identity.public_key)
+        return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
+
+    async def _cmd_weather_show(self, args: dict[str, Any]) -> dict[str, Any]:
+        endocrine = self._store().hormone_source
+        override = endocrine.state().override if isinstance(endocrine, Endocrine) else None
+        now = self._ctx.now_ms()
+        return {
+            "active": override is not None,
+            "level": override.level if override else None,
+            "until_ms": override.until_ms if override else None,
+            "reason": override.reason if override else None,
+            "issued_by": override.issued_by if override else None,
+            "halts_untrusted_ingestion": self.validator.halted_until_ms > now,
+        }
+
+    async def _cmd_skills_share(self, args: dict[str, Any]) -> dict[str, Any]:
+        store = self._store()
+        crystal = await store.get(str(args["crystal_id"]))
+        if crystal.semantic_type not in KNOWLEDGE_TYPES:
+            raise ValueError(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
+        check_exportable(crystal, self._ctx.now_ms())
+        skill = crystal.skill
+        listing = SkillListing(
+            stable_skill_id=skill.stable_skill_id if skill else crystal.content_hash[:16],
+            version=skill.version if skill else 1,
+            content_hash=content_hash(crystal.text),
+            title=str(args.get("title") or crystal.text.splitlines()[0][:200]),
+            description=str(args.get("description") or ""),
+            tags=skill.tags if skill else (),
+            category=(skill.category or "") if skill else "",
+            price_micro_usdc=0,
+            seller_address="",
+            executions=0,
+            successes=0,
+            content=crystal.text,
+        )
+        await self._publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
+        return {
+            "stable_skill_id": listing.stable_skill_id,
+            "version": listing.version,
+            "content_hash": listing.content_hash,
+        }
+
+    async def _cmd_skills_revoke(self, args: dict[str, Any]) -> dict[str, Any]:
+        revocation = SkillRevocation(
+            str(args["stable_skill_id"]), self._ctx.identity.public_key, str(args.get("reason") or "revoked")
+        )
+        await self._publish(SKILLS_TOPIC, KIND_SKILL_REVOCATION, skill_revocation_body(revocation))
+        return {"stable_skill_id": revocation.stable_skill_id}
+
+    async def _cmd_connect(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.host is not None
+        return {"peer_id": await self.host.connect(str(args["address"]))}
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    async def _publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> None:
+        if self.host is None:
+            raise ValueError("the p2p host is not running")
+        envelope = seal_envelope(self._ctx.identity, kind, pack_body(body), now_ms=now_ms or self._ctx.now_ms())
+        await self.host.publish(topic, envelope.encode())
+
+    def _store(self) -> MemoryStore:
+        store = self._memory.store
+        if store is None:
+            raise ValueError("the memory store is not open")
+        return store
+
+    def _load_state(self) -> None:
+        try:
+            self.trust = TrustBook.load(self._trust_path, self._ctx.identity.public_key, frozenset(self._anchors))
+        except ValueError as exc:
+            damaged = self._trust_path.with_name(self._trust_path.name + ".damaged")
+            os.replace(self._trust_path, damaged)  # kept for inspection, never silently overwritten
+            log.warning("p2p.trust_book_damaged", error=str(exc), kept_as=str(damaged))
+        try:
+            state = json.loads(self._state_path.read_text())
+            self._own_weather_seq = int(state.get("own_weather_seq", 0))
+            self.validator.restore_weather_sequences(
+                {bytes.fromhex(k): int(v) for k, v in state.get("weather_seq", {}).items()}
+            )
+        except FileNotFoundError:
+            pass
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning("p2p.state_unreadable", error=str(exc))
+
+    def _save(self) -> None:
+        self.trust.save(self._trust_path)
+        state = {
+            "own_weather_seq": self._own_weather_seq,
+            "weather_seq": {k.hex(): v for k, v in self.validator.weather_sequences().items()},
+        }
+        tmp = self._state_path.with_name(self._state_path.name + ".tmp")
+        tmp.write_text(json.dumps(state, sort_keys=True))
+        os.replace(tmp, self._state_path)

@@ -1,0 +1,90 @@
+"""Skills from peers into memory: accepted listings become crystals, newer versions deprecate
+older ones, revocations deprecate what they name.
+
+A crystal from a peer has origin ``peer``, ``source = "peer:<author key hex>"`` (so
+versions and revocations are matched to their publisher only) and the attribution
+``created`` by ``peer:<key>``. It is stored ``shared`` and goes through the same
+governance as anything else (sensitivity is classified from its text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from memory.model import NewCrystal, Origin, Scope, SemanticType, SkillVersion
+from memory.store import MemoryStore
+from p2p.messages import SkillListing, SkillRevocation
+
+
+class Ingested(StrEnum):
+    CREATED = "created"
+    DUPLICATE = "duplicate"  # the same text is already stored
+    NOT_NEWER = "not_newer"  # a version at or below the one we have from this publisher
+    LISTING_ONLY = "listing_only"  # a paid listing: no content to store
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    outcome: Ingested
+    crystal_id: str | None = None
+    deprecated: int = 0  # older versions marked deprecated
+
+
+def peer_source(author: bytes) -> str:
+    return f"peer:{author.hex()}"
+
+
+async def ingest_listing(store: MemoryStore, listing: SkillListing, author: bytes) -> IngestResult:
+    if listing.content is None:
+        return IngestResult(Ingested.LISTING_ONLY)
+    source = peer_source(author)
+    async with store.reader().execute(
+        "SELECT id, skill_version FROM crystals WHERE stable_skill_id = ? AND source = ? "
+        "ORDER BY skill_version DESC LIMIT 1",
+        (listing.stable_skill_id, source),
+    ) as cursor:
+        newest = await cursor.fetchone()
+    if newest is not None and int(newest[1] or 0) >= listing.version:
+        return IngestResult(Ingested.NOT_NEWER, str(newest[0]))
+    previous = str(newest[0]) if newest is not None else None
+    remembered = await store.remember(
+        NewCrystal(
+            listing.content,
+            semantic_type=SemanticType.SKILL,
+            origin=Origin.PEER,
+            scope=Scope.SHARED,
+            source=source,
+            skill=SkillVersion(
+                stable_skill_id=listing.stable_skill_id,
+                version=listing.version,
+                previous_version_id=previous,
+                tags=listing.tags,
+                category=listing.category or None,
+            ),
+            parents=(previous,) if previous else (),
+            actor=source,
+            context=listing.title,
+        )
+    )
+    if not remembered.created:
+        return IngestResult(Ingested.DUPLICATE, remembered.crystal.id)
+    deprecated = await _deprecate(store, listing.stable_skill_id, source, by=remembered.crystal.id)
+    return IngestResult(Ingested.CREATED, remembered.crystal.id, deprecated)
+
+
+async def apply_revocation(store: MemoryStore, revocation: SkillRevocation) -> int:
+    """Deprecate every version of the skill from its publisher; returns how many crystals."""
+    return await _deprecate(store, revocation.stable_skill_id, peer_source(revocation.publisher), by="revoked")
+
+
+async def _deprecate(store: MemoryStore, stable_skill_id: str, source: str, *, by: str) -> int:
+    async with store.transaction() as db:
+        cursor = await db.execute(
+            "UPDATE crystals SET deprecated = 1, deprecated_by = ?, updated_at_ms = ? "
+            "WHERE stable_skill_id = ? AND source = ? AND id != ? AND deprecated = 0",
+            (by, store.now_ms(), stable_skill_id, source, by),
+        )
+        count = int(cursor.rowcount)
+        await cursor.close()
+    return count
