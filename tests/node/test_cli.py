@@ -21,7 +21,7 @@ _STDERR: dict[int, IO[str]] = {}
 
 
 def start_daemon(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    err = tempfile.TemporaryFile("w+")
+    err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by stop(), after the daemon exits
     proc = subprocess.Popen(
         [*CLI, "run", "--data-dir", str(data_dir), *extra],
         env=env or clean_env(),
