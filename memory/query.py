@@ -262,19 +262,21 @@ def fts_query(text: str) -> str | None:
     return fts_match(fts_terms(text))
 
 
-_RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
-_UNIT_MS = {"m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+_RELATIVE = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w)\s*$", re.IGNORECASE)
+_UNIT_MS = {"s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
 
 
 def parse_since(text: str, now_ms: int) -> int:
-    """``30m``, ``24h``, ``7d``, ``2w`` before now, or an ISO date/datetime (UTC if no zone) -> epoch ms."""
+    """``45s``, ``30m``, ``24h``, ``7d``, ``2w`` before now, or an ISO date/datetime (UTC if no zone) -> epoch ms."""
     match = _RELATIVE.match(text)
     if match:
         return now_ms - int(match.group(1)) * _UNIT_MS[match.group(2).lower()]
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise InvalidQuery(f"cannot read time {text!r}: use 30m, 24h, 7d, 2w or an ISO date like 2026-11-01") from None
+        raise InvalidQuery(
+            f"cannot read time {text!r}: use 45s, 30m, 24h, 7d, 2w or an ISO date like 2026-11-01"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)

@@ -78,6 +78,7 @@ class P2PPart:
                 replay_entries=cfg.wire.replay_cache_entries,
                 skill_rate=RateLimit(cfg.p2p.skill_rate_per_s, cfg.p2p.skill_burst),
             ),
+            own_key=ctx.identity.public_key,
         )
         self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors))
         self.host: P2PHost | None = None

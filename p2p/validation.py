@@ -162,8 +162,13 @@ class ValidatorSettings:
 
 
 class MessageValidator:
-    def __init__(self, anchors: TrustAnchors, settings: ValidatorSettings | None = None) -> None:
+    def __init__(
+        self, anchors: TrustAnchors, settings: ValidatorSettings | None = None, *, own_key: bytes | None = None
+    ) -> None:
         self.settings = settings or ValidatorSettings()
+        # This node's own publications are not ingestion: weather never holds them here, the
+        # first peer decides (and refuses them if it does not trust this node).
+        self._own_key = own_key
         s = self.settings
         self._anchors = anchors
         self._window = TimestampWindow(max_age_ms=s.max_age_ms, max_ahead_ms=s.max_ahead_ms)
@@ -266,7 +271,7 @@ class MessageValidator:
             if author != message.publisher and not self._anchors.is_management(author):
                 return _out(Reason.NOT_PUBLISHER, "only the publisher or a management key may revoke")
             return None
-        halted = envelope.kind == KIND_SKILL_LISTING and now_ms < self.halted_until_ms
+        halted = envelope.kind == KIND_SKILL_LISTING and now_ms < self.halted_until_ms and author != self._own_key
         if halted and self.level_of(author) not in (TrustLevel.TRUSTED, TrustLevel.VERIFIED):
             return _out(Reason.INGESTION_HALTED, "network weather: skills only from trusted peers")
         return None

@@ -1,0 +1,175 @@
+"""Four real nodes, each its own `bitterbot-node run` process, on 127.0.0.1.
+
+Topology is a line, so every message crosses relays: manager - edge1 - edge2 - edge3.
+A skill shared on edge3 reaches the manager; a weather broadcast by the manager
+halts untrusted ingestion on every node and then expires by itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from tests.conftest import CLI, clean_env, run_cli
+
+
+class Node:
+    def __init__(self, root: Path, name: str, env: dict[str, str]) -> None:
+        self.data = root / name
+        self.env = env
+        self.proc: subprocess.Popen[str] | None = None
+        self._err: IO[str] | None = None
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, "--data-dir", str(self.data), env=self.env)
+
+    def json(self, *args: str) -> Any:
+        result = self.cli(*args, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def start(self) -> None:
+        self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [*CLI, "run", "--data-dir", str(self.data)],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._err,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def address(self) -> str:
+        report = wait_for(lambda: _listening(self), 30, f"{self.data.name} to listen")
+        return str(report)
+
+    def stop(self) -> str:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            finally:
+                self.proc.kill()
+        log = ""
+        if self._err is not None:
+            self._err.seek(0)
+            log = self._err.read()
+            self._err.close()
+        return log
+
+
+def _listening(node: Node) -> str | None:
+    result = node.cli("status", "--json")
+    if result.returncode != 0:
+        return None
+    daemon = json.loads(result.stdout)["daemon"]
+    listen = daemon.get("details", {}).get("p2p", {}).get("listen") if daemon.get("state") == "running" else None
+    return listen[0] if listen else None
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def network(tmp_path: Path) -> Iterator[list[Node]]:
+    base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3")
+    manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
+    assert manager.cli("init").returncode == 0
+    key = manager.json("status")["identity"]["public_key"]
+    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([key])}
+    manager.env.update(trust)
+    nodes = [manager]
+    manager.start()
+    try:
+        previous = manager.address()
+        for i in (1, 2, 3):
+            node = Node(tmp_path, f"edge{i}", {**base, **trust, "BITTERBOT_P2P__BOOTSTRAP": json.dumps([previous])})
+            node.start()
+            nodes.append(node)
+            previous = node.address()
+        yield nodes
+    finally:
+        logs = {node.data.name: node.stop() for node in nodes}
+        for name, log in logs.items():
+            assert "Traceback" not in log, f"{name}:\n{log}"
+
+
+def _found(node: Node, words: str) -> list[dict[str, Any]]:
+    hits = node.json("memory", "search", words, "--mode", "keyword")
+    return [h for h in hits if h["crystal"]["origin"] == "peer"]
+
+
+def _halting_weather(node: Node) -> dict[str, Any] | None:
+    weather = dict(node.json("weather", "show"))
+    return weather if weather["halts_untrusted_ingestion"] else None
+
+
+def _clear_weather(node: Node) -> bool:
+    return not node.json("weather", "show")["halts_untrusted_ingestion"]
+
+
+def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node]) -> None:
+    manager, edge1, edge2, edge3 = network
+    skill = edge3.json("memory", "add", "To rotate logs run logrotate with force", "--type", "skill")
+    crystal_id = skill["crystal"]["id"]
+
+    # Meshes form within a few heartbeats; share until the farthest node has it.
+    def arrived() -> list[dict[str, Any]]:
+        edge3.cli("skills", "share", crystal_id)
+        return _found(manager, "logrotate")
+
+    hits = wait_for(arrived, 40, "the skill to reach the manager")
+    crystal = hits[0]["crystal"]
+    assert crystal["semantic_type"] == "skill" and crystal["source"].startswith("peer:")
+    for node in (edge1, edge2):
+        assert wait_for(functools.partial(_found, node, "logrotate"), 10, f"{node.data.name} to have it")
+
+    broadcast = manager.cli("weather", "broadcast", "--level", "0.9", "--duration", "6s", "--reason", "drill")
+    assert broadcast.returncode == 0, broadcast.stderr
+    for node in network:
+        state = wait_for(functools.partial(_halting_weather, node), 15, "the weather to arrive")
+        assert state["level"] == 0.9 and state["reason"] == "drill"
+        assert node.json("memory", "hormones")["cortisol"] >= 0.9
+
+    # During the weather a skill from a provisional peer stops at the first hop.
+    halted = edge3.json("memory", "add", "To flush DNS run resolvectl flush-caches", "--type", "skill")
+    assert edge3.cli("skills", "share", halted["crystal"]["id"]).returncode == 0
+    counts = wait_for(
+        lambda: edge2.json("status")["daemon"]["details"]["p2p"]["messages"]["bitterbot/skills/1"].get(
+            "ingestion_halted"
+        ),
+        15,
+        "edge2 to refuse the skill",
+    )
+    assert counts >= 1
+    time.sleep(1.0)
+    assert _found(edge1, "resolvectl") == []
+
+    # It expires by itself; then sharing works again.
+    for node in network:
+        wait_for(functools.partial(_clear_weather, node), 20, "the weather to expire")
+    wait_for(
+        lambda: edge3.cli("skills", "share", halted["crystal"]["id"]) and _found(manager, "resolvectl"),
+        30,
+        "the skill to pass after the weather",
+    )
+    peers = manager.json("peers")
+    assert [p["level"] for p in peers if p["connected"]] == ["provisional"]
+    refused = edge1.cli("weather", "broadcast", "--level", "0.5", "--duration", "1m", "--reason", "nope")
+    assert refused.returncode == 2 and "only a management node" in refused.stderr
