@@ -52,4 +52,7 @@ class DaemonProbe:
 def probe_daemon(data_dir: Path) -> DaemonProbe:
     """Is a daemon running on ``data_dir``, and what did it last report?"""
     pid = lock_holder(data_dir / "node.lock")
-    return DaemonProbe(running=pid is not None, pid=pid, status=read_status(data_dir / "status.json"))
+    status = read_status(data_dir / "status.json")
+    if status is not None and status.pid != pid:
+        status = None  # left by an earlier daemon (killed, or this one has not written its own yet)
+    return DaemonProbe(running=pid is not None, pid=pid, status=status)

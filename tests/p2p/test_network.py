@@ -140,7 +140,7 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
     for node in (edge1, edge2):
         assert wait_for(functools.partial(_found, node, "logrotate"), 10, f"{node.data.name} to have it")
 
-    broadcast = manager.cli("weather", "broadcast", "--level", "0.9", "--duration", "6s", "--reason", "drill")
+    broadcast = manager.cli("weather", "broadcast", "--level", "0.9", "--duration", "15s", "--reason", "drill")
     assert broadcast.returncode == 0, broadcast.stderr
     for node in network:
         state = wait_for(functools.partial(_halting_weather, node), 15, "the weather to arrive")
