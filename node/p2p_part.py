@@ -85,6 +85,7 @@ class P2PPart:
         self._levels: dict[bytes, Any] = {}
         self._own_weather_seq = 0
         self.ingested = {"skills": 0, "revocations": 0, "weather": 0, "attestations": 0}
+        self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -115,10 +116,12 @@ class P2PPart:
         import libp2p  # noqa: F401 - imported here so that its logging can be routed before it runs
 
         route_library_logs(debug=self._ctx.config.log.level == "debug")
+        self.host.on_reject = self._rejected
         await self.host.start()
         log.info("p2p.listening", peer_id=self._ctx.identity.peer_id, addrs=",".join(self.host.listen_addrs))
         self._supervisor.spawn("p2p-deliveries", self._consume())
         self._supervisor.spawn("p2p-trust", self._trust_loop())
+        self._supervisor.spawn("p2p-peers", self._watch_peers())
 
     async def stop(self) -> None:
         if self.host is not None:
@@ -135,6 +138,7 @@ class P2PPart:
             "messages": counters,
             "ingested": dict(self.ingested),
             "halted_until_ms": self.validator.halted_until_ms,
+            "peers": dict(self._peer_summary),
         }
         if host is not None:
             out["bans"] = host.counters.bans
@@ -142,9 +146,11 @@ class P2PPart:
         accepted = sum(t.get("accepted", 0) for t in counters.values())
         rejected = sum(n for t in counters.values() for r, n in t.items() if r != "accepted")
         halted = self.validator.halted_until_ms > self._ctx.now_ms()
+        levels = ", ".join(f"{n} {level}" for level, n in sorted(self._peer_summary["by_level"].items()))
         out["summary"] = (
-            f"{len(host.listen_addrs) if host else 0} listen addrs, messages {accepted} accepted / {rejected} refused"
-            + (", weather: untrusted ingestion halted" if halted else "")
+            f"{self._peer_summary['connected']} peers ({levels or 'none'}), "
+            f"messages {accepted} accepted / {rejected} refused"
+            + (", WEATHER: untrusted ingestion halted" if halted else ", weather clear")
         )
         return out
 
@@ -215,6 +221,27 @@ class P2PPart:
             reason=weather.reason,
             issuer=issuer.hex()[:16],
         )
+
+    def _rejected(self, peer_id: str, reason: str) -> None:
+        """A rejected message counts against the peer that sent it (honest peers validate first)."""
+        key = ed25519_from_peer_id(peer_id)
+        if key is not None:
+            self.trust.record(key, invalid=1)
+
+    async def _watch_peers(self) -> None:
+        """Keep a cheap summary of the peers for ``status`` (details() must not wait on the network)."""
+        while True:
+            rows = await self._cmd_peers({})
+            connected = [r for r in rows if r["connected"]]
+            by_level: dict[str, int] = {}
+            for r in connected:
+                by_level[r["level"]] = by_level.get(r["level"], 0) + 1
+            self._peer_summary = {
+                "connected": len(connected),
+                "by_level": by_level,
+                "banned": sum(1 for r in rows if r["banned_until_ms"]),
+            }
+            await asyncio.sleep(2)
 
     # --- trust -----------------------------------------------------------------------------
 

@@ -108,6 +108,8 @@ class P2PHost:
         self._host: Any = None
         self._pubsub: Any = None
         self.listen_addrs: list[str] = []
+        #: Called on the asyncio loop with (forwarding peer id, reason) for every rejected message.
+        self.on_reject: Callable[[str, str], None] | None = None
 
     # --- asyncio side --------------------------------------------------------------------
 
@@ -285,6 +287,9 @@ class P2PHost:
                 if self._nursery is not None:
                     self._nursery.start_soon(self._disconnect, forwarder)
             accepted = outcome.verdict is Verdict.ACCEPT
+            if outcome.verdict is Verdict.REJECT and sender != me and self.on_reject is not None:
+                assert self._loop is not None
+                self._loop.call_soon_threadsafe(self.on_reject, sender, outcome.reason.value)
             if accepted and origin != me:
                 self._deliver(Delivery(topic, outcome, sender, now))
             return accepted
