@@ -219,6 +219,8 @@ def status(config_path: Path | None, data_dir: Path | None, as_json: bool) -> No
     for name, state in daemon.get("parts", {}).items():
         summary = details.get(name, {}).get("summary")
         click.echo(f"  {name:<10}{state}{'  ' + summary if summary else ''}")
+    for address in details.get("p2p", {}).get("listen", []):
+        click.echo(f"listening   {address}")
 
 
 @cli.group("config")
