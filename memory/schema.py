@@ -187,6 +187,20 @@ CREATE TABLE replay_queue (
 CREATE INDEX replay_due ON replay_queue (due_ms);
 """
 
+# v5: executions of skills, as the local agent reports them: the marketplace's quality gate and
+# price, and the trust of the peer a skill came from, are computed from these.
+SCHEMA_V5 = """
+CREATE TABLE skill_executions (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    crystal_id   TEXT NOT NULL,
+    ts_ms        INTEGER NOT NULL,
+    success      INTEGER NOT NULL,     -- 1 or 0
+    reward_milli INTEGER NOT NULL,     -- 0..1000
+    actor        TEXT NOT NULL
+);
+CREATE INDEX skill_executions_crystal ON skill_executions (crystal_id);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4]
+MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5]
 SCHEMA_VERSION = len(MIGRATIONS)

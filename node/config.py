@@ -159,6 +159,18 @@ class P2PSection(_Section):
         return self
 
 
+class MarketplaceSection(_Section):
+    base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)
+    min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)
+    max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
+
+    @model_validator(mode="after")
+    def _range(self) -> MarketplaceSection:
+        if not self.min_price_micro_usdc <= self.base_price_micro_usdc <= self.max_price_micro_usdc:
+            raise ValueError("need min_price_micro_usdc <= base_price_micro_usdc <= max_price_micro_usdc")
+        return self
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
@@ -170,6 +182,7 @@ class Config(_Section):
     consolidation: ConsolidationSection = Field(default_factory=ConsolidationSection)
     dream: DreamSection = Field(default_factory=DreamSection)
     p2p: P2PSection = Field(default_factory=P2PSection)
+    marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
         (
             "[nodes]\n",
             "key 'nodes': unknown key; valid keys here are: "
-            "consolidation, dream, hormones, identity, log, memory, node, p2p, trust, wire",
+            "consolidation, dream, hormones, identity, log, marketplace, memory, node, p2p, trust, wire",
         ),
         ('[wire]\nmax_age_s = "300"\n', "key 'wire.max_age_s': Input should be a valid integer (got '300')"),
         ('[log]\nlevel = "loud"\n', "key 'log.level': Input should be 'debug', 'info', 'warning' or 'error'"),

@@ -76,14 +76,21 @@ def _listening(node: Node) -> str | None:
     return listen[0] if listen else None
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+def wait_for(check: Callable[[], Any], timeout: float, what: str, nodes: list[Node] | None = None) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
         time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + "".join(_diagnosis(n) for n in nodes or []))
+
+
+def _diagnosis(node: Node) -> str:
+    """What a node says about its network, for a failure message."""
+    result = node.cli("status", "--json")
+    p2p = json.loads(result.stdout)["daemon"].get("details", {}).get("p2p", {}) if result.returncode == 0 else {}
+    return f"\n{node.data.name}: peers {p2p.get('peers')} messages {p2p.get('messages')} ingested {p2p.get('ingested')}"
 
 
 @pytest.fixture
@@ -131,10 +138,11 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
 
     # Meshes form within a few heartbeats; share until the farthest node has it.
     def arrived() -> list[dict[str, Any]]:
-        edge3.cli("skills", "share", crystal_id)
+        shared = edge3.cli("skills", "share", crystal_id)
+        assert shared.returncode == 0, shared.stderr
         return _found(manager, "logrotate")
 
-    hits = wait_for(arrived, 90, "the skill to reach the manager")
+    hits = wait_for(arrived, 90, "the skill to reach the manager", network)
     crystal = hits[0]["crystal"]
     assert crystal["semantic_type"] == "skill" and crystal["source"].startswith("peer:")
     for node in (edge1, edge2):

@@ -1,0 +1,59 @@
+"""Executions of skills as the local agent reports them (`bitterbot-node skills record`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.errors import CrystalNotFound
+from memory.model import KNOWLEDGE_TYPES
+from memory.store import MemoryStore
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionStats:
+    executions: int = 0
+    successes: int = 0
+    reward_sum_milli: int = 0
+
+    @property
+    def success_rate_percent(self) -> int:
+        return 100 * self.successes // self.executions if self.executions else 0
+
+
+async def record_execution(
+    store: MemoryStore, crystal_id: str, *, success: bool, reward_milli: int, actor: str = "agent"
+) -> ExecutionStats:
+    """Record one execution of a skill; returns the skill's stats including it."""
+    if not 0 <= reward_milli <= 1000:
+        raise ValueError(f"reward must be in [0, 1], got {reward_milli / 1000}")
+    crystal = await store.get(crystal_id)  # CrystalNotFound for unknown or expired ids
+    if crystal.semantic_type not in KNOWLEDGE_TYPES:
+        raise ValueError(f"executions are recorded for skills and task patterns, not a {crystal.semantic_type}")
+    async with store.transaction() as db:
+        await db.execute(
+            "INSERT INTO skill_executions (crystal_id, ts_ms, success, reward_milli, actor) VALUES (?, ?, ?, ?, ?)",
+            (crystal_id, store.now_ms(), int(success), reward_milli, actor),
+        )
+    return await execution_stats(store, crystal_id)
+
+
+async def execution_stats(store: MemoryStore, crystal_id: str) -> ExecutionStats:
+    async with store.reader().execute(
+        "SELECT count(*), coalesce(sum(success), 0), coalesce(sum(reward_milli), 0) FROM skill_executions "
+        "WHERE crystal_id = ?",
+        (crystal_id,),
+    ) as cursor:
+        row = await cursor.fetchone()
+    if row is None:
+        raise CrystalNotFound(crystal_id)
+    return ExecutionStats(int(row[0]), int(row[1]), int(row[2]))
+
+
+async def executions_by_source(store: MemoryStore, prefix: str = "peer:") -> dict[str, tuple[int, int]]:
+    """(successes, failures) of the skills from each source starting with ``prefix``."""
+    async with store.reader().execute(
+        "SELECT c.source, sum(e.success), sum(1 - e.success) FROM skill_executions e "
+        "JOIN crystals c ON c.id = e.crystal_id WHERE c.source LIKE ? GROUP BY c.source",
+        (prefix + "%",),
+    ) as cursor:
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in await cursor.fetchall()}

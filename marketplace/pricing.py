@@ -1,0 +1,121 @@
+"""Pricing a skill in USDC: plain functions, amounts in integer micro-USDC (6 decimals).
+
+    price = base x quality x demand x reputation x scarcity, clamped to [minimum, maximum]
+
+    quality    = success rate x average reward score (rewards in [0, 1])
+    demand     = 1 + ln(unique buyers + bounty matches + 1) x 0.1
+    reputation = 0.5 + the seller's reputation in [0, 1]          (a neutral seller: 1.0)
+    scarcity   = 1.5 rare (<= 2 listings of its category seen), 1.2 uncommon (<= 9), 1.0 common
+
+The factors are exact decimals; only the final price is rounded (half to even) to a
+whole micro-USDC, so the same inputs give the same integer on every machine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from typing import Any
+
+MICRO_PER_USDC = 1_000_000
+RARE_AT_MOST = 2
+UNCOMMON_AT_MOST = 9
+
+
+@dataclass(frozen=True, slots=True)
+class PriceSettings:
+    base_micro_usdc: int = 10_000  # 0.01 USDC
+    minimum_micro_usdc: int = 1_000  # 0.001 USDC
+    maximum_micro_usdc: int = 100_000_000  # 100 USDC
+
+    def __post_init__(self) -> None:
+        if not 0 < self.minimum_micro_usdc <= self.base_micro_usdc <= self.maximum_micro_usdc:
+            raise ValueError("need 0 < minimum <= base <= maximum")
+
+
+@dataclass(frozen=True, slots=True)
+class PriceInputs:
+    executions: int
+    successes: int
+    reward_sum_milli: int  # sum of recorded rewards, each in thousandths (0..1000)
+    unique_buyers: int = 0
+    bounty_matches: int = 0
+    seller_reputation_milli: int = 500  # 0..1000; 500 is neutral
+    category_listings_seen: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.successes <= self.executions:
+            raise ValueError("successes must be between 0 and executions")
+        if not 0 <= self.reward_sum_milli <= 1000 * self.executions:
+            raise ValueError("reward_sum_milli must be within 0..1000 per execution")
+        if not 0 <= self.seller_reputation_milli <= 1000:
+            raise ValueError("seller_reputation_milli must be in 0..1000")
+        if min(self.unique_buyers, self.bounty_matches, self.category_listings_seen) < 0:
+            raise ValueError("counts cannot be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class PriceBreakdown:
+    base_micro_usdc: int
+    success_rate: Decimal
+    average_reward: Decimal
+    quality: Decimal
+    demand: Decimal
+    reputation: Decimal
+    scarcity: Decimal
+    scarcity_class: str
+    unclamped_micro_usdc: int
+    price_micro_usdc: int
+    clamped: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in asdict(self).items()}
+
+
+def scarcity(category_listings_seen: int) -> tuple[Decimal, str]:
+    if category_listings_seen <= RARE_AT_MOST:
+        return Decimal("1.5"), "rare"
+    if category_listings_seen <= UNCOMMON_AT_MOST:
+        return Decimal("1.2"), "uncommon"
+    return Decimal("1.0"), "common"
+
+
+def price(inputs: PriceInputs, settings: PriceSettings | None = None) -> PriceBreakdown:
+    s = settings or PriceSettings()
+    with localcontext() as ctx:
+        ctx.prec = 28
+        if inputs.executions:
+            success_rate = Decimal(inputs.successes) / Decimal(inputs.executions)
+            average_reward = Decimal(inputs.reward_sum_milli) / Decimal(1000 * inputs.executions)
+        else:
+            success_rate = average_reward = Decimal(0)
+        quality = success_rate * average_reward
+        # ln is irrational: take it to 12 places so the factor is a fixed decimal on every machine.
+        log_term = Decimal(repr(round(math.log(inputs.unique_buyers + inputs.bounty_matches + 1), 12)))
+        demand = Decimal(1) + log_term * Decimal("0.1")
+        reputation = Decimal("0.5") + Decimal(inputs.seller_reputation_milli) / Decimal(1000)
+        scarce, scarce_class = scarcity(inputs.category_listings_seen)
+        raw = Decimal(s.base_micro_usdc) * quality * demand * reputation * scarce
+        unclamped = int(raw.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+    final = min(s.maximum_micro_usdc, max(s.minimum_micro_usdc, unclamped))
+    return PriceBreakdown(
+        base_micro_usdc=s.base_micro_usdc,
+        success_rate=success_rate,
+        average_reward=average_reward,
+        quality=quality,
+        demand=demand,
+        reputation=reputation,
+        scarcity=scarce,
+        scarcity_class=scarce_class,
+        unclamped_micro_usdc=unclamped,
+        price_micro_usdc=final,
+        clamped=final != unclamped,
+    )
+
+
+def format_usdc(micro: int) -> str:
+    """``12345`` -> ``"0.012345 USDC"``: integer arithmetic, no float on the way."""
+    sign = "-" if micro < 0 else ""
+    whole, frac = divmod(abs(micro), MICRO_PER_USDC)
+    return f"{sign}{whole}.{frac:06d} USDC"
