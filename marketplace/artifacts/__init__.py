@@ -1,0 +1,1 @@
+"""Compiled contracts (ABI + bytecode), built by contracts/compile.py from contracts/*.vy."""

@@ -1,0 +1,277 @@
+"""The chain client: USDC balances, transfers and the purchase escrow, over web3.py.
+
+One class, two backends, the same code path:
+- ``Chain.embedded()``: an in-process EVM (py-evm through eth-tester) with our two
+  contracts deployed at start: the default, no service needed. A named dev chain:
+  its token is ``DevUSDC`` and ``fund`` mints it.
+- ``Chain.rpc(url, token, escrow)``: any JSON-RPC chain (anvil locally; a real chain
+  with the real USDC address in production).
+
+eth-tester is not thread-safe and a synchronous EVM call stalls whatever thread runs
+it, so every web3 call runs on one dedicated worker thread, never on the event loop.
+Reverts surface as ``TransactionReverted`` (``InsufficientFunds`` for balance and
+allowance failures) whatever the backend: each transaction is simulated first, which
+yields the contract's reason, then signed locally and sent with an explicit gas limit.
+Amounts are integer micro-USDC everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+GAS_LIMIT = 300_000
+LOCK_STATES = {0: "none", 1: "locked", 2: "released", 3: "refunded"}
+
+
+class ChainError(Exception):
+    """A chain operation failed."""
+
+
+class TransactionReverted(ChainError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"transaction reverted: {reason}")
+        self.reason = reason
+
+
+class InsufficientFunds(TransactionReverted):
+    """Not enough USDC (or allowance) for the amount."""
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """An EVM account this node controls (its key never leaves the process)."""
+
+    address: str
+    private_key: bytes
+
+    @classmethod
+    def create(cls) -> Account:
+        from eth_account import Account as EthAccount
+
+        created = EthAccount.create()
+        return cls(created.address, bytes(created.key))
+
+    @classmethod
+    def from_key(cls, private_key: bytes) -> Account:
+        from eth_account import Account as EthAccount
+
+        return cls(EthAccount.from_key(private_key).address, private_key)
+
+    def __repr__(self) -> str:
+        return f"Account({self.address})"
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    tx_hash: str
+    block: int
+    gas_used: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockInfo:
+    buyer: str
+    seller: str
+    amount: int
+    deadline: int
+    state: str  # none, locked, released, refunded
+
+
+def artifact(name: str) -> dict[str, Any]:
+    text = resources.files("marketplace.artifacts").joinpath(f"{name}.json").read_text()
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+class Chain:
+    def __init__(self, w3: Any, token_address: str, escrow_address: str, *, dev: bool) -> None:
+        self._w3 = w3
+        self._token = w3.eth.contract(address=token_address, abi=artifact("DevUSDC")["abi"])
+        self._escrow = w3.eth.contract(address=escrow_address, abi=artifact("Escrow")["abi"])
+        self.token_address = token_address
+        self.escrow_address = escrow_address
+        self.dev = dev
+        self._executor: ThreadPoolExecutor | None = None
+
+    # --- construction --------------------------------------------------------------------
+
+    @classmethod
+    async def embedded(cls) -> Chain:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm")
+
+        def build() -> Chain:
+            from web3 import Web3
+
+            w3 = Web3(Web3.EthereumTesterProvider())
+            deployer = w3.eth.accounts[0]
+            token = _deploy(w3, deployer, "DevUSDC")
+            escrow = _deploy(w3, deployer, "Escrow", token)
+            return cls(w3, token, escrow, dev=True)
+
+        chain = await asyncio.get_running_loop().run_in_executor(executor, build)
+        chain._executor = executor
+        return chain
+
+    @classmethod
+    async def rpc(cls, url: str, token_address: str, escrow_address: str) -> Chain:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm-rpc")
+
+        def build() -> Chain:
+            from web3 import Web3
+
+            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 10}))
+            if not w3.is_connected():
+                raise ChainError(f"no chain answers at {url}")
+            return cls(w3, Web3.to_checksum_address(token_address), Web3.to_checksum_address(escrow_address), dev=False)
+
+        chain = await asyncio.get_running_loop().run_in_executor(executor, build)
+        chain._executor = executor
+        return chain
+
+    async def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def chain_id(self) -> int:
+        return await self._run(lambda: int(self._w3.eth.chain_id))
+
+    async def balance(self, address: str) -> int:
+        return await self._run(lambda: int(self._token.functions.balanceOf(address).call()))
+
+    async def timestamp(self) -> int:
+        return await self._run(lambda: int(self._w3.eth.get_block("latest")["timestamp"]))
+
+    async def lock_info(self, purchase_id: bytes) -> LockInfo:
+        def read() -> LockInfo:
+            buyer, seller, amount, deadline, state = self._escrow.functions.locks(purchase_id).call()
+            return LockInfo(buyer, seller, int(amount), int(deadline), LOCK_STATES.get(int(state), "unknown"))
+
+        return await self._run(read)
+
+    # --- writes --------------------------------------------------------------------------
+
+    async def transfer(self, account: Account, to: str, amount: int) -> Receipt:
+        return await self._send(account, lambda: self._token.functions.transfer(to, _amount(amount)))
+
+    async def approve(self, account: Account, spender: str, amount: int) -> Receipt:
+        return await self._send(account, lambda: self._token.functions.approve(spender, _amount(amount)))
+
+    async def lock(self, account: Account, purchase_id: bytes, seller: str, amount: int, deadline: int) -> Receipt:
+        """Approve the escrow for exactly ``amount`` and lock it for ``purchase_id`` (once, ever)."""
+        await self.approve(account, self.escrow_address, amount)
+        return await self._send(
+            account, lambda: self._escrow.functions.lock(purchase_id, seller, _amount(amount), deadline)
+        )
+
+    async def release(self, account: Account, purchase_id: bytes) -> Receipt:
+        return await self._send(account, lambda: self._escrow.functions.release(purchase_id))
+
+    async def refund(self, account: Account, purchase_id: bytes) -> Receipt:
+        return await self._send(account, lambda: self._escrow.functions.refund(purchase_id))
+
+    # --- development chain only ----------------------------------------------------------
+
+    async def fund(self, address: str, micro_usdc: int, *, gas_wei: int = 10**18) -> None:
+        """Give an account dUSDC and gas (the embedded dev chain only)."""
+        self._dev_only("fund")
+
+        def give() -> None:
+            minter = self._w3.eth.accounts[0]
+            _wait(self._w3, self._w3.eth.send_transaction({"from": minter, "to": address, "value": gas_wei}))
+            _wait(
+                self._w3,
+                self._token.functions.mint(address, _amount(micro_usdc)).transact({"from": minter, "gas": GAS_LIMIT}),
+            )
+
+        await self._run(give)
+
+    async def advance_time(self, seconds: int) -> None:
+        """Move the dev chain's clock forward and mine a block (for timeouts in tests)."""
+        self._dev_only("advance_time")
+
+        def travel() -> None:
+            tester = self._w3.provider.ethereum_tester
+            tester.time_travel(int(self._w3.eth.get_block("latest")["timestamp"]) + seconds)
+            tester.mine_blocks()
+
+        await self._run(travel)
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _dev_only(self, what: str) -> None:
+        if not self.dev:
+            raise ChainError(f"{what} exists on the embedded development chain only")
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        if self._executor is None:
+            raise ChainError("the chain client is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    async def _send(self, account: Account, make: Callable[[], Any]) -> Receipt:
+        def send() -> Receipt:
+            from eth_account import Account as EthAccount
+
+            function = make()
+            try:  # simulate first: the revert reason, the same on every backend
+                function.call({"from": account.address})
+            except Exception as exc:  # noqa: BLE001 - each backend raises its own type
+                raise _reverted(exc) from None
+            tx = function.build_transaction(
+                {
+                    "from": account.address,
+                    "nonce": self._w3.eth.get_transaction_count(account.address, "pending"),
+                    "gas": GAS_LIMIT,
+                    "gasPrice": self._w3.eth.gas_price,
+                    "chainId": self._w3.eth.chain_id,
+                }
+            )
+            signed = EthAccount.sign_transaction(tx, account.private_key)
+            try:
+                tx_hash = self._w3.eth.send_raw_transaction(signed.raw_transaction)
+            except Exception as exc:  # noqa: BLE001 - normalised below
+                raise _reverted(exc) from None
+            receipt = _wait(self._w3, tx_hash)
+            if int(receipt["status"]) != 1:
+                raise TransactionReverted("reverted on chain")
+            return Receipt(tx_hash.hex(), int(receipt["blockNumber"]), int(receipt["gasUsed"]))
+
+        return await self._run(send)
+
+
+def _amount(micro_usdc: int) -> int:
+    if type(micro_usdc) is not int or micro_usdc < 0:
+        raise ValueError(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
+    return micro_usdc
+
+
+def _reverted(exc: Exception) -> TransactionReverted:
+    text = str(exc)
+    for marker in ("execution reverted: ", "reverted: ", "Reverted "):
+        if marker in text:
+            text = text.split(marker, 1)[1]
+            break
+    reason = text.strip().strip("'\"") or type(exc).__name__
+    if "exceeds balance" in reason or "exceeds allowance" in reason or "insufficient funds" in reason.lower():
+        return InsufficientFunds(reason)
+    return TransactionReverted(reason)
+
+
+def _wait(w3: Any, tx_hash: Any) -> Any:
+    return w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
+
+
+def _deploy(w3: Any, deployer: str, name: str, *args: Any) -> str:
+    doc = artifact(name)
+    factory = w3.eth.contract(abi=doc["abi"], bytecode=doc["bytecode"])
+    receipt = _wait(w3, factory.constructor(*args).transact({"from": deployer, "gas": 3_000_000}))
+    return str(receipt["contractAddress"])

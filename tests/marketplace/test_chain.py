@@ -1,0 +1,92 @@
+"""The chain client on the embedded EVM running our own compiled contracts."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from marketplace.chain import Account, Chain, InsufficientFunds, TransactionReverted, artifact
+
+ROOT = Path(__file__).resolve().parents[2]
+PURCHASE = bytes(range(32))
+
+
+@pytest.mark.parametrize("name", ["DevUSDC", "Escrow"])
+def test_committed_artifacts_are_built_from_the_sources_beside_them(name: str) -> None:
+    source = (ROOT / "contracts" / f"{name}.vy").read_bytes()
+    doc = artifact(name)
+    assert doc["source_sha256"] == hashlib.sha256(source).hexdigest(), "run python contracts/compile.py"
+    assert doc["compiler"] == "vyper 0.4.3" and doc["bytecode"].startswith("0x")
+
+
+@pytest.fixture
+async def chain() -> AsyncIterator[Chain]:
+    c = await Chain.embedded()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+@pytest.fixture
+async def buyer(chain: Chain) -> Account:
+    account = Account.create()
+    await chain.fund(account.address, 5_000_000)  # 5 USDC
+    return account
+
+
+async def test_a_usdc_like_token_with_six_decimals(chain: Chain, buyer: Account) -> None:
+    seller = Account.create()
+    await chain.transfer(buyer, seller.address, 1_250_000)
+    assert (await chain.balance(buyer.address), await chain.balance(seller.address)) == (3_750_000, 1_250_000)
+    with pytest.raises(InsufficientFunds, match="exceeds balance"):
+        await chain.transfer(buyer, seller.address, 3_750_001)
+    assert await chain.balance(buyer.address) == 3_750_000  # a refused transfer moves nothing
+    with pytest.raises(ValueError, match="integer micro-USDC"):
+        await chain.transfer(buyer, seller.address, 1.5)  # type: ignore[arg-type]
+
+
+async def test_escrow_releases_to_the_seller_only_by_the_buyer_and_once(chain: Chain, buyer: Account) -> None:
+    seller = Account.create()
+    await chain.fund(seller.address, 0)
+    deadline = await chain.timestamp() + 600
+    await chain.lock(buyer, PURCHASE, seller.address, 10_000, deadline)
+    info = await chain.lock_info(PURCHASE)
+    assert (info.buyer, info.seller, info.amount, info.state) == (buyer.address, seller.address, 10_000, "locked")
+    assert await chain.balance(buyer.address) == 4_990_000
+    with pytest.raises(TransactionReverted, match="purchase already locked"):
+        await chain.lock(buyer, PURCHASE, seller.address, 10_000, deadline)  # never paid twice
+    with pytest.raises(TransactionReverted, match="only the buyer releases"):
+        await chain.release(seller, PURCHASE)
+    await chain.release(buyer, PURCHASE)
+    assert (await chain.lock_info(PURCHASE)).state == "released"
+    assert await chain.balance(seller.address) == 10_000
+    with pytest.raises(TransactionReverted, match="not locked"):
+        await chain.refund(buyer, PURCHASE)
+
+
+async def test_escrow_refunds_after_the_deadline_only(chain: Chain, buyer: Account) -> None:
+    seller = Account.create()
+    deadline = await chain.timestamp() + 600
+    await chain.lock(buyer, PURCHASE, seller.address, 10_000, deadline)
+    with pytest.raises(TransactionReverted, match="deadline not reached"):
+        await chain.refund(buyer, PURCHASE)
+    await chain.advance_time(601)
+    await chain.refund(buyer, PURCHASE)
+    assert (await chain.lock_info(PURCHASE)).state == "refunded"
+    assert await chain.balance(buyer.address) == 5_000_000 and await chain.balance(seller.address) == 0
+
+
+async def test_locking_more_than_the_balance_is_a_clear_error(chain: Chain, buyer: Account) -> None:
+    with pytest.raises(InsufficientFunds):
+        await chain.lock(buyer, PURCHASE, Account.create().address, 6_000_000, await chain.timestamp() + 60)
+    assert (await chain.lock_info(PURCHASE)).state == "none" and await chain.balance(buyer.address) == 5_000_000
+
+
+async def test_dev_only_operations_are_refused_on_a_real_chain_client(chain: Chain) -> None:
+    real = Chain(chain._w3, chain.token_address, chain.escrow_address, dev=False)
+    with pytest.raises(Exception, match="embedded development chain only"):
+        await real.fund(Account.create().address, 1)
