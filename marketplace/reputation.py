@@ -15,5 +15,10 @@ def own_reputation_milli(trust_file: Path, me: bytes) -> int:
         book = TrustBook.load(trust_file, me, frozenset())
     except ValueError:
         return NEUTRAL_MILLI  # a damaged book is the daemon's to report; pricing stays neutral
+    return reputation_in(book)
+
+
+def reputation_in(book: TrustBook) -> int:
+    me = book.me
     ratings = [r[me] for attester, r in book.attestations.items() if attester != me and me in r]
     return round(sum(ratings) / len(ratings)) if ratings else NEUTRAL_MILLI

@@ -201,6 +201,28 @@ CREATE TABLE skill_executions (
 CREATE INDEX skill_executions_crystal ON skill_executions (crystal_id);
 """
 
+# v6: skill listings seen on the network (and this node's own), newest version per seller and skill.
+# The signed envelope is kept: a buyer later proves what was offered (content hash, price) with it.
+SCHEMA_V6 = """
+CREATE TABLE listings (
+    seller           TEXT NOT NULL,      -- hex public key
+    stable_skill_id  TEXT NOT NULL,
+    version          INTEGER NOT NULL,
+    content_hash     TEXT NOT NULL,
+    title            TEXT NOT NULL,
+    category         TEXT NOT NULL,
+    price_micro_usdc INTEGER NOT NULL,
+    seller_address   TEXT NOT NULL,
+    executions       INTEGER NOT NULL,
+    successes        INTEGER NOT NULL,
+    revoked          INTEGER NOT NULL DEFAULT 0,
+    received_ms      INTEGER NOT NULL,
+    envelope         BLOB NOT NULL,
+    PRIMARY KEY (seller, stable_skill_id)
+);
+CREATE INDEX listings_category ON listings (category);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5]
+MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6]
 SCHEMA_VERSION = len(MIGRATIONS)

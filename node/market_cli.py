@@ -15,8 +15,9 @@ import click
 
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
-from marketplace.executions import execution_stats, record_execution
-from marketplace.pricing import PriceInputs, PriceSettings, format_usdc, price
+from marketplace.executions import record_execution
+from marketplace.offer import price_of
+from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
 from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
 from memory.store import MemoryStore
@@ -85,28 +86,13 @@ def skills_price(
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         crystal = await store.get(crystal_id)
-        stats = await execution_stats(store, crystal_id)
-        category = crystal.skill.category if crystal.skill else None
-        async with store.reader().execute(
-            "SELECT count(*) FROM crystals WHERE origin = 'peer' AND semantic_type IN ('skill', 'task_pattern') "
-            "AND deprecated = 0 AND category IS ?",
-            (category,),
-        ) as cursor:
-            seen = int((await cursor.fetchone() or (0,))[0])
-        inputs = PriceInputs(
-            executions=stats.executions,
-            successes=stats.successes,
-            reward_sum_milli=stats.reward_sum_milli,
-            seller_reputation_milli=reputation,
-            category_listings_seen=seen,
-        )
-        breakdown = price(inputs, settings)
+        inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation)
         return {
             "crystal_id": crystal_id,
             "price_micro_usdc": breakdown.price_micro_usdc,
             "price": format_usdc(breakdown.price_micro_usdc),
-            "listable": not refusals(crystal, stats),
-            "not_listable_because": refusals(crystal, stats),
+            "listable": not reasons,
+            "not_listable_because": reasons,
             "inputs": asdict(inputs),
             "factors": breakdown.to_dict(),
         }  # fmt: skip

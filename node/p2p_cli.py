@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from marketplace.pricing import format_usdc
 from memory.errors import InvalidQuery
 from memory.query import parse_since
 from node.cli import handles_errors, location_options, resolve
@@ -142,3 +143,53 @@ def skills_revoke(config_path: Path | None, data_dir: Path | None, stable_skill_
     """Revoke a skill this node published: every node marks it deprecated."""
     result = _call(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
     click.echo(f"revoked {result['stable_skill_id']}")
+
+
+@skills_group.command("publish")
+@location_options
+@click.argument("crystal_id")
+@click.option("--title", default=None)
+@click.option("--description", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def skills_publish(
+    config_path: Path | None,
+    data_dir: Path | None,
+    crystal_id: str,
+    title: str | None,
+    description: str | None,
+    as_json: bool,
+) -> None:
+    """List a proven skill for sale: the quality gate, the price, a signed listing on the network."""
+    result = _call(
+        config_path, data_dir, "skills.publish", {"crystal_id": crystal_id, "title": title, "description": description}
+    )
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(
+            f"listed {result['stable_skill_id']} v{result['version']} at {format_usdc(result['price_micro_usdc'])}"
+            f" (paid to {result['seller_address']})"
+        )
+
+
+@skills_group.command("list")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def skills_list(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """What the network offers: skill, price, seller and the seller's trust level."""
+    rows = _call(config_path, data_dir, "skills.list")
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no listings seen yet")
+    for r in rows:
+        mark = " [verified]" if r["verified"] else ""
+        mine = " (mine)" if r["mine"] else ""
+        price = format_usdc(r["price_micro_usdc"])
+        click.echo(
+            f"{r['stable_skill_id']} v{r['version']}  {price}  {r['title'][:60]}{mark}{mine}\n"
+            f"    seller {r['seller_peer_id']} ({r['seller_level']}), {r['successes']}/{r['executions']} executions ok"
+        )

@@ -13,12 +13,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+from marketplace.listings import active_listings, record_listing, revoke_listing
+from marketplace.offer import price_of
+from marketplace.pricing import PriceSettings
+from marketplace.reputation import reputation_in
+from marketplace.wallet import load_or_create_wallet
 from memory.endocrine import Endocrine
 from memory.governance import check_exportable
 from memory.hormones import NetworkOverride
@@ -161,6 +167,8 @@ class P2PPart:
             "weather.show": self._cmd_weather_show,
             "skills.share": self._cmd_skills_share,
             "skills.revoke": self._cmd_skills_revoke,
+            "skills.publish": self._cmd_skills_publish,
+            "skills.list": self._cmd_skills_list,
             "p2p.connect": self._cmd_connect,
         }
 
@@ -183,6 +191,7 @@ class P2PPart:
         if isinstance(message, Weather):
             await self._apply_weather(message, author)
         elif isinstance(message, SkillListing):
+            await record_listing(self._store(), message, envelope)
             if self._levels.get(author) is TrustLevel.UNTRUSTED:
                 log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
                 return
@@ -196,6 +205,7 @@ class P2PPart:
                 crystal=result.crystal_id,
             )
         elif isinstance(message, SkillRevocation):
+            await revoke_listing(self._store(), message)
             count = await apply_revocation(self._store(), message)
             self.ingested["revocations"] += 1
             log.info("p2p.skill_revoked", skill=message.stable_skill_id, crystals=count)
@@ -357,11 +367,70 @@ class P2PPart:
             "content_hash": listing.content_hash,
         }
 
+    async def _cmd_skills_publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        """List a proven skill for sale: quality gate, price, signed listing (no content) on the skills topic."""
+        store = self._store()
+        crystal = await store.get(str(args["crystal_id"]))
+        m = self._ctx.config.marketplace
+        settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
+        me = self._ctx.identity.public_key
+        _, breakdown, stats, reasons = await price_of(
+            store, crystal, settings, reputation_milli=reputation_in(self.trust), me=me.hex()
+        )
+        if reasons:
+            raise ValueError("not listable: " + "; ".join(reasons))
+        wallet = load_or_create_wallet(self._ctx.paths.data_dir / "wallet.key")
+        skill = crystal.skill
+        listing = SkillListing(
+            stable_skill_id=skill.stable_skill_id if skill else crystal.content_hash[:16],
+            version=skill.version if skill else 1,
+            content_hash=crystal.content_hash,
+            title=str(args.get("title") or crystal.text.splitlines()[0][:200]),
+            description=str(args.get("description") or ""),
+            tags=skill.tags if skill else (),
+            category=(skill.category or "") if skill else "",
+            price_micro_usdc=breakdown.price_micro_usdc,
+            seller_address=wallet.address,
+            executions=stats.executions,
+            successes=stats.successes,
+            content=None,
+        )
+        envelope = seal_envelope(
+            self._ctx.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=self._ctx.now_ms()
+        )
+        assert self.host is not None
+        await self.host.publish(SKILLS_TOPIC, envelope.encode())
+        await record_listing(store, listing, envelope)
+        return {
+            "stable_skill_id": listing.stable_skill_id,
+            "version": listing.version,
+            "price_micro_usdc": listing.price_micro_usdc,
+            "seller_address": wallet.address,
+        }
+
+    async def _cmd_skills_list(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        """What the network offers, newest first, with each seller's trust level."""
+        rows = []
+        for row in await active_listings(self._store()):
+            seller = bytes.fromhex(row.seller)
+            level = self._levels.get(seller) or self.validator.level_of(seller)
+            rows.append(
+                {
+                    **asdict(row),
+                    "seller_peer_id": peer_id_from_ed25519(seller),
+                    "seller_level": level.value,
+                    "verified": self._anchors.is_management(seller),
+                    "mine": seller == self._ctx.identity.public_key,
+                }
+            )
+        return rows
+
     async def _cmd_skills_revoke(self, args: dict[str, Any]) -> dict[str, Any]:
         revocation = SkillRevocation(
             str(args["stable_skill_id"]), self._ctx.identity.public_key, str(args.get("reason") or "revoked")
         )
         await self._publish(SKILLS_TOPIC, KIND_SKILL_REVOCATION, skill_revocation_body(revocation))
+        await revoke_listing(self._store(), revocation)
         return {"stable_skill_id": revocation.stable_skill_id}
 
     async def _cmd_connect(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
+from memory.embedders.hashing import HashingEmbedder
+from memory.store import MemoryStore
 
 CLI = [sys.executable, "-m", "node"]
 
@@ -30,3 +34,13 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) 
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    """A real store with the hashing embedder and the wall clock (tests/memory has one with a fake clock)."""
+    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder())
+    try:
+        yield s
+    finally:
+        await s.close()

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 from marketplace.executions import ExecutionStats, execution_stats, record_execution
 from marketplace.pricing import PriceInputs, PriceSettings, format_usdc, price, scarcity
 from marketplace.quality import refusals
-from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound
 from memory.model import NewCrystal, Scope, SemanticType
 from memory.store import MemoryStore
@@ -66,15 +63,6 @@ def test_prices_are_clamped_to_the_configured_range() -> None:
     with pytest.raises(ValueError, match="successes"):
         PriceInputs(executions=1, successes=2, reward_sum_milli=0)
     assert format_usdc(1_500_000) == "1.500000 USDC" and format_usdc(0) == "0.000000 USDC"
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder())
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 async def test_the_quality_gate_needs_three_executions_and_sixty_percent(store: MemoryStore) -> None:

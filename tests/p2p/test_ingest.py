@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
-from memory.embedders.hashing import HashingEmbedder
 from memory.governance import check_exportable
 from memory.model import Lifecycle, Origin, Scope, SemanticType, content_hash
 from memory.store import MemoryStore
@@ -62,12 +56,3 @@ async def test_paid_listings_store_nothing_and_revocation_deprecates_every_versi
     assert other.crystal_id is not None
     untouched = await store.get(other.crystal_id)
     assert untouched.skill is not None and not untouched.skill.deprecated  # only the publisher's own versions
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder())
-    try:
-        yield s
-    finally:
-        await s.close()

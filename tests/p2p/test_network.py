@@ -122,6 +122,10 @@ def _found(node: Node, words: str) -> list[dict[str, Any]]:
     return [h for h in hits if h["crystal"]["origin"] == "peer"]
 
 
+def _own_listings(node: Node) -> list[dict[str, Any]]:
+    return [r for r in node.json("skills", "list") if r["mine"]]
+
+
 def _halting_weather(node: Node) -> dict[str, Any] | None:
     weather = dict(node.json("weather", "show"))
     return weather if weather["halts_untrusted_ingestion"] else None
@@ -179,6 +183,24 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
     )
     peers = manager.json("peers")
     assert [p["level"] for p in peers if p["connected"]] == ["provisional"]
+    # A proven, shared skill is listed with its price; every node sees the listing and its seller's level.
+    proven = edge3.json(
+        "memory", "add", "Rebuild the search index with reindex --all", "--type", "skill", "--scope", "shared"
+    )
+    proven_id = proven["crystal"]["id"]
+    early = edge3.cli("skills", "publish", proven_id)
+    assert early.returncode == 2 and "needs at least 3 recorded executions" in early.stderr
+    for outcome in ("--success", "--success", "--failure"):
+        assert edge3.cli("skills", "record", proven_id, outcome).returncode == 0
+    published = edge3.json("skills", "publish", proven_id)
+    assert published["price_micro_usdc"] > 0 and published["seller_address"].startswith("0x")
+
+    def listed() -> list[dict[str, Any]]:
+        return [r for r in manager.json("skills", "list") if r["price_micro_usdc"] == published["price_micro_usdc"]]
+
+    (row,) = wait_for(listed, 30, "the listing to reach the manager", network)
+    assert row["seller_level"] == "provisional" and not row["verified"] and row["executions"] == 3
+    assert (wait_for(functools.partial(_own_listings, edge3), 10, "edge3's own listing"))[0]["mine"]
     seen_from_edge1 = {p["peer_id"]: p["level"] for p in edge1.json("peers") if p["connected"]}
     manager_id = manager.json("status")["identity"]["peer_id"]
     assert seen_from_edge1[manager_id] == "verified" and len(seen_from_edge1) == 2

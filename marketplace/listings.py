@@ -1,0 +1,103 @@
+"""Skill listings seen on the network (and this node's own): the newest version per seller and skill.
+
+The signed envelope of each listing is kept, so a buyer can later prove what was offered.
+A revocation marks every listing of the skill by that seller; an older version never
+replaces a newer one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crypto.envelope import Envelope
+from memory.store import MemoryStore
+from p2p.messages import SkillListing, SkillRevocation
+
+
+@dataclass(frozen=True, slots=True)
+class ListingRow:
+    seller: str
+    stable_skill_id: str
+    version: int
+    content_hash: str
+    title: str
+    category: str
+    price_micro_usdc: int
+    seller_address: str
+    executions: int
+    successes: int
+    revoked: bool
+    received_ms: int
+
+
+_COLUMNS = (
+    "seller, stable_skill_id, version, content_hash, title, category, price_micro_usdc, seller_address, "
+    "executions, successes, revoked, received_ms"
+)
+
+
+async def record_listing(store: MemoryStore, listing: SkillListing, envelope: Envelope) -> bool:
+    """Keep ``listing`` if it is new or newer than the one we have; True when it was kept."""
+    async with store.transaction() as db:
+        cursor = await db.execute(
+            "INSERT INTO listings (seller, stable_skill_id, version, content_hash, title, category, price_micro_usdc, "
+            "seller_address, executions, successes, revoked, received_ms, envelope) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) "
+            "ON CONFLICT (seller, stable_skill_id) DO UPDATE SET version = excluded.version, "
+            "content_hash = excluded.content_hash, title = excluded.title, category = excluded.category, "
+            "price_micro_usdc = excluded.price_micro_usdc, seller_address = excluded.seller_address, "
+            "executions = excluded.executions, successes = excluded.successes, revoked = 0, "
+            "received_ms = excluded.received_ms, envelope = excluded.envelope "
+            "WHERE excluded.version > listings.version",
+            (
+                envelope.author.hex(), listing.stable_skill_id, listing.version, listing.content_hash, listing.title,
+                listing.category, listing.price_micro_usdc, listing.seller_address, listing.executions,
+                listing.successes, store.now_ms(), envelope.encode(),
+            ),
+        )  # fmt: skip
+        kept = cursor.rowcount > 0
+        await cursor.close()
+    return kept
+
+
+async def revoke_listing(store: MemoryStore, revocation: SkillRevocation) -> int:
+    async with store.transaction() as db:
+        cursor = await db.execute(
+            "UPDATE listings SET revoked = 1 WHERE seller = ? AND stable_skill_id = ?",
+            (revocation.publisher.hex(), revocation.stable_skill_id),
+        )
+        count = int(cursor.rowcount)
+        await cursor.close()
+    return count
+
+
+async def active_listings(store: MemoryStore, *, limit: int = 200) -> list[ListingRow]:
+    async with store.reader().execute(
+        f"SELECT {_COLUMNS} FROM listings WHERE revoked = 0 ORDER BY received_ms DESC LIMIT ?",  # noqa: S608 - constant
+        (limit,),
+    ) as cursor:
+        return [
+            ListingRow(
+                r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), r[7], int(r[8]), int(r[9]), bool(r[10]), int(r[11])
+            )
+            for r in await cursor.fetchall()
+        ]
+
+
+async def listings_in_category(store: MemoryStore, category: str, *, excluding_seller: str | None = None) -> int:
+    """How many live listings of ``category`` this node has seen (scarcity in pricing)."""
+    async with store.reader().execute(
+        "SELECT count(*) FROM listings WHERE revoked = 0 AND category = ? AND seller IS NOT ?",
+        (category, excluding_seller),
+    ) as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def listing_envelope(store: MemoryStore, seller: str, stable_skill_id: str) -> bytes | None:
+    async with store.reader().execute(
+        "SELECT envelope FROM listings WHERE seller = ? AND stable_skill_id = ? AND revoked = 0",
+        (seller, stable_skill_id),
+    ) as cursor:
+        row = await cursor.fetchone()
+    return bytes(row[0]) if row else None

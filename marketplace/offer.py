@@ -1,0 +1,26 @@
+"""What this node would ask for one of its skills: the price inputs gathered from the store."""
+
+from __future__ import annotations
+
+from marketplace.executions import ExecutionStats, execution_stats
+from marketplace.listings import listings_in_category
+from marketplace.pricing import PriceBreakdown, PriceInputs, PriceSettings, price
+from marketplace.quality import refusals
+from memory.model import Crystal
+from memory.store import MemoryStore
+
+
+async def price_of(
+    store: MemoryStore, crystal: Crystal, settings: PriceSettings, *, reputation_milli: int, me: str | None = None
+) -> tuple[PriceInputs, PriceBreakdown, ExecutionStats, list[str]]:
+    """(inputs, breakdown, execution stats, reasons it may not be listed) for ``crystal``."""
+    stats = await execution_stats(store, crystal.id)
+    category = (crystal.skill.category if crystal.skill else None) or ""
+    inputs = PriceInputs(
+        executions=stats.executions,
+        successes=stats.successes,
+        reward_sum_milli=stats.reward_sum_milli,
+        seller_reputation_milli=reputation_milli,
+        category_listings_seen=await listings_in_category(store, category, excluding_seller=me),
+    )
+    return inputs, price(inputs, settings), stats, refusals(crystal, stats)

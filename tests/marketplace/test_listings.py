@@ -1,0 +1,44 @@
+"""Listings seen on the network: newest version wins, revocation, category counts; the wallet file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from crypto.identity import Identity
+from marketplace.listings import active_listings, listing_envelope, listings_in_category, record_listing, revoke_listing
+from marketplace.wallet import WalletError, load_or_create_wallet, load_wallet
+from memory.store import MemoryStore
+from p2p.messages import SkillRevocation
+from tests.p2p.conftest import NOW, listing, skill_envelope
+
+SELLER = Identity.from_seed(b"s" * 32)
+
+
+async def test_newest_version_wins_and_revocation_unlists(store: MemoryStore) -> None:
+    v1, v2 = listing(content=None), listing(content=None, version=2, price_micro_usdc=20_000)
+    assert await record_listing(store, v2, skill_envelope(SELLER, NOW, v2))
+    assert not await record_listing(store, v1, skill_envelope(SELLER, NOW, v1))  # older: ignored
+    (row,) = await active_listings(store)
+    assert (row.version, row.price_micro_usdc, row.seller) == (2, 20_000, SELLER.public_key.hex())
+    assert await listing_envelope(store, row.seller, row.stable_skill_id) is not None
+    assert await listings_in_category(store, "ops") == 1
+    assert await listings_in_category(store, "ops", excluding_seller=SELLER.public_key.hex()) == 0
+    revoked = await revoke_listing(store, SkillRevocation("ops.rotate-logs", SELLER.public_key, "gone"))
+    assert revoked == 1 and await active_listings(store) == [] and await listings_in_category(store, "ops") == 0
+
+
+def test_wallet_is_created_once_private_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "wallet.key"
+    first = load_or_create_wallet(path)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert load_or_create_wallet(path) == first and first.address.startswith("0x")
+    os.chmod(path, 0o644)
+    with pytest.raises(WalletError, match="chmod 600"):
+        load_wallet(path)
+    os.chmod(path, 0o600)
+    path.write_text('{"key": "zz"}')
+    with pytest.raises(WalletError, match="not a wallet file"):
+        load_wallet(path)
