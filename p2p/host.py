@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -35,7 +35,13 @@ from p2p.topics import ALL_TOPICS
 from p2p.validation import MessageValidator, Outcome, Verdict
 
 T = TypeVar("T")
+#: Answers a direct request: (peer id of the requester, request bytes) -> answer bytes.
+RequestHandler = Callable[[str, bytes], Coroutine[Any, Any, bytes]]
 _log = logging.getLogger("p2p.host")
+
+
+class RequestFailed(ConnectionError):
+    """A direct request could not be made or answered (no route, protocol refused, stream reset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,7 @@ class P2PHost:
         self.listen_addrs: list[str] = []
         #: Called on the asyncio loop with (forwarding peer id, reason) for every rejected message.
         self.on_reject: Callable[[str, str], None] | None = None
+        self._services: dict[str, RequestHandler] = {}
 
     # --- asyncio side --------------------------------------------------------------------
 
@@ -172,6 +179,36 @@ class P2PHost:
 
         return await self._call(snapshot)
 
+    def serve(self, protocol: str, handler: RequestHandler) -> None:
+        """Answer requests on a direct stream protocol (call before ``start``): ``handler(peer id,
+        request bytes)`` runs on the asyncio loop and returns the answer's bytes."""
+        if self._thread is not None:
+            raise RuntimeError("register stream protocols before the host starts")
+        self._services[protocol] = handler
+
+    async def request(self, peer_id: str, protocol: str, payload: bytes, *, timeout_s: float = 15.0) -> bytes:
+        """One request and one answer over a new direct stream to ``peer_id``."""
+        from libp2p.custom_types import TProtocol
+        from libp2p.peer.id import ID
+
+        async def exchange() -> bytes:
+            with trio.fail_after(timeout_s):
+                stream = await self._host.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
+                try:
+                    await _write_frame(stream, payload)
+                    return await _read_frame(stream)
+                finally:
+                    await stream.close()
+
+        try:
+            return await self._call(exchange)
+        except trio.TooSlowError:
+            raise TimeoutError(f"{peer_id} did not answer {protocol} within {timeout_s} s") from None
+        except (RuntimeError, TimeoutError):
+            raise
+        except Exception as exc:
+            raise RequestFailed(f"{protocol} to {peer_id} failed: {exc}") from exc
+
     async def mesh_size(self, topic: str) -> int:
         async def size() -> int:
             return len(self._pubsub.router.mesh.get(topic, ()))
@@ -216,6 +253,7 @@ class P2PHost:
         from libp2p import new_host
         from libp2p.crypto.ed25519 import create_new_key_pair
         from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
+        from libp2p.custom_types import TProtocol
         from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
         from libp2p.pubsub.pubsub import Pubsub
         from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
@@ -259,6 +297,8 @@ class P2PHost:
                         pubsub.set_topic_validator(topic, self._validator_for(topic), False)
                         subscription = await pubsub.subscribe(topic)
                         nursery.start_soon(_drain, subscription)
+                    for protocol, handler in self._services.items():
+                        host.set_stream_handler(TProtocol(protocol), self._stream_handler(handler))
                     nursery.start_soon(self._keep_bootstrap_connected)
                     nursery.start_soon(self._enforce_bans)
                     addrs = [str(a) for a in host.get_addrs()]
@@ -295,6 +335,31 @@ class P2PHost:
             return accepted
 
         return validate
+
+    def _stream_handler(self, handler: RequestHandler) -> Callable[[Any], Awaitable[None]]:
+        """Read one framed request, have the asyncio side answer it, write the answer back."""
+        assert self._loop is not None
+        loop = self._loop
+
+        async def handle(stream: Any) -> None:
+            token = trio.lowlevel.current_trio_token()
+            try:
+                with trio.fail_after(30):
+                    request = await _read_frame(stream)
+                    peer = stream.muxed_conn.peer_id.to_base58()
+                    done = trio.Event()
+                    future = asyncio.run_coroutine_threadsafe(handler(peer, request), loop)
+                    future.add_done_callback(lambda _: token.run_sync_soon(done.set))
+                    await done.wait()
+                    await _write_frame(stream, future.result())
+            except Exception as exc:  # noqa: BLE001 - one bad stream must not touch the host
+                _log.info("p2p.stream_failed", extra={"fields": {"error": repr(exc)}})
+                with contextlib.suppress(Exception):
+                    await stream.reset()
+                return
+            await stream.close()
+
+        return handle
 
     def _deliver(self, delivery: Delivery) -> None:
         assert self._loop is not None
@@ -346,6 +411,32 @@ class P2PHost:
             for peer in self._host.get_connected_peers():
                 if peer.to_base58() in banned:
                     await self._disconnect(peer)
+
+
+MAX_FRAME_BYTES = 1_048_576
+
+
+async def _write_frame(stream: Any, payload: bytes) -> None:
+    if len(payload) > MAX_FRAME_BYTES:
+        raise ValueError(f"a frame is at most {MAX_FRAME_BYTES} bytes")
+    await stream.write(len(payload).to_bytes(4, "big") + payload)
+
+
+async def _read_exactly(stream: Any, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = await stream.read(size - len(data))
+        if not chunk:
+            raise ConnectionError("the stream ended before the frame did")
+        data += chunk
+    return data
+
+
+async def _read_frame(stream: Any) -> bytes:
+    size = int.from_bytes(await _read_exactly(stream, 4), "big")
+    if size > MAX_FRAME_BYTES:
+        raise ValueError(f"frame of {size} bytes refused (at most {MAX_FRAME_BYTES})")
+    return await _read_exactly(stream, size)
 
 
 async def _drain(subscription: Any) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
-from p2p.host import HostSettings, P2PHost
+from p2p.host import HostSettings, P2PHost, RequestFailed
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import POLICY, MessageValidator, Outcome, Reason, Verdict
@@ -173,3 +173,34 @@ async def test_repeated_start_and_stop_leaks_no_threads_or_fds() -> None:
     assert own_threads() <= threads
     # Each cycle opens two listeners and a connection (>= 4 sockets): a leak would grow by 20+.
     assert len(after) <= len(before) + 2, sorted(set(after) - set(before))
+
+
+async def test_direct_requests_get_answers_and_failures_are_clear() -> None:
+    server = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
+    client = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
+    seen: list[str] = []
+
+    async def echo(peer: str, request: bytes) -> bytes:
+        seen.append(peer)
+        if request == b"slow":
+            await asyncio.sleep(5)
+        return request[::-1]
+
+    server.serve("/bitterbot/test/1", echo)
+    await server.start()
+    await client.start()
+    try:
+        await client.connect(server.listen_addrs[0])
+        assert await client.request(server.peer_id, "/bitterbot/test/1", b"hello") == b"olleh"
+        big = bytes(range(256)) * 1_000
+        assert await client.request(server.peer_id, "/bitterbot/test/1", big) == big[::-1]
+        assert seen == [client.peer_id, client.peer_id]  # the requester's authenticated peer id
+        with pytest.raises(TimeoutError, match="did not answer"):
+            await client.request(server.peer_id, "/bitterbot/test/1", b"slow", timeout_s=0.5)
+        with pytest.raises(RequestFailed, match="/bitterbot/unknown/1"):
+            await client.request(server.peer_id, "/bitterbot/unknown/1", b"x", timeout_s=5)
+        with pytest.raises(RuntimeError, match="before the host starts"):
+            server.serve("/late/1", echo)
+    finally:
+        await client.stop()
+        await server.stop()
