@@ -15,6 +15,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nacl.exceptions
+import nacl.public
 import nacl.signing
 
 from crypto.errors import (
@@ -66,8 +68,21 @@ class Identity:
         """A 64-byte detached Ed25519 signature."""
         return self._signing_key.sign(message).signature
 
+    def open_sealed(self, sealed: bytes) -> bytes:
+        """Decrypt a box sealed to this identity by ``seal_to`` (X25519 from the Ed25519 key)."""
+        try:
+            return nacl.public.SealedBox(self._signing_key.to_curve25519_private_key()).decrypt(sealed)
+        except nacl.exceptions.CryptoError:
+            raise SealedDataTampered("the sealed box does not open with this key") from None
+
     def __str__(self) -> str:
         return f"Identity({self.peer_id})"
+
+
+def seal_to(public_key: bytes, data: bytes) -> bytes:
+    """Encrypt ``data`` so that only the holder of the Ed25519 ``public_key`` can read it."""
+    recipient = nacl.signing.VerifyKey(public_key).to_curve25519_public_key()
+    return bytes(nacl.public.SealedBox(recipient).encrypt(data))
 
 
 def save_identity(

@@ -223,6 +223,29 @@ CREATE TABLE listings (
 CREATE INDEX listings_category ON listings (category);
 """
 
+# v7: purchases (as buyer) and sales (as seller), one row per purchase id, every step persisted so
+# that a restart resumes a purchase where it stood; the signed quote is kept as proof.
+SCHEMA_V7 = """
+CREATE TABLE purchases (
+    purchase_id   TEXT PRIMARY KEY,      -- hex, chosen by the seller in the signed quote
+    seller        TEXT NOT NULL,
+    seller_peer   TEXT NOT NULL,
+    quote         BLOB NOT NULL,         -- the seller's signed quote envelope
+    state         TEXT NOT NULL,         -- quoted, locked, completed, refused, refunded
+    detail        TEXT NOT NULL DEFAULT '',
+    crystal_id    TEXT,
+    updated_ms    INTEGER NOT NULL
+);
+CREATE TABLE sales (
+    purchase_id   TEXT PRIMARY KEY,
+    buyer         TEXT NOT NULL,
+    crystal_id    TEXT NOT NULL,
+    quote         BLOB NOT NULL,
+    state         TEXT NOT NULL,         -- quoted, delivered
+    updated_ms    INTEGER NOT NULL
+);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6]
+MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ def test_committed_artifacts_are_built_from_the_sources_beside_them(name: str) -
     doc = artifact(name)
     assert doc["source_sha256"] == hashlib.sha256(source).hexdigest(), "run python contracts/compile.py"
     assert doc["compiler"] == "vyper 0.4.3" and doc["bytecode"].startswith("0x")
-
-
-@pytest.fixture
-async def chain() -> AsyncIterator[Chain]:
-    c = await Chain.embedded()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 @pytest.fixture

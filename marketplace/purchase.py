@@ -1,0 +1,309 @@
+"""Buying and selling a skill between two nodes: quote, escrow, encrypted delivery, release or refund.
+
+Over one direct stream protocol (``/bitterbot/market/1``), every message a signed envelope:
+
+1. buyer -> seller  ``market.quote_request``  {stable_skill_id, version, buyer_address}
+2. seller -> buyer  ``market.quote``          {purchase_id, stable_skill_id, version, content_hash,
+                                                price_micro_usdc, seller_address, buyer, buyer_address,
+                                                expires_ms, deadline_s}
+3. buyer locks ``price`` for ``purchase_id`` in the escrow (the contract takes a purchase id once, ever)
+4. buyer -> seller  ``market.delivery_request`` {purchase_id}
+5. seller checks the lock on the chain (locked, right amount, to its address, from the quoted buyer),
+   then ``market.delivery`` {purchase_id, sealed}: the skill sealed to the buyer's key
+6. buyer opens it and checks its content hash against the listing the seller signed: it stores the
+   skill (origin peer, provenance) and releases the escrow; anything else is refused, and the escrow
+   refunds the buyer after the deadline.
+
+Every step is written to the store before the next one starts (``purchases`` / ``sales``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from crypto.envelope import Envelope, EnvelopePolicy, decode_envelope, open_envelope, pack_body, seal_envelope
+from crypto.errors import EnvelopeError, SealedDataTampered
+from crypto.identity import Identity, seal_to
+from crypto.windows import ReplayGuard
+from marketplace.chain import Account, Chain, ChainError
+from marketplace.listings import listing_envelope
+from memory.model import NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
+from memory.store import MemoryStore
+from p2p.host import P2PHost
+from p2p.messages import SkillListing, parse_skill_listing
+
+PROTOCOL = "/bitterbot/market/1"
+KIND_QUOTE_REQUEST = "market.quote_request"
+KIND_QUOTE = "market.quote"
+KIND_DELIVERY_REQUEST = "market.delivery_request"
+KIND_DELIVERY = "market.delivery"
+KIND_ERROR = "market.error"
+QUOTE_VALID_MS = 120_000
+ESCROW_WINDOW_S = 600
+_POLICY = EnvelopePolicy(
+    kinds=frozenset({KIND_QUOTE_REQUEST, KIND_QUOTE, KIND_DELIVERY_REQUEST, KIND_DELIVERY, KIND_ERROR}),
+    max_bytes=1_000_000,
+)
+
+
+class PurchaseError(Exception):
+    """A purchase could not go on; the message says why and what happened to the money."""
+
+
+@dataclass(frozen=True, slots=True)
+class PurchaseResult:
+    purchase_id: str
+    state: str
+    crystal_id: str | None
+    price_micro_usdc: int
+    detail: str = ""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Market:
+    """One node's side of the marketplace: sells its listings and buys others'."""
+
+    def __init__(self, identity: Identity, wallet: Account, store: MemoryStore, chain: Chain, host: P2PHost) -> None:
+        self._identity = identity
+        self._wallet = wallet
+        self._store = store
+        self._chain = chain
+        self._host = host
+        self._replay = ReplayGuard(horizon_ms=_POLICY.window.max_age_ms + _POLICY.window.max_ahead_ms)
+        host.serve(PROTOCOL, self._answer)
+
+    # --- buyer -------------------------------------------------------------------------
+
+    async def buy(
+        self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None
+    ) -> PurchaseResult:
+        wire = await listing_envelope(self._store, seller_key.hex(), stable_skill_id)
+        if wire is None:
+            raise PurchaseError(f"no live listing of {stable_skill_id} from that seller")
+        listing = parse_skill_listing(decode_envelope(wire, max_bytes=_POLICY.max_bytes).body_map())
+        if max_price is not None and listing.price_micro_usdc > max_price:
+            raise PurchaseError(f"the listing asks {listing.price_micro_usdc} micro-USDC, more than {max_price}")
+        balance = await self._chain.balance(self._wallet.address)
+        if balance < listing.price_micro_usdc:
+            raise PurchaseError(
+                f"insufficient funds: the skill costs {listing.price_micro_usdc} micro-USDC, the wallet holds {balance}"
+            )
+        request = self._seal(KIND_QUOTE_REQUEST, {
+            "stable_skill_id": stable_skill_id, "version": listing.version, "buyer_address": self._wallet.address,
+        })  # fmt: skip
+        quote_env, quote = await self._ask(seller_peer, request, KIND_QUOTE, seller_key)
+        self._check_quote(quote, listing)
+        purchase_id = bytes(quote["purchase_id"])
+        async with self._store.reader().execute(
+            "SELECT 1 FROM purchases WHERE purchase_id = ?", (purchase_id.hex(),)
+        ) as cursor:
+            if await cursor.fetchone() is not None:
+                raise PurchaseError("quote refused: its purchase id was already used (a replayed quote)")
+        await self._persist_purchase(purchase_id, seller_key, seller_peer, quote_env, "quoted")
+        return await self._continue(purchase_id, quote, seller_peer, seller_key, listing)
+
+    async def _continue(
+        self, purchase_id: bytes, quote: dict[str, Any], seller_peer: str, seller_key: bytes, listing: SkillListing
+    ) -> PurchaseResult:
+        price = int(quote["price_micro_usdc"])
+        lock = await self._chain.lock_info(purchase_id)
+        if lock.state == "none":
+            try:
+                await self._chain.lock(
+                    self._wallet, purchase_id, str(quote["seller_address"]), price, int(quote["deadline_s"])
+                )
+            except ChainError as exc:
+                await self._set_state(purchase_id, "failed", str(exc))
+                raise PurchaseError(f"payment not made: {exc}") from None
+        await self._set_state(purchase_id, "locked")
+        try:
+            request = self._seal(KIND_DELIVERY_REQUEST, {"purchase_id": purchase_id})
+            _, delivery = await self._ask(seller_peer, request, KIND_DELIVERY, seller_key)
+            if bytes(delivery["purchase_id"]) != purchase_id:
+                raise PurchaseError("the delivery is for another purchase")
+            text = self._identity.open_sealed(bytes(delivery["sealed"])).decode("utf-8")
+            if content_hash(text) != listing.content_hash:
+                raise PurchaseError("the delivered skill does not match the signed listing's content hash")
+        except (PurchaseError, SealedDataTampered, UnicodeDecodeError, TimeoutError, ConnectionError) as exc:
+            detail = f"delivery refused: {exc}; the escrow refunds after the deadline"
+            await self._set_state(purchase_id, "refused", detail)
+            return PurchaseResult(purchase_id.hex(), "refused", None, price, detail)
+        crystal = await self._store_skill(text, listing, seller_key)
+        await self._chain.release(self._wallet, purchase_id)
+        await self._set_state(purchase_id, "completed", crystal_id=crystal)
+        return PurchaseResult(purchase_id.hex(), "completed", crystal, price)
+
+    async def refund_due(self) -> list[str]:
+        """Refund every refused purchase whose escrow deadline has passed; returns their ids."""
+        async with self._store.reader().execute("SELECT purchase_id FROM purchases WHERE state = 'refused'") as cur:
+            pending = [bytes.fromhex(r[0]) for r in await cur.fetchall()]
+        done = []
+        now = await self._chain.timestamp()
+        for purchase_id in pending:
+            lock = await self._chain.lock_info(purchase_id)
+            if lock.state == "locked" and now >= lock.deadline:
+                await self._chain.refund(self._wallet, purchase_id)
+                lock = await self._chain.lock_info(purchase_id)
+            if lock.state == "refunded":
+                await self._set_state(purchase_id, "refunded")
+                done.append(purchase_id.hex())
+        return done
+
+    def _check_quote(self, quote: dict[str, Any], listing: SkillListing) -> None:
+        expected = {
+            "stable_skill_id": listing.stable_skill_id,
+            "version": listing.version,
+            "content_hash": listing.content_hash,
+            "price_micro_usdc": listing.price_micro_usdc,
+            "seller_address": listing.seller_address,
+            "buyer": self._identity.public_key,
+            "buyer_address": self._wallet.address,
+        }
+        for name, value in expected.items():
+            if quote.get(name) != value:
+                raise PurchaseError(f"quote refused: {name} differs from the listing or from this buyer")
+        if int(quote["expires_ms"]) < _now_ms():
+            raise PurchaseError("quote refused: it has expired")
+        if not isinstance(quote.get("purchase_id"), bytes) or len(quote["purchase_id"]) != 32:
+            raise PurchaseError("quote refused: malformed purchase id")
+
+    async def _store_skill(self, text: str, listing: SkillListing, seller_key: bytes) -> str:
+        source = f"peer:{seller_key.hex()}"
+        remembered = await self._store.remember(
+            NewCrystal(
+                text,
+                semantic_type=SemanticType.SKILL,
+                origin=Origin.PEER,
+                scope=Scope.PRIVATE,
+                source=source,
+                skill=SkillVersion(
+                    listing.stable_skill_id, listing.version, tags=listing.tags, category=listing.category or None
+                ),
+                actor=source,
+                context=listing.title,
+            )
+        )
+        return remembered.crystal.id
+
+    # --- seller ------------------------------------------------------------------------
+
+    async def _answer(self, peer: str, request: bytes) -> bytes:
+        try:
+            envelope = open_envelope(request, _POLICY, now_ms=_now_ms(), replay=self._replay)
+            body = envelope.body_map()
+            if envelope.kind == KIND_QUOTE_REQUEST:
+                return await self._quote(envelope.author, body)
+            if envelope.kind == KIND_DELIVERY_REQUEST:
+                return await self._deliver(envelope.author, body)
+            raise PurchaseError(f"cannot answer a {envelope.kind}")
+        except (EnvelopeError, PurchaseError, ChainError, KeyError, TypeError, ValueError) as exc:
+            return self._seal(KIND_ERROR, {"error": str(exc)}).encode()
+
+    async def _quote(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        skill_id = str(body["stable_skill_id"])
+        wire = await listing_envelope(self._store, self._identity.public_key.hex(), skill_id)
+        if wire is None:
+            raise PurchaseError(f"{skill_id} is not listed here")
+        listing = parse_skill_listing(decode_envelope(wire, max_bytes=_POLICY.max_bytes).body_map())
+        if int(body["version"]) != listing.version:
+            raise PurchaseError(f"version {body['version']} is not the listed one ({listing.version})")
+        async with self._store.reader().execute(
+            "SELECT id FROM crystals WHERE content_hash = ? AND lifecycle NOT IN ('expired', 'archived')",
+            (listing.content_hash,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise PurchaseError(f"{skill_id} is no longer held here")
+        purchase_id = os.urandom(32)
+        quote_body = {
+            "purchase_id": purchase_id,
+            "stable_skill_id": skill_id,
+            "version": listing.version,
+            "content_hash": listing.content_hash,
+            "price_micro_usdc": listing.price_micro_usdc,
+            "seller_address": listing.seller_address,
+            "buyer": buyer,
+            "buyer_address": str(body["buyer_address"]),
+            "expires_ms": _now_ms() + QUOTE_VALID_MS,
+            "deadline_s": await self._chain.timestamp() + ESCROW_WINDOW_S,
+        }
+        quote = self._seal(KIND_QUOTE, quote_body)
+        async with self._store.transaction() as db:
+            await db.execute(
+                "INSERT INTO sales (purchase_id, buyer, crystal_id, quote, state, updated_ms) "
+                "VALUES (?, ?, ?, ?, 'quoted', ?)",
+                (purchase_id.hex(), buyer.hex(), row[0], quote.encode(), _now_ms()),
+            )
+        return quote.encode()
+
+    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        purchase_id = bytes(body["purchase_id"])
+        async with self._store.reader().execute(
+            "SELECT buyer, crystal_id, quote FROM sales WHERE purchase_id = ?", (purchase_id.hex(),)
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None or row[0] != buyer.hex():
+            raise PurchaseError("no such purchase for this buyer")
+        quote = decode_envelope(bytes(row[2]), max_bytes=_POLICY.max_bytes).body_map()
+        lock = await self._chain.lock_info(purchase_id)
+        if (
+            lock.state != "locked"
+            or lock.amount != int(quote["price_micro_usdc"])
+            or lock.seller.lower() != str(quote["seller_address"]).lower()
+            or lock.buyer.lower() != str(quote["buyer_address"]).lower()
+        ):
+            raise PurchaseError(f"payment not locked as quoted (escrow says {lock.state}); nothing delivered")
+        crystal = await self._store.get(str(row[1]))
+        delivery = self._seal(
+            KIND_DELIVERY, {"purchase_id": purchase_id, "sealed": seal_to(buyer, crystal.text.encode())}
+        )
+        async with self._store.transaction() as db:
+            await db.execute(
+                "UPDATE sales SET state = 'delivered', updated_ms = ? WHERE purchase_id = ?",
+                (_now_ms(), purchase_id.hex()),
+            )
+        return delivery.encode()
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def _seal(self, kind: str, body: dict[str, Any]) -> Envelope:
+        return seal_envelope(self._identity, kind, pack_body(body), now_ms=_now_ms())
+
+    async def _ask(self, peer: str, request: Envelope, expect: str, signer: bytes) -> tuple[bytes, dict[str, Any]]:
+        answer = await self._host.request(peer, PROTOCOL, request.encode())
+        try:
+            envelope = open_envelope(answer, _POLICY, now_ms=_now_ms(), replay=self._replay)
+        except EnvelopeError as exc:
+            raise PurchaseError(f"unusable answer from the seller: {exc}") from None
+        if envelope.author != signer:
+            raise PurchaseError("the answer is not signed by the seller")
+        body = envelope.body_map()
+        if envelope.kind == KIND_ERROR:
+            raise PurchaseError(f"the seller refused: {body.get('error')}")
+        if envelope.kind != expect:
+            raise PurchaseError(f"expected a {expect}, got a {envelope.kind}")
+        return answer, body
+
+    async def _persist_purchase(self, purchase_id: bytes, seller: bytes, peer: str, quote: bytes, state: str) -> None:
+        async with self._store.transaction() as db:
+            await db.execute(
+                "INSERT INTO purchases (purchase_id, seller, seller_peer, quote, state, updated_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (purchase_id.hex(), seller.hex(), peer, quote, state, _now_ms()),
+            )
+
+    async def _set_state(
+        self, purchase_id: bytes, state: str, detail: str = "", *, crystal_id: str | None = None
+    ) -> None:
+        async with self._store.transaction() as db:
+            await db.execute(
+                "UPDATE purchases SET state = ?, detail = ?, crystal_id = coalesce(?, crystal_id), updated_ms = ? "
+                "WHERE purchase_id = ?",
+                (state, detail, crystal_id, _now_ms(), purchase_id.hex()),
+            )

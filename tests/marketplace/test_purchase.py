@@ -1,0 +1,182 @@
+"""A purchase between two real nodes (libp2p on loopback) on the embedded chain running our escrow."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crypto.anchors import TrustAnchors
+from crypto.envelope import pack_body, seal_envelope
+from crypto.identity import Identity
+from marketplace.chain import Account, Chain
+from marketplace.listings import record_listing
+from marketplace.purchase import KIND_DELIVERY_REQUEST, PROTOCOL, Market, PurchaseError
+from memory.embedders.hashing import HashingEmbedder
+from memory.model import NewCrystal, Scope, SemanticType, content_hash
+from memory.store import MemoryStore
+from p2p.host import HostSettings, P2PHost
+from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
+from p2p.penalties import PenaltyBox
+from p2p.validation import MessageValidator
+
+SKILL = "Zero-downtime Postgres upgrade: pg_upgrade --link on a replica, then fail over"
+PRICE = 25_000  # 0.025 USDC
+
+
+class TamperingSeller(Market):
+    """Named fake: a seller whose delivery is not the listed skill."""
+
+    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        held = await self._store.get((await self._store.remember(NewCrystal("something else entirely"))).crystal.id)
+        async with self._store.transaction() as db:
+            await db.execute("UPDATE sales SET crystal_id = ?", (held.id,))
+        return await super()._deliver(buyer, body)
+
+
+class SilentSeller(Market):
+    """Named fake: a seller that takes the lock and never delivers."""
+
+    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        raise ValueError("out of stock")
+
+
+class ReplayingSeller(Market):
+    """Named fake: a seller that answers every quote request with its first quote."""
+
+    first: bytes | None = None
+
+    async def _quote(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        if self.first is None:
+            self.first = await super()._quote(buyer, body)
+        return self.first
+
+
+@dataclass
+class Side:
+    identity: Identity
+    wallet: Account
+    store: MemoryStore
+    host: P2PHost
+    market: Market
+
+
+async def make_side(tmp: Path, name: str, chain: Chain, market_class: type[Market] = Market) -> Side:
+    identity = Identity.generate()
+    wallet = Account.create()
+    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder())
+    host = P2PHost(
+        identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1, degree_high=6)
+    )
+    market = market_class(identity, wallet, store, chain, host)
+    return Side(identity, wallet, store, host, market)
+
+
+async def trade(
+    tmp: Path, chain: Chain, seller_class: type[Market] = Market, funds: int = 1_000_000
+) -> tuple[Side, Side]:
+    seller = await make_side(tmp, "seller", chain, seller_class)
+    buyer = await make_side(tmp, "buyer", chain)
+    await chain.fund(seller.wallet.address, 0)
+    await chain.fund(buyer.wallet.address, funds)
+    await seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
+    listing = SkillListing("db.pg-upgrade", 1, content_hash(SKILL), "Postgres upgrade", "", ("db",), "db", PRICE,
+                           seller.wallet.address, 3, 3, None)  # fmt: skip
+    envelope = seal_envelope(seller.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=_now())
+    for side in (seller, buyer):  # the seller's own listing, and the buyer's copy from gossip
+        await record_listing(side.store, listing, envelope)
+    await seller.host.start()
+    await buyer.host.start()
+    await buyer.host.connect(seller.host.listen_addrs[0])
+    return seller, buyer
+
+
+async def close(*sides: Side) -> None:
+    for side in sides:
+        await side.host.stop()
+        await side.store.close()
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def test_a_purchase_pays_once_and_delivers_exactly_the_listed_skill(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain)
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "completed" and result.price_micro_usdc == PRICE and result.crystal_id
+        bought = await buyer.store.get(result.crystal_id)
+        assert (
+            bought.text == SKILL
+            and bought.origin.value == "peer"
+            and bought.source == f"peer:{seller.identity.public_key.hex()}"
+        )
+        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
+        assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "released"
+        async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
+            assert [r[0] for r in await cursor.fetchall()] == ["delivered"]
+    finally:
+        await close(buyer, seller)
+
+
+async def test_insufficient_funds_is_a_clear_error_and_nothing_moves(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, funds=PRICE - 1)
+    try:
+        with pytest.raises(
+            PurchaseError, match="insufficient funds: the skill costs 25000 micro-USDC, the wallet holds 24999"
+        ):
+            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert await chain.balance(buyer.wallet.address) == PRICE - 1
+        async with seller.store.reader().execute("SELECT count(*) FROM sales") as cursor:
+            assert (await cursor.fetchone()) == (0,)
+    finally:
+        await close(buyer, seller)
+
+
+@pytest.mark.parametrize("seller_class", [TamperingSeller, SilentSeller])
+async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadline(
+    tmp_path: Path, chain: Chain, seller_class: type[Market]
+) -> None:
+    seller, buyer = await trade(tmp_path, chain, seller_class)
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "refused" and result.crystal_id is None
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE  # locked, not paid
+        assert await buyer.market.refund_due() == []  # not before the deadline
+        await chain.advance_time(601)
+        assert await buyer.market.refund_due() == [result.purchase_id]
+        assert (
+            await chain.balance(buyer.wallet.address) == 1_000_000 and await chain.balance(seller.wallet.address) == 0
+        )
+        assert (await buyer.store.stats())["total"] == 0  # nothing wrong was stored
+    finally:
+        await close(buyer, seller)
+
+
+async def test_a_replayed_quote_is_refused_and_never_paid_twice(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, ReplayingSeller)
+    try:
+        first = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert first.state == "completed"
+        with pytest.raises(PurchaseError, match=r"unusable answer|already used"):
+            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
+    finally:
+        await close(buyer, seller)
+
+
+async def test_no_delivery_without_a_locked_payment(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain)
+    try:
+        request = seal_envelope(
+            buyer.identity, KIND_DELIVERY_REQUEST, pack_body({"purchase_id": bytes(32)}), now_ms=_now()
+        )
+        answer = await buyer.host.request(seller.host.peer_id, PROTOCOL, request.encode())
+        assert b"no such purchase" in answer
+    finally:
+        await close(buyer, seller)
