@@ -14,6 +14,7 @@ from typing import Any
 BENCHMARKS = {
     "consolidation": "bench.consolidation",
     "p2p": "bench.p2p",
+    "marketplace": "bench.marketplace",
     "envelope_verify": "bench.envelope_verify",
     "locomo_recall": "bench.locomo_recall",
     "memory_store": "bench.memory_store",

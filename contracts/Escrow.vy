@@ -8,6 +8,7 @@
 interface IERC20:
     def transferFrom(sender: address, receiver: address, amount: uint256) -> bool: nonpayable
     def transfer(receiver: address, amount: uint256) -> bool: nonpayable
+    def permit(owner: address, spender: address, amount: uint256, deadline: uint256, v: uint8, r: bytes32, s: bytes32): nonpayable
 
 UNUSED: constant(uint8) = 0
 LOCKED: constant(uint8) = 1
@@ -45,8 +46,8 @@ def __init__(token_address: address):
     token = token_address
 
 
-@external
-def lock(purchase_id: bytes32, seller: address, amount: uint256, deadline: uint256):
+@internal
+def _lock(purchase_id: bytes32, seller: address, amount: uint256, deadline: uint256):
     assert self.locks[purchase_id].state == UNUSED, "purchase already locked"
     assert amount > 0, "nothing to lock"
     assert seller != empty(address), "no seller"
@@ -54,6 +55,28 @@ def lock(purchase_id: bytes32, seller: address, amount: uint256, deadline: uint2
     self.locks[purchase_id] = Lock(buyer=msg.sender, seller=seller, amount=amount, deadline=deadline, state=LOCKED)
     assert extcall IERC20(token).transferFrom(msg.sender, self, amount), "transfer failed"
     log Locked(purchase_id=purchase_id, buyer=msg.sender, seller=seller, amount=amount, deadline=deadline)
+
+
+@external
+def lock(purchase_id: bytes32, seller: address, amount: uint256, deadline: uint256):
+    """Lock after an ``approve`` of this escrow for ``amount``."""
+    self._lock(purchase_id, seller, amount, deadline)
+
+
+@external
+def lock_with_permit(
+    purchase_id: bytes32,
+    seller: address,
+    amount: uint256,
+    deadline: uint256,
+    permit_deadline: uint256,
+    v: uint8,
+    r: bytes32,
+    s: bytes32,
+):
+    """Lock in one transaction: the buyer's EIP-2612 permit replaces the separate approve."""
+    extcall IERC20(token).permit(msg.sender, self, amount, permit_deadline, v, r, s)
+    self._lock(purchase_id, seller, amount, deadline)
 
 
 @external

@@ -10,8 +10,9 @@ One class, two backends, the same code path:
 eth-tester is not thread-safe and a synchronous EVM call stalls whatever thread runs
 it, so every web3 call runs on one dedicated worker thread, never on the event loop.
 Reverts surface as ``TransactionReverted`` (``InsufficientFunds`` for balance and
-allowance failures) whatever the backend: each transaction is simulated first, which
-yields the contract's reason, then signed locally and sent with an explicit gas limit.
+allowance failures) whatever the backend: transactions are signed locally and sent
+with an explicit gas limit, and a failed one is re-run as a call, which yields the
+contract's reason the same way everywhere.
 Amounts are integer micro-USDC everywhere.
 """
 
@@ -99,6 +100,8 @@ class Chain:
         self.escrow_address = escrow_address
         self.dev = dev
         self._executor: ThreadPoolExecutor | None = None
+        self._chain_id: int | None = None
+        self._domain: dict[str, Any] | None = None
 
     # --- construction --------------------------------------------------------------------
 
@@ -167,10 +170,44 @@ class Chain:
         return await self._send(account, lambda: self._token.functions.approve(spender, _amount(amount)))
 
     async def lock(self, account: Account, purchase_id: bytes, seller: str, amount: int, deadline: int) -> Receipt:
-        """Approve the escrow for exactly ``amount`` and lock it for ``purchase_id`` (once, ever)."""
-        await self.approve(account, self.escrow_address, amount)
+        """Lock exactly ``amount`` for ``purchase_id`` (once, ever) in one transaction: an EIP-2612
+        permit for the escrow, signed here, stands in for a separate approve."""
+        _amount(amount)
+
+        def permit_signature() -> tuple[int, bytes, bytes, int]:
+            from eth_account import Account as EthAccount
+
+            domain = self._permit_domain()
+            nonce = int(self._token.functions.nonces(account.address).call())
+            permit_deadline = deadline
+            signed = EthAccount.sign_typed_data(
+                account.private_key,
+                domain_data=domain,
+                message_types={
+                    "Permit": [
+                        {"name": "owner", "type": "address"},
+                        {"name": "spender", "type": "address"},
+                        {"name": "value", "type": "uint256"},
+                        {"name": "nonce", "type": "uint256"},
+                        {"name": "deadline", "type": "uint256"},
+                    ]
+                },
+                message_data={
+                    "owner": account.address,
+                    "spender": self.escrow_address,
+                    "value": amount,
+                    "nonce": nonce,
+                    "deadline": permit_deadline,
+                },
+            )
+            return int(signed.v), signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big"), permit_deadline
+
+        v, r, s, permit_deadline = await self._run(permit_signature)
         return await self._send(
-            account, lambda: self._escrow.functions.lock(purchase_id, seller, _amount(amount), deadline)
+            account,
+            lambda: self._escrow.functions.lock_with_permit(
+                purchase_id, seller, amount, deadline, permit_deadline, v, r, s
+            ),
         )
 
     async def release(self, account: Account, purchase_id: bytes) -> Receipt:
@@ -208,6 +245,17 @@ class Chain:
 
     # --- internals -----------------------------------------------------------------------
 
+    def _permit_domain(self) -> dict[str, Any]:
+        """The token's EIP-712 domain, read from the chain (never from constants), once."""
+        if self._domain is None:
+            self._domain = {
+                "name": self._token.functions.name().call(),
+                "version": self._token.functions.version().call(),
+                "chainId": int(self._w3.eth.chain_id),
+                "verifyingContract": self.token_address,
+            }
+        return self._domain
+
     def _dev_only(self, what: str) -> None:
         if not self.dev:
             raise ChainError(f"{what} exists on the embedded development chain only")
@@ -222,26 +270,30 @@ class Chain:
             from eth_account import Account as EthAccount
 
             function = make()
-            try:  # simulate first: the revert reason, the same on every backend
-                function.call({"from": account.address})
-            except Exception as exc:  # noqa: BLE001 - each backend raises its own type
-                raise _reverted(exc) from None
+            if self._chain_id is None:
+                self._chain_id = int(self._w3.eth.chain_id)
             tx = function.build_transaction(
                 {
                     "from": account.address,
                     "nonce": self._w3.eth.get_transaction_count(account.address, "pending"),
                     "gas": GAS_LIMIT,
                     "gasPrice": self._w3.eth.gas_price,
-                    "chainId": self._w3.eth.chain_id,
+                    "chainId": self._chain_id,
                 }
             )
             signed = EthAccount.sign_transaction(tx, account.private_key)
             try:
                 tx_hash = self._w3.eth.send_raw_transaction(signed.raw_transaction)
-            except Exception as exc:  # noqa: BLE001 - normalised below
-                raise _reverted(exc) from None
-            receipt = _wait(self._w3, tx_hash)
-            if int(receipt["status"]) != 1:
+                receipt = _wait(self._w3, tx_hash)
+                failed = int(receipt["status"]) != 1
+            except Exception:  # noqa: BLE001 - each backend raises its own type; normalised below
+                failed = True
+            if failed:
+                # Only now run it as a call: it yields the contract's reason the same way on every backend.
+                try:
+                    function.call({"from": account.address})
+                except Exception as exc:  # noqa: BLE001 - normalised
+                    raise _reverted(exc) from None
                 raise TransactionReverted("reverted on chain")
             return Receipt(tx_hash.hex(), int(receipt["blockNumber"]), int(receipt["gasUsed"]))
 

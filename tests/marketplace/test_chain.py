@@ -80,3 +80,14 @@ async def test_dev_only_operations_are_refused_on_a_real_chain_client(chain: Cha
     real = Chain(chain._w3, chain.token_address, chain.escrow_address, dev=False)
     with pytest.raises(Exception, match="embedded development chain only"):
         await real.fund(Account.create().address, 1)
+
+
+async def test_a_forged_permit_locks_nothing(chain: Chain, buyer: Account) -> None:
+    seller = Account.create()
+    deadline = await chain.timestamp() + 600
+    forged = chain._escrow.functions.lock_with_permit(
+        PURCHASE, seller.address, 10_000, deadline, deadline, 27, bytes(32), bytes(32)
+    )
+    with pytest.raises(TransactionReverted, match="invalid signature"):
+        await chain._send(buyer, lambda: forged)
+    assert (await chain.lock_info(PURCHASE)).state == "none" and await chain.balance(buyer.address) == 5_000_000

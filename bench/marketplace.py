@@ -1,0 +1,95 @@
+"""Time from `buy` to the skill stored on the buyer, on the embedded chain, beside a bare token transfer.
+
+Two real P2P hosts on 127.0.0.1 (one process), one embedded EVM running our DevUSDC and
+Escrow. A purchase is: quote over a direct stream, approve + lock in escrow, delivery
+sealed to the buyer, content check, store, release: four transactions and two
+round trips. The baseline is one plain ``transfer`` of the token in the same run.
+Goal (issue 6): under 1 s per purchase and within 5x of the bare transfer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from crypto.anchors import TrustAnchors
+from crypto.envelope import pack_body, seal_envelope
+from crypto.identity import Identity
+from marketplace.chain import Account, Chain
+from marketplace.listings import record_listing
+from marketplace.purchase import Market
+from memory.embedders.hashing import HashingEmbedder
+from memory.model import NewCrystal, Scope, SemanticType, content_hash
+from memory.store import MemoryStore
+from p2p.host import HostSettings, P2PHost
+from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
+from p2p.penalties import PenaltyBox
+from p2p.validation import MessageValidator
+
+GOAL_S = 1.0
+GOAL_RATIO = 5.0
+
+
+async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, MemoryStore, P2PHost, Market]:
+    identity, wallet = Identity.generate(), Account.create()
+    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder())
+    host = P2PHost(identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1))
+    return identity, wallet, store, host, Market(identity, wallet, store, chain, host)
+
+
+async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
+    chain = await Chain.embedded()
+    s_id, s_wallet, s_store, s_host, _ = await _side(tmp, "seller", chain)
+    _, b_wallet, b_store, b_host, b_market = await _side(tmp, "buyer", chain)
+    try:
+        await chain.fund(s_wallet.address, 0)
+        await chain.fund(b_wallet.address, 100_000_000)
+        for i in range(purchases):
+            text = f"benchmark skill number {i}: the steps that make it work"
+            await s_store.remember(NewCrystal(text, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
+            listing = SkillListing(f"bench.{i}", 1, content_hash(text), f"skill {i}", "", (), "bench", 10_000,
+                                   s_wallet.address, 3, 3, None)  # fmt: skip
+            envelope = seal_envelope(
+                s_id, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=time.time_ns() // 1_000_000
+            )
+            await record_listing(s_store, listing, envelope)
+            await record_listing(b_store, listing, envelope)
+        await s_host.start()
+        await b_host.start()
+        await b_host.connect(s_host.listen_addrs[0])
+        transfers = []
+        for _ in range(purchases):
+            started = time.perf_counter()
+            await chain.transfer(b_wallet, s_wallet.address, 1)
+            transfers.append(time.perf_counter() - started)
+        buys = []
+        for i in range(purchases):
+            started = time.perf_counter()
+            result = await b_market.buy(s_host.peer_id, s_id.public_key, f"bench.{i}")
+            buys.append(time.perf_counter() - started)
+            assert result.state == "completed", result
+    finally:
+        await b_host.stop()
+        await s_host.stop()
+        await b_store.close()
+        await s_store.close()
+        await chain.close()
+    buy_p50, transfer_p50 = statistics.median(buys), statistics.median(transfers)
+    return {
+        "purchases": purchases,
+        "purchase_s": {"p50": round(buy_p50, 4), "max": round(max(buys), 4)},
+        "baseline_bare_transfer_s": {"p50": round(transfer_p50, 4), "max": round(max(transfers), 4)},
+        "ratio_to_transfer": round(buy_p50 / transfer_p50, 2),
+        "goal_s": GOAL_S,
+        "goal_ratio": GOAL_RATIO,
+        "goal_met": buy_p50 < GOAL_S and buy_p50 / transfer_p50 <= GOAL_RATIO,
+    }
+
+
+def run(quick: bool) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return asyncio.run(_measure(3 if quick else 10, Path(tmp)))
