@@ -138,6 +138,27 @@ class Chain:
         chain._executor = executor
         return chain
 
+    @classmethod
+    async def rpc_dev(cls, url: str) -> Chain:
+        """A local development JSON-RPC chain (anvil): deploy our contracts with its first,
+        unlocked account, which is then the dev token's minter (``fund`` works as embedded)."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm-rpc")
+
+        def build() -> Chain:
+            from web3 import Web3
+
+            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 10}))
+            if not w3.is_connected():
+                raise ChainError(f"no chain answers at {url}")
+            deployer = w3.eth.accounts[0]
+            token = _deploy(w3, deployer, "DevUSDC")
+            escrow = _deploy(w3, deployer, "Escrow", token)
+            return cls(w3, token, escrow, dev=True)
+
+        chain = await asyncio.get_running_loop().run_in_executor(executor, build)
+        chain._executor = executor
+        return chain
+
     async def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
@@ -237,9 +258,13 @@ class Chain:
         self._dev_only("advance_time")
 
         def travel() -> None:
-            tester = self._w3.provider.ethereum_tester
-            tester.time_travel(int(self._w3.eth.get_block("latest")["timestamp"]) + seconds)
-            tester.mine_blocks()
+            tester = getattr(self._w3.provider, "ethereum_tester", None)
+            if tester is not None:
+                tester.time_travel(int(self._w3.eth.get_block("latest")["timestamp"]) + seconds)
+                tester.mine_blocks()
+            else:  # anvil (and hardhat) speak these development RPC methods
+                self._w3.provider.make_request("evm_increaseTime", [seconds])
+                self._w3.provider.make_request("evm_mine", [])
 
         await self._run(travel)
 

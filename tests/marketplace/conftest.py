@@ -1,17 +1,60 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from marketplace.chain import Chain
 
+ANVIL = shutil.which("anvil")
+NO_ANVIL = "anvil is not installed (npm install -g @foundry-rs/anvil, see the README)"
 
-@pytest.fixture
-async def chain() -> AsyncIterator[Chain]:
-    """A fresh embedded chain with our contracts deployed."""
-    c = await Chain.embedded()
+
+@pytest.fixture(params=["embedded", pytest.param("anvil", marks=pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL))])
+async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
+    """A fresh chain with our contracts deployed: the embedded EVM, and a real anvil when installed."""
+    if request.param == "embedded":
+        c = await Chain.embedded()
+        try:
+            yield c
+        finally:
+            await c.close()
+        return
+    with anvil_process() as url:
+        c = await Chain.rpc_dev(url)
+        try:
+            yield c
+        finally:
+            await c.close()
+
+
+@contextlib.contextmanager
+def anvil_process() -> Iterator[str]:
+    """A real anvil on a free loopback port, stopped (and waited for) at the end."""
+    assert ANVIL is not None
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        yield c
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("anvil did not start within 20 s")
+        yield f"http://127.0.0.1:{port}"
     finally:
-        await c.close()
+        proc.terminate()
+        proc.wait(timeout=10)

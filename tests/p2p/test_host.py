@@ -130,12 +130,19 @@ async def test_a_flooding_peer_is_banned_while_honest_delivery_goes_on() -> None
                 await asyncio.sleep(0.05)
         banned = {p.peer_id: p for p in await first.peers()}[rogue.peer_id]
         assert banned.banned_until_ms is not None
-        # The honest line still works.
-        while not third.deliveries.empty():
-            third.deliveries.get_nowait()
-        await first.publish(SKILLS_TOPIC, skill_envelope(first._identity, wall_ms()).encode())
-        delivery = await asyncio.wait_for(third.deliveries.get(), 5)
-        assert delivery.outcome.envelope is not None and delivery.outcome.envelope.author == first._identity.public_key
+        # The honest line still works (published until it arrives: the mesh may need a heartbeat to
+        # repair after the ban on a loaded machine, and late flood messages may still be queued).
+        async with asyncio.timeout(20):
+            honest = None
+            while honest is None:
+                await first.publish(SKILLS_TOPIC, skill_envelope(first._identity, wall_ms()).encode())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1):
+                        while honest is None:
+                            delivery = await third.deliveries.get()
+                            envelope = delivery.outcome.envelope
+                            if envelope is not None and envelope.author == first._identity.public_key:
+                                honest = delivery
     finally:
         for host in (rogue, first, third):
             await host.stop()
