@@ -113,7 +113,13 @@ class Market:
     ) -> PurchaseResult:
         price = int(quote["price_micro_usdc"])
         lock = await self._chain.lock_info(purchase_id)
-        if lock.state == "none":
+        if lock.state in ("released", "refunded"):
+            # A restart after the last chain step but before it was written down: settle the record.
+            crystal = await self._crystal_with(listing.content_hash) if lock.state == "released" else None
+            state = "completed" if lock.state == "released" else "refunded"
+            await self._set_state(purchase_id, state, crystal_id=crystal)
+            return PurchaseResult(purchase_id.hex(), state, crystal, price)
+        if lock.state == "none":  # the escrow takes a purchase id once: a resumed purchase never pays twice
             try:
                 await self._chain.lock(
                     self._wallet, purchase_id, str(quote["seller_address"]), price, int(quote["deadline_s"])
@@ -130,7 +136,13 @@ class Market:
             text = self._identity.open_sealed(bytes(delivery["sealed"])).decode("utf-8")
             if content_hash(text) != listing.content_hash:
                 raise PurchaseError("the delivered skill does not match the signed listing's content hash")
-        except (PurchaseError, SealedDataTampered, UnicodeDecodeError, TimeoutError, ConnectionError) as exc:
+        except (TimeoutError, ConnectionError) as exc:
+            # The seller may be restarting: the payment stays locked and ``resume`` asks again;
+            # if it never answers, ``refund_due`` takes the money back after the deadline.
+            detail = f"seller unreachable ({exc}); resume retries, the escrow refunds after the deadline"
+            await self._set_state(purchase_id, "locked", detail)
+            return PurchaseResult(purchase_id.hex(), "locked", None, price, detail)
+        except (PurchaseError, SealedDataTampered, UnicodeDecodeError) as exc:
             detail = f"delivery refused: {exc}; the escrow refunds after the deadline"
             await self._set_state(purchase_id, "refused", detail)
             return PurchaseResult(purchase_id.hex(), "refused", None, price, detail)
@@ -139,9 +151,39 @@ class Market:
         await self._set_state(purchase_id, "completed", crystal_id=crystal)
         return PurchaseResult(purchase_id.hex(), "completed", crystal, price)
 
+    async def resume(self) -> list[PurchaseResult]:
+        """After a restart: carry every purchase left quoted or locked to its end, and refund what is due."""
+        async with self._store.reader().execute(
+            "SELECT purchase_id, seller, seller_peer, quote FROM purchases WHERE state IN ('quoted', 'locked')"
+        ) as cursor:
+            rows = list(await cursor.fetchall())
+        results = []
+        for purchase_hex, seller_hex, seller_peer, quote_wire in rows:
+            quote = decode_envelope(bytes(quote_wire), max_bytes=_POLICY.max_bytes).body_map()
+            listing = SkillListing(
+                stable_skill_id=str(quote["stable_skill_id"]), version=int(quote["version"]),
+                content_hash=str(quote["content_hash"]), title=str(quote["stable_skill_id"]), description="",
+                tags=(), category="", price_micro_usdc=int(quote["price_micro_usdc"]),
+                seller_address=str(quote["seller_address"]), executions=0, successes=0, content=None,
+            )  # fmt: skip
+            results.append(
+                await self._continue(
+                    bytes.fromhex(purchase_hex), quote, str(seller_peer), bytes.fromhex(seller_hex), listing
+                )
+            )
+        await self.refund_due()
+        return results
+
+    async def _crystal_with(self, chash: str) -> str | None:
+        async with self._store.reader().execute("SELECT id FROM crystals WHERE content_hash = ?", (chash,)) as cursor:
+            row = await cursor.fetchone()
+        return str(row[0]) if row else None
+
     async def refund_due(self) -> list[str]:
-        """Refund every refused purchase whose escrow deadline has passed; returns their ids."""
-        async with self._store.reader().execute("SELECT purchase_id FROM purchases WHERE state = 'refused'") as cur:
+        """Refund every refused or undelivered purchase whose escrow deadline has passed; returns their ids."""
+        async with self._store.reader().execute(
+            "SELECT purchase_id FROM purchases WHERE state IN ('refused', 'locked')"
+        ) as cur:
             pending = [bytes.fromhex(r[0]) for r in await cur.fetchall()]
         done = []
         now = await self._chain.timestamp()

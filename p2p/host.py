@@ -157,6 +157,9 @@ class P2PHost:
         info = info_from_p2p_addr(multiaddr.Multiaddr(address))
 
         async def dial() -> str:
+            # An explicit dial is news (a restarted peer on a new port): forget earlier failures.
+            self._host.get_network().unblock_peer(info.peer_id)
+            self._host.get_peerstore().add_addrs(info.peer_id, info.addrs, 3600)  # kept even if already connected
             await self._host.connect(info)
             return str(info.peer_id.to_base58())
 
@@ -191,9 +194,21 @@ class P2PHost:
         from libp2p.custom_types import TProtocol
         from libp2p.peer.id import ID
 
+        async def open_stream(peer: Any) -> Any:
+            try:
+                return await self._host.new_stream(peer, [TProtocol(protocol)])
+            except Exception:  # noqa: BLE001 - a connection left from before the peer restarted: redial once
+                from libp2p.peer.peerinfo import PeerInfo
+
+                with contextlib.suppress(Exception):
+                    await self._host.disconnect(peer)
+                self._host.get_network().unblock_peer(peer)  # its old address failing must not block the new one
+                await self._host.connect(PeerInfo(peer, self._host.get_peerstore().addrs(peer)))
+                return await self._host.new_stream(peer, [TProtocol(protocol)])
+
         async def exchange() -> bytes:
             with trio.fail_after(timeout_s):
-                stream = await self._host.new_stream(ID.from_base58(peer_id), [TProtocol(protocol)])
+                stream = await open_stream(ID.from_base58(peer_id))
                 try:
                     await _write_frame(stream, payload)
                     return await _read_frame(stream)

@@ -14,7 +14,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.chain import Account, Chain
 from marketplace.listings import record_listing
-from marketplace.purchase import KIND_DELIVERY_REQUEST, PROTOCOL, Market, PurchaseError
+from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market, PurchaseError
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.store import MemoryStore
@@ -76,10 +76,14 @@ async def make_side(tmp: Path, name: str, chain: Chain, market_class: type[Marke
 
 
 async def trade(
-    tmp: Path, chain: Chain, seller_class: type[Market] = Market, funds: int = 1_000_000
+    tmp: Path,
+    chain: Chain,
+    seller_class: type[Market] = Market,
+    funds: int = 1_000_000,
+    buyer_class: type[Market] = Market,
 ) -> tuple[Side, Side]:
     seller = await make_side(tmp, "seller", chain, seller_class)
-    buyer = await make_side(tmp, "buyer", chain)
+    buyer = await make_side(tmp, "buyer", chain, buyer_class)
     await chain.fund(seller.wallet.address, 0)
     await chain.fund(buyer.wallet.address, funds)
     await seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
@@ -178,5 +182,71 @@ async def test_no_delivery_without_a_locked_payment(tmp_path: Path, chain: Chain
         )
         answer = await buyer.host.request(seller.host.peer_id, PROTOCOL, request.encode())
         assert b"no such purchase" in answer
+    finally:
+        await close(buyer, seller)
+
+
+class Killed(Exception):
+    """Stands for the process dying at that point."""
+
+
+class BuyerKilledAfterLock(Market):
+    """Named fake: the buyer process 'dies' right after its payment is locked (before delivery)."""
+
+    async def _ask(self, peer: str, request: Any, expect: str, signer: bytes) -> tuple[bytes, dict[str, Any]]:
+        if expect == KIND_DELIVERY:
+            raise Killed
+        return await super()._ask(peer, request, expect, signer)
+
+
+class SellerKilledBeforeDelivery(Market):
+    """Named fake: the seller process dies while the delivery request is in flight (the stream resets)."""
+
+    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        raise ConnectionResetError("killed")  # not an answer: the stream is reset
+
+
+async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool = False) -> Side:
+    """The same node after a restart: same keys, wallet and store file; a new host and market
+    (on the port it had when ``same_port``, as a daemon with a configured listen port does)."""
+    port = side.host.listen_addrs[0].split("/")[4] if same_port else "0"
+    await side.host.stop()
+    await side.store.close()
+    store = await MemoryStore.open(side.store.path, HashingEmbedder())  # what the process left on disk
+    settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
+    host = P2PHost(side.identity, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
+    market = Market(side.identity, side.wallet, store, chain, host)
+    await host.start()
+    if peer_addr:
+        await host.connect(peer_addr)
+    return Side(side.identity, side.wallet, store, host, market)
+
+
+async def test_a_buyer_killed_after_paying_resumes_and_never_pays_twice(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerKilledAfterLock)
+    try:
+        with pytest.raises(Killed):
+            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        async with buyer.store.reader().execute("SELECT state FROM purchases") as cursor:
+            assert [r[0] for r in await cursor.fetchall()] == ["locked"]
+        buyer = await restart(buyer, chain, seller.host.listen_addrs[0])
+        (resumed,) = await buyer.market.resume()
+        assert resumed.state == "completed" and resumed.crystal_id is not None
+        assert await chain.balance(seller.wallet.address) == PRICE  # paid exactly once
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
+        assert await buyer.market.resume() == []  # nothing left to do
+    finally:
+        await close(buyer, seller)
+
+
+async def test_a_seller_killed_before_delivering_delivers_after_its_restart(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, SellerKilledBeforeDelivery)
+    try:
+        waiting = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert waiting.state == "locked" and "seller unreachable" in waiting.detail
+        seller = await restart(seller, chain, "", same_port=True)
+        (resumed,) = await buyer.market.resume()  # its old connection is dead: the request redials
+        assert resumed.state == "completed", resumed.detail
+        assert await chain.balance(seller.wallet.address) == PRICE
     finally:
         await close(buyer, seller)
