@@ -20,6 +20,7 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+from marketplace.executions import executions_by_source
 from marketplace.listings import active_listings, record_listing, revoke_listing
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
@@ -98,6 +99,7 @@ class P2PPart:
     async def start(self) -> None:
         cfg = self._ctx.config.p2p
         self._load_state()
+        await self._fold_in_executions()
         self._recompute_levels()
         store = self._store()
         endocrine = store.hormone_source
@@ -255,6 +257,16 @@ class P2PPart:
 
     # --- trust -----------------------------------------------------------------------------
 
+    async def _fold_in_executions(self) -> None:
+        """Skills from a peer that worked (or failed) for the local agent count in its local trust."""
+        for source, (ok, failed) in (await executions_by_source(self._store())).items():
+            try:
+                peer = bytes.fromhex(source.removeprefix("peer:"))
+            except ValueError:
+                continue
+            if len(peer) == 32:
+                self.trust.set_executions(peer, ok, failed)
+
     def _recompute_levels(self) -> None:
         computed = self.trust.compute()
         self._levels = {peer: t.level for peer, t in computed.items()}
@@ -264,6 +276,7 @@ class P2PPart:
         interval = self._ctx.config.p2p.attestation_interval_min * 60
         while True:
             await asyncio.sleep(interval)
+            await self._fold_in_executions()
             self._recompute_levels()
             ratings = self.trust.my_ratings()
             if ratings and self.host is not None:

@@ -140,6 +140,12 @@ class TrustBook:
         for name, delta in deltas.items():
             setattr(outcomes, name, getattr(outcomes, name) + delta)
 
+    def set_executions(self, peer: bytes, ok: int, failed: int) -> None:
+        """How the skills ``peer`` published performed when the local agent ran them (totals, not deltas:
+        the executions table is the record; this is recomputed from it)."""
+        outcomes = self.outcomes.setdefault(peer, Outcomes())
+        outcomes.executions_ok, outcomes.executions_failed = ok, failed
+
     def attest(self, attester: bytes, ratings: Iterable[tuple[bytes, int]]) -> None:
         self.attestations[attester] = {peer: milli for peer, milli in ratings if peer != attester}
 

@@ -94,6 +94,7 @@ def test_lock_is_released_after_kill_9(data_dir: Path) -> None:
     wait_for_state(data_dir, "running")
     first.kill()
     first.wait(timeout=10)
+    _STDERR.pop(first.pid).close()
     # The status file still says running, but the lock says otherwise.
     report = json.loads(run_cli("status", "--data-dir", str(data_dir), "--json").stdout)
     assert report["daemon"]["running"] is False

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from marketplace.executions import executions_by_source, record_execution
 from memory.governance import check_exportable
 from memory.model import Lifecycle, Origin, Scope, SemanticType, content_hash
 from memory.store import MemoryStore
 from p2p.ingest import Ingested, apply_revocation, ingest_listing
 from p2p.messages import SkillRevocation
+from p2p.trust import TrustBook
 from tests.p2p.conftest import listing
 
 PUBLISHER = b"p" * 32
@@ -56,3 +58,17 @@ async def test_paid_listings_store_nothing_and_revocation_deprecates_every_versi
     assert other.crystal_id is not None
     untouched = await store.get(other.crystal_id)
     assert untouched.skill is not None and not untouched.skill.deprecated  # only the publisher's own versions
+
+
+async def test_executions_of_a_peers_skills_feed_its_local_trust(store: MemoryStore) -> None:
+    result = await ingest_listing(store, listing(V1), PUBLISHER)
+    assert result.crystal_id is not None
+    for success in (True, True, True, False):
+        await record_execution(store, result.crystal_id, success=success, reward_milli=1000 if success else 0)
+    by_source = await executions_by_source(store)
+    assert by_source == {f"peer:{PUBLISHER.hex()}": (3, 1)}
+    book = TrustBook(me=OTHER, management=frozenset())
+    book.set_executions(PUBLISHER, *by_source[f"peer:{PUBLISHER.hex()}"])
+    book.set_executions(PUBLISHER, *by_source[f"peer:{PUBLISHER.hex()}"])  # totals: setting twice changes nothing
+    # 5 x 3 successes - 5 x 1 failure = 10 points: local trust 10 / 20 = 0.5
+    assert book.compute()[PUBLISHER].local == 0.5
