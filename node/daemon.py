@@ -17,7 +17,7 @@ from typing import Any
 
 from crypto.identity import Identity
 from node.config import Config, LoadedConfig
-from node.errors import EXIT_FAILURE, EXIT_OK
+from node.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from node.lifecycle import Part, PartStack, TaskSupervisor
 from node.logs import get_logger
 from node.paths import NodePaths
@@ -53,6 +53,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._running = asyncio.Event()
         self._failure: str | None = None
+        self._failure_code = EXIT_FAILURE
         self._state = "starting"
         self._started_at_ms = ctx.now_ms()
 
@@ -111,6 +112,11 @@ class Daemon:
         try:
             for part in self._parts:
                 await self._stack.start(part)
+        except UsageError as exc:  # something the user can fix (a busy port): say what, exit 2
+            self._failure = str(exc)
+            self._failure_code = EXIT_USAGE
+            log.error("node.start_failed", error=str(exc))
+            self._stop.set()
         except Exception as exc:  # report which part failed, then unwind the others
             self._failure = f"part failed to start: {exc!r}"
             log.error("node.start_failed", error=repr(exc), exc_info=True)
@@ -147,7 +153,7 @@ class Daemon:
             return EXIT_FAILURE
         if self._failure:
             log.error("node.stopped", failure=self._failure)
-            return EXIT_FAILURE
+            return self._failure_code
         log.info("node.stopped", uptime_s=round((self.ctx.now_ms() - self._started_at_ms) / 1000, 1))
         return EXIT_OK
 

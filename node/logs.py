@@ -97,6 +97,10 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | N
 def route_library_logs(*, debug: bool) -> None:
     """py-libp2p turns propagation off when it is imported and is chatty at info (dials, identify):
     route it to our handler, warnings and above unless we debug. Call again after importing it."""
+    level = logging.DEBUG if debug else logging.WARNING
     libp2p = logging.getLogger("libp2p")
     libp2p.propagate = True
-    libp2p.setLevel(logging.DEBUG if debug else logging.WARNING)
+    libp2p.setLevel(level)
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("libp2p."):  # some of its modules set a level of their own
+            logging.getLogger(name).setLevel(level)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from memory.model import KNOWLEDGE_TYPES, content_hash
 from memory.store import MemoryStore
 from node.control import Handler
 from node.daemon import NodeContext
+from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
@@ -58,6 +60,25 @@ from p2p.trust import TrustBook, TrustLevel
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
+
+
+def _check_ports_free(listen: list[str]) -> None:
+    """py-libp2p binds with SO_REUSEPORT, so a second node on a busy port would start and share
+    it silently; refuse instead, naming the port and the fix."""
+    for address in listen:
+        parts = address.split("/")
+        if len(parts) < 5 or parts[3] != "tcp" or parts[4] == "0":
+            continue
+        host = parts[2] if parts[1] in ("ip4", "ip6") else "0.0.0.0"  # noqa: S104 - probing, not serving
+        family = socket.AF_INET6 if parts[1] == "ip6" else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((host, int(parts[4])))
+            except OSError as exc:
+                raise UsageError(
+                    f"p2p.listen {address}: port {parts[4]} is in use ({exc.strerror}); "
+                    "another node on this machine needs its own port (set [p2p] listen)"
+                ) from None
 
 
 def _under(data_dir: Path, configured: str) -> Path:
@@ -125,6 +146,7 @@ class P2PPart:
 
         route_library_logs(debug=self._ctx.config.log.level == "debug")
         self.host.on_reject = self._rejected
+        _check_ports_free(cfg.listen)
         await self.host.start()
         log.info("p2p.listening", peer_id=self._ctx.identity.peer_id, addrs=",".join(self.host.listen_addrs))
         self._supervisor.spawn("p2p-deliveries", self._consume())

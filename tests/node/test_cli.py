@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -222,3 +223,15 @@ def test_the_daemon_consolidates_and_dreams_on_its_timers(data_dir: Path) -> Non
     assert code == 0, err
     assert "- Dentist moved to Tuesday" in memory_md.read_text()
     assert "memory.consolidated" in err and "memory.dreamt" in err
+
+
+def test_a_busy_p2p_port_is_refused_with_the_fix(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__LISTEN=f'["/ip4/127.0.0.1/tcp/{port}"]')
+        result = run_cli("run", "--data-dir", str(tmp_path / "d"), env=env)
+    assert result.returncode == 2, result.stderr
+    assert f"port {port} is in use" in result.stderr and "needs its own port" in result.stderr
+    assert "Traceback" not in result.stderr
