@@ -107,55 +107,46 @@ class Chain:
 
     @classmethod
     async def embedded(cls) -> Chain:
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm")
-
         def build() -> Chain:
             from web3 import Web3
 
-            w3 = Web3(Web3.EthereumTesterProvider())
-            deployer = w3.eth.accounts[0]
-            token = _deploy(w3, deployer, "DevUSDC")
-            escrow = _deploy(w3, deployer, "Escrow", token)
-            return cls(w3, token, escrow, dev=True)
+            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()))
 
-        chain = await asyncio.get_running_loop().run_in_executor(executor, build)
-        chain._executor = executor
-        return chain
+        return await cls._on_worker(build)
 
     @classmethod
     async def rpc(cls, url: str, token_address: str, escrow_address: str) -> Chain:
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm-rpc")
-
         def build() -> Chain:
             from web3 import Web3
 
-            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 10}))
-            if not w3.is_connected():
-                raise ChainError(f"no chain answers at {url}")
+            w3 = _connect(url)
             return cls(w3, Web3.to_checksum_address(token_address), Web3.to_checksum_address(escrow_address), dev=False)
 
-        chain = await asyncio.get_running_loop().run_in_executor(executor, build)
-        chain._executor = executor
-        return chain
+        return await cls._on_worker(build)
 
     @classmethod
     async def rpc_dev(cls, url: str) -> Chain:
         """A local development JSON-RPC chain (anvil): deploy our contracts with its first,
         unlocked account, which is then the dev token's minter (``fund`` works as embedded)."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm-rpc")
+        return await cls._on_worker(lambda: cls._with_our_contracts(_connect(url)))
 
-        def build() -> Chain:
-            from web3 import Web3
+    @classmethod
+    def _with_our_contracts(cls, w3: Any) -> Chain:
+        """Deploy DevUSDC and the escrow with the chain's first (unlocked) account: a dev chain."""
+        deployer = w3.eth.accounts[0]
+        token = _deploy(w3, deployer, "DevUSDC")
+        escrow = _deploy(w3, deployer, "Escrow", token)
+        return cls(w3, token, escrow, dev=True)
 
-            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 10}))
-            if not w3.is_connected():
-                raise ChainError(f"no chain answers at {url}")
-            deployer = w3.eth.accounts[0]
-            token = _deploy(w3, deployer, "DevUSDC")
-            escrow = _deploy(w3, deployer, "Escrow", token)
-            return cls(w3, token, escrow, dev=True)
-
-        chain = await asyncio.get_running_loop().run_in_executor(executor, build)
+    @classmethod
+    async def _on_worker(cls, build: Callable[[], Chain]) -> Chain:
+        """Build the client on its own single worker thread, which then runs every web3 call."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm")
+        try:
+            chain = await asyncio.get_running_loop().run_in_executor(executor, build)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
         chain._executor = executor
         return chain
 
@@ -341,6 +332,15 @@ def _reverted(exc: Exception) -> TransactionReverted:
     if "exceeds balance" in reason or "exceeds allowance" in reason or "insufficient funds" in reason.lower():
         return InsufficientFunds(reason)
     return TransactionReverted(reason)
+
+
+def _connect(url: str) -> Any:
+    from web3 import Web3
+
+    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 10}))
+    if not w3.is_connected():
+        raise ChainError(f"no chain answers at {url}")
+    return w3
 
 
 def _wait(w3: Any, tx_hash: Any) -> Any:

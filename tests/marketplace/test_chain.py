@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
 from pathlib import Path
 
 import pytest
 
-from marketplace.chain import Account, Chain, InsufficientFunds, TransactionReverted, artifact
+from marketplace.chain import Account, Chain, ChainError, InsufficientFunds, TransactionReverted, artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 PURCHASE = bytes(range(32))
@@ -91,3 +93,11 @@ async def test_a_forged_permit_locks_nothing(chain: Chain, buyer: Account) -> No
     with pytest.raises(TransactionReverted, match="invalid signature"):
         await chain._send(buyer, lambda: forged)
     assert (await chain.lock_info(PURCHASE)).state == "none" and await chain.balance(buyer.address) == 5_000_000
+
+
+async def test_an_unreachable_rpc_chain_is_a_clear_error_and_leaves_no_worker() -> None:
+    before = {t.name for t in threading.enumerate()}
+    with pytest.raises(ChainError, match=r"no chain answers at http://127\.0\.0\.1:9"):
+        await Chain.rpc("http://127.0.0.1:9", "0x" + "00" * 20, "0x" + "00" * 20)
+    await asyncio.sleep(0.1)
+    assert {t.name for t in threading.enumerate() if t.name.startswith("evm")} <= before
