@@ -33,6 +33,7 @@ from marketplace.listings import listing_envelope
 from memory.model import NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.store import MemoryStore
 from p2p.host import P2PHost
+from p2p.ingest import peer_source
 from p2p.messages import SkillListing, parse_skill_listing
 
 PROTOCOL = "/bitterbot/market/1"
@@ -216,7 +217,7 @@ class Market:
             raise PurchaseError("quote refused: malformed purchase id")
 
     async def _store_skill(self, text: str, listing: SkillListing, seller_key: bytes) -> str:
-        source = f"peer:{seller_key.hex()}"
+        source = peer_source(seller_key)
         remembered = await self._store.remember(
             NewCrystal(
                 text,

@@ -22,7 +22,6 @@ from marketplace.quality import refusals
 from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
 from memory.store import MemoryStore
 from node.cli import handles_errors, location_options, resolve
-from node.config import Config
 from node.errors import UsageError
 from node.memory_cli import with_store
 from node.p2p_cli import skills_group
@@ -60,13 +59,13 @@ def skills_record(
         click.echo(f"recorded: {doc['successes']} of {doc['executions']} succeeded ({state})")
 
 
-def _reputation(config: Config, paths: NodePaths) -> int:
+def _reputation(paths: NodePaths) -> int:
     try:
         me = read_key_file_info(paths.key_file).public_key
     except KeyFileError:
         return NEUTRAL_MILLI
-    trust_file = Path(config.p2p.trust_file).expanduser()
-    return own_reputation_milli(trust_file if trust_file.is_absolute() else paths.data_dir / trust_file, me)
+    assert paths.trust_file is not None
+    return own_reputation_milli(paths.trust_file, me)
 
 
 @skills_group.command("price")
@@ -82,7 +81,7 @@ def skills_price(
     loaded, paths = resolve(config_path, data_dir)
     m = loaded.config.marketplace
     settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
-    reputation = _reputation(loaded.config, paths)
+    reputation = _reputation(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         crystal = await store.get(crystal_id)

@@ -15,7 +15,6 @@ import json
 import os
 import socket
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from crypto.anchors import TrustAnchors
@@ -30,7 +29,7 @@ from marketplace.wallet import load_or_create_wallet
 from memory.endocrine import Endocrine
 from memory.governance import check_exportable
 from memory.hormones import NetworkOverride
-from memory.model import KNOWLEDGE_TYPES, content_hash
+from memory.model import KNOWLEDGE_TYPES
 from memory.store import MemoryStore
 from node.control import Handler
 from node.daemon import NodeContext
@@ -49,6 +48,7 @@ from p2p.messages import (
     SkillRevocation,
     TrustAttestation,
     Weather,
+    listing_of,
     skill_listing_body,
     skill_revocation_body,
     trust_attestation_body,
@@ -60,6 +60,10 @@ from p2p.trust import TrustBook, TrustLevel
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
+
+
+def _optional_text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 def _check_ports_free(listen: list[str]) -> None:
@@ -81,11 +85,6 @@ def _check_ports_free(listen: list[str]) -> None:
                 ) from None
 
 
-def _under(data_dir: Path, configured: str) -> Path:
-    path = Path(configured).expanduser()
-    return path if path.is_absolute() else data_dir / path
-
-
 class P2PPart:
     name = "p2p"
 
@@ -95,7 +94,8 @@ class P2PPart:
         self._memory = memory
         cfg = ctx.config
         self._anchors = TrustAnchors.from_hex(cfg.trust.management_keys)
-        self._trust_path = _under(ctx.paths.data_dir, cfg.p2p.trust_file)
+        assert ctx.paths.trust_file is not None
+        self._trust_path = ctx.paths.trust_file
         self._state_path = self._trust_path.with_name("state.json")
         self.validator = MessageValidator(
             self._anchors,
@@ -380,20 +380,11 @@ class P2PPart:
         if crystal.semantic_type not in KNOWLEDGE_TYPES:
             raise ValueError(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
         check_exportable(crystal, self._ctx.now_ms())
-        skill = crystal.skill
-        listing = SkillListing(
-            stable_skill_id=skill.stable_skill_id if skill else crystal.content_hash[:16],
-            version=skill.version if skill else 1,
-            content_hash=content_hash(crystal.text),
-            title=str(args.get("title") or crystal.text.splitlines()[0][:200]),
-            description=str(args.get("description") or ""),
-            tags=skill.tags if skill else (),
-            category=(skill.category or "") if skill else "",
-            price_micro_usdc=0,
-            seller_address="",
-            executions=0,
-            successes=0,
-            content=crystal.text,
+        listing = listing_of(
+            crystal,
+            title=_optional_text(args.get("title")),
+            description=_optional_text(args.get("description")),
+            with_content=True,
         )
         await self._publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
         return {
@@ -415,20 +406,15 @@ class P2PPart:
         if reasons:
             raise ValueError("not listable: " + "; ".join(reasons))
         wallet = load_or_create_wallet(self._ctx.paths.data_dir / "wallet.key")
-        skill = crystal.skill
-        listing = SkillListing(
-            stable_skill_id=skill.stable_skill_id if skill else crystal.content_hash[:16],
-            version=skill.version if skill else 1,
-            content_hash=crystal.content_hash,
-            title=str(args.get("title") or crystal.text.splitlines()[0][:200]),
-            description=str(args.get("description") or ""),
-            tags=skill.tags if skill else (),
-            category=(skill.category or "") if skill else "",
+        listing = listing_of(
+            crystal,
+            title=_optional_text(args.get("title")),
+            description=_optional_text(args.get("description")),
             price_micro_usdc=breakdown.price_micro_usdc,
             seller_address=wallet.address,
             executions=stats.executions,
             successes=stats.successes,
-            content=None,
+            with_content=False,
         )
         envelope = seal_envelope(
             self._ctx.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=self._ctx.now_ms()

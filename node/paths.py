@@ -63,10 +63,12 @@ class NodePaths:
             _under(data_dir, config.identity.key_file),
             _under(data_dir, config.memory.db_file),
             _under(data_dir, config.dream.workspace_dir),
+            _under(data_dir, config.p2p.trust_file),
         )
 
     memory_db: Path | None = None
     workspace: Path | None = None  # MEMORY.md and memory/scratch.md
+    trust_file: Path | None = None  # observed peer outcomes and received attestations
 
     @property
     def lock_file(self) -> Path:

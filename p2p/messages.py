@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memory.model import content_hash
+from memory.model import Crystal, content_hash
 
 KIND_SKILL_LISTING = "skill.listing"
 KIND_SKILL_REVOCATION = "skill.revocation"
@@ -128,6 +128,35 @@ def parse_skill_listing(doc: dict[str, Any]) -> SkillListing:
         executions=executions,
         successes=successes,
         content=content,
+    )
+
+
+def listing_of(
+    crystal: Crystal,
+    *,
+    title: str | None,
+    description: str | None,
+    price_micro_usdc: int = 0,
+    seller_address: str = "",
+    executions: int = 0,
+    successes: int = 0,
+    with_content: bool,
+) -> SkillListing:
+    """The listing of a local skill crystal: shared freely (``with_content``) or offered for sale."""
+    skill = crystal.skill
+    return SkillListing(
+        stable_skill_id=skill.stable_skill_id if skill else crystal.content_hash[:16],
+        version=skill.version if skill else 1,
+        content_hash=crystal.content_hash,
+        title=title or crystal.text.splitlines()[0][:200],
+        description=description or "",
+        tags=skill.tags if skill else (),
+        category=(skill.category or "") if skill else "",
+        price_micro_usdc=price_micro_usdc,
+        seller_address=seller_address,
+        executions=executions,
+        successes=successes,
+        content=crystal.text if with_content else None,
     )
 
 
