@@ -264,18 +264,27 @@ class P2PPart:
 
     async def _watch_peers(self) -> None:
         """Keep a cheap summary of the peers for ``status`` (details() must not wait on the network)."""
+        # Levels come from the cache the trust loop keeps: EigenTrust is not rerun every 2 s.
         while True:
-            rows = await self._cmd_peers({})
-            connected = [r for r in rows if r["connected"]]
+            assert self.host is not None
+            snaps = await self.host.peers()
             by_level: dict[str, int] = {}
-            for r in connected:
-                by_level[r["level"]] = by_level.get(r["level"], 0) + 1
+            for snap in snaps:
+                if snap.banned_until_ms is None:
+                    level = self._level_of_peer(snap.peer_id).value
+                    by_level[level] = by_level.get(level, 0) + 1
             self._peer_summary = {
-                "connected": len(connected),
+                "connected": sum(by_level.values()),
                 "by_level": by_level,
-                "banned": sum(1 for r in rows if r["banned_until_ms"]),
+                "banned": sum(1 for snap in snaps if snap.banned_until_ms is not None),
             }
             await asyncio.sleep(2)
+
+    def _level_of_peer(self, peer_id: str) -> TrustLevel:
+        key = ed25519_from_peer_id(peer_id)
+        if key is None:
+            return TrustLevel.PROVISIONAL
+        return self._levels.get(key) or self.validator.level_of(key)
 
     # --- trust -----------------------------------------------------------------------------
 
