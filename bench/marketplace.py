@@ -21,7 +21,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.chain import Account, Chain
 from marketplace.listings import record_listing
-from marketplace.purchase import Market
+from marketplace.purchase import PROTOCOL, Market
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.store import MemoryStore
@@ -38,7 +38,9 @@ async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, 
     identity, wallet = Identity.generate(), Account.create()
     store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder())
     host = P2PHost(identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1))
-    return identity, wallet, store, host, Market(identity, wallet, store, chain, host)
+    market = Market(identity, wallet, store, chain, host)
+    host.serve(PROTOCOL, market.answer)
+    return identity, wallet, store, host, market
 
 
 async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:

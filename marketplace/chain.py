@@ -115,12 +115,18 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    async def rpc(cls, url: str, token_address: str, escrow_address: str) -> Chain:
+    async def rpc(cls, url: str, token_address: str, escrow_address: str, *, dev: bool = False) -> Chain:
+        """A JSON-RPC chain where the token and escrow are deployed. ``dev``: a local development chain
+        (anvil) whose first unlocked account deployed our DevUSDC, so ``fund`` can mint."""
+
         def build() -> Chain:
             from web3 import Web3
 
             w3 = _connect(url)
-            return cls(w3, Web3.to_checksum_address(token_address), Web3.to_checksum_address(escrow_address), dev=False)
+            for name, address in (("token", token_address), ("escrow", escrow_address)):
+                if not w3.eth.get_code(Web3.to_checksum_address(address)):
+                    raise ChainError(f"no contract at the {name} address {address} on {url}")
+            return cls(w3, Web3.to_checksum_address(token_address), Web3.to_checksum_address(escrow_address), dev=dev)
 
         return await cls._on_worker(build)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from marketplace.executions import ExecutionStats, execution_stats
+from marketplace.ledger import unique_buyers
 from marketplace.listings import listings_in_category
 from marketplace.pricing import PriceBreakdown, PriceInputs, PriceSettings, price
 from marketplace.quality import refusals
@@ -22,5 +23,6 @@ async def price_of(
         reward_sum_milli=stats.reward_sum_milli,
         seller_reputation_milli=reputation_milli,
         category_listings_seen=await listings_in_category(store, category, excluding_seller=me),
+        unique_buyers=await unique_buyers(store, crystal.id),
     )
     return inputs, price(inputs, settings), stats, refusals(crystal, stats)

@@ -119,3 +119,18 @@ def format_usdc(micro: int) -> str:
     sign = "-" if micro < 0 else ""
     whole, frac = divmod(abs(micro), MICRO_PER_USDC)
     return f"{sign}{whole}.{frac:06d} USDC"
+
+
+def parse_usdc(text: str) -> int:
+    """``"0.5"`` or ``"0.5 USDC"`` -> ``500000`` micro-USDC: exact decimal, at most 6 places, not negative."""
+    from decimal import InvalidOperation
+
+    cleaned = text.strip().removesuffix("USDC").strip()
+    try:
+        amount = Decimal(cleaned)
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not an amount of USDC (like 0.25)") from None
+    micro = amount * MICRO_PER_USDC
+    if not amount.is_finite() or amount < 0 or micro != micro.to_integral_value():
+        raise ValueError(f"{text!r}: USDC amounts are non-negative with at most 6 decimal places")
+    return int(micro)

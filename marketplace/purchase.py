@@ -15,6 +15,12 @@ Over one direct stream protocol (``/bitterbot/market/1``), every message a signe
    refunds the buyer after the deadline.
 
 Every step is written to the store before the next one starts (``purchases`` / ``sales``).
+A purchase in flight is never continued twice at once (``resume`` skips it), and a quote
+that expired before its payment was locked is never paid.
+
+Left to the escrow's rules: after the deadline a buyer can refund a lock it never released,
+even if a valid delivery reached it; an honest buyer releases on delivery, and the seller's
+trust in that buyer (and the buyer's reputation) is the remedy, not the contract.
 """
 
 from __future__ import annotations
@@ -70,14 +76,33 @@ def _now_ms() -> int:
 class Market:
     """One node's side of the marketplace: sells its listings and buys others'."""
 
-    def __init__(self, identity: Identity, wallet: Account, store: MemoryStore, chain: Chain, host: P2PHost) -> None:
+    def __init__(
+        self,
+        identity: Identity,
+        wallet: Account,
+        store: MemoryStore,
+        chain: Chain,
+        host: P2PHost,
+        *,
+        escrow_window_s: int = ESCROW_WINDOW_S,
+    ) -> None:
+        """The seller side answers on ``PROTOCOL``: register ``answer`` with the host before it starts."""
         self._identity = identity
         self._wallet = wallet
         self._store = store
         self._chain = chain
         self._host = host
+        self._escrow_window_s = escrow_window_s
         self._replay = ReplayGuard(horizon_ms=_POLICY.window.max_age_ms + _POLICY.window.max_ahead_ms)
-        host.serve(PROTOCOL, self._answer)
+        self._in_flight: set[bytes] = set()
+
+    @property
+    def wallet(self) -> Account:
+        return self._wallet
+
+    @property
+    def chain(self) -> Chain:
+        return self._chain
 
     # --- buyer -------------------------------------------------------------------------
 
@@ -107,7 +132,11 @@ class Market:
             if await cursor.fetchone() is not None:
                 raise PurchaseError("quote refused: its purchase id was already used (a replayed quote)")
         await self._persist_purchase(purchase_id, seller_key, seller_peer, quote_env, "quoted")
-        return await self._continue(purchase_id, quote, seller_peer, seller_key, listing)
+        self._in_flight.add(purchase_id)
+        try:
+            return await self._continue(purchase_id, quote, seller_peer, seller_key, listing)
+        finally:
+            self._in_flight.discard(purchase_id)
 
     async def _continue(
         self, purchase_id: bytes, quote: dict[str, Any], seller_peer: str, seller_key: bytes, listing: SkillListing
@@ -121,6 +150,10 @@ class Market:
             await self._set_state(purchase_id, state, crystal_id=crystal)
             return PurchaseResult(purchase_id.hex(), state, crystal, price)
         if lock.state == "none":  # the escrow takes a purchase id once: a resumed purchase never pays twice
+            if int(quote["expires_ms"]) < _now_ms():
+                detail = "the quote expired before the payment was locked; nothing was paid"
+                await self._set_state(purchase_id, "expired", detail)
+                return PurchaseResult(purchase_id.hex(), "expired", None, price, detail)
             try:
                 await self._chain.lock(
                     self._wallet, purchase_id, str(quote["seller_address"]), price, int(quote["deadline_s"])
@@ -160,6 +193,9 @@ class Market:
             rows = list(await cursor.fetchall())
         results = []
         for purchase_hex, seller_hex, seller_peer, quote_wire in rows:
+            purchase_id = bytes.fromhex(purchase_hex)
+            if purchase_id in self._in_flight:
+                continue  # a buy in this process is carrying it right now
             quote = decode_envelope(bytes(quote_wire), max_bytes=_POLICY.max_bytes).body_map()
             listing = SkillListing(
                 stable_skill_id=str(quote["stable_skill_id"]), version=int(quote["version"]),
@@ -167,13 +203,39 @@ class Market:
                 tags=(), category="", price_micro_usdc=int(quote["price_micro_usdc"]),
                 seller_address=str(quote["seller_address"]), executions=0, successes=0, content=None,
             )  # fmt: skip
-            results.append(
-                await self._continue(
-                    bytes.fromhex(purchase_hex), quote, str(seller_peer), bytes.fromhex(seller_hex), listing
+            self._in_flight.add(purchase_id)
+            try:
+                results.append(
+                    await self._continue(purchase_id, quote, str(seller_peer), bytes.fromhex(seller_hex), listing)
                 )
-            )
+            finally:
+                self._in_flight.discard(purchase_id)
         await self.refund_due()
         return results
+
+    async def settle_sales(self) -> dict[str, int]:
+        """Seller side: mark sales whose escrow was released (``paid``) or refunded; a quote never
+        locked within its validity and the escrow window lapses. Returns counts by new state."""
+        async with self._store.reader().execute(
+            "SELECT purchase_id, state, updated_ms FROM sales WHERE state IN ('quoted', 'delivered')"
+        ) as cursor:
+            rows = list(await cursor.fetchall())
+        changed: dict[str, int] = {}
+        lapse_ms = QUOTE_VALID_MS + 2 * self._escrow_window_s * 1000
+        for purchase_hex, state, updated_ms in rows:
+            lock = await self._chain.lock_info(bytes.fromhex(purchase_hex))
+            new_state = {"released": "paid", "refunded": "refunded"}.get(lock.state)
+            if new_state is None and lock.state == "none" and state == "quoted" and _now_ms() - updated_ms > lapse_ms:
+                new_state = "lapsed"
+            if new_state is None:
+                continue
+            async with self._store.transaction() as db:
+                await db.execute(
+                    "UPDATE sales SET state = ?, updated_ms = ? WHERE purchase_id = ?",
+                    (new_state, _now_ms(), purchase_hex),
+                )
+            changed[new_state] = changed.get(new_state, 0) + 1
+        return changed
 
     async def _crystal_with(self, chash: str) -> str | None:
         async with self._store.reader().execute("SELECT id FROM crystals WHERE content_hash = ?", (chash,)) as cursor:
@@ -194,7 +256,7 @@ class Market:
                 await self._chain.refund(self._wallet, purchase_id)
                 lock = await self._chain.lock_info(purchase_id)
             if lock.state == "refunded":
-                await self._set_state(purchase_id, "refunded")
+                await self._set_state(purchase_id, "refunded", keep_detail=True)
                 done.append(purchase_id.hex())
         return done
 
@@ -236,7 +298,8 @@ class Market:
 
     # --- seller ------------------------------------------------------------------------
 
-    async def _answer(self, peer: str, request: bytes) -> bytes:
+    async def answer(self, peer: str, request: bytes) -> bytes:
+        """The seller's side of ``PROTOCOL``: one signed answer (or a signed error) per request."""
         try:
             envelope = open_envelope(request, _POLICY, now_ms=_now_ms(), replay=self._replay)
             body = envelope.body_map()
@@ -274,7 +337,7 @@ class Market:
             "buyer": buyer,
             "buyer_address": str(body["buyer_address"]),
             "expires_ms": _now_ms() + QUOTE_VALID_MS,
-            "deadline_s": await self._chain.timestamp() + ESCROW_WINDOW_S,
+            "deadline_s": await self._chain.timestamp() + self._escrow_window_s,
         }
         quote = self._seal(KIND_QUOTE, quote_body)
         async with self._store.transaction() as db:
@@ -342,11 +405,18 @@ class Market:
             )
 
     async def _set_state(
-        self, purchase_id: bytes, state: str, detail: str = "", *, crystal_id: str | None = None
+        self,
+        purchase_id: bytes,
+        state: str,
+        detail: str = "",
+        *,
+        crystal_id: str | None = None,
+        keep_detail: bool = False,
     ) -> None:
+        """Record the purchase's new state; ``keep_detail`` keeps why it got there (a refund after a refusal)."""
         async with self._store.transaction() as db:
             await db.execute(
-                "UPDATE purchases SET state = ?, detail = ?, crystal_id = coalesce(?, crystal_id), updated_ms = ? "
-                "WHERE purchase_id = ?",
-                (state, detail, crystal_id, _now_ms(), purchase_id.hex()),
+                "UPDATE purchases SET state = ?, detail = CASE WHEN ? THEN detail ELSE ? END, "
+                "crystal_id = coalesce(?, crystal_id), updated_ms = ? WHERE purchase_id = ?",
+                (state, keep_detail, detail, crystal_id, _now_ms(), purchase_id.hex()),
             )

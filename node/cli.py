@@ -254,9 +254,9 @@ def main() -> None:
     from node.memory_cli import memory_group  # registered here: memory_cli builds on this module's helpers
 
     cli.add_command(memory_group)
-    from node import market_cli  # noqa: F401 - adds skills record|price to the skills group
+    from node.market_cli import chain_group, wallet_group  # also adds skills record|price|buy to the skills group
     from node.p2p_cli import connect, peers, skills_group, weather_group
 
-    for command in (peers, connect, weather_group, skills_group):
+    for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group):
         cli.add_command(command)
     cli()

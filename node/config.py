@@ -14,6 +14,7 @@ expected.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -171,6 +172,40 @@ class MarketplaceSection(_Section):
         return self
 
 
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
+class ChainSection(_Section):
+    url: str = ""
+    token_address: str = ""
+    escrow_address: str = ""
+    dev: bool = False
+    escrow_window_s: int = Field(default=600, ge=60, le=30 * 86_400)
+    resume_interval_s: float = Field(default=30.0, gt=0, le=3_600)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not an http(s) JSON-RPC URL (like http://127.0.0.1:8545)")
+        return url
+
+    @model_validator(mode="after")
+    def _addresses(self) -> ChainSection:
+        if self.url:
+            for name in ("token_address", "escrow_address"):
+                if not _ADDRESS.fullmatch(getattr(self, name)):
+                    raise ValueError(
+                        f"with a chain url, {name} must be the 0x-prefixed contract address "
+                        "(`bitterbot-node chain deploy --url URL` deploys ours on a dev chain and prints both)"
+                    )
+        elif self.dev or self.token_address or self.escrow_address:
+            raise ValueError(
+                "token_address, escrow_address and dev belong to a chain url; the embedded chain has its own"
+            )
+        return self
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
@@ -183,6 +218,7 @@ class Config(_Section):
     dream: DreamSection = Field(default_factory=DreamSection)
     p2p: P2PSection = Field(default_factory=P2PSection)
     marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
+    chain: ChainSection = Field(default_factory=ChainSection)
 
 
 @dataclass(frozen=True)
@@ -243,11 +279,16 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
                 f"unknown variable; overrides are named {ENV_PREFIX}<SECTION>{ENV_SEPARATOR}<KEY> "
                 f"with SECTION one of {', '.join(s.upper() for s in sections)}",
             )
-        found[f"{section}.{key}"] = (var, _parse_env_value(raw))
+        section_model = sections[section].annotation
+        field_info = getattr(section_model, "model_fields", {}).get(key)
+        text_field = field_info is not None and field_info.annotation is str
+        found[f"{section}.{key}"] = (var, raw if text_field else _parse_env_value(raw))
     return found
 
 
 def _parse_env_value(raw: str) -> Any:
+    """A TOML literal (numbers, booleans, arrays); anything else is a string. Text fields skip this:
+    an address like 0x5FbD… is text, not a hexadecimal integer."""
     try:
         return tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:

@@ -172,9 +172,11 @@ def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
     memory = MemoryPart(ctx.config, ctx.paths, supervisor)
     parts: list[Part] = [memory]
     if ctx.config.p2p.enabled:
+        from node.market_part import MarketPart
         from node.p2p_part import P2PPart
 
-        parts.append(P2PPart(ctx, supervisor, memory))
+        p2p = P2PPart(ctx, supervisor, memory)
+        parts += [p2p, MarketPart(ctx, supervisor, memory, p2p)]
 
     def handlers() -> dict[str, Handler]:
         table: dict[str, Handler] = {}

@@ -1,7 +1,8 @@
-"""`bitterbot-node skills record|price`: executions and prices of local skills.
+"""`bitterbot-node skills record|price|buy`, `wallet`, `chain deploy`: the marketplace from the shell.
 
-They open the memory file directly (safe beside a running daemon), like the memory
-commands; publishing and buying go through the daemon.
+``record`` and ``price`` open the memory file directly (safe beside a running daemon),
+like the memory commands; buying and the wallet go through the daemon, which owns the
+chain client; ``chain deploy`` talks to a development chain directly.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.executions import record_execution
 from marketplace.offer import price_of
-from marketplace.pricing import PriceSettings, format_usdc
+from marketplace.pricing import PriceSettings, format_usdc, parse_usdc
 from marketplace.quality import refusals
 from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
 from memory.store import MemoryStore
 from node.cli import handles_errors, location_options, resolve
 from node.errors import UsageError
 from node.memory_cli import with_store
-from node.p2p_cli import skills_group
+from node.p2p_cli import call_daemon, skills_group
 from node.paths import NodePaths
 
 
@@ -125,3 +126,124 @@ def skills_price(
             else ""
         )
         click.echo(f"  = {format_usdc(f['unclamped_micro_usdc'])}{clamp}")
+
+
+@skills_group.command("buy")
+@location_options
+@click.argument("listing")
+@click.option("--max-price", default=None, help="Refuse if the listing asks more than this many USDC (like 0.05).")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def skills_buy(
+    config_path: Path | None, data_dir: Path | None, listing: str, max_price: str | None, as_json: bool
+) -> None:
+    """Buy a listed skill: LISTING is its skill id, or SELLER_PEER_ID/SKILL_ID when several sell it.
+
+    Asks the seller for a signed quote, locks the price in escrow, receives the skill encrypted
+    to this node, checks it against the signed listing, stores it, and releases the payment.
+    """
+    if max_price is not None:
+        try:
+            parse_usdc(max_price)
+        except ValueError as exc:
+            raise UsageError(f"--max-price: {exc}") from None
+    result = call_daemon(config_path, data_dir, "skills.buy", {"listing": listing, "max_price": max_price}, timeout=180)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    price = format_usdc(result["price_micro_usdc"])
+    if result["state"] == "completed":
+        click.echo(f"bought {result['stable_skill_id']} for {price}: stored as crystal {result['crystal_id']}")
+    else:
+        click.echo(f"purchase {result['purchase_id'][:16]}… {result['state']} ({price}): {result['detail']}")
+        raise SystemExit(1)
+
+
+@click.group("wallet", invoke_without_command=True)
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handles_errors
+def wallet_group(ctx: click.Context, config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """This node's USDC wallet and earnings ledger (through the running daemon)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    doc = call_daemon(config_path, data_dir, "wallet")
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(format_wallet(doc))
+
+
+def format_wallet(doc: dict[str, Any]) -> str:
+    led = doc["ledger"]
+    balance = "unknown" if doc["balance_micro_usdc"] is None else format_usdc(doc["balance_micro_usdc"])
+    lines = [
+        f"address   {doc['address']} on {doc['chain']}",
+        f"balance   {balance}" + (f"  (chain: {doc['chain_error']})" if doc.get("chain_error") else ""),
+        f"earned    {format_usdc(led['earned_micro_usdc'])} from {led['sales']} sales to {led['unique_buyers']} buyers"
+        f" (+{format_usdc(led['pending_micro_usdc'])} delivered, awaiting release)",
+        f"spent     {format_usdc(led['spent_micro_usdc'])} on {led['purchases']} skills",
+        f"listed    {led['listed_skills']} skills",
+    ]
+    if led["top_skills"]:
+        lines.append("top skills")
+        lines += [
+            f"  {s['stable_skill_id']}: {s['sales']} sales, {format_usdc(s['earned_micro_usdc'])}"
+            for s in led["top_skills"]
+        ]
+    lines.append(
+        "last 7 days (earned/spent)  "
+        + "  ".join(
+            f"{d['day'][5:]} {d['earned_micro_usdc'] / 1e6:.2f}/{d['spent_micro_usdc'] / 1e6:.2f}" for d in led["trend"]
+        )
+    )
+    for p in doc["recent_purchases"][:5]:
+        lines.append(f"purchase {p['purchase_id'][:16]}… {p['state']}" + (f": {p['detail']}" if p["detail"] else ""))
+    return "\n".join(lines)
+
+
+@wallet_group.command("fund")
+@location_options
+@click.argument("amount")
+@handles_errors
+def wallet_fund(config_path: Path | None, data_dir: Path | None, amount: str) -> None:
+    """Mint AMOUNT development USDC (and gas) to this wallet: development chains only."""
+    try:
+        parse_usdc(amount)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    doc = call_daemon(config_path, data_dir, "wallet.fund", {"amount": amount})
+    click.echo(f"{doc['address']} now holds {format_usdc(doc['balance_micro_usdc'])}")
+
+
+@click.group("chain")
+def chain_group() -> None:
+    """The chain purchases settle on."""
+
+
+@chain_group.command("deploy")
+@click.option("--url", required=True, help="A local development chain's JSON-RPC URL (anvil: http://127.0.0.1:8545).")
+@handles_errors
+def chain_deploy(url: str) -> None:
+    """Deploy our DevUSDC token and escrow on a development chain and print the [chain] config for it.
+
+    Uses the chain's first unlocked account (anvil has ten), which becomes the token's minter.
+    Every node that should trade with the others gets the same three lines.
+    """
+    import asyncio
+
+    from marketplace.chain import Chain, ChainError
+
+    async def deploy() -> tuple[str, str]:
+        chain = await Chain.rpc_dev(url)
+        try:
+            return chain.token_address, chain.escrow_address
+        finally:
+            await chain.close()
+
+    try:
+        token, escrow = asyncio.run(deploy())
+    except (ChainError, ValueError) as exc:
+        raise UsageError(f"could not deploy on {url}: {exc}") from None
+    click.echo(f'[chain]\nurl = "{url}"\ntoken_address = "{token}"\nescrow_address = "{escrow}"\ndev = true')

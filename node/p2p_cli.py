@@ -17,10 +17,18 @@ from node.control import ControlError, call
 from node.errors import UsageError
 
 
-def _call(config_path: Path | None, data_dir: Path | None, cmd: str, args: dict[str, Any] | None = None) -> Any:
+def call_daemon(
+    config_path: Path | None,
+    data_dir: Path | None,
+    cmd: str,
+    args: dict[str, Any] | None = None,
+    *,
+    timeout: float = 30,
+) -> Any:
+    """One command to the running daemon; its refusal becomes a usage error (exit 2)."""
     _, paths = resolve(config_path, data_dir)
     try:
-        return call(paths.control_socket, cmd, args)
+        return call(paths.control_socket, cmd, args, timeout=timeout)
     except ControlError as exc:
         raise UsageError(str(exc)) from None
 
@@ -35,7 +43,7 @@ def _when(ms: int | None) -> str:
 @handles_errors
 def peers(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Connected and known peers: trust level, local/global/combined trust, penalties."""
-    rows = _call(config_path, data_dir, "peers")
+    rows = call_daemon(config_path, data_dir, "peers")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -59,7 +67,7 @@ def peers(config_path: Path | None, data_dir: Path | None, as_json: bool) -> Non
 @handles_errors
 def connect(config_path: Path | None, data_dir: Path | None, address: str) -> None:
     """Dial a peer now, by its full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)."""
-    result = _call(config_path, data_dir, "p2p.connect", {"address": address})
+    result = call_daemon(config_path, data_dir, "p2p.connect", {"address": address})
     click.echo(f"connected to {result['peer_id']}")
 
 
@@ -85,7 +93,7 @@ def weather_broadcast(
         raise UsageError(str(exc)) from None
     if duration_ms < 1_000:
         raise UsageError("--duration must be at least 1s")
-    result = _call(
+    result = call_daemon(
         config_path,
         data_dir,
         "weather.broadcast",
@@ -103,7 +111,7 @@ def weather_broadcast(
 @handles_errors
 def weather_show(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """The weather this node obeys now."""
-    result = _call(config_path, data_dir, "weather.show")
+    result = call_daemon(config_path, data_dir, "weather.show")
     if as_json:
         click.echo(json.dumps(result, indent=2))
     elif not result["active"]:
@@ -130,7 +138,7 @@ def skills_share(
     config_path: Path | None, data_dir: Path | None, crystal_id: str, title: str | None, as_json: bool
 ) -> None:
     """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""
-    result = _call(config_path, data_dir, "skills.share", {"crystal_id": crystal_id, "title": title})
+    result = call_daemon(config_path, data_dir, "skills.share", {"crystal_id": crystal_id, "title": title})
     click.echo(json.dumps(result, indent=2) if as_json else f"shared {result['stable_skill_id']} v{result['version']}")
 
 
@@ -141,7 +149,7 @@ def skills_share(
 @handles_errors
 def skills_revoke(config_path: Path | None, data_dir: Path | None, stable_skill_id: str, reason: str) -> None:
     """Revoke a skill this node published: every node marks it deprecated."""
-    result = _call(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
+    result = call_daemon(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
     click.echo(f"revoked {result['stable_skill_id']}")
 
 
@@ -161,7 +169,7 @@ def skills_publish(
     as_json: bool,
 ) -> None:
     """List a proven skill for sale: the quality gate, the price, a signed listing on the network."""
-    result = _call(
+    result = call_daemon(
         config_path, data_dir, "skills.publish", {"crystal_id": crystal_id, "title": title, "description": description}
     )
     if as_json:
@@ -179,7 +187,7 @@ def skills_publish(
 @handles_errors
 def skills_list(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """What the network offers: skill, price, seller and the seller's trust level."""
-    rows = _call(config_path, data_dir, "skills.list")
+    rows = call_daemon(config_path, data_dir, "skills.list")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -21,6 +21,7 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
 from marketplace.executions import executions_by_source
+from marketplace.ledger import purchase_outcomes_by_seller
 from marketplace.listings import active_listings, record_listing, revoke_listing
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
@@ -37,7 +38,7 @@ from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
-from p2p.host import Delivery, HostSettings, P2PHost
+from p2p.host import Delivery, HostSettings, P2PHost, RequestHandler
 from p2p.ingest import apply_revocation, ingest_listing
 from p2p.messages import (
     KIND_SKILL_LISTING,
@@ -114,13 +115,18 @@ class P2PPart:
         self._own_weather_seq = 0
         self.ingested = {"skills": 0, "revocations": 0, "weather": 0, "attestations": 0}
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
+        self._services: dict[str, RequestHandler] = {}
+
+    def add_service(self, protocol: str, handler: RequestHandler) -> None:
+        """A direct-stream protocol answered by another part (the market); before ``start``."""
+        self._services[protocol] = handler
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         cfg = self._ctx.config.p2p
         self._load_state()
-        await self._fold_in_executions()
+        await self._fold_in_local_evidence()
         self._recompute_levels()
         store = self._store()
         endocrine = store.hormone_source
@@ -146,6 +152,8 @@ class P2PPart:
 
         route_library_logs(debug=self._ctx.config.log.level == "debug")
         self.host.on_reject = self._rejected
+        for protocol, handler in self._services.items():
+            self.host.serve(protocol, handler)
         _check_ports_free(cfg.listen)
         await self.host.start()
         log.info("p2p.listening", peer_id=self._ctx.identity.peer_id, addrs=",".join(self.host.listen_addrs))
@@ -288,8 +296,11 @@ class P2PPart:
 
     # --- trust -----------------------------------------------------------------------------
 
-    async def _fold_in_executions(self) -> None:
-        """Skills from a peer that worked (or failed) for the local agent count in its local trust."""
+    async def _fold_in_local_evidence(self) -> None:
+        """Skills from a peer that worked (or failed) for the local agent, and how purchases from it
+        ended, count in its local trust."""
+        for seller, (bought, failed_purchases) in (await purchase_outcomes_by_seller(self._store())).items():
+            self.trust.set_purchases(seller, bought, failed_purchases)
         for source, (ok, failed) in (await executions_by_source(self._store())).items():
             try:
                 peer = bytes.fromhex(source.removeprefix("peer:"))
@@ -307,7 +318,7 @@ class P2PPart:
         interval = self._ctx.config.p2p.attestation_interval_min * 60
         while True:
             await asyncio.sleep(interval)
-            await self._fold_in_executions()
+            await self._fold_in_local_evidence()
             self._recompute_levels()
             ratings = self.trust.my_ratings()
             if ratings and self.host is not None:

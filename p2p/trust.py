@@ -146,6 +146,11 @@ class TrustBook:
         outcomes = self.outcomes.setdefault(peer, Outcomes())
         outcomes.executions_ok, outcomes.executions_failed = ok, failed
 
+    def set_purchases(self, peer: bytes, ok: int, failed: int) -> None:
+        """How purchases from ``peer`` as seller ended (totals, recomputed from the purchases table)."""
+        outcomes = self.outcomes.setdefault(peer, Outcomes())
+        outcomes.purchases_ok, outcomes.purchases_failed = ok, failed
+
     def attest(self, attester: bytes, ratings: Iterable[tuple[bytes, int]]) -> None:
         self.attestations[attester] = {peer: milli for peer, milli in ratings if peer != attester}
 

@@ -72,6 +72,7 @@ async def make_side(tmp: Path, name: str, chain: Chain, market_class: type[Marke
         identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1, degree_high=6)
     )
     market = market_class(identity, wallet, store, chain, host)
+    host.serve(PROTOCOL, market.answer)
     return Side(identity, wallet, store, host, market)
 
 
@@ -216,6 +217,7 @@ async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool =
     settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
     host = P2PHost(side.identity, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
     market = Market(side.identity, side.wallet, store, chain, host)
+    host.serve(PROTOCOL, market.answer)
     await host.start()
     if peer_addr:
         await host.connect(peer_addr)

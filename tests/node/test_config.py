@@ -56,6 +56,24 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
     assert loaded.env_overrides == {"log.level": "BITTERBOT_LOG__LEVEL", "wire.max_age_s": "BITTERBOT_WIRE__MAX_AGE_S"}
 
 
+def test_text_settings_from_the_environment_stay_text() -> None:
+    token = "0x5FbDB2315678afecb367f032d93F642f64180aa3"  # also a valid TOML hexadecimal integer
+    escrow = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+    loaded = load_config(
+        None,
+        {
+            "BITTERBOT_CHAIN__URL": "http://127.0.0.1:8545",
+            "BITTERBOT_CHAIN__TOKEN_ADDRESS": token,
+            "BITTERBOT_CHAIN__ESCROW_ADDRESS": escrow,
+            "BITTERBOT_CHAIN__DEV": "true",
+            "BITTERBOT_NODE__NAME": "1234",
+        },
+    )
+    chain = loaded.config.chain
+    assert (chain.token_address, chain.escrow_address, chain.dev) == (token, escrow, True)
+    assert loaded.config.node.name == "1234"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -63,8 +81,14 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
         (
             "[nodes]\n",
             "key 'nodes': unknown key; valid keys here are: "
-            "consolidation, dream, hormones, identity, log, marketplace, memory, node, p2p, trust, wire",
+            "chain, consolidation, dream, hormones, identity, log, marketplace, memory, node, p2p, trust, wire",
         ),
+        ('[chain]\nurl = "127.0.0.1:8545"\n', "key 'chain.url': '127.0.0.1:8545' is not an http(s)"),
+        (
+            '[chain]\nurl = "http://127.0.0.1:8545"\n',
+            "key 'chain': with a chain url, token_address must be the 0x-prefixed contract address",
+        ),
+        ("[chain]\ndev = true\n", "key 'chain': token_address, escrow_address and dev belong to a chain"),
         ('[wire]\nmax_age_s = "300"\n', "key 'wire.max_age_s': Input should be a valid integer (got '300')"),
         ('[log]\nlevel = "loud"\n', "key 'log.level': Input should be 'debug', 'info', 'warning' or 'error'"),
         ("[wire]\nmax_envelope_bytes = 10\n", "key 'wire.max_envelope_bytes': Input should be greater than or equal"),

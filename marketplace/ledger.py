@@ -1,0 +1,147 @@
+"""The earnings ledger: what this node earned selling skills and spent buying them.
+
+Read from the purchase records themselves (``sales`` as seller, ``purchases`` as buyer):
+the price and skill of each come from the signed quote kept with it, so the ledger can
+never disagree with what was agreed. Earned counts sales whose escrow was released to
+this node; spent counts purchases completed (a refunded lock is not spent).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from crypto.envelope import decode_envelope
+from memory.store import MemoryStore
+
+DAY_MS = 86_400_000
+TREND_DAYS = 7
+
+
+@dataclass(frozen=True, slots=True)
+class SkillEarnings:
+    stable_skill_id: str
+    sales: int
+    earned_micro_usdc: int
+
+
+@dataclass(frozen=True, slots=True)
+class DayTotals:
+    day: str  # YYYY-MM-DD, UTC
+    earned_micro_usdc: int
+    spent_micro_usdc: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    earned_micro_usdc: int
+    spent_micro_usdc: int
+    pending_micro_usdc: int  # delivered, escrow not yet released
+    sales: int
+    purchases: int
+    listed_skills: int
+    unique_buyers: int
+    top_skills: tuple[SkillEarnings, ...]
+    trend: tuple[DayTotals, ...] = field(default=())  # oldest first, the last TREND_DAYS days
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "earned_micro_usdc": self.earned_micro_usdc,
+            "spent_micro_usdc": self.spent_micro_usdc,
+            "pending_micro_usdc": self.pending_micro_usdc,
+            "sales": self.sales,
+            "purchases": self.purchases,
+            "listed_skills": self.listed_skills,
+            "unique_buyers": self.unique_buyers,
+            "top_skills": [
+                {"stable_skill_id": s.stable_skill_id, "sales": s.sales, "earned_micro_usdc": s.earned_micro_usdc}
+                for s in self.top_skills
+            ],
+            "trend": [
+                {"day": d.day, "earned_micro_usdc": d.earned_micro_usdc, "spent_micro_usdc": d.spent_micro_usdc}
+                for d in self.trend
+            ],
+        }
+
+
+def _quote_terms(quote_wire: bytes) -> tuple[str, int]:
+    body = decode_envelope(bytes(quote_wire), max_bytes=1_000_000).body_map()
+    return str(body["stable_skill_id"]), int(body["price_micro_usdc"])
+
+
+def _day(ms: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ms / 1000))
+
+
+async def ledger(store: MemoryStore, me_hex: str, *, now_ms: int | None = None) -> Ledger:
+    now = now_ms if now_ms is not None else store.now_ms()
+    days = [_day(now - (TREND_DAYS - 1 - i) * DAY_MS) for i in range(TREND_DAYS)]
+    earned_by_day: Counter[str] = Counter()
+    spent_by_day: Counter[str] = Counter()
+    by_skill: dict[str, list[int]] = {}
+    buyers: set[str] = set()
+    earned = pending = sales = 0
+    async with store.reader().execute("SELECT buyer, quote, state, updated_ms FROM sales") as cursor:
+        for buyer, quote, state, updated_ms in await cursor.fetchall():
+            skill, price = _quote_terms(quote)
+            if state == "paid":
+                earned += price
+                sales += 1
+                buyers.add(str(buyer))
+                earned_by_day[_day(int(updated_ms))] += price
+                entry = by_skill.setdefault(skill, [0, 0])
+                entry[0] += 1
+                entry[1] += price
+            elif state == "delivered":
+                pending += price
+    spent = purchases = 0
+    async with store.reader().execute("SELECT quote, updated_ms FROM purchases WHERE state = 'completed'") as cursor:
+        for quote, updated_ms in await cursor.fetchall():
+            _, price = _quote_terms(quote)
+            spent += price
+            purchases += 1
+            spent_by_day[_day(int(updated_ms))] += price
+    async with store.reader().execute(
+        "SELECT count(*) FROM listings WHERE seller = ? AND revoked = 0", (me_hex,)
+    ) as cursor:
+        row = await cursor.fetchone()
+    top = sorted(by_skill.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))[:5]
+    return Ledger(
+        earned_micro_usdc=earned,
+        spent_micro_usdc=spent,
+        pending_micro_usdc=pending,
+        sales=sales,
+        purchases=purchases,
+        listed_skills=int(row[0]) if row else 0,
+        unique_buyers=len(buyers),
+        top_skills=tuple(SkillEarnings(skill, n, total) for skill, (n, total) in top),
+        trend=tuple(DayTotals(day, earned_by_day[day], spent_by_day[day]) for day in days),
+    )
+
+
+async def unique_buyers(store: MemoryStore, crystal_id: str) -> int:
+    """Distinct buyers who paid for ``crystal_id`` (demand in pricing)."""
+    async with store.reader().execute(
+        "SELECT count(DISTINCT buyer) FROM sales WHERE crystal_id = ? AND state = 'paid'", (crystal_id,)
+    ) as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def purchase_outcomes_by_seller(store: MemoryStore) -> dict[bytes, tuple[int, int]]:
+    """(completed, failed) purchases from each seller: a refused delivery or a refund after the
+    deadline is a failure of the seller; a purchase still under way is neither."""
+    async with store.reader().execute(
+        "SELECT seller, sum(state = 'completed'), sum(state IN ('refused', 'refunded')) FROM purchases GROUP BY seller"
+    ) as cursor:
+        rows = await cursor.fetchall()
+    out: dict[bytes, tuple[int, int]] = {}
+    for seller, ok, failed in rows:
+        try:
+            key = bytes.fromhex(str(seller))
+        except ValueError:
+            continue
+        out[key] = (int(ok or 0), int(failed or 0))
+    return out

@@ -1,0 +1,215 @@
+"""The marketplace as a part of the daemon: the chain client, the wallet, buying and selling.
+
+Starts after the P2P part (whose host carries the market protocol); connects the chain
+named by ``[chain]`` (the embedded development chain by default); then, every
+``resume_interval_s``, carries unfinished purchases on (after a restart too), refunds
+what is due, and settles sales whose escrow was released. A chain that cannot be
+reached does not stop the node: the market waits for it and says why in ``status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from crypto.peer_id import peer_id_from_ed25519
+from marketplace.chain import Chain, ChainError
+from marketplace.ledger import ledger
+from marketplace.listings import ListingRow, active_listings
+from marketplace.pricing import parse_usdc
+from marketplace.purchase import PROTOCOL, Market, PurchaseError
+from marketplace.wallet import load_or_create_wallet
+from node.control import Handler
+from node.daemon import NodeContext
+from node.lifecycle import TaskSupervisor
+from node.logs import get_logger
+from node.memory_part import MemoryPart
+from node.p2p_part import P2PPart
+
+log = get_logger("node.market")
+
+EMBEDDED_CANNOT_TRADE = (
+    "this node settles on its embedded development chain, which lives inside this process: "
+    "no seller can see a payment made there. To buy from other nodes, point every node at the same "
+    "chain ([chain] url, token_address, escrow_address; README: 'Buying and selling between nodes')"
+)
+
+
+class MarketPart:
+    name = "market"
+
+    def __init__(self, ctx: NodeContext, supervisor: TaskSupervisor, memory: MemoryPart, p2p: P2PPart) -> None:
+        self._ctx = ctx
+        self._supervisor = supervisor
+        self._memory = memory
+        self._p2p = p2p
+        self._wallet = load_or_create_wallet(ctx.paths.data_dir / "wallet.key")
+        self.market: Market | None = None
+        self._chain_error = ""
+        self._last_round: dict[str, Any] = {}
+        p2p.add_service(PROTOCOL, self._answer)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._try_connect()
+        self._supervisor.spawn("market-rounds", self._rounds())
+
+    async def stop(self) -> None:
+        if self.market is not None:
+            chain, self.market = self.market.chain, None
+            await chain.close()
+
+    def details(self) -> dict[str, Any]:
+        cfg = self._ctx.config.chain
+        where = cfg.url or "embedded development chain (this process only)"
+        state = "ready" if self.market is not None else f"chain unreachable: {self._chain_error}"
+        return {
+            "chain": where,
+            "address": self._wallet.address,
+            "state": state,
+            "last_round": dict(self._last_round),
+            "summary": f"wallet {self._wallet.address} on {where}, {state}",
+        }
+
+    def commands(self) -> dict[str, Handler]:
+        return {"skills.buy": self._cmd_buy, "wallet": self._cmd_wallet, "wallet.fund": self._cmd_fund}
+
+    # --- chain and rounds ----------------------------------------------------------------
+
+    async def _try_connect(self) -> None:
+        cfg = self._ctx.config.chain
+        try:
+            if cfg.url:
+                chain = await Chain.rpc(cfg.url, cfg.token_address, cfg.escrow_address, dev=cfg.dev)
+            else:
+                chain = await Chain.embedded()
+        except ChainError as exc:
+            if self._chain_error != str(exc):
+                log.error("market.chain_unreachable", url=cfg.url, error=str(exc))
+            self._chain_error = str(exc)
+            return
+        store = self._memory.store
+        host = self._p2p.host
+        if store is None or host is None:
+            await chain.close()
+            self._chain_error = "the memory store or the p2p host is not running"
+            return
+        self.market = Market(self._ctx.identity, self._wallet, store, chain, host, escrow_window_s=cfg.escrow_window_s)
+        self._chain_error = ""
+        log.info("market.ready", chain=cfg.url or "embedded", address=self._wallet.address)
+
+    async def _rounds(self) -> None:
+        """Carry unfinished purchases on, refund what is due, settle sales; log what changed."""
+        while True:
+            if self.market is None:
+                await self._try_connect()
+            market = self.market
+            if market is not None:
+                try:
+                    resumed = await market.resume()
+                    settled = await market.settle_sales()
+                    self._last_round = {
+                        "at_ms": self._ctx.now_ms(),
+                        "resumed": {r.purchase_id: r.state for r in resumed},
+                        "settled": settled,
+                    }
+                    if resumed or settled:
+                        log.info("market.round", resumed=len(resumed), settled=str(settled))
+                except (ChainError, PurchaseError, ConnectionError, TimeoutError) as exc:
+                    log.warning("market.round_failed", error=str(exc))
+            await asyncio.sleep(self._ctx.config.chain.resume_interval_s)
+
+    async def _answer(self, peer: str, request: bytes) -> bytes:
+        if self.market is None:
+            raise ConnectionError("the marketplace is not ready (no chain)")  # the stream resets; the buyer retries
+        return await self.market.answer(peer, request)
+
+    # --- commands --------------------------------------------------------------------------
+
+    def _ready(self) -> Market:
+        if self.market is None:
+            raise ValueError(f"the marketplace has no chain: {self._chain_error}")
+        return self.market
+
+    async def _cmd_buy(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Buy a listed skill: ``listing`` is a stable skill id, or ``<seller peer id>/<skill id>``."""
+        market = self._ready()
+        if not self._ctx.config.chain.url:
+            raise ValueError(EMBEDDED_CANNOT_TRADE)
+        row = await self._find_listing(str(args["listing"]))
+        max_price = args.get("max_price")
+        try:
+            result = await market.buy(
+                peer_id_from_ed25519(bytes.fromhex(row.seller)),
+                bytes.fromhex(row.seller),
+                row.stable_skill_id,
+                max_price=parse_usdc(str(max_price)) if max_price else None,
+            )
+        except PurchaseError as exc:
+            raise ValueError(str(exc)) from None
+        return {
+            "purchase_id": result.purchase_id,
+            "state": result.state,
+            "crystal_id": result.crystal_id,
+            "price_micro_usdc": result.price_micro_usdc,
+            "stable_skill_id": row.stable_skill_id,
+            "seller_peer_id": peer_id_from_ed25519(bytes.fromhex(row.seller)),
+            "detail": result.detail,
+        }
+
+    async def _find_listing(self, wanted: str) -> ListingRow:
+        store = self._memory.store
+        if store is None:
+            raise ValueError("the memory store is not open")
+        me = self._ctx.identity.public_key.hex()
+        seller_peer, _, skill_id = wanted.rpartition("/")
+        rows = [
+            r
+            for r in await active_listings(store, limit=10_000)
+            if r.stable_skill_id == skill_id
+            and r.seller != me
+            and (not seller_peer or peer_id_from_ed25519(bytes.fromhex(r.seller)) == seller_peer)
+        ]
+        if not rows:
+            raise LookupError(f"no live listing of {wanted!r} from another node (see `bitterbot-node skills list`)")
+        if len(rows) > 1:
+            sellers = ", ".join(f"{peer_id_from_ed25519(bytes.fromhex(r.seller))}/{skill_id}" for r in rows)
+            raise ValueError(f"{skill_id} is listed by {len(rows)} sellers; name one: {sellers}")
+        return rows[0]
+
+    async def _cmd_wallet(self, args: dict[str, Any]) -> dict[str, Any]:
+        store = self._memory.store
+        if store is None:
+            raise ValueError("the memory store is not open")
+        balance = None
+        if self.market is not None:
+            try:
+                balance = await self.market.chain.balance(self._wallet.address)
+            except ChainError as exc:
+                self._chain_error = str(exc)
+        async with store.reader().execute(
+            "SELECT purchase_id, state, detail, crystal_id, updated_ms FROM purchases ORDER BY updated_ms DESC LIMIT 20"
+        ) as cursor:
+            purchases = [
+                {"purchase_id": r[0], "state": r[1], "detail": r[2], "crystal_id": r[3], "updated_ms": r[4]}
+                for r in await cursor.fetchall()
+            ]
+        return {
+            "address": self._wallet.address,
+            "chain": self._ctx.config.chain.url or "embedded",
+            "balance_micro_usdc": balance,
+            "chain_error": self._chain_error or None,
+            "ledger": (await ledger(store, self._ctx.identity.public_key.hex())).as_dict(),
+            "recent_purchases": purchases,
+        }
+
+    async def _cmd_fund(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Mint development USDC (and gas) to this node's wallet: development chains only."""
+        market = self._ready()
+        amount = parse_usdc(str(args["amount"]))
+        try:
+            await market.chain.fund(self._wallet.address, amount)
+        except ChainError as exc:
+            raise ValueError(f"{exc} (set [chain] dev = true only for a local development chain)") from None
+        return {"address": self._wallet.address, "balance_micro_usdc": await market.chain.balance(self._wallet.address)}

@@ -1,0 +1,116 @@
+"""A purchase between two `bitterbot-node run` processes, settled on a real anvil chain.
+
+The embedded chain lives inside one process, so daemons trade over a shared JSON-RPC chain:
+`chain deploy` puts our contracts on anvil, both nodes get the same [chain] settings, the
+seller publishes a proven skill, the buyer funds its wallet and runs `skills buy`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import clean_env, run_cli
+from tests.daemons import Node, wait_for
+from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
+
+SKILL = "Restore a Postgres replica: pg_basebackup -R from the primary, then start it"
+
+
+@pytest.fixture
+def anvil_chain() -> Iterator[dict[str, str]]:
+    if ANVIL is None:
+        pytest.skip(NO_ANVIL)
+    with anvil_process() as url:
+        deployed = run_cli("chain", "deploy", "--url", url)
+        assert deployed.returncode == 0, deployed.stderr
+        config = dict(re.findall(r'^(\w+) = "?([^"\n]+)"?$', deployed.stdout, re.MULTILINE))
+        assert config["url"] == url and config["dev"] == "true"
+        yield {
+            "BITTERBOT_CHAIN__URL": url,
+            "BITTERBOT_CHAIN__TOKEN_ADDRESS": config["token_address"],
+            "BITTERBOT_CHAIN__ESCROW_ADDRESS": config["escrow_address"],
+            "BITTERBOT_CHAIN__DEV": "true",
+            "BITTERBOT_CHAIN__RESUME_INTERVAL_S": "1",
+        }
+
+
+def _listed(node: Node, skill_id: str) -> list[dict[str, Any]]:
+    return [r for r in node.json("skills", "list") if r["stable_skill_id"] == skill_id and not r["mine"]]
+
+
+def _settled(node: Node) -> dict[str, Any] | None:
+    ledger = dict(node.json("wallet")["ledger"])
+    return ledger if ledger["sales"] else None
+
+
+def test_two_daemons_buy_and_sell_over_anvil(tmp_path: Path, anvil_chain: dict[str, str]) -> None:
+    base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", **anvil_chain)
+    seller = Node(tmp_path, "seller", dict(base))
+    buyer = Node(tmp_path, "buyer", dict(base))
+    nodes = [seller]
+    seller.start()
+    try:
+        buyer.env["BITTERBOT_P2P__BOOTSTRAP"] = json.dumps([seller.address()])
+        buyer.start()
+        nodes.append(buyer)
+        buyer.address()
+        crystal = seller.json("memory", "add", SKILL, "--type", "skill", "--scope", "shared")["crystal"]["id"]
+        for _ in range(3):
+            assert seller.cli("skills", "record", crystal, "--success").returncode == 0
+        listing = seller.json("skills", "publish", crystal)
+        price = listing["price_micro_usdc"]
+        skill_id = listing["stable_skill_id"]
+        wait_for(lambda: _listed(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
+
+        poor = buyer.cli("skills", "buy", skill_id)
+        assert poor.returncode == 2 and "insufficient funds" in poor.stderr
+        assert buyer.cli("wallet", "fund", "1").returncode == 0
+
+        too_dear = buyer.cli("skills", "buy", skill_id, "--max-price", "0.000001")
+        assert too_dear.returncode == 2 and "more than 1" in too_dear.stderr
+        bought = buyer.json("skills", "buy", skill_id)
+        assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
+        stored = buyer.json("memory", "show", bought["crystal_id"])
+        assert stored["crystal"]["text"] == SKILL and stored["crystal"]["origin"] == "peer"
+
+        buyer_wallet = buyer.json("wallet")
+        assert buyer_wallet["balance_micro_usdc"] == 1_000_000 - price
+        assert buyer_wallet["ledger"]["spent_micro_usdc"] == price and buyer_wallet["ledger"]["purchases"] == 1
+        earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
+        assert earned["earned_micro_usdc"] == price and earned["unique_buyers"] == 1
+        assert earned["top_skills"] == [{"stable_skill_id": skill_id, "sales": 1, "earned_micro_usdc": price}]
+        assert seller.json("wallet")["balance_micro_usdc"] == price
+        assert "earned    " in seller.cli("wallet").stdout
+
+        again = buyer.cli("skills", "buy", f"{seller.json('status')['identity']['peer_id']}/nope")
+        assert again.returncode == 2 and "no live listing" in again.stderr
+    finally:
+        logs = {node.data.name: node.stop() for node in nodes}
+    for name, log in logs.items():
+        assert "Traceback" not in log, f"{name}:\n{log}"
+
+
+def test_the_embedded_chain_refuses_to_trade_with_other_nodes_and_says_how(tmp_path: Path) -> None:
+    node = Node(tmp_path, "alone", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing"))
+    node.start()
+    try:
+        node.address()
+        refused = node.cli("skills", "buy", "db.pg-upgrade")
+        assert refused.returncode == 2 and "embedded development chain" in refused.stderr
+        assert "[chain] url" in refused.stderr
+        funded = node.cli("wallet", "fund", "0.25")
+        assert funded.returncode == 0 and "0.250000 USDC" in funded.stdout
+        wallet = node.json("wallet")
+        assert wallet["chain"] == "embedded" and wallet["balance_micro_usdc"] == 250_000
+        assert wallet["ledger"]["earned_micro_usdc"] == 0 and len(wallet["ledger"]["trend"]) == 7
+        bad = node.cli("wallet", "fund", "0.0000001")
+        assert bad.returncode == 2 and "at most 6 decimal places" in bad.stderr
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
