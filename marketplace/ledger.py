@@ -75,7 +75,8 @@ def _day(ms: int) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(ms / 1000))
 
 
-async def ledger(store: MemoryStore, me_hex: str, *, now_ms: int | None = None) -> Ledger:
+async def ledger(store: MemoryStore, me_hex: str | None, *, now_ms: int | None = None) -> Ledger:
+    """The ledger of the node whose public key is ``me_hex`` (without it, no listed skills count)."""
     now = now_ms if now_ms is not None else store.now_ms()
     days = [_day(now - (TREND_DAYS - 1 - i) * DAY_MS) for i in range(TREND_DAYS)]
     earned_by_day: Counter[str] = Counter()
@@ -145,3 +146,23 @@ async def purchase_outcomes_by_seller(store: MemoryStore) -> dict[bytes, tuple[i
             continue
         out[key] = (int(ok or 0), int(failed or 0))
     return out
+
+
+def niche_line(book: Ledger) -> str | None:
+    """One line for the Niche section of MEMORY.md: where this node stands in the skill market.
+    It starts with "Marketplace:", so each dream replaces the previous one instead of piling up."""
+    if not (book.sales or book.purchases or book.listed_skills or book.pending_micro_usdc):
+        return None
+
+    def usdc(micro: int) -> str:
+        whole, frac = divmod(micro, 1_000_000)
+        return f"{whole}.{frac:06d}".rstrip("0").rstrip(".") + " USDC"
+
+    parts = [f"earned {usdc(book.earned_micro_usdc)} from {book.sales} sales to {book.unique_buyers} buyers"]
+    if book.top_skills:
+        parts[0] += f" (best seller: {book.top_skills[0].stable_skill_id})"
+    parts.append(f"spent {usdc(book.spent_micro_usdc)} on {book.purchases} skills")
+    parts.append(f"{book.listed_skills} skills listed")
+    week = sum(d.earned_micro_usdc for d in book.trend)
+    parts.append(f"{usdc(week)} earned in the last {TREND_DAYS} days")
+    return "Marketplace: " + "; ".join(parts)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from crypto.envelope import Envelope
 from memory.store import MemoryStore
-from p2p.messages import SkillListing, SkillRevocation
+from p2p.messages import SkillEndorsement, SkillListing, SkillRevocation
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +72,54 @@ async def revoke_listing(store: MemoryStore, revocation: SkillRevocation) -> int
 
 
 async def active_listings(store: MemoryStore, *, limit: int = 200) -> list[ListingRow]:
+    return [row for row, _ in await listing_rows(store, limit=limit)]
+
+
+async def listing_rows(store: MemoryStore, *, limit: int = 200) -> list[tuple[ListingRow, bytes]]:
+    """Live listings, newest first, each with its signed envelope."""
     async with store.reader().execute(
-        f"SELECT {_COLUMNS} FROM listings WHERE revoked = 0 ORDER BY received_ms DESC LIMIT ?",  # noqa: S608 - constant
+        f"SELECT {_COLUMNS}, envelope FROM listings WHERE revoked = 0 ORDER BY received_ms DESC, rowid DESC LIMIT ?",  # noqa: S608
         (limit,),
     ) as cursor:
         return [
-            ListingRow(
-                r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), r[7], int(r[8]), int(r[9]), bool(r[10]), int(r[11])
+            (
+                ListingRow(
+                    r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), r[7], int(r[8]), int(r[9]), bool(r[10]),
+                    int(r[11]),
+                ),
+                bytes(r[12]),
             )
             for r in await cursor.fetchall()
-        ]
+        ]  # fmt: skip
+
+
+async def record_endorsement(store: MemoryStore, endorsement: SkillEndorsement, envelope: Envelope) -> None:
+    """Keep a management key's endorsement (its newest per seller and skill); crystals holding the
+    endorsed content are marked verified by that key."""
+    async with store.transaction() as db:
+        await db.execute(
+            "INSERT INTO endorsements (seller, stable_skill_id, endorser, version, content_hash, received_ms, "
+            "envelope) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seller, stable_skill_id, endorser) DO UPDATE SET "
+            "version = excluded.version, content_hash = excluded.content_hash, received_ms = excluded.received_ms, "
+            "envelope = excluded.envelope WHERE excluded.version >= endorsements.version",
+            (
+                endorsement.seller.hex(), endorsement.stable_skill_id, envelope.author.hex(), endorsement.version,
+                endorsement.content_hash, store.now_ms(), envelope.encode(),
+            ),
+        )  # fmt: skip
+        await db.execute(
+            "UPDATE crystals SET is_verified = 1, verified_by = ? WHERE content_hash = ? AND is_verified = 0",
+            (envelope.author.hex(), endorsement.content_hash),
+        )
+
+
+async def endorsers_of(store: MemoryStore, seller: str, stable_skill_id: str, content_hash: str) -> list[str]:
+    """Hex keys that endorsed exactly this content of the seller's skill (a newer version needs its own)."""
+    async with store.reader().execute(
+        "SELECT endorser FROM endorsements WHERE seller = ? AND stable_skill_id = ? AND content_hash = ?",
+        (seller, stable_skill_id, content_hash),
+    ) as cursor:
+        return [str(r[0]) for r in await cursor.fetchall()]
 
 
 async def listings_in_category(store: MemoryStore, category: str, *, excluding_seller: str | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from marketplace.bounties import bounty_matches_of
 from marketplace.executions import ExecutionStats, execution_stats
 from marketplace.ledger import unique_buyers
 from marketplace.listings import listings_in_category
@@ -17,6 +18,10 @@ async def price_of(
     """(inputs, breakdown, execution stats, reasons it may not be listed) for ``crystal``."""
     stats = await execution_stats(store, crystal.id)
     category = (crystal.skill.category if crystal.skill else None) or ""
+    tags = crystal.skill.tags if crystal.skill else ()
+    bounties = await bounty_matches_of(
+        store, text=crystal.text, tags=tags, category=category, now_ms=store.now_ms(), me=me
+    )
     inputs = PriceInputs(
         executions=stats.executions,
         successes=stats.successes,
@@ -24,5 +29,6 @@ async def price_of(
         seller_reputation_milli=reputation_milli,
         category_listings_seen=await listings_in_category(store, category, excluding_seller=me),
         unique_buyers=await unique_buyers(store, crystal.id),
+        bounty_matches=len(bounties),
     )
     return inputs, price(inputs, settings), stats, refusals(crystal, stats)

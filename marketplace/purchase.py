@@ -34,9 +34,10 @@ from crypto.envelope import Envelope, EnvelopePolicy, decode_envelope, open_enve
 from crypto.errors import EnvelopeError, SealedDataTampered
 from crypto.identity import Identity, seal_to
 from crypto.windows import ReplayGuard
+from marketplace.bounties import live_bounties, matches
 from marketplace.chain import Account, Chain, ChainError
 from marketplace.listings import listing_envelope
-from memory.model import NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
+from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.store import MemoryStore
 from p2p.host import P2PHost
 from p2p.ingest import peer_source
@@ -280,6 +281,12 @@ class Market:
 
     async def _store_skill(self, text: str, listing: SkillListing, seller_key: bytes) -> str:
         source = peer_source(seller_key)
+        me = self._identity.public_key.hex()
+        mine = [  # a bought skill that answers one of this node's own bounties carries it
+            b
+            for b in await live_bounties(self._store, _now_ms(), author=me)
+            if matches(b, text=f"{listing.title} {text}", tags=listing.tags, category=listing.category)
+        ]
         remembered = await self._store.remember(
             NewCrystal(
                 text,
@@ -292,6 +299,7 @@ class Market:
                 ),
                 actor=source,
                 context=listing.title,
+                bounty=Bounty(mine[0].bounty_id, mine[0].reward_micro_usdc) if mine else None,
             )
         )
         return remembered.crystal.id

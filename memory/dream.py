@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from memory.consolidation import REPLAY_INTERVALS_DAYS
@@ -190,7 +190,10 @@ async def dream(
     synthesizer: Synthesizer,
     *,
     hormones: HormoneSource | None = None,
+    world: tuple[str, ...] = (),
 ) -> DreamReport:
+    """``world``: lines about the person's world from other parts of the node (the marketplace
+    ledger), placed in Niche, each replacing its predecessor with the same prefix."""
     started = time.perf_counter()
     now = store.now_ms()
     seeded = await seed_from_hand_written(store, files)
@@ -207,7 +210,7 @@ async def dream(
         await store.remember(
             NewCrystal(note.text, origin=Origin.SESSION, importance=note.importance, source="scratch", actor=ACTOR)
         )
-    dream_input = await _gather(store, previous, since, levels, snapshot.notes)
+    dream_input = replace(await _gather(store, previous, since, levels, snapshot.notes), world=world)
 
     rejected: str | None = None
     new = previous

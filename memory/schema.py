@@ -246,6 +246,34 @@ CREATE TABLE sales (
 );
 """
 
+# v8: bounties seen on the network (and this node's own), and management endorsements of listed
+# skills (one per seller, skill and endorser; it covers the content hash it names, nothing newer).
+SCHEMA_V8 = """
+CREATE TABLE bounties (
+    author            TEXT NOT NULL,     -- hex public key
+    bounty_id         TEXT NOT NULL,
+    description       TEXT NOT NULL,
+    tags              TEXT NOT NULL,     -- JSON array
+    category          TEXT NOT NULL,
+    reward_micro_usdc INTEGER NOT NULL,
+    expires_ms        INTEGER NOT NULL,
+    received_ms       INTEGER NOT NULL,
+    envelope          BLOB NOT NULL,
+    PRIMARY KEY (author, bounty_id)
+);
+CREATE INDEX bounties_expiry ON bounties (expires_ms);
+CREATE TABLE endorsements (
+    seller            TEXT NOT NULL,
+    stable_skill_id   TEXT NOT NULL,
+    endorser          TEXT NOT NULL,
+    version           INTEGER NOT NULL,
+    content_hash      TEXT NOT NULL,
+    received_ms       INTEGER NOT NULL,
+    envelope          BLOB NOT NULL,
+    PRIMARY KEY (seller, stable_skill_id, endorser)
+);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7]
+MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8]
 SCHEMA_VERSION = len(MIGRATIONS)

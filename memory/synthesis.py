@@ -52,6 +52,9 @@ class DreamInput:
     emerging_skills: tuple[Crystal, ...]  # repeated task patterns and new skills
     hormones: Hormones
     now_iso: str
+    # Lines about their world from other parts of the node ("Marketplace: …"); each replaces the
+    # previous line with the same prefix (up to the first colon).
+    world: tuple[str, ...] = ()
 
 
 Sections = dict[str, tuple[str, ...]]
@@ -70,6 +73,11 @@ def one_line(text: str, limit: int = BULLET_CHARS) -> str:
 
 def _lines(crystals: tuple[Crystal, ...]) -> list[str]:
     return [one_line(c.text) for c in crystals]
+
+
+def _without_prefixes(bullets: tuple[str, ...], fresh: tuple[str, ...]) -> tuple[str, ...]:
+    prefixes = tuple(line.split(":", 1)[0] + ":" for line in fresh if ":" in line)
+    return tuple(b for b in bullets if not (prefixes and b.startswith(prefixes)))
 
 
 def _merged(fresh: list[str], old: tuple[str, ...], cap: int) -> tuple[str, ...]:
@@ -96,7 +104,11 @@ class ExtractiveSynthesizer:
         return {
             "Phenotype": _merged(_lines(dream.profile), old.bullets("Phenotype"), SECTION_CAPS["Phenotype"]),
             "Bond": _merged(_lines(dream.bonds), old.bullets("Bond"), SECTION_CAPS["Bond"]),
-            "Niche": _merged(_lines(dream.niche), old.bullets("Niche"), SECTION_CAPS["Niche"]),
+            "Niche": _merged(
+                [*dream.world, *_lines(dream.niche)],
+                _without_prefixes(old.bullets("Niche"), dream.world),
+                SECTION_CAPS["Niche"],
+            ),
             # Active context is about now: it does not inherit; what drops out becomes a pointer.
             "Active Context": _merged(active, (), SECTION_CAPS["Active Context"]),
             "Crystal Pointers": old.bullets("Crystal Pointers"),
@@ -144,7 +156,7 @@ def _prompt(dream: DreamInput) -> str:
             block("New memories", [one_line(c.text) for c in dream.new_crystals]),
             block("About the person", [one_line(c.text) for c in dream.profile]),
             block("Relationships", [one_line(c.text) for c in dream.bonds]),
-            block("Their world", [one_line(c.text) for c in dream.niche]),
+            block("Their world", [*dream.world, *(one_line(c.text) for c in dream.niche)]),
             block("Due for review", [one_line(c.text) for c in dream.replayed]),
             block("Open goals and questions", [one_line(c.text) for c in dream.curiosity]),
             block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),

@@ -60,13 +60,14 @@ def skills_record(
         click.echo(f"recorded: {doc['successes']} of {doc['executions']} succeeded ({state})")
 
 
-def _reputation(paths: NodePaths) -> int:
+def _reputation(paths: NodePaths) -> tuple[int, str | None]:
+    """How peers rate this node, and its public key (hex), from the files a daemon keeps."""
     try:
         me = read_key_file_info(paths.key_file).public_key
     except KeyFileError:
-        return NEUTRAL_MILLI
+        return NEUTRAL_MILLI, None
     assert paths.trust_file is not None
-    return own_reputation_milli(paths.trust_file, me)
+    return own_reputation_milli(paths.trust_file, me), me.hex()
 
 
 @skills_group.command("price")
@@ -82,11 +83,11 @@ def skills_price(
     loaded, paths = resolve(config_path, data_dir)
     m = loaded.config.marketplace
     settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
-    reputation = _reputation(paths)
+    reputation, me = _reputation(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         crystal = await store.get(crystal_id)
-        inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation)
+        inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation, me=me)
         return {
             "crystal_id": crystal_id,
             "price_micro_usdc": breakdown.price_micro_usdc,

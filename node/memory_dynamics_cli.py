@@ -22,7 +22,7 @@ from memory.working_memory import bootstrap_text
 from node.cli import handles_errors, location_options, resolve
 from node.errors import UsageError
 from node.memory_cli import crystal_json, memory_group, with_store
-from node.memory_part import decay_settings, synthesizer_from_config, working_memory_files
+from node.memory_part import decay_settings, synthesizer_from_config, working_memory_files, world_lines
 
 
 @memory_group.command("consolidate")
@@ -121,7 +121,9 @@ def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool)
     synthesizer = synthesizer_from_config(loaded.config)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        report = await dream(store, files, synthesizer, hormones=store.hormone_source)
+        report = await dream(
+            store, files, synthesizer, hormones=store.hormone_source, world=await world_lines(store, paths)
+        )
         return report.to_dict()
 
     report = with_store(config_path, data_dir, go)

@@ -14,6 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
 
+from crypto.errors import KeyFileError
+from crypto.identity import read_key_file_info
+from marketplace.ledger import ledger, niche_line
 from memory.consolidation import consolidate
 from memory.dream import dream
 from memory.embedders import HttpEmbedderSettings, make_embedder
@@ -108,6 +111,16 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
     return store
 
 
+async def world_lines(store: MemoryStore, paths: NodePaths) -> tuple[str, ...]:
+    """What other parts of the node tell the dream about the person's world: the market ledger."""
+    try:
+        me: str | None = read_key_file_info(paths.key_file).public_key.hex()
+    except KeyFileError:
+        me = None
+    line = niche_line(await ledger(store, me))
+    return (line,) if line else ()
+
+
 class MemoryPart:
     name = "memory"
 
@@ -188,7 +201,13 @@ class MemoryPart:
         )
 
     async def _dream(self, store: MemoryStore) -> None:
-        report = await dream(store, self.files, self.synthesizer, hormones=store.hormone_source)
+        report = await dream(
+            store,
+            self.files,
+            self.synthesizer,
+            hormones=store.hormone_source,
+            world=await world_lines(store, self._paths),
+        )
         self._last_dream = {k: report.to_dict()[k] for k in ("at_ms", "accepted", "rejected_because", "notes_indexed")}
         if report.accepted:
             log.info("memory.dreamt", duration_ms=report.duration_ms, notes=report.notes_indexed)

@@ -201,3 +201,80 @@ def skills_list(config_path: Path | None, data_dir: Path | None, as_json: bool) 
             f"{r['stable_skill_id']} v{r['version']}  {price}  {r['title'][:60]}{mark}{mine}\n"
             f"    seller {r['seller_peer_id']} ({r['seller_level']}), {r['successes']}/{r['executions']} executions ok"
         )
+        for b in r["bounties"]:
+            click.echo(
+                f"    answers bounty {b['bounty_id']} ({format_usdc(b['reward_micro_usdc'])}): {b['description'][:70]}"
+            )
+
+
+@skills_group.command("endorse")
+@location_options
+@click.argument("listing")
+@handles_errors
+def skills_endorse(config_path: Path | None, data_dir: Path | None, listing: str) -> None:
+    """Vouch for a seller's listed skill as a management node: LISTING is SELLER_PEER_ID/SKILL_ID.
+
+    Every node then marks that version [verified]; a newer version needs a new endorsement.
+    """
+    result = call_daemon(config_path, data_dir, "skills.endorse", {"listing": listing})
+    click.echo(f"endorsed {result['stable_skill_id']} v{result['version']} ({result['content_hash'][:16]}…)")
+
+
+@skills_group.command("bounty")
+@location_options
+@click.argument("description")
+@click.option("--reward", required=True, help="USDC offered, like 0.5.")
+@click.option("--tag", "tags", multiple=True, help="A tag a matching skill may carry (repeatable).")
+@click.option("--category", default="", help="The category a matching skill may have.")
+@click.option("--days", type=click.FloatRange(0, 30, min_open=True), default=7.0, help="How long it stands (<= 30).")
+@click.option(
+    "--id", "bounty_id", default=None, help="Re-issue an existing bounty of this node (new reward or expiry)."
+)
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def skills_bounty(
+    config_path: Path | None,
+    data_dir: Path | None,
+    description: str,
+    reward: str,
+    tags: tuple[str, ...],
+    category: str,
+    days: float,
+    bounty_id: str | None,
+    as_json: bool,
+) -> None:
+    """Ask the network for a skill: a signed bounty with the reward offered.
+
+    Listings that answer it (same category, a shared tag, or its words) are shown first
+    in `skills list`, and their sellers' prices count the demand.
+    """
+    args = {"description": description, "reward": reward, "tags": list(tags), "category": category, "days": days,
+            "bounty_id": bounty_id}  # fmt: skip
+    result = call_daemon(config_path, data_dir, "bounties.post", args)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(
+            f"bounty {result['bounty_id']} for {format_usdc(result['reward_micro_usdc'])} "
+            f"until {_when(result['expires_ms'])}"
+        )
+
+
+@skills_group.command("bounties")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def skills_bounties(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Live bounties on the network, largest reward first, with how many listings answer each."""
+    rows = call_daemon(config_path, data_dir, "bounties.list")
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no live bounties")
+    for b in rows:
+        mine = " (mine)" if b["mine"] else ""
+        click.echo(
+            f"{b['bounty_id']}  {format_usdc(b['reward_micro_usdc'])}  until {_when(b['expires_ms'])}{mine}\n"
+            f"    {b['description'][:100]}\n    {b['matching_listings']} matching listings, by {b['author_peer_id']}"
+        )

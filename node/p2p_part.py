@@ -14,23 +14,17 @@ import asyncio
 import json
 import os
 import socket
-from dataclasses import asdict
 from typing import Any
 
 from crypto.anchors import TrustAnchors
-from crypto.envelope import pack_body, seal_envelope
+from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+from marketplace.bounties import purge_expired_bounties, record_bounty
 from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller
-from marketplace.listings import active_listings, record_listing, revoke_listing
-from marketplace.offer import price_of
-from marketplace.pricing import PriceSettings
-from marketplace.reputation import reputation_in
-from marketplace.wallet import load_or_create_wallet
+from marketplace.listings import record_endorsement, record_listing, revoke_listing
 from memory.endocrine import Endocrine
-from memory.governance import check_exportable
 from memory.hormones import NetworkOverride
-from memory.model import KNOWLEDGE_TYPES
 from memory.store import MemoryStore
 from node.control import Handler
 from node.daemon import NodeContext
@@ -38,25 +32,23 @@ from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
+from node.skills_commands import SkillsCommands
 from p2p.host import Delivery, HostSettings, P2PHost, RequestHandler
 from p2p.ingest import apply_revocation, ingest_listing
 from p2p.messages import (
-    KIND_SKILL_LISTING,
-    KIND_SKILL_REVOCATION,
     KIND_TRUST_ATTESTATION,
     KIND_WEATHER,
+    SkillBounty,
+    SkillEndorsement,
     SkillListing,
     SkillRevocation,
     TrustAttestation,
     Weather,
-    listing_of,
-    skill_listing_body,
-    skill_revocation_body,
     trust_attestation_body,
     weather_body,
 )
 from p2p.penalties import PenaltyBox, PenaltySettings
-from p2p.topics import SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import TrustBook, TrustLevel
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
@@ -113,7 +105,9 @@ class P2PPart:
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}
         self._own_weather_seq = 0
-        self.ingested = {"skills": 0, "revocations": 0, "weather": 0, "attestations": 0}
+        self.ingested = {
+            "skills": 0, "revocations": 0, "weather": 0, "attestations": 0, "bounties": 0, "endorsements": 0,
+        }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
 
@@ -128,7 +122,7 @@ class P2PPart:
         self._load_state()
         await self._fold_in_local_evidence()
         self._recompute_levels()
-        store = self._store()
+        store = self.store()
         endocrine = store.hormone_source
         if isinstance(endocrine, Endocrine):
             override = endocrine.state().override
@@ -197,11 +191,8 @@ class P2PPart:
             "peers": self._cmd_peers,
             "weather.broadcast": self._cmd_weather_broadcast,
             "weather.show": self._cmd_weather_show,
-            "skills.share": self._cmd_skills_share,
-            "skills.revoke": self._cmd_skills_revoke,
-            "skills.publish": self._cmd_skills_publish,
-            "skills.list": self._cmd_skills_list,
             "p2p.connect": self._cmd_connect,
+            **SkillsCommands(self, self._ctx).commands(),
         }
 
     # --- incoming ------------------------------------------------------------------------
@@ -223,11 +214,11 @@ class P2PPart:
         if isinstance(message, Weather):
             await self._apply_weather(message, author)
         elif isinstance(message, SkillListing):
-            await record_listing(self._store(), message, envelope)
+            await record_listing(self.store(), message, envelope)
             if self._levels.get(author) is TrustLevel.UNTRUSTED:
                 log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
                 return
-            result = await ingest_listing(self._store(), message, author)
+            result = await ingest_listing(self.store(), message, author)
             self.ingested["skills"] += 1
             log.info(
                 "p2p.skill_received",
@@ -237,16 +228,23 @@ class P2PPart:
                 crystal=result.crystal_id,
             )
         elif isinstance(message, SkillRevocation):
-            await revoke_listing(self._store(), message)
-            count = await apply_revocation(self._store(), message)
+            await revoke_listing(self.store(), message)
+            count = await apply_revocation(self.store(), message)
             self.ingested["revocations"] += 1
             log.info("p2p.skill_revoked", skill=message.stable_skill_id, crystals=count)
         elif isinstance(message, TrustAttestation):
             self.trust.attest(author, message.ratings)
             self.ingested["attestations"] += 1
+        elif isinstance(message, SkillBounty):
+            await record_bounty(self.store(), message, envelope)
+            self.ingested["bounties"] += 1
+        elif isinstance(message, SkillEndorsement):
+            await record_endorsement(self.store(), message, envelope)
+            self.ingested["endorsements"] += 1
+            log.info("p2p.skill_endorsed", skill=message.stable_skill_id, endorser=author.hex()[:16])
 
     async def _apply_weather(self, weather: Weather, issuer: bytes) -> None:
-        endocrine = self._store().hormone_source
+        endocrine = self.store().hormone_source
         if isinstance(endocrine, Endocrine):
             if weather.level_milli == 0:
                 await endocrine.clear_override()
@@ -292,16 +290,16 @@ class P2PPart:
         key = ed25519_from_peer_id(peer_id)
         if key is None:
             return TrustLevel.PROVISIONAL
-        return self._levels.get(key) or self.validator.level_of(key)
+        return self.level_of_key(key)
 
     # --- trust -----------------------------------------------------------------------------
 
     async def _fold_in_local_evidence(self) -> None:
         """Skills from a peer that worked (or failed) for the local agent, and how purchases from it
         ended, count in its local trust."""
-        for seller, (bought, failed_purchases) in (await purchase_outcomes_by_seller(self._store())).items():
+        for seller, (bought, failed_purchases) in (await purchase_outcomes_by_seller(self.store())).items():
             self.trust.set_purchases(seller, bought, failed_purchases)
-        for source, (ok, failed) in (await executions_by_source(self._store())).items():
+        for source, (ok, failed) in (await executions_by_source(self.store())).items():
             try:
                 peer = bytes.fromhex(source.removeprefix("peer:"))
             except ValueError:
@@ -320,9 +318,10 @@ class P2PPart:
             await asyncio.sleep(interval)
             await self._fold_in_local_evidence()
             self._recompute_levels()
+            await purge_expired_bounties(self.store(), self._ctx.now_ms())
             ratings = self.trust.my_ratings()
             if ratings and self.host is not None:
-                await self._publish(
+                await self.publish(
                     TRUST_TOPIC, KIND_TRUST_ATTESTATION, trust_attestation_body(TrustAttestation(tuple(ratings)))
                 )
             self._save()
@@ -376,13 +375,13 @@ class P2PPart:
         self._own_weather_seq = max(self._own_weather_seq + 1, now)  # strictly increasing, even after a lost state
         weather = Weather(round(level * 1000), duration_s, reason, now, self._own_weather_seq)
         self._save()
-        await self._publish(WEATHER_TOPIC, KIND_WEATHER, weather_body(weather), now_ms=now)
+        await self.publish(WEATHER_TOPIC, KIND_WEATHER, weather_body(weather), now_ms=now)
         self.validator.halted_until_ms = weather.until_ms if weather.level_milli else 0
         await self._apply_weather(weather, self._ctx.identity.public_key)
         return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
 
     async def _cmd_weather_show(self, args: dict[str, Any]) -> dict[str, Any]:
-        endocrine = self._store().hormone_source
+        endocrine = self.store().hormone_source
         override = endocrine.state().override if isinstance(endocrine, Endocrine) else None
         now = self._ctx.now_ms()
         return {
@@ -394,99 +393,29 @@ class P2PPart:
             "halts_untrusted_ingestion": self.validator.halted_until_ms > now,
         }
 
-    async def _cmd_skills_share(self, args: dict[str, Any]) -> dict[str, Any]:
-        store = self._store()
-        crystal = await store.get(str(args["crystal_id"]))
-        if crystal.semantic_type not in KNOWLEDGE_TYPES:
-            raise ValueError(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
-        check_exportable(crystal, self._ctx.now_ms())
-        listing = listing_of(
-            crystal,
-            title=_optional_text(args.get("title")),
-            description=_optional_text(args.get("description")),
-            with_content=True,
-        )
-        await self._publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
-        return {
-            "stable_skill_id": listing.stable_skill_id,
-            "version": listing.version,
-            "content_hash": listing.content_hash,
-        }
-
-    async def _cmd_skills_publish(self, args: dict[str, Any]) -> dict[str, Any]:
-        """List a proven skill for sale: quality gate, price, signed listing (no content) on the skills topic."""
-        store = self._store()
-        crystal = await store.get(str(args["crystal_id"]))
-        m = self._ctx.config.marketplace
-        settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
-        me = self._ctx.identity.public_key
-        _, breakdown, stats, reasons = await price_of(
-            store, crystal, settings, reputation_milli=reputation_in(self.trust), me=me.hex()
-        )
-        if reasons:
-            raise ValueError("not listable: " + "; ".join(reasons))
-        wallet = load_or_create_wallet(self._ctx.paths.data_dir / "wallet.key")
-        listing = listing_of(
-            crystal,
-            title=_optional_text(args.get("title")),
-            description=_optional_text(args.get("description")),
-            price_micro_usdc=breakdown.price_micro_usdc,
-            seller_address=wallet.address,
-            executions=stats.executions,
-            successes=stats.successes,
-            with_content=False,
-        )
-        envelope = seal_envelope(
-            self._ctx.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=self._ctx.now_ms()
-        )
-        assert self.host is not None
-        await self.host.publish(SKILLS_TOPIC, envelope.encode())
-        await record_listing(store, listing, envelope)
-        return {
-            "stable_skill_id": listing.stable_skill_id,
-            "version": listing.version,
-            "price_micro_usdc": listing.price_micro_usdc,
-            "seller_address": wallet.address,
-        }
-
-    async def _cmd_skills_list(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        """What the network offers, newest first, with each seller's trust level."""
-        rows = []
-        for row in await active_listings(self._store()):
-            seller = bytes.fromhex(row.seller)
-            level = self._levels.get(seller) or self.validator.level_of(seller)
-            rows.append(
-                {
-                    **asdict(row),
-                    "seller_peer_id": peer_id_from_ed25519(seller),
-                    "seller_level": level.value,
-                    "verified": self._anchors.is_management(seller),
-                    "mine": seller == self._ctx.identity.public_key,
-                }
-            )
-        return rows
-
-    async def _cmd_skills_revoke(self, args: dict[str, Any]) -> dict[str, Any]:
-        revocation = SkillRevocation(
-            str(args["stable_skill_id"]), self._ctx.identity.public_key, str(args.get("reason") or "revoked")
-        )
-        await self._publish(SKILLS_TOPIC, KIND_SKILL_REVOCATION, skill_revocation_body(revocation))
-        await revoke_listing(self._store(), revocation)
-        return {"stable_skill_id": revocation.stable_skill_id}
-
     async def _cmd_connect(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.host is not None
         return {"peer_id": await self.host.connect(str(args["address"]))}
 
     # --- helpers ---------------------------------------------------------------------------
 
-    async def _publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> None:
+    async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope:
+        """Sign ``body`` as this node and gossip it on ``topic``; returns the envelope sent."""
         if self.host is None:
             raise ValueError("the p2p host is not running")
         envelope = seal_envelope(self._ctx.identity, kind, pack_body(body), now_ms=now_ms or self._ctx.now_ms())
         await self.host.publish(topic, envelope.encode())
+        return envelope
 
-    def _store(self) -> MemoryStore:
+    def level_of_key(self, key: bytes) -> TrustLevel:
+        """A peer's trust level as of the last trust round (management keys are verified)."""
+        return self._levels.get(key) or self.validator.level_of(key)
+
+    @property
+    def anchors(self) -> TrustAnchors:
+        return self._anchors
+
+    def store(self) -> MemoryStore:
         store = self._memory.store
         if store is None:
             raise ValueError("the memory store is not open")

@@ -18,6 +18,8 @@ KIND_SKILL_LISTING = "skill.listing"
 KIND_SKILL_REVOCATION = "skill.revocation"
 KIND_WEATHER = "weather"
 KIND_TRUST_ATTESTATION = "trust.attestation"
+KIND_SKILL_ENDORSEMENT = "skill.endorsement"
+KIND_BOUNTY = "bounty"
 
 MAX_SKILL_CHARS = 32_000
 MAX_ATTESTED_PEERS = 256
@@ -52,6 +54,27 @@ def _text(doc: dict[str, Any], name: str, limit: int, *, optional: bool = False,
     if not empty and not value.strip():
         raise SchemaError(f"{name!r} must not be empty")
     return str(value)
+
+
+def _identifier(doc: dict[str, Any], name: str) -> str:
+    value = _text(doc, name, 64)
+    if not _SKILL_ID.fullmatch(value):
+        raise SchemaError(f"'{name}' may hold letters, digits and . _ : - only")
+    return value
+
+
+def _content_hash(doc: dict[str, Any]) -> str:
+    value = _text(doc, "content_hash", 64)
+    if not _HEX64.fullmatch(value):
+        raise SchemaError("'content_hash' must be 64 lowercase hex digits")
+    return value
+
+
+def _tags(doc: dict[str, Any]) -> list[str]:
+    tags = _field(doc, "tags", list)
+    if len(tags) > 16 or not all(isinstance(t, str) and 0 < len(t) <= 32 for t in tags):
+        raise SchemaError("'tags' must be at most 16 strings of 1-32 characters")
+    return [str(t) for t in tags]
 
 
 def _int(doc: dict[str, Any], name: str, low: int, high: int) -> int:
@@ -93,15 +116,9 @@ _LISTING_FIELDS = {
 
 def parse_skill_listing(doc: dict[str, Any]) -> SkillListing:
     _only(doc, _LISTING_FIELDS)
-    skill_id = _text(doc, "stable_skill_id", 64)
-    if not _SKILL_ID.fullmatch(skill_id):
-        raise SchemaError("'stable_skill_id' may hold letters, digits and . _ : - only")
-    chash = _text(doc, "content_hash", 64)
-    if not _HEX64.fullmatch(chash):
-        raise SchemaError("'content_hash' must be 64 lowercase hex digits")
-    tags = _field(doc, "tags", list)
-    if len(tags) > 16 or not all(isinstance(t, str) and 0 < len(t) <= 32 for t in tags):
-        raise SchemaError("'tags' must be at most 16 strings of 1-32 characters")
+    skill_id = _identifier(doc, "stable_skill_id")
+    chash = _content_hash(doc)
+    tags = _tags(doc)
     address = _text(doc, "seller_address", 42, empty=True)
     if address and not _ADDRESS.fullmatch(address):
         raise SchemaError("'seller_address' must be an 0x-prefixed 20-byte hex address")
@@ -188,9 +205,7 @@ class SkillRevocation:
 
 def parse_skill_revocation(doc: dict[str, Any]) -> SkillRevocation:
     _only(doc, {"stable_skill_id", "publisher", "reason"})
-    skill_id = _text(doc, "stable_skill_id", 64)
-    if not _SKILL_ID.fullmatch(skill_id):
-        raise SchemaError("'stable_skill_id' may hold letters, digits and . _ : - only")
+    skill_id = _identifier(doc, "stable_skill_id")
     publisher = _field(doc, "publisher", bytes)
     if len(publisher) != 32:
         raise SchemaError("'publisher' must be a 32-byte public key")
@@ -281,3 +296,72 @@ def parse_trust_attestation(doc: dict[str, Any]) -> TrustAttestation:
 
 def trust_attestation_body(attestation: TrustAttestation) -> dict[str, Any]:
     return {"ratings": [[key, milli] for key, milli in attestation.ratings]}
+
+
+@dataclass(frozen=True, slots=True)
+class SkillEndorsement:
+    """A management key vouches for one version of a seller's skill (its content hash): "verified"."""
+
+    seller: bytes
+    stable_skill_id: str
+    version: int
+    content_hash: str
+
+
+def parse_skill_endorsement(doc: dict[str, Any]) -> SkillEndorsement:
+    _only(doc, {"seller", "stable_skill_id", "version", "content_hash"})
+    seller = _field(doc, "seller", bytes)
+    if len(seller) != 32:
+        raise SchemaError("'seller' must be a 32-byte public key")
+    skill_id = _identifier(doc, "stable_skill_id")
+    chash = _content_hash(doc)
+    return SkillEndorsement(bytes(seller), skill_id, _int(doc, "version", 1, 10**6), chash)
+
+
+def skill_endorsement_body(endorsement: SkillEndorsement) -> dict[str, Any]:
+    return {
+        "seller": endorsement.seller,
+        "stable_skill_id": endorsement.stable_skill_id,
+        "version": endorsement.version,
+        "content_hash": endorsement.content_hash,
+    }
+
+
+MAX_BOUNTY_S = 30 * 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class SkillBounty:
+    """A signed request for a skill: what is wanted, and the reward offered for it."""
+
+    bounty_id: str
+    description: str
+    tags: tuple[str, ...]
+    category: str
+    reward_micro_usdc: int
+    expires_ms: int
+
+
+def parse_bounty(doc: dict[str, Any]) -> SkillBounty:
+    _only(doc, {"bounty_id", "description", "tags", "category", "reward_micro_usdc", "expires_ms"})
+    bounty_id = _identifier(doc, "bounty_id")
+    tags = _tags(doc)
+    return SkillBounty(
+        bounty_id=bounty_id,
+        description=_text(doc, "description", 2_000),
+        tags=tuple(tags),
+        category=_text(doc, "category", 64, empty=True),
+        reward_micro_usdc=_int(doc, "reward_micro_usdc", 1, 10**12),
+        expires_ms=_int(doc, "expires_ms", 0, 2**62),
+    )
+
+
+def bounty_body(bounty: SkillBounty) -> dict[str, Any]:
+    return {
+        "bounty_id": bounty.bounty_id,
+        "description": bounty.description,
+        "tags": list(bounty.tags),
+        "category": bounty.category,
+        "reward_micro_usdc": bounty.reward_micro_usdc,
+        "expires_ms": bounty.expires_ms,
+    }

@@ -2,7 +2,9 @@
 
 Order (cheap and unauthenticated first, so forged traffic costs little): size,
 decode, kind for the topic, author = originating peer, timestamp window, body
-schema, signature, replay (author + nonce), per-author rate, trust gate. The
+schema, signature, replay (author + nonce), per-author rate, trust gate (weather and
+endorsements only from management keys, revocations only from the publisher, a bounty's
+expiry within 30 days, skills held back from untrusted authors during weather). The
 first failing check decides. Every reason maps, in ``POLICY`` (the one table), to a
 verdict (accept / ignore / reject, as in gossipsub v1.1) and to the penalty the
 forwarding peer earns; ``p2p.penalties`` turns penalties into disconnects and bans.
@@ -37,19 +39,26 @@ from crypto.errors import (
 from crypto.peer_id import peer_id_from_ed25519
 from crypto.windows import ReplayGuard, TimestampWindow
 from p2p.messages import (
+    KIND_BOUNTY,
+    KIND_SKILL_ENDORSEMENT,
     KIND_SKILL_LISTING,
     KIND_SKILL_REVOCATION,
     KIND_TRUST_ATTESTATION,
     KIND_WEATHER,
+    MAX_BOUNTY_S,
     SchemaError,
+    SkillBounty,
+    SkillEndorsement,
     SkillRevocation,
     Weather,
+    parse_bounty,
+    parse_skill_endorsement,
     parse_skill_listing,
     parse_skill_revocation,
     parse_trust_attestation,
     parse_weather,
 )
-from p2p.topics import SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import TrustLevel
 
 
@@ -103,9 +112,10 @@ POLICY: dict[Reason, tuple[Verdict, int]] = {
 
 #: Which envelope kinds each topic carries.
 TOPIC_KINDS: dict[str, frozenset[str]] = {
-    SKILLS_TOPIC: frozenset({KIND_SKILL_LISTING, KIND_SKILL_REVOCATION}),
+    SKILLS_TOPIC: frozenset({KIND_SKILL_LISTING, KIND_SKILL_REVOCATION, KIND_SKILL_ENDORSEMENT}),
     WEATHER_TOPIC: frozenset({KIND_WEATHER}),
     TRUST_TOPIC: frozenset({KIND_TRUST_ATTESTATION}),
+    BOUNTIES_TOPIC: frozenset({KIND_BOUNTY}),
 }
 
 _PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -113,6 +123,8 @@ _PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     KIND_SKILL_REVOCATION: parse_skill_revocation,
     KIND_WEATHER: parse_weather,
     KIND_TRUST_ATTESTATION: parse_trust_attestation,
+    KIND_SKILL_ENDORSEMENT: parse_skill_endorsement,
+    KIND_BOUNTY: parse_bounty,
 }
 
 
@@ -159,6 +171,7 @@ class ValidatorSettings:
     skill_rate: RateLimit = RateLimit(per_s=5.0, burst=20)
     weather_rate: RateLimit = RateLimit(per_s=1.0, burst=5)
     trust_rate: RateLimit = RateLimit(per_s=0.2, burst=3)
+    bounty_rate: RateLimit = RateLimit(per_s=0.2, burst=5)
 
 
 class MessageValidator:
@@ -177,6 +190,7 @@ class MessageValidator:
             SKILLS_TOPIC: TokenBuckets(s.skill_rate),
             WEATHER_TOPIC: TokenBuckets(s.weather_rate),
             TRUST_TOPIC: TokenBuckets(s.trust_rate),
+            BOUNTIES_TOPIC: TokenBuckets(s.bounty_rate),
         }
         self._peer_ids: dict[bytes, str] = {}
         self._weather_seq: dict[bytes, int] = {}
@@ -267,6 +281,12 @@ class MessageValidator:
             self._weather_seq[author] = message.seq
             self.halted_until_ms = max(self.halted_until_ms, message.until_ms) if message.level_milli else 0
             return None
+        if isinstance(message, SkillEndorsement) and not self._anchors.is_management(author):
+            return _out(Reason.NOT_MANAGEMENT, "endorsements count only from configured management keys")
+        if isinstance(message, SkillBounty) and not (
+            envelope.ts_ms < message.expires_ms <= envelope.ts_ms + MAX_BOUNTY_S * 1000
+        ):
+            return _out(Reason.SCHEMA, f"a bounty expires after it is issued and within {MAX_BOUNTY_S // 86_400} days")
         if isinstance(message, SkillRevocation):
             if author != message.publisher and not self._anchors.is_management(author):
                 return _out(Reason.NOT_PUBLISHER, "only the publisher or a management key may revoke")

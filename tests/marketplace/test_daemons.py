@@ -63,10 +63,19 @@ def test_two_daemons_buy_and_sell_over_anvil(tmp_path: Path, anvil_chain: dict[s
         crystal = seller.json("memory", "add", SKILL, "--type", "skill", "--scope", "shared")["crystal"]["id"]
         for _ in range(3):
             assert seller.cli("skills", "record", crystal, "--success").returncode == 0
+        plain_price = seller.json("skills", "price", crystal)["price_micro_usdc"]
+
+        # The buyer asks for such a skill first: the bounty reaches the seller and raises its price.
+        posted = buyer.json("skills", "bounty", "Restore a Postgres replica quickly", "--reward", "0.5", "--id", "pg")
+        assert posted["reward_micro_usdc"] == 500_000
+        wait_for(lambda: seller.json("skills", "bounties"), 30, "the bounty to reach the seller", nodes)
         listing = seller.json("skills", "publish", crystal)
         price = listing["price_micro_usdc"]
+        assert price > plain_price  # demand: 1 + ln(0 buyers + 1 bounty + 1) x 0.1
         skill_id = listing["stable_skill_id"]
-        wait_for(lambda: _listed(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
+        (offer,) = wait_for(lambda: _listed(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
+        assert [b["bounty_id"] for b in offer["bounties"]] == ["pg"] and not offer["verified"]
+        assert buyer.json("skills", "bounties")[0]["matching_listings"] == 1
 
         poor = buyer.cli("skills", "buy", skill_id)
         assert poor.returncode == 2 and "insufficient funds" in poor.stderr
@@ -78,6 +87,7 @@ def test_two_daemons_buy_and_sell_over_anvil(tmp_path: Path, anvil_chain: dict[s
         assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
         stored = buyer.json("memory", "show", bought["crystal_id"])
         assert stored["crystal"]["text"] == SKILL and stored["crystal"]["origin"] == "peer"
+        assert stored["crystal"]["bounty"] == {"bounty_id": "pg", "reward_micro_usdc": 500_000}
 
         buyer_wallet = buyer.json("wallet")
         assert buyer_wallet["balance_micro_usdc"] == 1_000_000 - price

@@ -7,11 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.listings import active_listings, listing_envelope, listings_in_category, record_listing, revoke_listing
+from marketplace.listings import (
+    active_listings,
+    endorsers_of,
+    listing_envelope,
+    listings_in_category,
+    record_endorsement,
+    record_listing,
+    revoke_listing,
+)
 from marketplace.wallet import WalletError, load_or_create_wallet, load_wallet
+from memory.model import NewCrystal, SemanticType
 from memory.store import MemoryStore
-from p2p.messages import SkillRevocation
+from p2p.messages import KIND_SKILL_ENDORSEMENT, SkillEndorsement, SkillRevocation, skill_endorsement_body
 from tests.p2p.conftest import NOW, listing, skill_envelope
 
 SELLER = Identity.from_seed(b"s" * 32)
@@ -42,3 +52,16 @@ def test_wallet_is_created_once_private_and_checked(tmp_path: Path) -> None:
     path.write_text('{"key": "zz"}')
     with pytest.raises(WalletError, match="not a wallet file"):
         load_wallet(path)
+
+
+async def test_an_endorsement_covers_exactly_the_content_it_names(store: MemoryStore) -> None:
+    manager = Identity.from_seed(b"k" * 32)
+    held = await store.remember(NewCrystal("Rotate logs with logrotate -f", semantic_type=SemanticType.SKILL))
+    endorsed = SkillEndorsement(SELLER.public_key, "ops.rotate-logs", 1, held.crystal.content_hash)
+    body = pack_body(skill_endorsement_body(endorsed))
+    await record_endorsement(store, endorsed, seal_envelope(manager, KIND_SKILL_ENDORSEMENT, body, now_ms=NOW))
+    seller = SELLER.public_key.hex()
+    assert await endorsers_of(store, seller, "ops.rotate-logs", held.crystal.content_hash) == [manager.public_key.hex()]
+    assert await endorsers_of(store, seller, "ops.rotate-logs", "cd" * 32) == []  # a new version needs its own
+    crystal = await store.get(held.crystal.id)
+    assert crystal.verification.is_verified and crystal.verification.verified_by == manager.public_key.hex()

@@ -12,7 +12,9 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from marketplace import purchase
 from marketplace.chain import Account, Chain
+from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller
 from marketplace.listings import record_listing
 from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market, PurchaseError
 from memory.embedders.hashing import HashingEmbedder
@@ -125,6 +127,20 @@ async def test_a_purchase_pays_once_and_delivers_exactly_the_listed_skill(tmp_pa
         assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "released"
         async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
             assert [r[0] for r in await cursor.fetchall()] == ["delivered"]
+        # The seller sees the release on chain; both ledgers and the buyer's trust evidence follow.
+        assert await seller.market.settle_sales() == {"paid": 1}
+        assert await seller.market.settle_sales() == {}
+        earned = await ledger(seller.store, seller.identity.public_key.hex())
+        assert (earned.earned_micro_usdc, earned.sales, earned.unique_buyers, earned.listed_skills) == (PRICE, 1, 1, 1)
+        assert earned.top_skills == (SkillEarnings("db.pg-upgrade", 1, PRICE),)
+        assert earned.trend[-1].earned_micro_usdc == PRICE and sum(d.earned_micro_usdc for d in earned.trend) == PRICE
+        assert niche_line(earned) == (
+            "Marketplace: earned 0.025 USDC from 1 sales to 1 buyers (best seller: db.pg-upgrade); "
+            "spent 0 USDC on 0 skills; 1 skills listed; 0.025 USDC earned in the last 7 days"
+        )
+        spent = await ledger(buyer.store, buyer.identity.public_key.hex())
+        assert (spent.spent_micro_usdc, spent.purchases, spent.earned_micro_usdc) == (PRICE, 1, 0)
+        assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (1, 0)}
     finally:
         await close(buyer, seller)
 
@@ -159,6 +175,12 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
             await chain.balance(buyer.wallet.address) == 1_000_000 and await chain.balance(seller.wallet.address) == 0
         )
         assert (await buyer.store.stats())["total"] == 0  # nothing wrong was stored
+        async with buyer.store.reader().execute("SELECT state, detail FROM purchases") as cursor:
+            ((state, detail),) = await cursor.fetchall()
+        assert state == "refunded" and detail.startswith("delivery refused")  # why it was refunded is kept
+        assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (0, 1)}
+        assert await seller.market.settle_sales() == {"refunded": 1}
+        assert (await ledger(seller.store, None)).earned_micro_usdc == 0
     finally:
         await close(buyer, seller)
 
@@ -250,5 +272,31 @@ async def test_a_seller_killed_before_delivering_delivers_after_its_restart(tmp_
         (resumed,) = await buyer.market.resume()  # its old connection is dead: the request redials
         assert resumed.state == "completed", resumed.detail
         assert await chain.balance(seller.wallet.address) == PRICE
+    finally:
+        await close(buyer, seller)
+
+
+class BuyerKilledBeforeLock(Market):
+    """Named fake: the buyer process 'dies' after storing the quote, before it locks the payment."""
+
+    async def _continue(self, *args: Any) -> Any:
+        raise Killed
+
+
+async def test_a_quote_that_expired_before_payment_is_never_paid(
+    tmp_path: Path, chain: Chain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerKilledBeforeLock)
+    try:
+        with pytest.raises(Killed):
+            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        buyer = await restart(buyer, chain, seller.host.listen_addrs[0])
+        later = _now() + purchase.QUOTE_VALID_MS + 1_000
+        monkeypatch.setattr(purchase, "_now_ms", lambda: later)  # the restart came after the quote expired
+        (resumed,) = await buyer.market.resume()
+        assert resumed.state == "expired" and "nothing was paid" in resumed.detail
+        assert (await chain.lock_info(bytes.fromhex(resumed.purchase_id))).state == "none"
+        assert await chain.balance(buyer.wallet.address) == 1_000_000
+        assert await buyer.market.resume() == []
     finally:
         await close(buyer, seller)

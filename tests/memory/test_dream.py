@@ -326,3 +326,15 @@ async def test_scratch_notes_survive_kill_9_between_note_and_dream(tmp_path: Pat
         assert (await store.stats())["total"] == 1
     finally:
         await store.close()
+
+
+async def test_the_market_line_in_niche_is_replaced_not_piled_up(
+    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+) -> None:
+    await store.remember(NewCrystal("The team deploys with Nomad", semantic_type=SemanticType.FACT))
+    await dream(store, files, EXTRACTIVE, world=("Marketplace: earned 0.01 USDC from 1 sales to 1 buyers",))
+    clock.advance(DAY)
+    await dream(store, files, EXTRACTIVE, world=("Marketplace: earned 0.03 USDC from 2 sales to 2 buyers",))
+    niche = files.load().bullets("Niche")
+    assert niche[0] == "Marketplace: earned 0.03 USDC from 2 sales to 2 buyers"
+    assert not any("0.01 USDC" in line for line in niche) and "The team deploys with Nomad" in niche

@@ -136,3 +136,15 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
     assert "listening   /ip4/127.0.0.1/tcp/" in status
     refused = edge1.cli("weather", "broadcast", "--level", "0.5", "--duration", "1m", "--reason", "nope")
     assert refused.returncode == 2 and "only a management node" in refused.stderr
+    # The management node endorses the listing: every node marks it verified; an edge cannot endorse.
+    listing = f"{row['seller_peer_id']}/{row['stable_skill_id']}"
+    not_management = edge1.cli("skills", "endorse", listing)
+    assert not_management.returncode == 2 and "not in [trust] management_keys" in not_management.stderr
+    assert manager.cli("skills", "endorse", listing).returncode == 0
+
+    def verified_on_edge1() -> list[dict[str, Any]]:
+        return [r for r in edge1.json("skills", "list") if r["stable_skill_id"] == row["stable_skill_id"]
+                and r["verified"]]  # fmt: skip
+
+    (endorsed,) = wait_for(verified_on_edge1, 30, "the endorsement to reach edge1", network)
+    assert endorsed["endorsed_by"] == [manager.json("status")["identity"]["public_key"]]

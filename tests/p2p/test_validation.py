@@ -9,13 +9,19 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from p2p.messages import (
+    KIND_BOUNTY,
+    KIND_SKILL_ENDORSEMENT,
     KIND_SKILL_LISTING,
     KIND_SKILL_REVOCATION,
+    SkillBounty,
+    SkillEndorsement,
     SkillRevocation,
+    bounty_body,
+    skill_endorsement_body,
     skill_listing_body,
     skill_revocation_body,
 )
-from p2p.topics import SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import TrustLevel
 from p2p.validation import POLICY, MessageValidator, Reason, Verdict
 from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope
@@ -146,3 +152,29 @@ def test_only_the_publisher_or_management_may_revoke(validator: MessageValidator
     assert check(validator, revoke(MALLORY), origin=MALLORY) is Reason.NOT_PUBLISHER
     assert check(validator, revoke(ALICE)) is Reason.ACCEPTED
     assert check(validator, revoke(MANAGER), origin=MANAGER) is Reason.ACCEPTED
+
+
+def test_only_management_endorsements_count(validator: MessageValidator) -> None:
+    def endorse(author: Identity) -> bytes:
+        body = skill_endorsement_body(SkillEndorsement(ALICE.public_key, "ops.rotate-logs", 1, "ab" * 32))
+        return seal_envelope(author, KIND_SKILL_ENDORSEMENT, pack_body(body), now_ms=NOW).encode()
+
+    assert check(validator, endorse(MALLORY), origin=MALLORY) is Reason.NOT_MANAGEMENT
+    assert check(validator, endorse(MANAGER), origin=MANAGER) is Reason.ACCEPTED
+    assert check(validator, endorse(MANAGER), origin=MANAGER, topic=BOUNTIES_TOPIC) is Reason.WRONG_KIND
+
+
+def test_bounties_are_checked_for_schema_and_expiry(validator: MessageValidator) -> None:
+    def bounty(expires_ms: int, **changes: object) -> bytes:
+        wanted = SkillBounty("want-1", "Rotate nginx logs without downtime", ("ops",), "ops", 500_000, expires_ms)
+        body = {**bounty_body(wanted), **changes}
+        return seal_envelope(ALICE, KIND_BOUNTY, pack_body(body), now_ms=NOW).encode()
+
+    day = 86_400_000
+    assert check(validator, bounty(NOW + 7 * day), topic=BOUNTIES_TOPIC) is Reason.ACCEPTED
+    assert check(validator, bounty(NOW + 31 * day), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
+    assert check(validator, bounty(NOW - 1), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
+    assert check(validator, bounty(NOW + day, reward_micro_usdc=0), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
+    assert check(validator, bounty(NOW + day, reward_micro_usdc=0.5), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
+    assert check(validator, bounty(NOW + day, bounty_id="no spaces"), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
+    assert check(validator, bounty(NOW + 2 * day)) is Reason.WRONG_KIND  # not on the skills topic
