@@ -76,6 +76,56 @@ class Receipt:
     gas_used: int
 
 
+_PERMIT_FIELDS = [
+    {"name": "owner", "type": "address"},
+    {"name": "spender", "type": "address"},
+    {"name": "value", "type": "uint256"},
+    {"name": "nonce", "type": "uint256"},
+    {"name": "deadline", "type": "uint256"},
+]
+_AUTHORIZATION_FIELDS = [
+    {"name": "from", "type": "address"},
+    {"name": "to", "type": "address"},
+    {"name": "value", "type": "uint256"},
+    {"name": "validAfter", "type": "uint256"},
+    {"name": "validBefore", "type": "uint256"},
+    {"name": "nonce", "type": "bytes32"},
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TransferAuthorization:
+    """A signed EIP-3009 ``transferWithAuthorization``: ``receiver`` may collect ``amount`` from
+    ``authorizer`` once (per ``nonce``) before ``valid_before``."""
+
+    authorizer: str
+    receiver: str
+    amount: int
+    valid_after: int
+    valid_before: int
+    nonce: bytes
+    v: int
+    r: bytes
+    s: bytes
+
+    def to_wire(self) -> list[Any]:
+        return [self.authorizer, self.receiver, self.amount, self.valid_after, self.valid_before, self.nonce,
+                self.v, self.r, self.s]  # fmt: skip
+
+    @classmethod
+    def from_wire(cls, doc: Any) -> TransferAuthorization:
+        if not isinstance(doc, list) or len(doc) != 9:
+            raise ValueError("an authorization is a list of 9 fields")
+        authorizer, receiver, amount, after, before, nonce, v, r, s = doc
+        if not (isinstance(authorizer, str) and isinstance(receiver, str)):
+            raise ValueError("authorization addresses must be text")
+        if not all(type(x) is int and x >= 0 for x in (amount, after, before, v)):
+            raise ValueError("authorization numbers must be non-negative integers")
+        if not all(isinstance(x, bytes) and len(x) == 32 for x in (nonce, r, s)):
+            raise ValueError("authorization nonce, r and s must be 32 bytes each")
+        return cls(authorizer, receiver, amount, after, before, bytes(nonce), v, bytes(r), bytes(s))
+
+
 @dataclass(frozen=True, slots=True)
 class LockInfo:
     buyer: str
@@ -187,46 +237,73 @@ class Chain:
     async def approve(self, account: Account, spender: str, amount: int) -> Receipt:
         return await self._send(account, lambda: self._token.functions.approve(spender, _amount(amount)))
 
-    async def lock(self, account: Account, purchase_id: bytes, seller: str, amount: int, deadline: int) -> Receipt:
+    async def permit_nonce(self, address: str) -> int:
+        """The token's EIP-2612 nonce of ``address`` (the next permit must carry it)."""
+        return await self._run(lambda: int(self._token.functions.nonces(address).call()))
+
+    async def lock(
+        self,
+        account: Account,
+        purchase_id: bytes,
+        seller: str,
+        amount: int,
+        deadline: int,
+        *,
+        permit_nonce: int | None = None,
+    ) -> Receipt:
         """Lock exactly ``amount`` for ``purchase_id`` (once, ever) in one transaction: an EIP-2612
-        permit for the escrow, signed here, stands in for a separate approve."""
+        permit for the escrow, signed here, stands in for a separate approve. ``permit_nonce`` when
+        the caller read it already (a stale one only makes the lock revert: nothing moves)."""
         _amount(amount)
 
-        def permit_signature() -> tuple[int, bytes, bytes, int]:
-            from eth_account import Account as EthAccount
-
-            domain = self._permit_domain()
-            nonce = int(self._token.functions.nonces(account.address).call())
-            permit_deadline = deadline
-            signed = EthAccount.sign_typed_data(
-                account.private_key,
-                domain_data=domain,
-                message_types={
-                    "Permit": [
-                        {"name": "owner", "type": "address"},
-                        {"name": "spender", "type": "address"},
-                        {"name": "value", "type": "uint256"},
-                        {"name": "nonce", "type": "uint256"},
-                        {"name": "deadline", "type": "uint256"},
-                    ]
-                },
-                message_data={
-                    "owner": account.address,
-                    "spender": self.escrow_address,
-                    "value": amount,
-                    "nonce": nonce,
-                    "deadline": permit_deadline,
-                },
+        def permit_signature() -> tuple[int, bytes, bytes]:
+            nonce = (
+                permit_nonce if permit_nonce is not None else int(self._token.functions.nonces(account.address).call())
             )
-            return int(signed.v), signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big"), permit_deadline
+            return self._sign_typed(account, "Permit", _PERMIT_FIELDS, {
+                "owner": account.address, "spender": self.escrow_address, "value": amount, "nonce": nonce,
+                "deadline": deadline,
+            })  # fmt: skip
 
-        v, r, s, permit_deadline = await self._run(permit_signature)
-        return await self._send(
+        v, r, s = await self._run(permit_signature)
+        return await self._send(  # the permit expires with the lock's deadline
             account,
-            lambda: self._escrow.functions.lock_with_permit(
-                purchase_id, seller, amount, deadline, permit_deadline, v, r, s
-            ),
+            lambda: self._escrow.functions.lock_with_permit(purchase_id, seller, amount, deadline, deadline, v, r, s),
         )
+
+    async def authorize_transfer(
+        self, account: Account, receiver: str, amount: int, nonce: bytes, valid_before: int
+    ) -> TransferAuthorization:
+        """Sign (no transaction) an EIP-3009 authorization for ``receiver`` to collect exactly ``amount``
+        once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice."""
+        _amount(amount)
+        if len(nonce) != 32:
+            raise ValueError("an authorization nonce is 32 bytes")
+
+        def sign() -> TransferAuthorization:
+            from web3 import Web3
+
+            to = Web3.to_checksum_address(receiver)
+            v, r, s = self._sign_typed(account, "TransferWithAuthorization", _AUTHORIZATION_FIELDS, {
+                "from": account.address, "to": to, "value": amount, "validAfter": 0, "validBefore": valid_before,
+                "nonce": nonce,
+            })  # fmt: skip
+            return TransferAuthorization(account.address, to, amount, 0, valid_before, nonce, v, r, s)
+
+        return await self._run(sign)
+
+    async def transfer_with_authorization(self, submitter: Account, auth: TransferAuthorization) -> Receipt:
+        """Submit ``auth`` (anyone may; the money goes only where it says)."""
+        return await self._send(
+            submitter,
+            lambda: self._token.functions.transferWithAuthorization(
+                auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
+                auth.v, auth.r, auth.s,
+            ),
+        )  # fmt: skip
+
+    async def authorization_used(self, authorizer: str, nonce: bytes) -> bool:
+        return await self._run(lambda: bool(self._token.functions.authorizationState(authorizer, nonce).call()))
 
     async def release(self, account: Account, purchase_id: bytes) -> Receipt:
         return await self._send(account, lambda: self._escrow.functions.release(purchase_id))
@@ -277,6 +354,20 @@ class Chain:
                 "verifyingContract": self.token_address,
             }
         return self._domain
+
+    def _sign_typed(
+        self, account: Account, primary: str, fields: list[dict[str, str]], message: dict[str, Any]
+    ) -> tuple[int, bytes, bytes]:
+        """An EIP-712 signature under the token's domain (worker thread only)."""
+        from eth_account import Account as EthAccount
+
+        signed = EthAccount.sign_typed_data(
+            account.private_key,
+            domain_data=self._permit_domain(),
+            message_types={primary: fields},
+            message_data=message,
+        )
+        return int(signed.v), signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big")
 
     def _dev_only(self, what: str) -> None:
         if not self.dev:

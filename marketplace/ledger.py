@@ -98,7 +98,10 @@ async def ledger(store: MemoryStore, me_hex: str | None, *, now_ms: int | None =
             elif state == "delivered":
                 pending += price
     spent = purchases = 0
-    async with store.reader().execute("SELECT quote, updated_ms FROM purchases WHERE state = 'completed'") as cursor:
+    async with store.reader().execute(  # a direct payment refused on delivery was still spent
+        "SELECT quote, updated_ms FROM purchases "
+        "WHERE state = 'completed' OR (state = 'refused' AND payment = 'direct')"
+    ) as cursor:
         for quote, updated_ms in await cursor.fetchall():
             _, price = _quote_terms(quote)
             spent += price

@@ -14,6 +14,12 @@ Over one direct stream protocol (``/bitterbot/market/1``), every message a signe
    skill (origin peer, provenance) and releases the escrow; anything else is refused, and the escrow
    refunds the buyer after the deadline.
 
+Paying directly (``payment="direct"``) replaces 3-5: the buyer signs an EIP-3009
+``transferWithAuthorization`` for exactly the price to the seller's address, with the purchase
+id as its nonce (usable once, ever), and sends it with the delivery request; the seller
+collects it on chain and then delivers. There is no escrow, so no refund: the buyer trusts the
+seller (its trust level and reputation are the guard), and a refused delivery counts against it.
+
 Every step is written to the store before the next one starts (``purchases`` / ``sales``).
 A purchase in flight is never continued twice at once (``resume`` skips it), and a quote
 that expired before its payment was locked is never paid.
@@ -25,6 +31,7 @@ trust in that buyer (and the buyer's reputation) is the remedy, not the contract
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from dataclasses import dataclass
@@ -35,7 +42,7 @@ from crypto.errors import EnvelopeError, SealedDataTampered
 from crypto.identity import Identity, seal_to
 from crypto.windows import ReplayGuard
 from marketplace.bounties import live_bounties, matches
-from marketplace.chain import Account, Chain, ChainError
+from marketplace.chain import Account, Chain, ChainError, LockInfo, TransferAuthorization
 from marketplace.listings import listing_envelope
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.store import MemoryStore
@@ -70,6 +77,21 @@ class PurchaseResult:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Deal:
+    """One purchase as the buyer carries it: the seller's signed terms and where to reach the seller."""
+
+    purchase_id: bytes
+    quote: dict[str, Any]
+    seller_peer: str
+    seller_key: bytes
+    listing: SkillListing
+
+    @property
+    def price(self) -> int:
+        return int(self.quote["price_micro_usdc"])
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -86,6 +108,7 @@ class Market:
         host: P2PHost,
         *,
         escrow_window_s: int = ESCROW_WINDOW_S,
+        payment: str = "escrow",
     ) -> None:
         """The seller side answers on ``PROTOCOL``: register ``answer`` with the host before it starts."""
         self._identity = identity
@@ -94,6 +117,9 @@ class Market:
         self._chain = chain
         self._host = host
         self._escrow_window_s = escrow_window_s
+        if payment not in ("escrow", "direct"):
+            raise ValueError(f"payment is 'escrow' or 'direct', not {payment!r}")
+        self._payment = payment
         self._replay = ReplayGuard(horizon_ms=_POLICY.window.max_age_ms + _POLICY.window.max_ahead_ms)
         self._in_flight: set[bytes] = set()
 
@@ -116,15 +142,20 @@ class Market:
         listing = parse_skill_listing(decode_envelope(wire, max_bytes=_POLICY.max_bytes).body_map())
         if max_price is not None and listing.price_micro_usdc > max_price:
             raise PurchaseError(f"the listing asks {listing.price_micro_usdc} micro-USDC, more than {max_price}")
-        balance = await self._chain.balance(self._wallet.address)
+        request = self._seal(KIND_QUOTE_REQUEST, {
+            "stable_skill_id": stable_skill_id, "version": listing.version, "buyer_address": self._wallet.address,
+        })  # fmt: skip
+        # The chain reads (on the chain's thread) overlap the quote's round trip; a buyer that cannot
+        # pay has asked for a quote, nothing more (the seller's quote lapses).
+        balance, permit_nonce, (quote_env, quote) = await asyncio.gather(
+            self._chain.balance(self._wallet.address),
+            self._chain.permit_nonce(self._wallet.address),
+            self._ask(seller_peer, request, KIND_QUOTE, seller_key),
+        )
         if balance < listing.price_micro_usdc:
             raise PurchaseError(
                 f"insufficient funds: the skill costs {listing.price_micro_usdc} micro-USDC, the wallet holds {balance}"
             )
-        request = self._seal(KIND_QUOTE_REQUEST, {
-            "stable_skill_id": stable_skill_id, "version": listing.version, "buyer_address": self._wallet.address,
-        })  # fmt: skip
-        quote_env, quote = await self._ask(seller_peer, request, KIND_QUOTE, seller_key)
         self._check_quote(quote, listing)
         purchase_id = bytes(quote["purchase_id"])
         async with self._store.reader().execute(
@@ -135,61 +166,113 @@ class Market:
         await self._persist_purchase(purchase_id, seller_key, seller_peer, quote_env, "quoted")
         self._in_flight.add(purchase_id)
         try:
-            return await self._continue(purchase_id, quote, seller_peer, seller_key, listing)
+            deal = _Deal(purchase_id, quote, seller_peer, seller_key, listing)
+            return await self._continue(deal, fresh=True, permit_nonce=permit_nonce)
         finally:
             self._in_flight.discard(purchase_id)
 
-    async def _continue(
-        self, purchase_id: bytes, quote: dict[str, Any], seller_peer: str, seller_key: bytes, listing: SkillListing
-    ) -> PurchaseResult:
-        price = int(quote["price_micro_usdc"])
-        lock = await self._chain.lock_info(purchase_id)
+    async def _continue(self, deal: _Deal, *, fresh: bool = False, permit_nonce: int | None = None) -> PurchaseResult:
+        """Carry a purchase on from wherever it stands. ``fresh``: quoted just now by this process, so
+        nothing was paid for it yet (a resumed purchase reads the chain first)."""
+        if await self._payment_of(deal.purchase_id) == "direct":
+            return await self._continue_direct(deal, fresh=fresh)
+        # A purchase id the escrow already holds makes the lock revert: a fresh one skips the read.
+        lock = LockInfo("", "", 0, 0, "none") if fresh else await self._chain.lock_info(deal.purchase_id)
         if lock.state in ("released", "refunded"):
             # A restart after the last chain step but before it was written down: settle the record.
-            crystal = await self._crystal_with(listing.content_hash) if lock.state == "released" else None
-            state = "completed" if lock.state == "released" else "refunded"
-            await self._set_state(purchase_id, state, crystal_id=crystal)
-            return PurchaseResult(purchase_id.hex(), state, crystal, price)
+            crystal = await self._crystal_with(deal.listing.content_hash) if lock.state == "released" else None
+            return await self._end(deal, "completed" if lock.state == "released" else "refunded", crystal=crystal)
         if lock.state == "none":  # the escrow takes a purchase id once: a resumed purchase never pays twice
-            if int(quote["expires_ms"]) < _now_ms():
-                detail = "the quote expired before the payment was locked; nothing was paid"
-                await self._set_state(purchase_id, "expired", detail)
-                return PurchaseResult(purchase_id.hex(), "expired", None, price, detail)
+            if int(deal.quote["expires_ms"]) < _now_ms():
+                return await self._end(
+                    deal, "expired", "the quote expired before the payment was locked; nothing was paid"
+                )
             try:
                 await self._chain.lock(
-                    self._wallet, purchase_id, str(quote["seller_address"]), price, int(quote["deadline_s"])
+                    self._wallet,
+                    deal.purchase_id,
+                    str(deal.quote["seller_address"]),
+                    deal.price,
+                    int(deal.quote["deadline_s"]),
+                    permit_nonce=permit_nonce,
                 )
             except ChainError as exc:
-                await self._set_state(purchase_id, "failed", str(exc))
+                await self._set_state(deal.purchase_id, "failed", str(exc))
                 raise PurchaseError(f"payment not made: {exc}") from None
-        await self._set_state(purchase_id, "locked")
-        try:
-            request = self._seal(KIND_DELIVERY_REQUEST, {"purchase_id": purchase_id})
-            _, delivery = await self._ask(seller_peer, request, KIND_DELIVERY, seller_key)
-            if bytes(delivery["purchase_id"]) != purchase_id:
-                raise PurchaseError("the delivery is for another purchase")
-            text = self._identity.open_sealed(bytes(delivery["sealed"])).decode("utf-8")
-            if content_hash(text) != listing.content_hash:
-                raise PurchaseError("the delivered skill does not match the signed listing's content hash")
-        except (TimeoutError, ConnectionError) as exc:
+        await self._set_state(deal.purchase_id, "locked")
+        outcome = await self._receive(deal, {"purchase_id": deal.purchase_id})
+        if outcome == "unreachable":
             # The seller may be restarting: the payment stays locked and ``resume`` asks again;
             # if it never answers, ``refund_due`` takes the money back after the deadline.
-            detail = f"seller unreachable ({exc}); resume retries, the escrow refunds after the deadline"
-            await self._set_state(purchase_id, "locked", detail)
-            return PurchaseResult(purchase_id.hex(), "locked", None, price, detail)
+            return await self._end(
+                deal, "locked", "seller unreachable; resume retries, the escrow refunds after the deadline"
+            )
+        if isinstance(outcome, str):
+            return await self._end(
+                deal, "refused", f"delivery refused: {outcome}; the escrow refunds after the deadline"
+            )
+        crystal = await self._store_skill(outcome[0], deal.listing, deal.seller_key)
+        await self._chain.release(self._wallet, deal.purchase_id)
+        return await self._end(deal, "completed", crystal=crystal)
+
+    async def _continue_direct(self, deal: _Deal, *, fresh: bool) -> PurchaseResult:
+        paid = False if fresh else await self._chain.authorization_used(self._wallet.address, deal.purchase_id)
+        if not paid and int(deal.quote["expires_ms"]) < _now_ms():
+            return await self._end(
+                deal, "expired", "the quote expired before the payment was authorized; nothing was paid"
+            )
+        # Signing again on resume gives an authorization for the same nonce: it can be collected once.
+        auth = await self._chain.authorize_transfer(
+            self._wallet, str(deal.quote["seller_address"]), deal.price, deal.purchase_id, int(deal.quote["deadline_s"])
+        )
+        await self._set_state(deal.purchase_id, "authorized")
+        outcome = await self._receive(deal, {"purchase_id": deal.purchase_id, "authorization": auth.to_wire()})
+        if outcome == "unreachable":
+            return await self._end(
+                deal, "authorized", "seller unreachable; resume retries (the authorization is collected at most once)"
+            )
+        if isinstance(outcome, str):
+            if await self._chain.authorization_used(self._wallet.address, deal.purchase_id):
+                return await self._end(
+                    deal, "refused", f"delivery refused: {outcome}; paid directly, so there is no refund"
+                )
+            return await self._end(deal, "failed", f"delivery refused: {outcome}; nothing was paid")
+        crystal = await self._store_skill(outcome[0], deal.listing, deal.seller_key)
+        return await self._end(deal, "completed", crystal=crystal)
+
+    async def _end(self, deal: _Deal, state: str, detail: str = "", *, crystal: str | None = None) -> PurchaseResult:
+        """Write where the purchase stands now and report it."""
+        await self._set_state(deal.purchase_id, state, detail, crystal_id=crystal)
+        return PurchaseResult(deal.purchase_id.hex(), state, crystal, deal.price, detail)
+
+    async def _receive(self, deal: _Deal, body: dict[str, Any]) -> tuple[str] | str:
+        """Ask for the delivery and check it: ``(skill text,)``, ``"unreachable"``, or why it was refused."""
+        try:
+            request = self._seal(KIND_DELIVERY_REQUEST, body)
+            _, delivery = await self._ask(deal.seller_peer, request, KIND_DELIVERY, deal.seller_key)
+            if bytes(delivery["purchase_id"]) != deal.purchase_id:
+                raise PurchaseError("the delivery is for another purchase")
+            text = self._identity.open_sealed(bytes(delivery["sealed"])).decode("utf-8")
+            if content_hash(text) != deal.listing.content_hash:
+                raise PurchaseError("the delivered skill does not match the signed listing's content hash")
+        except (TimeoutError, ConnectionError):
+            return "unreachable"
         except (PurchaseError, SealedDataTampered, UnicodeDecodeError) as exc:
-            detail = f"delivery refused: {exc}; the escrow refunds after the deadline"
-            await self._set_state(purchase_id, "refused", detail)
-            return PurchaseResult(purchase_id.hex(), "refused", None, price, detail)
-        crystal = await self._store_skill(text, listing, seller_key)
-        await self._chain.release(self._wallet, purchase_id)
-        await self._set_state(purchase_id, "completed", crystal_id=crystal)
-        return PurchaseResult(purchase_id.hex(), "completed", crystal, price)
+            return str(exc)
+        return (text,)
+
+    async def _payment_of(self, purchase_id: bytes) -> str:
+        async with self._store.reader().execute(
+            "SELECT payment FROM purchases WHERE purchase_id = ?", (purchase_id.hex(),)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return str(row[0]) if row else self._payment
 
     async def resume(self) -> list[PurchaseResult]:
         """After a restart: carry every purchase left quoted or locked to its end, and refund what is due."""
         async with self._store.reader().execute(
-            "SELECT purchase_id, seller, seller_peer, quote FROM purchases WHERE state IN ('quoted', 'locked')"
+            "SELECT purchase_id, seller, seller_peer, quote FROM purchases "
+            "WHERE state IN ('quoted', 'locked', 'authorized')"
         ) as cursor:
             rows = list(await cursor.fetchall())
         results = []
@@ -207,7 +290,9 @@ class Market:
             self._in_flight.add(purchase_id)
             try:
                 results.append(
-                    await self._continue(purchase_id, quote, str(seller_peer), bytes.fromhex(seller_hex), listing)
+                    await self._continue(
+                        _Deal(purchase_id, quote, str(seller_peer), bytes.fromhex(seller_hex), listing)
+                    )
                 )
             finally:
                 self._in_flight.discard(purchase_id)
@@ -246,7 +331,7 @@ class Market:
     async def refund_due(self) -> list[str]:
         """Refund every refused or undelivered purchase whose escrow deadline has passed; returns their ids."""
         async with self._store.reader().execute(
-            "SELECT purchase_id FROM purchases WHERE state IN ('refused', 'locked')"
+            "SELECT purchase_id FROM purchases WHERE state IN ('refused', 'locked') AND payment = 'escrow'"
         ) as cur:
             pending = [bytes.fromhex(r[0]) for r in await cur.fetchall()]
         done = []
@@ -365,24 +450,49 @@ class Market:
         if row is None or row[0] != buyer.hex():
             raise PurchaseError("no such purchase for this buyer")
         quote = decode_envelope(bytes(row[2]), max_bytes=_POLICY.max_bytes).body_map()
-        lock = await self._chain.lock_info(purchase_id)
-        if (
-            lock.state != "locked"
-            or lock.amount != int(quote["price_micro_usdc"])
-            or lock.seller.lower() != str(quote["seller_address"]).lower()
-            or lock.buyer.lower() != str(quote["buyer_address"]).lower()
-        ):
-            raise PurchaseError(f"payment not locked as quoted (escrow says {lock.state}); nothing delivered")
+        if "authorization" in body:
+            await self._collect(purchase_id, quote, TransferAuthorization.from_wire(body["authorization"]))
+            state = "paid"  # paid directly: nothing left to settle
+        else:
+            lock = await self._chain.lock_info(purchase_id)
+            if (
+                lock.state != "locked"
+                or lock.amount != int(quote["price_micro_usdc"])
+                or lock.seller.lower() != str(quote["seller_address"]).lower()
+                or lock.buyer.lower() != str(quote["buyer_address"]).lower()
+            ):
+                raise PurchaseError(f"payment not locked as quoted (escrow says {lock.state}); nothing delivered")
+            state = "delivered"  # paid when the buyer releases the escrow
         crystal = await self._store.get(str(row[1]))
         delivery = self._seal(
             KIND_DELIVERY, {"purchase_id": purchase_id, "sealed": seal_to(buyer, crystal.text.encode())}
         )
         async with self._store.transaction() as db:
             await db.execute(
-                "UPDATE sales SET state = 'delivered', updated_ms = ? WHERE purchase_id = ?",
-                (_now_ms(), purchase_id.hex()),
+                "UPDATE sales SET state = ?, updated_ms = ? WHERE purchase_id = ?",
+                (state, _now_ms(), purchase_id.hex()),
             )
         return delivery.encode()
+
+    async def _collect(self, purchase_id: bytes, quote: dict[str, Any], auth: TransferAuthorization) -> None:
+        """Collect a direct payment: exactly the quoted terms, once (a re-sent authorization whose
+        nonce is already used was collected before: the seller was paid, it delivers again)."""
+        terms = {
+            "authorizer": str(quote["buyer_address"]).lower(),
+            "receiver": str(quote["seller_address"]).lower(),
+            "amount": int(quote["price_micro_usdc"]),
+            "nonce": purchase_id,
+        }
+        given = {"authorizer": auth.authorizer.lower(), "receiver": auth.receiver.lower(), "amount": auth.amount,
+                 "nonce": auth.nonce}  # fmt: skip
+        for name, value in terms.items():
+            if given[name] != value:
+                raise PurchaseError(f"the payment authorization's {name} differs from the quote; nothing delivered")
+        if not await self._chain.authorization_used(auth.authorizer, purchase_id):
+            try:
+                await self._chain.transfer_with_authorization(self._wallet, auth)
+            except ChainError as exc:
+                raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -407,9 +517,9 @@ class Market:
     async def _persist_purchase(self, purchase_id: bytes, seller: bytes, peer: str, quote: bytes, state: str) -> None:
         async with self._store.transaction() as db:
             await db.execute(
-                "INSERT INTO purchases (purchase_id, seller, seller_peer, quote, state, updated_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (purchase_id.hex(), seller.hex(), peer, quote, state, _now_ms()),
+                "INSERT INTO purchases (purchase_id, seller, seller_peer, quote, state, payment, updated_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (purchase_id.hex(), seller.hex(), peer, quote, state, self._payment, _now_ms()),
             )
 
     async def _set_state(

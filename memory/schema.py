@@ -274,6 +274,14 @@ CREATE TABLE endorsements (
 );
 """
 
+# v9: how each purchase pays: through the escrow, or directly (a signed EIP-3009 authorization the
+# seller collects before it delivers).
+SCHEMA_V9 = """
+ALTER TABLE purchases ADD COLUMN payment TEXT NOT NULL DEFAULT 'escrow';
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8]
+MIGRATIONS: list[str] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9,
+]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -164,6 +164,7 @@ class MarketplaceSection(_Section):
     base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)
     min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)
     max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
+    payment: Literal["escrow", "direct"] = "escrow"
 
     @model_validator(mode="after")
     def _range(self) -> MarketplaceSection:

@@ -95,7 +95,15 @@ class MarketPart:
             await chain.close()
             self._chain_error = "the memory store or the p2p host is not running"
             return
-        self.market = Market(self._ctx.identity, self._wallet, store, chain, host, escrow_window_s=cfg.escrow_window_s)
+        self.market = Market(
+            self._ctx.identity,
+            self._wallet,
+            store,
+            chain,
+            host,
+            escrow_window_s=cfg.escrow_window_s,
+            payment=self._ctx.config.marketplace.payment,
+        )
         self._chain_error = ""
         log.info("market.ready", chain=cfg.url or "embedded", address=self._wallet.address)
 

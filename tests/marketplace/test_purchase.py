@@ -66,14 +66,16 @@ class Side:
     market: Market
 
 
-async def make_side(tmp: Path, name: str, chain: Chain, market_class: type[Market] = Market) -> Side:
+async def make_side(
+    tmp: Path, name: str, chain: Chain, market_class: type[Market] = Market, payment: str = "escrow"
+) -> Side:
     identity = Identity.generate()
     wallet = Account.create()
     store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder())
     host = P2PHost(
         identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1, degree_high=6)
     )
-    market = market_class(identity, wallet, store, chain, host)
+    market = market_class(identity, wallet, store, chain, host, payment=payment)
     host.serve(PROTOCOL, market.answer)
     return Side(identity, wallet, store, host, market)
 
@@ -84,9 +86,10 @@ async def trade(
     seller_class: type[Market] = Market,
     funds: int = 1_000_000,
     buyer_class: type[Market] = Market,
+    payment: str = "escrow",
 ) -> tuple[Side, Side]:
     seller = await make_side(tmp, "seller", chain, seller_class)
-    buyer = await make_side(tmp, "buyer", chain, buyer_class)
+    buyer = await make_side(tmp, "buyer", chain, buyer_class, payment)
     await chain.fund(seller.wallet.address, 0)
     await chain.fund(buyer.wallet.address, funds)
     await seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
@@ -153,8 +156,10 @@ async def test_insufficient_funds_is_a_clear_error_and_nothing_moves(tmp_path: P
         ):
             await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert await chain.balance(buyer.wallet.address) == PRICE - 1
-        async with seller.store.reader().execute("SELECT count(*) FROM sales") as cursor:
-            assert (await cursor.fetchone()) == (0,)
+        async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
+            assert [r[0] for r in await cursor.fetchall()] == ["quoted"]  # asked for, never delivered
+        async with buyer.store.reader().execute("SELECT count(*) FROM purchases") as cursor:
+            assert (await cursor.fetchone()) == (0,)  # nothing to resume
     finally:
         await close(buyer, seller)
 
@@ -279,7 +284,7 @@ async def test_a_seller_killed_before_delivering_delivers_after_its_restart(tmp_
 class BuyerKilledBeforeLock(Market):
     """Named fake: the buyer process 'dies' after storing the quote, before it locks the payment."""
 
-    async def _continue(self, *args: Any) -> Any:
+    async def _continue(self, *args: Any, **kwargs: Any) -> Any:
         raise Killed
 
 
@@ -298,5 +303,84 @@ async def test_a_quote_that_expired_before_payment_is_never_paid(
         assert (await chain.lock_info(bytes.fromhex(resumed.purchase_id))).state == "none"
         assert await chain.balance(buyer.wallet.address) == 1_000_000
         assert await buyer.market.resume() == []
+    finally:
+        await close(buyer, seller)
+
+
+# --- paying directly (EIP-3009 authorization collected by the seller) ------------------------
+
+
+async def test_a_direct_payment_is_collected_once_and_the_skill_delivered(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, payment="direct")
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "completed" and (await buyer.store.get(str(result.crystal_id))).text == SKILL
+        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
+        assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "none"  # no escrow involved
+        assert (await ledger(seller.store, None)).earned_micro_usdc == PRICE  # paid on delivery, nothing to settle
+        assert (await ledger(buyer.store, None)).spent_micro_usdc == PRICE
+    finally:
+        await close(buyer, seller)
+
+
+async def test_a_tampered_direct_delivery_is_refused_and_counts_against_the_seller(
+    tmp_path: Path, chain: Chain
+) -> None:
+    seller, buyer = await trade(tmp_path, chain, TamperingSeller, payment="direct")
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "refused" and "paid directly, so there is no refund" in result.detail
+        assert (await buyer.store.stats())["total"] == 0
+        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (0, 1)}
+        assert (await ledger(buyer.store, None)).spent_micro_usdc == PRICE
+        assert await buyer.market.refund_due() == []  # nothing to refund from: no escrow
+    finally:
+        await close(buyer, seller)
+
+
+class SellerCollectsThenDies(Market):
+    """Named fake: the seller collects the payment and dies before its answer leaves."""
+
+    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+        await super()._deliver(buyer, body)
+        raise ConnectionResetError("killed")
+
+
+async def test_a_direct_payment_is_never_collected_twice_across_a_seller_restart(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, SellerCollectsThenDies, payment="direct")
+    try:
+        waiting = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert waiting.state == "authorized" and "collected at most once" in waiting.detail
+        assert await chain.balance(seller.wallet.address) == PRICE  # collected, not delivered
+        seller = await restart(seller, chain, "", same_port=True)
+        (resumed,) = await buyer.market.resume()  # signs the same nonce again; the seller sees it used
+        assert resumed.state == "completed", resumed.detail
+        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
+    finally:
+        await close(buyer, seller)
+
+
+class CheapBuyer(Market):
+    """Named fake: a buyer whose payment authorization offers less than the quoted price."""
+
+    async def _receive(self, deal: Any, body: dict[str, Any]) -> Any:
+        if "authorization" in body:
+            wire = list(body["authorization"])
+            cheaper = await self._chain.authorize_transfer(self._wallet, wire[1], 1, deal.purchase_id, wire[4])
+            body = {**body, "authorization": cheaper.to_wire()}
+        return await super()._receive(deal, body)
+
+
+async def test_an_authorization_for_less_than_the_quote_gets_nothing(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, buyer_class=CheapBuyer, payment="direct")
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "failed" and "amount differs from the quote" in result.detail
+        assert "nothing was paid" in result.detail
+        assert await chain.balance(seller.wallet.address) == 0
+        assert await chain.balance(buyer.wallet.address) == 1_000_000
     finally:
         await close(buyer, seller)
