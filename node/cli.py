@@ -24,6 +24,7 @@ import click
 
 from crypto.errors import KeyFileError, KeyFileMissing
 from crypto.identity import Identity, load_identity, read_key_file_info, save_identity
+from node.api_token import ensure_token
 from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
 from node.daemon import Daemon, NodeContext
 from node.errors import EXIT_USAGE, NodeError, UsageError
@@ -115,8 +116,10 @@ def init(config_path: Path | None, data_dir: Path | None, encrypt: bool, passphr
     paths.ensure_data_dir()
     if paths.key_file.exists():
         info = read_key_file_info(paths.key_file)
+        ensure_token(paths.api_token_file)  # a data dir made before the API existed gets its token
         click.echo(f"already initialised: {paths.data_dir}")
         _echo_identity(paths.key_file, info.public_key, info.peer_id, info.encrypted)
+        click.echo(f"  api token   {paths.api_token_file}")
         return
     passphrase = None
     if encrypt:
@@ -125,8 +128,10 @@ def init(config_path: Path | None, data_dir: Path | None, encrypt: bool, passphr
             raise UsageError("--encrypt needs a passphrase: --passphrase-file, $BITTERBOT_KEY_PASSPHRASE or a terminal")
     identity = Identity.generate()
     save_identity(identity, paths.key_file, passphrase=passphrase)
+    ensure_token(paths.api_token_file)
     click.echo(f"initialised {paths.data_dir}")
     _echo_identity(paths.key_file, identity.public_key, identity.peer_id, passphrase is not None)
+    click.echo(f"  api token   {paths.api_token_file}")
 
 
 def _echo_identity(key_file: Path, public_key: bytes, peer_id: str, encrypted: bool) -> None:

@@ -14,6 +14,7 @@ expected.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
@@ -207,6 +208,31 @@ class ChainSection(_Section):
         return self
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ApiSection(_Section):
+    enabled: bool = True
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=7420, ge=0, le=65_535)
+    allow_remote: bool = False
+
+    @model_validator(mode="after")
+    def _loopback_unless_allowed(self) -> ApiSection:
+        if not is_loopback(self.host) and not self.allow_remote:
+            raise ValueError(
+                f"host {self.host!r} is reachable beyond this machine; the API serves loopback only "
+                "unless allow_remote = true is set too"
+            )
+        return self
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
@@ -220,6 +246,7 @@ class Config(_Section):
     p2p: P2PSection = Field(default_factory=P2PSection)
     marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
     chain: ChainSection = Field(default_factory=ChainSection)
+    api: ApiSection = Field(default_factory=ApiSection)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from crypto.identity import Identity
@@ -48,7 +48,7 @@ class Daemon:
     def __init__(self, ctx: NodeContext, parts: list[Part] | None = None) -> None:
         self.ctx = ctx
         self.supervisor = TaskSupervisor(self._task_failed)
-        self._parts = parts if parts is not None else build_parts(ctx, self.supervisor)
+        self._parts = parts if parts is not None else build_parts(ctx, self.supervisor, self.status)
         self._stack = PartStack()
         self._stop = asyncio.Event()
         self._running = asyncio.Event()
@@ -163,9 +163,12 @@ class Daemon:
             self._publish_status()
 
 
-def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
-    """The node's parts in start order: memory, then the network that feeds it, then the
-    control socket through which CLI commands reach the others. Marketplace and API join here."""
+def build_parts(
+    ctx: NodeContext, supervisor: TaskSupervisor, status: Callable[[], DaemonStatus] | None = None
+) -> list[Part]:
+    """The node's parts in start order: memory, then the network that feeds it and the market on
+    it, then the control socket (for the CLI) and the HTTP API (for agents), which both serve the
+    one command table the other parts contribute to."""
     from node.control import ControlServer, Handler
     from node.memory_part import MemoryPart
 
@@ -178,8 +181,13 @@ def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
         p2p = P2PPart(ctx, supervisor, memory)
         parts += [p2p, MarketPart(ctx, supervisor, memory, p2p)]
 
+    async def status_command(args: dict[str, Any]) -> dict[str, Any]:
+        if status is None:
+            raise ValueError("no status here")
+        return asdict(status())
+
     def handlers() -> dict[str, Handler]:
-        table: dict[str, Handler] = {}
+        table: dict[str, Handler] = {"status": status_command}
         for part in parts:
             commands = getattr(part, "commands", None)
             if callable(commands):
@@ -187,6 +195,11 @@ def build_parts(ctx: NodeContext, supervisor: TaskSupervisor) -> list[Part]:
         return table
 
     parts.append(ControlServer(ctx.paths.control_socket, handlers))
+    api = ctx.config.api
+    if api.enabled:
+        from node.api import ApiServer
+
+        parts.append(ApiServer(api.host, api.port, ctx.paths.api_token_file, handlers))
     return parts
 
 

@@ -1,7 +1,8 @@
 """`bitterbot-node memory …`: the memory store from the command line.
 
 Each command opens the store file directly (SQLite WAL lets it do so while a
-daemon runs) and calls the same library functions the tests call.
+daemon runs) and calls the same service functions the daemon's API calls
+(``node.memory_service``).
 """
 
 from __future__ import annotations
@@ -10,23 +11,23 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from click.termui import progressbar
+from pydantic import BaseModel, ValidationError
 
 from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
-from memory.graph import associations, attribution_chain, derivation_tree
 from memory.importer import crystals_from_file, find_sources
-from memory.model import Crystal, Lifespan, NewCrystal, Origin, Scope, SemanticType
-from memory.query import SearchMode, SearchRequest, SortKey, parse_since
-from memory.search import search
+from memory.model import Origin, Scope, SemanticType
+from memory.query import SearchMode, SortKey
 from memory.store import MemoryStore
+from node import memory_service as service
 from node.cli import handles_errors, location_options, resolve
 from node.errors import UsageError
 from node.memory_part import open_store, search_weights
+from node.memory_service import ForgetArgs, InvalidRequest, RememberArgs, SearchArgs, ShowArgs
 
 T = TypeVar("T")
 
@@ -44,15 +45,23 @@ def with_store(config_path: Path | None, data_dir: Path | None, action: Callable
 
     try:
         return asyncio.run(go())
-    except (InvalidQuery, CrystalNotFound) as exc:
+    except (InvalidQuery, CrystalNotFound, InvalidRequest) as exc:
         raise UsageError(str(exc)) from None
     except MemoryError_ as exc:
         raise UsageError(f"memory: {exc}") from None
 
 
-def crystal_json(crystal: Crystal) -> dict[str, Any]:
-    doc = asdict(crystal)
-    return {k: (v.value if hasattr(v, "value") else v) for k, v in doc.items()}
+R = TypeVar("R", bound=BaseModel)
+
+
+def request_of(model: type[R], **fields: Any) -> R:
+    """Build a service request from command-line values; a refused value is a usage error (exit 2)."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise UsageError(f"{where}: {error['msg']}") from None
 
 
 def _choices(enum: Any) -> click.Choice[str]:
@@ -86,31 +95,14 @@ def memory_add(
     as_json: bool,
 ) -> None:
     """Remember TEXT (deduplicated: the same text is stored once)."""
-    ttl_ms = None
-    if ttl is not None:
-        try:
-            ttl_ms = -parse_since(ttl, 0)
-        except InvalidQuery as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        new = NewCrystal(
-            text,
-            semantic_type=SemanticType(stype),
-            origin=Origin(origin),
-            importance=importance,
-            scope=Scope(scope),
-            lifespan=Lifespan.TTL if ttl_ms else Lifespan.DECAY,
-            ttl_ms=ttl_ms,
-            actor="cli",
-        )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    result = with_store(config_path, data_dir, lambda s: s.remember(new))
+    args = request_of(RememberArgs, text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
+    doc = with_store(config_path, data_dir, lambda s: service.remember(s, args, actor="cli"))
     if as_json:
-        click.echo(json.dumps({"created": result.created, "crystal": crystal_json(result.crystal)}, indent=2))
+        click.echo(json.dumps(doc, indent=2))
     else:
-        verb = "remembered" if result.created else "already known"
-        click.echo(f"{verb} {result.crystal.id} ({result.crystal.semantic_type}, {result.crystal.sensitivity})")
+        verb = "remembered" if doc["created"] else "already known"
+        c = doc["crystal"]
+        click.echo(f"{verb} {c['id']} ({c['semantic_type']}, {c['sensitivity']})")
 
 
 @memory_group.command("search")
@@ -144,49 +136,26 @@ def memory_search(
 
     loaded, _ = resolve(config_path, data_dir)
     weights = search_weights(loaded.config)
-
-    async def go(store: MemoryStore) -> list[Any]:
-        request = SearchRequest(
-            query,
-            weights=weights,
-            mode=SearchMode(mode),
-            limit=limit,
-            since_ms=parse_since(since, store.now_ms()) if since else None,
-            types=frozenset(SemanticType(t) for t in types) or None,
-            origins=frozenset(Origin(o) for o in origins) or None,
-            sort=SortKey(sort),
-            include_archived=include_archived,
-            explain=explain,
-        )
-        return await search(store, request)
-
-    hits = with_store(config_path, data_dir, go)
+    args = request_of(
+        SearchArgs, query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
+        sort=sort, include_archived=include_archived, explain=explain,
+    )  # fmt: skip
+    hits = with_store(config_path, data_dir, lambda s: service.search_memory(s, args, weights))
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "score": h.score,
-                        "crystal": crystal_json(h.crystal),
-                        "explain": asdict(h.explain) if h.explain else None,
-                    }
-                    for h in hits
-                ],
-                indent=2,
-            )
-        )
+        click.echo(json.dumps(hits, indent=2))
         return
     if not hits:
         click.echo("no matches")
     for rank, hit in enumerate(hits, start=1):
-        text = hit.crystal.text.replace("\n", " ")
-        click.echo(f"{rank:>3}. {hit.crystal.id}  [{hit.crystal.semantic_type}]  {text[:100]}")
-        if hit.explain:
-            e = hit.explain
+        crystal = hit["crystal"]
+        text = crystal["text"].replace("\n", " ")
+        click.echo(f"{rank:>3}. {crystal['id']}  [{crystal['semantic_type']}]  {text[:100]}")
+        if hit["explain"]:
+            e = hit["explain"]
             click.echo(
-                f"     keyword rank {e.keyword_rank} bm25 {e.keyword_score} | vector rank {e.vector_rank} "
-                f"sim {e.vector_similarity} | rrf {e.rrf} x importance {e.importance_factor} "
-                f"x recency {e.recency_factor} = {e.final_score} (fused rank {e.fused_rank})"
+                f"     keyword rank {e['keyword_rank']} bm25 {e['keyword_score']} | vector rank {e['vector_rank']} "
+                f"sim {e['vector_similarity']} | rrf {e['rrf']} x importance {e['importance_factor']} "
+                f"x recency {e['recency_factor']} = {e['final_score']} (fused rank {e['fused_rank']})"
             )
 
 
@@ -198,20 +167,8 @@ def memory_search(
 def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
     """One crystal with its links, provenance and audit trail."""
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        crystal = await store.get(crystal_id)
-        return {
-            "crystal": crystal_json(crystal),
-            "associations": [{**asdict(a), "type": a.type.value} for a in await associations(store, crystal_id)],
-            "derivation": asdict(await derivation_tree(store, crystal_id)),
-            "attribution": [asdict(a) for a in await attribution_chain(store, crystal_id)],
-            "audit": [
-                dict(zip(("from", "to", "reason", "actor", "ts_ms"), t, strict=True))
-                for t in await store.audit_trail(crystal_id)
-            ],
-        }
-
-    doc = with_store(config_path, data_dir, go)
+    args = request_of(ShowArgs, id=crystal_id)
+    doc = with_store(config_path, data_dir, lambda s: service.show(s, args))
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -234,8 +191,9 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
 @handles_errors
 def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: str, reason: str) -> None:
     """Soft-delete a crystal: never returned again, recorded in the audit log."""
-    crystal = with_store(config_path, data_dir, lambda s: s.forget(crystal_id, actor="cli", reason=reason))
-    click.echo(f"forgot {crystal.id}")
+    args = request_of(ForgetArgs, id=crystal_id, reason=reason)
+    doc = with_store(config_path, data_dir, lambda s: service.forget(s, args, actor="cli"))
+    click.echo(f"forgot {doc['forgotten']}")
 
 
 @memory_group.command("stats")

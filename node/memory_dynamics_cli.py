@@ -19,10 +19,12 @@ from memory.hormones import Event
 from memory.scratch import ScratchError
 from memory.store import MemoryStore
 from memory.working_memory import bootstrap_text
+from node import memory_service as service
 from node.cli import handles_errors, location_options, resolve
 from node.errors import UsageError
-from node.memory_cli import crystal_json, memory_group, with_store
+from node.memory_cli import memory_group, with_store
 from node.memory_part import decay_settings, synthesizer_from_config, working_memory_files, world_lines
+from node.memory_service import crystal_json
 
 
 @memory_group.command("consolidate")
@@ -138,26 +140,6 @@ def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool)
         raise UsageError(f"the dream was rejected, MEMORY.md is unchanged: {report['rejected_because']}")
 
 
-def _hormone_doc(store: MemoryStore) -> dict[str, Any]:
-    from memory.endocrine import Endocrine
-
-    source = store.hormone_source
-    assert isinstance(source, Endocrine)
-    state = source.state()
-    levels = source.levels()
-    override = state.override
-    return {
-        "dopamine": round(levels.dopamine, 4),
-        "cortisol": round(levels.cortisol, 4),
-        "oxytocin": round(levels.oxytocin, 4),
-        "local_cortisol": round(state.cortisol, 4),
-        "network_override": None
-        if override is None
-        else {"level": override.level, "until_ms": override.until_ms, "reason": override.reason},
-        "halts_untrusted_ingestion": source.halts_untrusted_ingestion(),
-    }
-
-
 @memory_group.command("hormones")
 @location_options
 @click.option("--json", "as_json", is_flag=True)
@@ -166,7 +148,7 @@ def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bo
     """Show the hormonal state (effective levels, and any network override)."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        return _hormone_doc(store)
+        return service.hormone_doc(store)
 
     doc = with_store(config_path, data_dir, go)
     if as_json:
@@ -187,12 +169,7 @@ def memory_event(config_path: Path | None, data_dir: Path | None, events: tuple[
     """Tell the node what just happened (reward, error, social, achievement, urgency)."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.endocrine import Endocrine
-
-        source = store.hormone_source
-        assert isinstance(source, Endocrine)
-        await source.observe([Event(e) for e in events])
-        return _hormone_doc(store)
+        return await service.observe_events(store, [Event(e) for e in events])
 
     doc = with_store(config_path, data_dir, go)
     click.echo(json.dumps(doc, indent=2) if as_json else f"now: {json.dumps(doc)}")

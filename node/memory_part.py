@@ -30,6 +30,7 @@ from memory.store import LinkSettings, MemoryStore
 from memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from memory.working_memory import WorkingMemoryFiles
 from node.config import Config
+from node.control import Handler
 from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
@@ -134,6 +135,18 @@ class MemoryPart:
         self._crystals = 0
         self._last_consolidation: dict[str, Any] | None = None
         self._last_dream: dict[str, Any] | None = None
+        self.weights = search_weights(config)
+        self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
+
+    def commands(self) -> dict[str, Handler]:
+        from node.memory_commands import MemoryCommands
+
+        return MemoryCommands(self).commands()
+
+    async def dream_now(self) -> dict[str, Any]:
+        if self.store is None:
+            raise ValueError("the memory store is not open")
+        return await self._dream(self.store)
 
     async def start(self) -> None:
         self.store = await open_store(self._config, self._paths)
@@ -178,7 +191,7 @@ class MemoryPart:
         out["summary"] = ", ".join(parts)
         return out
 
-    async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[None]]) -> None:
+    async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(minutes * 60)
             if self.store is None:
@@ -200,19 +213,22 @@ class MemoryPart:
             purged=report.purged,
         )
 
-    async def _dream(self, store: MemoryStore) -> None:
-        report = await dream(
-            store,
-            self.files,
-            self.synthesizer,
-            hormones=store.hormone_source,
-            world=await world_lines(store, self._paths),
-        )
-        self._last_dream = {k: report.to_dict()[k] for k in ("at_ms", "accepted", "rejected_because", "notes_indexed")}
+    async def _dream(self, store: MemoryStore) -> dict[str, Any]:
+        async with self._dreaming:
+            report = await dream(
+                store,
+                self.files,
+                self.synthesizer,
+                hormones=store.hormone_source,
+                world=await world_lines(store, self._paths),
+            )
+        doc = report.to_dict()
+        self._last_dream = {k: doc[k] for k in ("at_ms", "accepted", "rejected_because", "notes_indexed")}
         if report.accepted:
             log.info("memory.dreamt", duration_ms=report.duration_ms, notes=report.notes_indexed)
         else:
             log.warning("memory.dream_rejected", reason=report.rejected_because)
+        return doc
 
     async def _drain_backlog(self) -> None:
         while self.store is not None:

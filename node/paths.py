@@ -82,6 +82,10 @@ class NodePaths:
     def status_file(self) -> Path:
         return self.data_dir / "status.json"
 
+    @property
+    def api_token_file(self) -> Path:
+        return self.data_dir / "api.token"
+
     def ensure_data_dir(self) -> None:
         """Create the data dir, private to this user."""
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

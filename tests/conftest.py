@@ -19,8 +19,9 @@ CLI = [sys.executable, "-m", "node"]
 def clean_env(**extra: str) -> dict[str, str]:
     """The test process's environment without any BITTERBOT_* setting, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BITTERBOT_")}
-    # Any free port: tests run daemons side by side and must not need port 4001.
+    # Any free ports: tests run daemons side by side and must not need ports 4001 and 7420.
     env["BITTERBOT_P2P__LISTEN"] = '["/ip4/127.0.0.1/tcp/0"]'
+    env["BITTERBOT_API__PORT"] = "0"
     env.update(extra)
     return env
 

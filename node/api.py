@@ -1,0 +1,210 @@
+"""The local HTTP API: JSON in and out, bearer token, loopback only unless the config says otherwise.
+
+Every route (``node.api_routes``) runs a command of the daemon's command table, the same
+table the control socket serves. Errors are JSON ``{"error": "..."}``: 401 without the
+right token, 400 for bad input (the message names the field), 404 for what does not
+exist, 500 (logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
+need no token; ``GET /metrics`` (Prometheus text) does.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from memory.errors import CrystalNotFound, InvalidQuery
+from node.api_routes import ROUTES, Route
+from node.api_token import ensure_token
+from node.control import Handler
+from node.logs import get_logger
+
+log = get_logger("node.api")
+MAX_BODY_BYTES = 1_048_576
+OPEN_PATHS = frozenset({"/v1/openapi.json", "/v1/health"})
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"]) or "body"
+    return f"{where}: {error['msg']}"
+
+
+class ApiServer:
+    name = "api"
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        token_file: Path,
+        handlers: Callable[[], Mapping[str, Handler]],
+        *,
+        metrics: Callable[[], bytes] | None = None,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._token_file = token_file
+        self._handlers = handlers
+        self._metrics = metrics
+        self._token = ""
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self) -> None:
+        self._token = ensure_token(self._token_file)
+        app = web.Application(middlewares=[self._guard], client_max_size=MAX_BODY_BYTES)
+        app.router.add_get("/v1/health", self._health)
+        app.router.add_get("/v1/openapi.json", self._openapi)
+        app.router.add_get("/metrics", self._serve_metrics)
+        for route in ROUTES:
+            app.router.add_route(route.method, route.path, self._endpoint(route))
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        server = site._server  # aiohttp has no public accessor for the bound port (port 0 in tests)
+        sockets = getattr(server, "sockets", None) or []
+        port = sockets[0].getsockname()[1] if sockets else self._port
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self.url = f"http://{host}:{port}"
+        log.info("api.listening", url=self.url)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def details(self) -> dict[str, Any]:
+        return {"url": self.url, "token_file": str(self._token_file), "summary": f"API at {self.url or '-'}"}
+
+    @web.middleware
+    async def _guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if request.path not in OPEN_PATHS:
+            given = request.headers.get("Authorization", "")
+            expected = f"Bearer {self._token}"
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                response = _error(401, f"a bearer token is required: Authorization: Bearer <{self._token_file}>")
+                response.headers["WWW-Authenticate"] = 'Bearer realm="bitterbot-node"'
+                return response
+        try:
+            return await handler(request)
+        except web.HTTPException as exc:
+            return _error(exc.status, exc.reason or "not found")
+
+    def _endpoint(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def endpoint(request: web.Request) -> web.StreamResponse:
+            try:
+                args = await self._arguments(request, route)
+            except ValidationError as exc:
+                return _error(400, _validation_message(exc))
+            except ValueError as exc:
+                return _error(400, str(exc))
+            command = self._handlers().get(route.command)
+            if command is None:
+                return _error(503, f"{route.command} is not available on this node (is its part enabled?)")
+            try:
+                return web.json_response(await command(args), dumps=lambda o: json.dumps(o, default=str))
+            except ValidationError as exc:
+                return _error(400, _validation_message(exc))
+            except CrystalNotFound as exc:
+                return _error(404, str(exc))
+            except LookupError as exc:
+                return _error(404, str(exc).strip("'\""))
+            except (ValueError, TypeError, InvalidQuery) as exc:
+                return _error(400, str(exc) or type(exc).__name__)
+            except Exception as exc:
+                log.error("api.command_failed", exc_info=True, command=route.command)
+                return _error(500, f"{route.command} failed: {exc}")
+
+        return endpoint
+
+    async def _arguments(self, request: web.Request, route: Route) -> dict[str, Any]:
+        """Path parameters, plus the JSON body (POST) or the query string (GET, DELETE), validated."""
+        raw: dict[str, Any] = {}
+        if request.method == "POST" and request.can_read_body:
+            try:
+                body = await request.json()
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"the body is not JSON ({exc})") from None
+            if not isinstance(body, dict):
+                raise ValueError("the body must be a JSON object")
+            raw = body
+        elif request.query:
+            raw = {k: (v if len(vs := request.query.getall(k)) == 1 else vs) for k, v in request.query.items()}
+        if route.body is not None:
+            model: BaseModel = route.body.model_validate(raw)
+            raw = model.model_dump(mode="json", exclude_none=True)
+        elif raw:
+            raise ValueError(f"{route.method} {route.path} takes no parameters")
+        return {**raw, **request.match_info}
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def _openapi(self, request: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    async def _serve_metrics(self, request: web.Request) -> web.Response:
+        if self._metrics is None:
+            return _error(404, "metrics are off")
+        return web.Response(body=self._metrics(), content_type="text/plain", charset="utf-8")
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1, generated from the route table and the request models' JSON schemas."""
+    paths: dict[str, dict[str, Any]] = {}
+    schemas: dict[str, Any] = {}
+    for route in ROUTES:
+        operation: dict[str, Any] = {
+            "summary": route.summary,
+            "operationId": route.command.replace(".", "_"),
+            "tags": [route.tag],
+            "responses": {
+                "200": {"description": "JSON result"},
+                "400": {"description": "bad input; the error names the field"},
+                "401": {"description": "missing or wrong bearer token"},
+                "404": {"description": "no such thing"},
+            },
+        }
+        params = [
+            {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
+            for part in route.path.split("/")
+            if part.startswith("{")
+        ]
+        if route.body is not None:
+            schema = route.body.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(schema.pop("$defs", {}))
+            schemas[route.body.__name__] = schema
+            ref = {"$ref": f"#/components/schemas/{route.body.__name__}"}
+            if route.method == "POST":
+                operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref}}}
+            else:
+                params += [
+                    {"name": name, "in": "query", "required": name in schema.get("required", []), "schema": prop}
+                    for name, prop in schema.get("properties", {}).items()
+                ]
+        if params:
+            operation["parameters"] = params
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "bitterbot-node local API", "version": "1"},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas,
+        },
+        "security": [{"bearer": []}],
+        "paths": paths,
+    }

@@ -1,0 +1,85 @@
+"""The daemon's memory commands (HTTP API, control socket, MCP server): one handler per operation,
+each validating its request model and calling ``node.memory_service``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memory.dream import working_memory_note
+from memory.working_memory import bootstrap_text
+from node import memory_service as service
+from node.control import Handler
+from node.memory_service import (
+    BootstrapArgs,
+    EventArgs,
+    ForgetArgs,
+    NoteArgs,
+    RememberArgs,
+    SearchArgs,
+    ShowArgs,
+    crystal_json,
+)
+
+if TYPE_CHECKING:
+    from memory.store import MemoryStore
+    from node.memory_part import MemoryPart
+
+ACTOR = "agent"  # what the audit trail records for changes made through the daemon's API
+
+
+class MemoryCommands:
+    def __init__(self, part: MemoryPart) -> None:
+        self._part = part
+
+    def commands(self) -> dict[str, Handler]:
+        return {
+            "memory.search": self.search,
+            "memory.remember": self.remember,
+            "memory.show": self.show,
+            "memory.forget": self.forget,
+            "memory.stats": self.stats,
+            "memory.hormones": self.hormones,
+            "memory.event": self.event,
+            "wm.note": self.note,
+            "wm.bootstrap": self.bootstrap,
+            "wm.dream": self.dream,
+        }
+
+    def _store(self) -> MemoryStore:
+        if self._part.store is None:
+            raise ValueError("the memory store is not open")
+        return self._part.store
+
+    async def search(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        return await service.search_memory(self._store(), SearchArgs.model_validate(args), self._part.weights)
+
+    async def remember(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await service.remember(self._store(), RememberArgs.model_validate(args), actor=ACTOR)
+
+    async def show(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await service.show(self._store(), ShowArgs.model_validate(args))
+
+    async def forget(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await service.forget(self._store(), ForgetArgs.model_validate(args), actor=ACTOR)
+
+    async def stats(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._store().stats()
+
+    async def hormones(self, args: dict[str, Any]) -> dict[str, Any]:
+        return service.hormone_doc(self._store())
+
+    async def event(self, args: dict[str, Any]) -> dict[str, Any]:
+        request = EventArgs.model_validate(args)
+        return await service.observe_events(self._store(), request.events)
+
+    async def note(self, args: dict[str, Any]) -> dict[str, Any]:
+        request = NoteArgs.model_validate(args)
+        crystal = await working_memory_note(self._store(), self._part.files, request.text, request.importance)
+        return crystal_json(crystal)
+
+    async def bootstrap(self, args: dict[str, Any]) -> dict[str, Any]:
+        request = BootstrapArgs.model_validate(args)
+        return {"text": bootstrap_text(self._part.files, request.context_window)}
+
+    async def dream(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._part.dream_now()

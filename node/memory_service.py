@@ -1,0 +1,175 @@
+"""The memory operations an agent uses, in one place: JSON-shaped requests in, JSON-shaped answers out.
+
+The daemon's command table (the HTTP API, the control socket, the MCP server) and the CLI
+(opening the store directly when no daemon runs) call these same functions. Requests are
+pydantic models: a bad field is refused with a message naming it, before the store is touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.endocrine import Endocrine
+from memory.graph import associations, attribution_chain, derivation_tree
+from memory.hormones import Event
+from memory.model import Crystal, Lifespan, NewCrystal, Origin, Scope, SemanticType
+from memory.query import SearchMode, SearchRequest, SortKey, Weights, parse_since
+from memory.search import search
+from memory.store import MemoryStore
+
+
+class InvalidRequest(ValueError):
+    """A request the store refuses as given (the message says which value and why)."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class SearchArgs(_Request):
+    """A memory search: every mode and filter of `bitterbot-node memory search`."""
+
+    query: str | None = Field(
+        default=None, max_length=10_000, description="Words to search for (hybrid, keyword, vector)."
+    )
+    mode: SearchMode = Field(
+        default=SearchMode.HYBRID, description="hybrid, keyword, vector, recent, important, typed."
+    )
+    limit: int = Field(default=10, ge=1, le=1000)
+    since: str | None = Field(default=None, description="Only crystals since: 30m, 24h, 7d, 2w or an ISO date.")
+    types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
+    origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
+    sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
+    include_archived: bool = False
+    explain: bool = Field(default=False, description="Add keyword, vector, fused and final scores to each hit.")
+
+
+class RememberArgs(_Request):
+    """A new memory. The same text is stored once (the existing crystal is returned)."""
+
+    text: str = Field(min_length=1, max_length=100_000)
+    type: SemanticType = SemanticType.GENERAL
+    origin: Origin = Origin.USER_INPUT
+    importance: float = Field(default=0.5, ge=0, le=1)
+    scope: Scope = Scope.PRIVATE
+    ttl: str | None = Field(default=None, description="Forget after this long: 30m, 24h, 7d, 2w.")
+
+
+class ForgetArgs(_Request):
+    id: str = Field(min_length=1, max_length=64)
+    reason: str = Field(default="forgotten by the agent", max_length=500)
+
+
+class ShowArgs(_Request):
+    id: str = Field(min_length=1, max_length=64)
+
+
+class NoteArgs(_Request):
+    text: str = Field(min_length=1, max_length=10_000)
+    importance: float = Field(default=0.5, ge=0, le=1)
+
+
+class EventArgs(_Request):
+    events: list[Event] = Field(min_length=1, max_length=16, description="reward, error, social, achievement, urgency")
+
+
+class BootstrapArgs(_Request):
+    context_window: int = Field(
+        default=128_000, ge=1, le=10_000_000, description="The model's context window in tokens."
+    )
+
+
+def crystal_json(crystal: Crystal) -> dict[str, Any]:
+    doc = asdict(crystal)
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in doc.items()}
+
+
+async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dict[str, Any]:
+    try:
+        ttl_ms = -parse_since(args.ttl, 0) if args.ttl else None
+        new = NewCrystal(
+            args.text,
+            semantic_type=args.type,
+            origin=args.origin,
+            importance=args.importance,
+            scope=args.scope,
+            lifespan=Lifespan.TTL if ttl_ms else Lifespan.DECAY,
+            ttl_ms=ttl_ms,
+            actor=actor,
+        )
+    except ValueError as exc:  # InvalidQuery (the ttl) is one too
+        raise InvalidRequest(str(exc)) from None
+    result = await store.remember(new)
+    return {"created": result.created, "crystal": crystal_json(result.crystal)}
+
+
+async def search_memory(store: MemoryStore, args: SearchArgs, weights: Weights) -> list[dict[str, Any]]:
+    request = SearchRequest(
+        args.query,
+        weights=weights,
+        mode=args.mode,
+        limit=args.limit,
+        since_ms=parse_since(args.since, store.now_ms()) if args.since else None,
+        types=frozenset(args.types) or None,
+        origins=frozenset(args.origins) or None,
+        sort=args.sort,
+        include_archived=args.include_archived,
+        explain=args.explain,
+    )
+    return [
+        {"score": h.score, "crystal": crystal_json(h.crystal), "explain": asdict(h.explain) if h.explain else None}
+        for h in await search(store, request)
+    ]
+
+
+async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
+    crystal = await store.get(args.id)
+    return {
+        "crystal": crystal_json(crystal),
+        "associations": [{**asdict(a), "type": a.type.value} for a in await associations(store, args.id)],
+        "derivation": asdict(await derivation_tree(store, args.id)),
+        "attribution": [asdict(a) for a in await attribution_chain(store, args.id)],
+        "audit": [
+            dict(zip(("from", "to", "reason", "actor", "ts_ms"), t, strict=True))
+            for t in await store.audit_trail(args.id)
+        ],
+    }
+
+
+async def forget(store: MemoryStore, args: ForgetArgs, *, actor: str) -> dict[str, Any]:
+    crystal = await store.forget(args.id, actor=actor, reason=args.reason)
+    return {"forgotten": crystal.id}
+
+
+def hormone_doc(store: MemoryStore) -> dict[str, Any]:
+    """The hormonal state: effective levels, the local cortisol, any network override."""
+    source = _endocrine(store)
+    state = source.state()
+    levels = source.levels()
+    override = state.override
+    return {
+        "dopamine": round(levels.dopamine, 4),
+        "cortisol": round(levels.cortisol, 4),
+        "oxytocin": round(levels.oxytocin, 4),
+        "local_cortisol": round(state.cortisol, 4),
+        "network_override": None
+        if override is None
+        else {"level": override.level, "until_ms": override.until_ms, "reason": override.reason},
+        "halts_untrusted_ingestion": source.halts_untrusted_ingestion(),
+    }
+
+
+async def observe_events(store: MemoryStore, events: list[Event]) -> dict[str, Any]:
+    """Tell the hormonal state what just happened; returns the state after."""
+    await _endocrine(store).observe(events)
+    return hormone_doc(store)
+
+
+def _endocrine(store: MemoryStore) -> Endocrine:
+    source = store.hormone_source
+    if not isinstance(source, Endocrine):
+        raise InvalidRequest("the hormonal state is off for this store")
+    return source

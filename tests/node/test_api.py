@@ -1,0 +1,176 @@
+"""The local HTTP API through a real HTTP client against a running `bitterbot-node run`."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import clean_env
+from tests.daemons import Node, wait_for
+
+
+class Api:
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.token = token
+
+    def call(
+        self, method: str, path: str, body: Any = None, *, token: str | None = None, raw: bytes | None = None
+    ) -> tuple[int, Any]:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        given = self.token if token is None else token
+        if given:
+            request.add_header("Authorization", f"Bearer {given}")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, doc = self.call(method, path, body)
+        assert status == 200, (status, doc)
+        return doc
+
+
+def _api_url(node: Node) -> str | None:
+    result = node.cli("status", "--json")
+    if result.returncode != 0:
+        return None
+    details = json.loads(result.stdout)["daemon"].get("details", {})
+    return str(details.get("api", {}).get("url") or "") or None
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    node = Node(tmp_path_factory.mktemp("api"), "node", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing"))
+    assert node.cli("init").returncode == 0
+    token_file = node.data / "api.token"
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    node.start()
+    try:
+        url = wait_for(lambda: _api_url(node), 60, "the API to listen")
+        assert url.startswith("http://127.0.0.1:")
+        yield Api(url, token_file.read_text().strip())
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
+
+
+def test_the_token_is_required_and_checked(api: Api) -> None:
+    for token in ("", "wrong", api.token + "x"):
+        status, doc = api.call("GET", "/v1/status", token=token)
+        assert status == 401 and "bearer token is required" in doc["error"]
+    assert api.call("GET", "/v1/health", token="")[0] == 200  # open: liveness only
+    assert api.ok("GET", "/v1/status")["state"] == "running"
+
+
+def test_the_openapi_document_describes_every_route(api: Api) -> None:
+    status, doc = api.call("GET", "/v1/openapi.json", token="")
+    assert status == 200 and doc["openapi"].startswith("3.1")
+    assert {"/v1/memory/search", "/v1/skills/buy", "/v1/working-memory/bootstrap", "/v1/wallet"} <= set(doc["paths"])
+    search = doc["paths"]["/v1/memory/search"]["post"]
+    ref = search["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert "mode" in doc["components"]["schemas"][ref]["properties"]
+
+
+def test_memory_round_trip(api: Api) -> None:
+    made = api.ok("POST", "/v1/memory", {"text": "The staging database lives on db2", "type": "fact"})
+    crystal_id = made["crystal"]["id"]
+    assert made["created"] and made["crystal"]["semantic_type"] == "fact"
+    again = api.ok("POST", "/v1/memory", {"text": "The staging database lives on db2", "type": "fact"})
+    assert not again["created"] and again["crystal"]["id"] == crystal_id
+    hits = api.ok("POST", "/v1/memory/search", {"query": "staging database", "mode": "keyword", "explain": True})
+    assert hits[0]["crystal"]["id"] == crystal_id and hits[0]["explain"]["keyword_rank"] == 1
+    typed = api.ok("POST", "/v1/memory/search", {"mode": "typed", "types": ["fact"], "since": "1h"})
+    assert [h["crystal"]["id"] for h in typed] == [crystal_id]
+    assert api.ok("GET", f"/v1/memory/{crystal_id}")["crystal"]["text"] == "The staging database lives on db2"
+    assert api.ok("GET", "/v1/memory/stats")["total"] >= 1
+    assert api.ok("DELETE", f"/v1/memory/{crystal_id}?reason=wrong+host") == {"forgotten": crystal_id}
+    assert api.call("GET", f"/v1/memory/{crystal_id}")[0] == 404  # forgotten: never returned again
+    assert api.ok("POST", "/v1/memory/search", {"query": "staging database", "mode": "keyword"}) == []
+
+
+def test_working_memory_and_hormones(api: Api) -> None:
+    note = api.ok("POST", "/v1/working-memory/notes", {"text": "Release 2.3 is blocked on the migration"})
+    assert note["origin"] == "session"
+    text = api.ok("GET", "/v1/working-memory/bootstrap?context_window=8000")["text"]
+    assert "Release 2.3 is blocked on the migration" in text
+    dreamt = api.ok("POST", "/v1/working-memory/dream")
+    assert dreamt["accepted"] and dreamt["notes_indexed"] == 1
+    before = api.ok("GET", "/v1/hormones")["dopamine"]
+    after = api.ok("POST", "/v1/hormones/events", {"events": ["reward"]})["dopamine"]
+    assert after > before
+
+
+def test_skills_peers_weather_and_wallet(api: Api) -> None:
+    skill = api.ok("POST", "/v1/memory", {"text": "Rotate logs: logrotate -f", "type": "skill", "scope": "shared"})
+    crystal_id = skill["crystal"]["id"]
+    status, refused = api.call("POST", f"/v1/skills/{crystal_id}/publish", {})
+    assert status == 400 and "needs at least 3 recorded executions" in refused["error"]
+    for _ in range(3):
+        recorded = api.ok("POST", f"/v1/skills/{crystal_id}/executions", {"success": True, "reward": 0.9})
+    assert recorded["listable"] and recorded["executions"] == 3
+    price = api.ok("GET", f"/v1/skills/{crystal_id}/price")
+    assert price["listable"] and price["price_micro_usdc"] > 0 and "quality" in price["factors"]
+    listed = api.ok("POST", f"/v1/skills/{crystal_id}/publish", {"title": "Rotate logs"})
+    assert listed["price_micro_usdc"] == price["price_micro_usdc"]
+    assert [r["mine"] for r in api.ok("GET", "/v1/skills")] == [True]
+    bounty = api.ok("POST", "/v1/bounties", {"description": "Backups to S3", "reward": "0.25", "days": 2})
+    assert api.ok("GET", "/v1/bounties")[0]["bounty_id"] == bounty["bounty_id"]
+    status, embedded = api.call("POST", "/v1/skills/buy", {"listing": "ops.something"})
+    assert status == 400 and "embedded development chain" in embedded["error"]
+    assert api.ok("POST", "/v1/skills/revoke", {"stable_skill_id": listed["stable_skill_id"]})
+    assert api.ok("GET", "/v1/skills") == []
+    assert api.ok("GET", "/v1/peers") == []
+    assert api.ok("GET", "/v1/weather")["active"] is False
+    status, weather = api.call("POST", "/v1/weather", {"level": 0.5, "duration_s": 60, "reason": "drill"})
+    assert status == 400 and "only a management node" in weather["error"]
+    wallet = api.ok("GET", "/v1/wallet")
+    assert wallet["address"].startswith("0x") and wallet["balance_micro_usdc"] == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "message"),
+    [
+        ("POST", "/v1/memory", {"text": "x", "colour": "red"}, 400, "colour: Extra inputs are not permitted"),
+        ("POST", "/v1/memory", {"text": ""}, 400, "text: String should have at least 1 character"),
+        ("POST", "/v1/memory", {"text": "   "}, 400, "non-empty text"),
+        ("POST", "/v1/memory", {"text": "x", "importance": 2}, 400, "importance: Input should be less than"),
+        ("POST", "/v1/memory", {"text": "x", "ttl": "soon"}, 400, "soon"),
+        ("POST", "/v1/memory/search", {"mode": "keyword"}, 400, "needs a query"),
+        ("POST", "/v1/memory/search", {"query": "x", "limit": 0}, 400, "limit: Input should be greater than"),
+        ("GET", "/v1/memory/no-such-crystal", None, 404, "no crystal 'no-such-crystal'"),
+        ("GET", "/v1/working-memory/bootstrap?context_window=lots", None, 400, "context_window"),
+        ("GET", "/v1/wallet?x=1", None, 400, "takes no parameters"),
+        ("POST", "/v1/hormones/events", {"events": ["joy"]}, 400, "events.0: Input should be"),
+        ("POST", "/v1/skills/nope/executions", {"success": True}, 404, "nope"),
+        ("GET", "/v1/nothing-here", None, 404, "Not Found"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(api: Api, method: str, path: str, body: Any, status: int, message: str) -> None:
+    got, doc = api.call(method, path, body)
+    assert got == status and message in doc["error"], doc
+
+
+def test_a_body_that_is_not_json_is_refused(api: Api) -> None:
+    status, doc = api.call("POST", "/v1/memory", raw=b"{not json")
+    assert status == 400 and "not JSON" in doc["error"]
+    status, doc = api.call("POST", "/v1/memory", raw=b"[1, 2]")
+    assert status == 400 and "JSON object" in doc["error"]
+
+
+def test_only_loopback_unless_the_config_says_so(tmp_path: Path) -> None:
+    node = Node(tmp_path, "open", clean_env(BITTERBOT_API__HOST="0.0.0.0"))
+    refused = node.cli("config", "check")
+    assert refused.returncode == 2 and "allow_remote = true" in refused.stderr
+    allowed = Node(tmp_path, "open", clean_env(BITTERBOT_API__HOST="0.0.0.0", BITTERBOT_API__ALLOW_REMOTE="true"))
+    assert allowed.cli("config", "check").returncode == 0
