@@ -385,6 +385,22 @@ class MemoryStore:
             raise CrystalNotFound(crystal_id)
         return crystal
 
+    async def iter_live(self, *, batch: int = 500) -> AsyncIterator[Crystal]:
+        """Every crystal not expired (archived ones too: they carry provenance), in storage order."""
+        last = 0
+        while True:
+            async with self.reader().execute(
+                f"SELECT c.rowid, {SELECT_COLUMNS} FROM crystals c WHERE c.rowid > ? AND c.lifecycle != 'expired' "
+                "ORDER BY c.rowid LIMIT ?",
+                (last, batch),
+            ) as cursor:
+                rows = list(await cursor.fetchall())
+            if not rows:
+                return
+            for row in rows:
+                yield crystal_from_row(row[1:])
+            last = int(rows[-1][0])
+
     async def get_many_by_rowid(self, rowids: Sequence[int]) -> dict[int, Crystal]:
         if not rowids:
             return {}

@@ -254,14 +254,33 @@ def config_show(config_path: Path | None, data_dir: Path | None) -> None:
     click.echo(json.dumps(loaded.config.model_dump(), indent=2))
 
 
+@cli.command("mcp")
+@location_options
+@handles_errors
+def mcp(config_path: Path | None, data_dir: Path | None) -> None:
+    """Serve this node's memory to an agent over the Model Context Protocol (stdio).
+
+    Through the running daemon when there is one, else on the memory file directly.
+    Register it with an MCP client as the command `bitterbot-node mcp`.
+    """
+    import asyncio
+
+    from node.mcp_server import serve
+
+    loaded, paths = resolve(config_path, data_dir)
+    configure_logging(loaded.config.log.level, loaded.config.log.format)  # stderr: stdout carries the protocol
+    asyncio.run(serve(loaded.config, paths))
+
+
 def main() -> None:
     from node import memory_dynamics_cli  # noqa: F401 - adds its commands to memory_group
     from node.memory_cli import memory_group  # registered here: memory_cli builds on this module's helpers
 
     cli.add_command(memory_group)
+    from node.backup_cli import backup, restore  # also adds memory export to the memory group
     from node.market_cli import chain_group, wallet_group  # also adds skills record|price|buy to the skills group
     from node.p2p_cli import connect, peers, skills_group, weather_group
 
-    for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group):
+    for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore):
         cli.add_command(command)
     cli()

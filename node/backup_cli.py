@@ -1,0 +1,130 @@
+"""`bitterbot-node backup|restore` and `memory export`: moving a node's memory safely."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from crypto.errors import KeyFileError, SealedDataError
+from crypto.identity import read_key_file_info
+from crypto.stream import StreamKey
+from memory.store import MemoryStore
+from node.backup import BackupError, create_backup, restore_backup
+from node.cli import handles_errors, location_options, read_passphrase, resolve
+from node.errors import UsageError
+from node.lockfile import DataDirLock
+from node.memory_cli import memory_group, with_store
+from node.memory_service import crystal_json
+
+
+def _key(passphrase_file: Path | None, key_file: Path | None, *, confirm: bool) -> StreamKey:
+    if key_file is not None:
+        if passphrase_file is not None:
+            raise UsageError("give --passphrase-file or --key-file, not both")
+        try:
+            return StreamKey.from_key_file(key_file)
+        except (OSError, SealedDataError) as exc:
+            raise UsageError(f"--key-file: {exc}") from None
+    passphrase = read_passphrase(passphrase_file, prompt="Backup passphrase: ", confirm=confirm)
+    if passphrase is None:
+        raise UsageError("a backup is encrypted: give --passphrase-file, --key-file, or run it on a terminal")
+    return StreamKey(passphrase=passphrase)
+
+
+_PASS = click.option("--passphrase-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+                     help="The passphrase, first line of this file.")  # fmt: skip
+_KEYFILE = click.option("--key-file", "backup_key_file", type=click.Path(path_type=Path, dir_okay=False),
+                        default=None, help="A 32-byte key (raw or hex) instead of a passphrase.")  # fmt: skip
+
+
+@click.command("backup")
+@location_options
+@click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
+@_PASS
+@_KEYFILE
+@click.option("--include-keys", is_flag=True, help="Also the identity, wallet and API token keys.")
+@handles_errors
+def backup(
+    config_path: Path | None,
+    data_dir: Path | None,
+    out: Path,
+    passphrase_file: Path | None,
+    backup_key_file: Path | None,
+    include_keys: bool,
+) -> None:
+    """Write an encrypted, consistent snapshot of this node to OUT (safe while the daemon runs).
+
+    Memory (SQLite online backup), MEMORY.md and scratch, config, trust; keys only with --include-keys.
+    AES-256-GCM under a passphrase (scrypt) or a key file.
+    """
+    loaded, paths = resolve(config_path, data_dir)
+    key = _key(passphrase_file, backup_key_file, confirm=True)
+    try:
+        peer_id = read_key_file_info(paths.key_file).peer_id
+    except KeyFileError:
+        peer_id = ""
+    try:
+        report = create_backup(paths, out, key, config_file=loaded.path, include_keys=include_keys, peer_id=peer_id)
+    except BackupError as exc:
+        raise UsageError(str(exc)) from None
+    total = sum(report.files.values())
+    click.echo(f"backed up {len(report.files)} files ({total / 1e6:.1f} MB) to {report.path}"
+               + (" (with keys)" if report.includes_keys else " (without keys)"))  # fmt: skip
+
+
+@click.command("restore")
+@location_options
+@click.argument("archive", type=click.Path(path_type=Path, dir_okay=False))
+@_PASS
+@_KEYFILE
+@click.option("--force", is_flag=True, help="Replace an existing node's files (moved aside, not deleted).")
+@handles_errors
+def restore(
+    config_path: Path | None,
+    data_dir: Path | None,
+    archive: Path,
+    passphrase_file: Path | None,
+    backup_key_file: Path | None,
+    force: bool,
+) -> None:
+    """Restore a backup into the data dir, after checking all of it (tags, digests, SQLite integrity)."""
+    _, paths = resolve(config_path, data_dir)
+    key = _key(passphrase_file, backup_key_file, confirm=False)
+    paths.ensure_data_dir()
+    with DataDirLock(paths.lock_file):  # no daemon may run on the data dir being restored
+        try:
+            report = restore_backup(archive, paths, key, force=force)
+        except BackupError as exc:
+            raise UsageError(str(exc)) from None
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.created_ms / 1000))
+    click.echo(f"restored {len(report.restored)} files from a backup of {report.peer_id or 'a node'} made {when}")
+    for moved in report.moved_aside:
+        click.echo(f"  kept the previous file as {moved}")
+
+
+@memory_group.command("export")
+@location_options
+@click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--include-confidential", is_flag=True, help="Also crystals classified confidential.")
+@handles_errors
+def memory_export(config_path: Path | None, data_dir: Path | None, out: Path, include_confidential: bool) -> None:
+    """Write every live memory as one JSON object per line (JSONL), for moving to another system."""
+    if out.exists():
+        raise UsageError(f"{out} exists; choose a new name")
+
+    async def go(store: MemoryStore) -> tuple[int, int]:
+        written = skipped = 0
+        with out.open("w", encoding="utf-8") as sink:
+            async for crystal in store.iter_live():
+                if crystal.sensitivity.value == "confidential" and not include_confidential:
+                    skipped += 1
+                    continue
+                sink.write(json.dumps(crystal_json(crystal), ensure_ascii=False) + "\n")
+                written += 1
+        return written, skipped
+
+    written, skipped = with_store(config_path, data_dir, go)
+    click.echo(f"exported {written} memories to {out}" + (f" ({skipped} confidential left out)" if skipped else ""))

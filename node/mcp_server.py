@@ -1,0 +1,202 @@
+"""`bitterbot-node mcp`: the node's memory as Model Context Protocol tools, over stdio.
+
+Built on the official SDK's ``MCPServer``. Each tool runs a command of the daemon's
+command table: through the running daemon's control socket when one runs on this data
+dir (so the daemon stays the one writer of its hormones and dreams), otherwise on the
+memory store opened directly by this process (SQLite WAL makes that safe). stdout is the
+protocol's channel; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from memory.errors import MemoryError_
+from memory.model import Origin, Scope, SemanticType
+from memory.query import SearchMode
+from memory.store import MemoryStore
+from memory.working_memory import WorkingMemoryFiles
+from node.config import Config
+from node.control import ControlError, DaemonNotRunning, Handler, call
+from node.logs import get_logger
+from node.paths import NodePaths
+
+log = get_logger("node.mcp")
+
+INSTRUCTIONS = (
+    "Long-term memory of this machine's agent (bitterbot-node). At the start of a session call "
+    "working_memory_bootstrap and put its text in your context. Search before you ask the person something "
+    "they may have told you (memory_search); remember durable facts, preferences and decisions "
+    "(memory_remember); jot what matters in this session (working_memory_note); find skills you or the "
+    "network have (skills_search)."
+)
+
+
+class Backend(Protocol):
+    async def run(self, command: str, args: dict[str, Any]) -> Any: ...
+
+
+class DaemonBackend:
+    """The running daemon, through its control socket (blocking calls, off the event loop)."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self._socket = socket_path
+
+    async def run(self, command: str, args: dict[str, Any]) -> Any:
+        return await asyncio.to_thread(call, self._socket, command, args, timeout=120)
+
+
+class _Standalone:
+    """What ``MemoryCommands`` needs of the memory part, for a store this process opened itself."""
+
+    def __init__(self, store: MemoryStore, files: WorkingMemoryFiles, config: Config) -> None:
+        from node.memory_part import search_weights
+
+        self.store: MemoryStore | None = store
+        self.files = files
+        self.weights = search_weights(config)
+
+    async def dream_now(self) -> dict[str, Any]:
+        raise ValueError("dreams run in the daemon (bitterbot-node run) or with `bitterbot-node memory dream`")
+
+
+class DirectBackend:
+    """No daemon: the memory commands on a store opened by this process."""
+
+    def __init__(self, table: dict[str, Handler]) -> None:
+        self._table = table
+
+    async def run(self, command: str, args: dict[str, Any]) -> Any:
+        handler = self._table.get(command)
+        if handler is None:
+            raise ValueError(f"{command} needs the running daemon (bitterbot-node run)")
+        return await handler(args)
+
+
+def build_server(backend: Backend) -> Any:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer("bitterbot-node", instructions=INSTRUCTIONS)
+
+    async def run(command: str, args: dict[str, Any]) -> Any:
+        """Run a command; what the agent got wrong (or the daemon refused) comes back as the tool's error
+        message, which the SDK shows to the agent (other exceptions it hides behind a generic one)."""
+        try:
+            return await backend.run(command, {k: v for k, v in args.items() if v is not None})
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise ToolError(f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}") from None
+        except (ControlError, ValueError, LookupError, MemoryError_) as exc:
+            raise ToolError(str(exc).strip("'\"")) from None
+
+    @server.tool()
+    async def memory_search(
+        query: str,
+        mode: SearchMode = SearchMode.HYBRID,
+        limit: int = 10,
+        since: str | None = None,
+        types: list[SemanticType] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Search long-term memory. mode: hybrid (default: words and meaning), keyword, vector, recent,
+        important. since: only memories newer than 30m, 24h, 7d, 2w or an ISO date. types: only fact,
+        preference, task_pattern, skill, episode, insight, relationship, goal, general. Returns the best
+        matches first, each with its id, text, type, importance and score."""
+        hits = await run("memory.search", {"query": query, "mode": mode, "limit": limit, "since": since,
+                                           "types": types})  # fmt: skip
+        return [_hit(h) for h in hits]
+
+    @server.tool()
+    async def memory_remember(
+        text: str,
+        type: SemanticType = SemanticType.GENERAL,
+        importance: float = 0.5,
+        scope: Scope = Scope.PRIVATE,
+        ttl: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a durable memory: a fact, preference, decision, skill... (the same text is stored once).
+        importance in [0, 1]. scope: private (default), shared or public. ttl: forget after 30m, 24h, 7d...
+        Returns its id and whether it was new."""
+        done = await run("memory.remember", {"text": text, "type": type, "importance": importance,
+                                             "scope": scope, "ttl": ttl, "origin": Origin.SESSION})  # fmt: skip
+        return {"id": done["crystal"]["id"], "created": done["created"], "type": done["crystal"]["semantic_type"]}
+
+    @server.tool()
+    async def memory_forget(id: str, reason: str = "forgotten by the agent") -> dict[str, Any]:
+        """Forget a memory by id (it is never returned again; the reason is kept in its audit trail)."""
+        return dict(await run("memory.forget", {"id": id, "reason": reason}))
+
+    @server.tool()
+    async def memory_status() -> dict[str, Any]:
+        """How much is remembered (by type and lifecycle), the embedding backlog, and the hormonal state."""
+        stats = await run("memory.stats", {})
+        hormones = await run("memory.hormones", {})
+        return {"crystals": stats["total"], "by_semantic_type": stats["by_semantic_type"],
+                "by_lifecycle": stats["by_lifecycle"], "embedding_backlog": stats["embedding_backlog"],
+                "hormones": hormones}  # fmt: skip
+
+    @server.tool()
+    async def working_memory_note(text: str, importance: float = 0.5) -> dict[str, Any]:
+        """Note something that matters in this session (written durably to scratch.md, searchable at once,
+        folded into MEMORY.md by the next dream). importance in [0, 1]."""
+        crystal = await run("wm.note", {"text": text, "importance": importance})
+        return {"id": crystal["id"], "noted": crystal["text"]}
+
+    @server.tool()
+    async def working_memory_bootstrap(context_window: int = 128_000) -> str:
+        """The working-memory text to put in the system prompt at session start (MEMORY.md and recent
+        notes), sized for the model's context window in tokens."""
+        return str((await run("wm.bootstrap", {"context_window": context_window}))["text"])
+
+    @server.tool()
+    async def skills_search(query: str, limit: int = 10) -> dict[str, Any]:
+        """Find skills: the agent's own skills and task patterns that match, and (when the node runs)
+        skills offered on the network whose title matches, with price in USDC and the seller's trust."""
+        local = await run("memory.search", {"query": query, "limit": limit,
+                                            "types": [SemanticType.SKILL, SemanticType.TASK_PATTERN]})  # fmt: skip
+        offered: list[dict[str, Any]] = []
+        listings = await run("skills.list", {}) if isinstance(backend, DaemonBackend) else []
+        words = {w for w in query.lower().split() if len(w) > 2}
+        for row in listings:
+            title = str(row["title"]).lower()
+            if not row["mine"] and any(w in title for w in words):
+                offered.append({"listing": f"{row['seller_peer_id']}/{row['stable_skill_id']}",
+                                "title": row["title"], "price_usdc": row["price_micro_usdc"] / 1_000_000,
+                                "seller_level": row["seller_level"], "verified": row["verified"]})  # fmt: skip
+        return {"local": [_hit(h) for h in local], "network": offered[:limit]}
+
+    return server
+
+
+def _hit(hit: dict[str, Any]) -> dict[str, Any]:
+    crystal = hit["crystal"]
+    return {"id": crystal["id"], "text": crystal["text"], "type": crystal["semantic_type"],
+            "importance": round(crystal["importance"], 3), "score": round(hit["score"], 4)}  # fmt: skip
+
+
+async def serve(config: Config, paths: NodePaths) -> None:
+    """Serve MCP on stdio until the client closes it."""
+    backend: Backend
+    store: MemoryStore | None = None
+    try:
+        call(paths.control_socket, "status", {}, timeout=5)
+        backend = DaemonBackend(paths.control_socket)
+        log.info("mcp.via_daemon", socket=str(paths.control_socket))
+    except (DaemonNotRunning, ControlError, OSError):
+        from node.memory_commands import MemoryCommands
+        from node.memory_part import open_store, working_memory_files
+
+        paths.ensure_data_dir()
+        store = await open_store(config, paths)
+        standalone = _Standalone(store, working_memory_files(paths), config)
+        backend = DirectBackend(MemoryCommands(standalone).commands())  # type: ignore[arg-type]
+        log.info("mcp.direct", db=str(paths.memory_db))
+    try:
+        await build_server(backend).run_stdio_async()
+    finally:
+        if store is not None:
+            await store.close()

@@ -1,0 +1,100 @@
+"""`bitterbot-node mcp` through the official SDK's client over stdio: alone, and beside a daemon."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from tests.conftest import clean_env
+from tests.daemons import Node
+
+TOOLS = {
+    "memory_search", "memory_remember", "memory_forget", "memory_status",
+    "working_memory_note", "working_memory_bootstrap", "skills_search",
+}  # fmt: skip
+
+
+@asynccontextmanager
+async def mcp_client(data_dir: Path) -> AsyncIterator[Client]:
+    env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "node", "mcp", "--data-dir", str(data_dir)], env=env
+    )
+    with (data_dir.parent / f"{data_dir.name}-mcp.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            yield client
+
+
+def _text(result: Any) -> str:
+    (content,) = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+def _data(result: Any) -> Any:
+    """A tool's structured result (or its text, for a plain string result)."""
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        content = result.structured_content
+        return content.get("result", content) if isinstance(content, dict) and set(content) == {"result"} else content
+    return json.loads(_text(result))
+
+
+async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: Path) -> None:
+    async with mcp_client(tmp_path / "alone") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS
+        search = tools["memory_search"]
+        assert "hybrid" in (search.description or "") and {"query", "mode", "since"} <= set(
+            search.input_schema["properties"]
+        )
+        assert search.input_schema["required"] == ["query"]
+
+        made = _data(await client.call_tool("memory_remember", {"text": "Ana prefers answers in Spanish",
+                                                                "type": "preference", "importance": 0.8}))  # fmt: skip
+        assert made["created"] and made["type"] == "preference"
+        hits = _data(await client.call_tool("memory_search", {"query": "Spanish answers", "mode": "keyword"}))
+        assert [h["id"] for h in hits] == [made["id"]]
+        note = _data(await client.call_tool("working_memory_note", {"text": "Deploy freeze until Friday"}))
+        assert note["noted"] == "Deploy freeze until Friday"
+        text = _data(await client.call_tool("working_memory_bootstrap", {"context_window": 8000}))
+        assert "Deploy freeze until Friday" in str(text)
+        status = _data(await client.call_tool("memory_status", {}))
+        assert status["crystals"] == 2 and "dopamine" in status["hormones"]
+        skill = _data(await client.call_tool("memory_remember", {"text": "Rotate logs with logrotate -f",
+                                                                 "type": "skill"}))  # fmt: skip
+        found = _data(await client.call_tool("skills_search", {"query": "rotate logs"}))
+        assert [h["id"] for h in found["local"]] == [skill["id"]] and found["network"] == []
+        assert _data(await client.call_tool("memory_forget", {"id": made["id"]})) == {"forgotten": made["id"]}
+        assert _data(await client.call_tool("memory_search", {"query": "Spanish", "mode": "keyword"})) == []
+
+        bad = await client.call_tool("memory_remember", {"text": "x", "importance": 3})
+        assert bad.is_error and "importance" in _text(bad)
+        missing = await client.call_tool("memory_forget", {"id": "no-such"})
+        assert missing.is_error and "no crystal" in _text(missing)
+
+
+async def test_beside_a_running_daemon_it_goes_through_the_daemon(tmp_path: Path) -> None:
+    node = Node(tmp_path, "node", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing"))
+    node.start()
+    try:
+        node.address()
+        async with mcp_client(node.data) as client:
+            made = _data(await client.call_tool("memory_remember", {"text": "The VPN endpoint is vpn.example.org"}))
+            assert made["created"]
+            found = _data(await client.call_tool("skills_search", {"query": "anything"}))
+            assert found == {"local": [], "network": []}  # the daemon answered skills.list (no listings)
+        shown = node.json("memory", "show", made["id"])
+        assert shown["crystal"]["text"] == "The VPN endpoint is vpn.example.org"
+        assert (tmp_path / "node-mcp.log").read_text().count("mcp.via_daemon") == 1
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
