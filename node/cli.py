@@ -27,7 +27,7 @@ from crypto.identity import Identity, load_identity, read_key_file_info, save_id
 from node.api_token import ensure_token
 from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
 from node.daemon import Daemon, NodeContext
-from node.errors import EXIT_USAGE, NodeError, UsageError
+from node.errors import EXIT_FAILURE, EXIT_USAGE, NodeError, UsageError
 from node.lockfile import DataDirLock
 from node.logs import configure_logging, get_logger
 from node.paths import NodePaths, choose_config_path, choose_data_dir
@@ -161,7 +161,7 @@ def _load_or_create_identity(paths: NodePaths, passphrase_file: Path | None) -> 
 def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path | None) -> None:
     """Run the daemon until SIGINT or SIGTERM. Creates an identity on first run."""
     loaded, paths = resolve(config_path, data_dir)
-    configure_logging(loaded.config.log.level, loaded.config.log.format)
+    configure_logging(loaded.config.log.level, loaded.config.log.format, parts=loaded.config.log.parts)
     paths.ensure_data_dir()
     with DataDirLock(paths.lock_file):
         identity = _load_or_create_identity(paths, passphrase_file)
@@ -254,6 +254,30 @@ def config_show(config_path: Path | None, data_dir: Path | None) -> None:
     click.echo(json.dumps(loaded.config.model_dump(), indent=2))
 
 
+@cli.command("doctor")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def doctor(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Check what usually goes wrong in the first hour, and say how to fix each (exit 1 if any fails)."""
+    from dataclasses import asdict
+
+    from node.doctor import FAIL, run_checks
+
+    loaded, paths = resolve(config_path, data_dir)  # a broken config is the first finding (exit 2)
+    checks = run_checks(loaded.config, paths)
+    if as_json:
+        click.echo(json.dumps([asdict(c) for c in checks], indent=2))
+    else:
+        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        for check in checks:
+            click.echo(f"{marks[check.status]}  {check.name:<14} {check.detail}")
+            if check.fix:
+                click.echo(f"{'':20}fix: {check.fix}")
+    if any(c.status == FAIL for c in checks):
+        raise SystemExit(EXIT_FAILURE)
+
+
 @cli.command("mcp")
 @location_options
 @handles_errors
@@ -268,7 +292,9 @@ def mcp(config_path: Path | None, data_dir: Path | None) -> None:
     from node.mcp_server import serve
 
     loaded, paths = resolve(config_path, data_dir)
-    configure_logging(loaded.config.log.level, loaded.config.log.format)  # stderr: stdout carries the protocol
+    configure_logging(
+        loaded.config.log.level, loaded.config.log.format, parts=loaded.config.log.parts
+    )  # stderr: stdout carries the protocol
     asyncio.run(serve(loaded.config, paths))
 
 

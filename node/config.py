@@ -49,9 +49,13 @@ class NodeSection(_Section):
     shutdown_timeout_s: float = Field(default=4.0, gt=0, le=60)
 
 
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
 class LogSection(_Section):
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: LogLevel = "info"
     format: Literal["text", "json"] = "text"
+    parts: dict[str, LogLevel] = Field(default_factory=dict)
 
 
 class IdentitySection(_Section):
@@ -233,6 +237,17 @@ class ApiSection(_Section):
         return self
 
 
+class DoctorSection(_Section):
+    time_url: str = "https://pypi.org/simple/"
+
+    @field_validator("time_url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not an http(s) URL")
+        return url
+
+
 class Config(_Section):
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
@@ -247,6 +262,7 @@ class Config(_Section):
     marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
     chain: ChainSection = Field(default_factory=ChainSection)
     api: ApiSection = Field(default_factory=ApiSection)
+    doctor: DoctorSection = Field(default_factory=DoctorSection)
 
 
 @dataclass(frozen=True)

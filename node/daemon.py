@@ -171,15 +171,21 @@ def build_parts(
     one command table the other parts contribute to."""
     from node.control import ControlServer, Handler
     from node.memory_part import MemoryPart
+    from node.metrics import MetricsPart, NodeMetrics
 
-    memory = MemoryPart(ctx.config, ctx.paths, supervisor)
+    metrics = NodeMetrics()
+    memory = MemoryPart(ctx.config, ctx.paths, supervisor, metrics=metrics)
     parts: list[Part] = [memory]
+    p2p_details = None
     if ctx.config.p2p.enabled:
         from node.market_part import MarketPart
         from node.p2p_part import P2PPart
 
         p2p = P2PPart(ctx, supervisor, memory)
+        p2p_details = p2p.details
         parts += [p2p, MarketPart(ctx, supervisor, memory, p2p)]
+    metrics.watch(p2p=p2p_details, store=lambda: memory.store)
+    parts.append(MetricsPart(metrics, supervisor.spawn))
 
     async def status_command(args: dict[str, Any]) -> dict[str, Any]:
         if status is None:
@@ -199,7 +205,7 @@ def build_parts(
     if api.enabled:
         from node.api import ApiServer
 
-        parts.append(ApiServer(api.host, api.port, ctx.paths.api_token_file, handlers))
+        parts.append(ApiServer(api.host, api.port, ctx.paths.api_token_file, handlers, metrics=metrics.render))
     return parts
 
 

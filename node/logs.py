@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 _SECRET_HINTS = ("secret", "passphrase", "password", "seed", "private", "token")
@@ -82,8 +83,11 @@ def get_logger(name: str) -> EventLogger:
     return EventLogger(name)
 
 
-def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | None = None) -> None:
-    """Route every logger (ours and libraries') to one handler on stderr."""
+def configure_logging(
+    level: str = "info", fmt: str = "text", stream: TextIO | None = None, parts: Mapping[str, str] | None = None
+) -> None:
+    """Route every logger (ours and libraries') to one handler on stderr. ``parts`` sets a level per
+    logger prefix (``{"node.p2p": "debug", "memory": "warning"}``) over the overall one."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
@@ -92,6 +96,8 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | N
     root.addHandler(handler)
     root.setLevel(_LEVELS[level])
     route_library_logs(debug=level == "debug")
+    for name, part_level in (parts or {}).items():
+        logging.getLogger(name).setLevel(_LEVELS[part_level])
 
 
 def route_library_logs(*, debug: bool) -> None:

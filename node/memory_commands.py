@@ -3,6 +3,7 @@ each validating its request model and calling ``node.memory_service``."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from memory.dream import working_memory_note
@@ -51,7 +52,13 @@ class MemoryCommands:
         return self._part.store
 
     async def search(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        return await service.search_memory(self._store(), SearchArgs.model_validate(args), self._part.weights)
+        request = SearchArgs.model_validate(args)
+        started = time.perf_counter()
+        hits = await service.search_memory(self._store(), request, self._part.weights)
+        metrics = getattr(self._part, "metrics", None)
+        if metrics is not None:
+            metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
+        return hits
 
     async def remember(self, args: dict[str, Any]) -> dict[str, Any]:
         return await service.remember(self._store(), RememberArgs.model_validate(args), actor=ACTOR)

@@ -34,6 +34,7 @@ from node.control import Handler
 from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
+from node.metrics import NodeMetrics
 from node.paths import NodePaths
 
 log = get_logger("node.memory")
@@ -125,7 +126,9 @@ async def world_lines(store: MemoryStore, paths: NodePaths) -> tuple[str, ...]:
 class MemoryPart:
     name = "memory"
 
-    def __init__(self, config: Config, paths: NodePaths, supervisor: TaskSupervisor) -> None:
+    def __init__(
+        self, config: Config, paths: NodePaths, supervisor: TaskSupervisor, *, metrics: NodeMetrics | None = None
+    ) -> None:
         self._config = config
         self._paths = paths
         self._supervisor = supervisor
@@ -136,6 +139,7 @@ class MemoryPart:
         self._last_consolidation: dict[str, Any] | None = None
         self._last_dream: dict[str, Any] | None = None
         self.weights = search_weights(config)
+        self.metrics = metrics
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
     def commands(self) -> dict[str, Handler]:
@@ -201,6 +205,8 @@ class MemoryPart:
     async def _consolidate(self, store: MemoryStore) -> None:
         levels = store.hormone_source.levels() if store.hormone_source else None
         report = await consolidate(store, settings=decay_settings(self._config), levels=levels)
+        if self.metrics is not None:
+            self.metrics.consolidation_seconds.observe(report.duration_ms / 1000)
         self._last_consolidation = {k: v for k, v in report.to_dict().items() if k not in ("changes", "merges")}
         self._crystals = int((await store.stats())["total"])
         log.info(
@@ -223,6 +229,8 @@ class MemoryPart:
                 world=await world_lines(store, self._paths),
             )
         doc = report.to_dict()
+        if self.metrics is not None:
+            self.metrics.dream_seconds.observe(report.duration_ms / 1000)
         self._last_dream = {k: doc[k] for k in ("at_ms", "accepted", "rejected_because", "notes_indexed")}
         if report.accepted:
             log.info("memory.dreamt", duration_ms=report.duration_ms, notes=report.notes_indexed)

@@ -44,6 +44,14 @@ class Node:
         report = wait_for(lambda: listening(self), 60, f"{self.data.name} to listen")
         return str(report)
 
+    def log_tail(self, lines: int) -> list[str]:
+        """The last lines the node wrote to stderr so far."""
+        if self._err is None:
+            return []
+        self._err.flush()
+        self._err.seek(0)
+        return self._err.read().splitlines()[-lines:]
+
     def stop(self) -> str:
         if self.proc is not None:
             self.proc.send_signal(signal.SIGTERM)
@@ -82,4 +90,9 @@ def diagnosis(node: Node) -> str:
     """What a node says about its network, for a failure message."""
     result = node.cli("status", "--json")
     p2p = json.loads(result.stdout)["daemon"].get("details", {}).get("p2p", {}) if result.returncode == 0 else {}
-    return f"\n{node.data.name}: peers {p2p.get('peers')} messages {p2p.get('messages')} ingested {p2p.get('ingested')}"
+    line = f"\n{node.data.name}: peers {p2p.get('peers')} messages {p2p.get('messages')} ingested {p2p.get('ingested')}"
+    if not p2p:  # the node is gone or mute: say why, from its status answer and its own log
+        alive = node.proc is not None and node.proc.poll() is None
+        line += f"\n  status exit {result.returncode}: {result.stderr.strip()[-300:]}; process alive: {alive}"
+        line += "\n  log tail:\n    " + "\n    ".join(node.log_tail(15))
+    return line

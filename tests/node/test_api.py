@@ -73,6 +73,30 @@ def test_the_token_is_required_and_checked(api: Api) -> None:
     assert api.ok("GET", "/v1/status")["state"] == "running"
 
 
+def test_prometheus_metrics_need_the_token_and_count_what_happened(api: Api) -> None:
+    api.ok("POST", "/v1/memory/search", {"query": "anything at all", "mode": "keyword"})
+    request = urllib.request.Request(api.url + "/metrics")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 401
+    request.add_header("Authorization", f"Bearer {api.token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+    searches = [
+        line for line in text.splitlines() if line.startswith('bitterbot_memory_search_seconds_count{mode="keyword"}')
+    ]
+    assert searches and float(searches[0].split()[-1]) >= 1
+    for family in (
+        "bitterbot_crystals",
+        "bitterbot_peers_banned",
+        "bitterbot_p2p_queue_dropped_total",
+        "bitterbot_dream_seconds",
+        "bitterbot_consolidation_seconds",
+        "bitterbot_purchases",
+    ):
+        assert f"# TYPE {family.removesuffix('_total')}" in text, family
+
+
 def test_the_openapi_document_describes_every_route(api: Api) -> None:
     status, doc = api.call("GET", "/v1/openapi.json", token="")
     assert status == 200 and doc["openapi"].startswith("3.1")

@@ -1,0 +1,211 @@
+"""`bitterbot-node doctor`: what goes wrong in the first hour, checked, each with its fix.
+
+Every check returns ok, warn or fail with one line of detail and, unless ok, the fix.
+Checks never change anything. A daemon running on the data dir is noticed, so its own
+ports do not count as "in use by something else".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import shutil
+import socket
+import stat
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from node.config import Config
+from node.paths import NodePaths
+from node.status import probe_daemon
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+SKEW_WARN_S = 30  # envelopes from the future are refused beyond 60 s (wire.max_ahead_s default)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def _private_file(path: Path, what: str) -> Check:
+    if not path.exists():
+        return Check(what, WARN, f"{path} does not exist yet", "bitterbot-node init (or the first run) creates it")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        return Check(what, FAIL, f"{path} is readable by others (mode {mode:o})", f"chmod 600 {path}")
+    return Check(what, OK, f"{path} is private (mode {mode:o})")
+
+
+def check_data_dir(paths: NodePaths) -> list[Check]:
+    out = []
+    data = paths.data_dir
+    if not data.exists():
+        out.append(Check("data dir", WARN, f"{data} does not exist yet", "bitterbot-node init"))
+    else:
+        mode = stat.S_IMODE(data.stat().st_mode)
+        if mode & 0o077:
+            out.append(Check("data dir", WARN, f"{data} is open to others (mode {mode:o})", f"chmod 700 {data}"))
+        else:
+            out.append(Check("data dir", OK, f"{data} (mode {mode:o})"))
+    out.append(_private_file(paths.key_file, "identity key"))
+    for name, path in (("wallet key", data / "wallet.key"), ("api token", paths.api_token_file)):
+        if path.exists():
+            out.append(_private_file(path, name))
+    return out
+
+
+def _port_check(name: str, host: str, port: int, ours: bool) -> Check:
+    if port == 0:
+        return Check(name, OK, "a free port is picked at start (port 0)")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if ours:
+                return Check(name, OK, f"{host}:{port} is in use by this node's running daemon")
+            return Check(name, FAIL, f"{host}:{port} is in use ({exc.strerror})",
+                         f"stop what uses port {port}, or give this node another port in its config")  # fmt: skip
+    return Check(name, OK, f"{host}:{port} is free")
+
+
+def check_ports(config: Config, ours: bool) -> list[Check]:
+    out = []
+    if config.p2p.enabled:
+        for address in config.p2p.listen:
+            parts = address.split("/")
+            if len(parts) >= 5 and parts[3] == "tcp":
+                out.append(_port_check(f"p2p port {parts[4]}", parts[2], int(parts[4]), ours))
+    if config.api.enabled:
+        out.append(_port_check(f"api port {config.api.port}", config.api.host, config.api.port, ours))
+    return out
+
+
+def check_sqlite() -> Check:
+    try:
+        import sqlean
+        import sqlite_vec
+
+        conn = sqlean.connect(":memory:")
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        (vec,) = conn.execute("SELECT vec_version()").fetchone()
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        (version,) = conn.execute("SELECT sqlite_version()").fetchone()
+        conn.close()
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        return Check("sqlite", FAIL, f"SQLite with sqlite-vec and FTS5 does not load ({exc})",
+                     "reinstall: pip install --force-reinstall sqlean.py sqlite-vec")  # fmt: skip
+    return Check("sqlite", OK, f"SQLite {version}, sqlite-vec {vec}, FTS5")
+
+
+def check_embedder(config: Config) -> Check:
+    from node.memory_part import embedder_from_config
+
+    try:
+        embedder = embedder_from_config(config)
+        started = time.perf_counter()
+        vector = embedder.embed_query("doctor check")
+        took = (time.perf_counter() - started) * 1000
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        return Check("embedder", FAIL, f"{config.memory.embedder}: {exc}",
+                     'reinstall the package, or set [memory] embedder = "hashing" to run without a model')  # fmt: skip
+    return Check("embedder", OK, f"{embedder.id} ({vector.shape[-1]} dims, {took:.0f} ms for one query)")
+
+
+def check_chain(config: Config) -> Check:
+    chain = config.chain
+    if not chain.url:
+        return Check("chain", OK, "embedded development chain: needs nothing, but trades with no other node")
+    from marketplace.chain import Chain, ChainError
+
+    async def reach() -> int:
+        client = await Chain.rpc(chain.url, chain.token_address, chain.escrow_address, dev=chain.dev)
+        try:
+            return await client.chain_id()
+        finally:
+            await client.close()
+
+    try:
+        chain_id = asyncio.run(reach())
+    except (ChainError, OSError, ValueError) as exc:
+        return Check("chain", FAIL, f"{chain.url}: {exc}",
+                     "start the chain (anvil: see the README) or fix [chain] url and addresses")  # fmt: skip
+    return Check("chain", OK, f"{chain.url} answers (chain id {chain_id}), token and escrow deployed")
+
+
+def check_clock(url: str, now: Callable[[], float] = time.time) -> Check:
+    if not url:
+        return Check("clock", WARN, "not checked ([doctor] time_url is empty)", "set [doctor] time_url")
+    try:
+        request = urllib.request.Request(url, method="HEAD")  # noqa: S310 - the config allows http(s) only
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 - as above
+            date = response.headers.get("Date")
+        local = now()
+    except OSError as exc:
+        return Check("clock", WARN, f"could not compare with {url} ({exc})", "check the clock by hand (timedatectl)")
+    if not date:
+        return Check("clock", WARN, f"{url} sent no Date header", "set [doctor] time_url to another server")
+    skew = local - email.utils.parsedate_to_datetime(date).timestamp()
+    detail = f"{abs(skew):.0f} s {'ahead of' if skew > 0 else 'behind'} {url}"
+    if abs(skew) > 60:
+        return Check("clock", FAIL, detail + "; peers refuse messages outside their time window",
+                     "sync the clock: timedatectl set-ntp true")  # fmt: skip
+    if abs(skew) > SKEW_WARN_S:
+        return Check("clock", WARN, detail, "sync the clock: timedatectl set-ntp true")
+    return Check("clock", OK, detail)
+
+
+def check_disk(paths: NodePaths) -> Check:
+    where = paths.data_dir if paths.data_dir.exists() else paths.data_dir.parent
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    detail = f"{free / 2**30:.1f} GiB free at {where}"
+    if free < 100 * 2**20:
+        return Check("disk", FAIL, detail, "free some space: the memory file and its WAL need room to grow")
+    if free < 2**30:
+        return Check("disk", WARN, detail, "free some space: consolidation and backups need room")
+    return Check("disk", OK, detail)
+
+
+def check_bootstrap(config: Config) -> list[Check]:
+    out = []
+    for address in config.p2p.bootstrap if config.p2p.enabled else []:
+        parts = address.split("/")
+        if len(parts) < 5 or parts[3] != "tcp":
+            out.append(Check("bootstrap", WARN, f"{address}: not a TCP address, not checked"))
+            continue
+        try:
+            with socket.create_connection((parts[2], int(parts[4])), timeout=3):
+                pass
+        except OSError as exc:
+            detail = f"{parts[2]}:{parts[4]} does not answer ({exc.strerror or exc})"
+            out.append(Check("bootstrap", FAIL, detail, "start that node, or fix [p2p] bootstrap"))
+            continue
+        out.append(Check("bootstrap", OK, f"{parts[2]}:{parts[4]} answers"))
+    if config.p2p.enabled and not config.p2p.bootstrap:
+        out.append(Check("bootstrap", WARN, "no bootstrap peers: this node waits for others to dial it",
+                         "add a peer's address to [p2p] bootstrap, or `bitterbot-node connect ADDR`"))  # fmt: skip
+    return out
+
+
+def run_checks(config: Config, paths: NodePaths) -> list[Check]:
+    ours = probe_daemon(paths.data_dir).running
+    return [
+        *check_data_dir(paths),
+        *check_ports(config, ours),
+        check_sqlite(),
+        check_embedder(config),
+        check_chain(config),
+        check_clock(config.doctor.time_url),
+        check_disk(paths),
+        *check_bootstrap(config),
+    ]

@@ -1,0 +1,126 @@
+"""Prometheus metrics for the daemon, served by the local API at ``GET /metrics``.
+
+Histograms are observed where the work happens (memory search, consolidation, dream).
+Everything else is read when scraped from what the parts already keep (validator
+counters, peer summary, host counters) or from a snapshot of the store that a
+background task refreshes every ``REFRESH_S`` (counting crystals and purchases is a
+query; a scrape must not wait on it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from memory.store import MemoryStore
+from p2p.validation import POLICY, Reason
+
+REFRESH_S = 15.0
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_CYCLE_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+class NodeMetrics(Collector):
+    """One registry per daemon: the histograms, and this collector for everything read at scrape time."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.search_seconds = Histogram(
+            "bitterbot_memory_search_seconds", "Memory search latency (API, MCP, CLI through the daemon).",
+            ["mode"], buckets=_LATENCY_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.consolidation_seconds = Histogram(
+            "bitterbot_consolidation_seconds", "Duration of consolidation cycles.",
+            buckets=_CYCLE_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.dream_seconds = Histogram(
+            "bitterbot_dream_seconds", "Duration of dream cycles.", buckets=_CYCLE_BUCKETS, registry=self.registry
+        )
+        self.registry.register(self)
+        self._p2p: Callable[[], dict[str, Any]] | None = None
+        self._store: Callable[[], MemoryStore | None] | None = None
+        self._counts: dict[str, dict[str, int]] = {"crystals": {}, "purchases": {}, "sales": {}}
+
+    def watch(self, *, p2p: Callable[[], dict[str, Any]] | None, store: Callable[[], MemoryStore | None]) -> None:
+        self._p2p = p2p
+        self._store = store
+
+    def render(self) -> bytes:
+        return bytes(generate_latest(self.registry))
+
+    async def refresh_forever(self) -> None:
+        while True:
+            await self.refresh()
+            await asyncio.sleep(REFRESH_S)
+
+    async def refresh(self) -> None:
+        store = self._store() if self._store else None
+        if store is None:
+            return
+        stats = await store.stats()
+        counts = {"crystals": {str(k): int(v) for k, v in stats["by_lifecycle"].items()}}
+        for table in ("purchases", "sales"):
+            async with store.reader().execute(f"SELECT state, count(*) FROM {table} GROUP BY state") as cursor:  # noqa: S608
+                counts[table] = {str(state): int(n) for state, n in await cursor.fetchall()}
+        self._counts = counts
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self._collect())
+
+    def _collect(self) -> Iterator[Metric]:
+        crystals = GaugeMetricFamily("bitterbot_crystals", "Crystals by lifecycle.", labels=["lifecycle"])
+        for lifecycle, n in sorted(self._counts["crystals"].items()):
+            crystals.add_metric([lifecycle], n)
+        yield crystals
+        purchases = GaugeMetricFamily("bitterbot_purchases", "Purchases (as buyer) by outcome.", labels=["state"])
+        for state, n in sorted(self._counts["purchases"].items()):
+            purchases.add_metric([state], n)
+        yield purchases
+        sales = GaugeMetricFamily("bitterbot_sales", "Sales (as seller) by state.", labels=["state"])
+        for state, n in sorted(self._counts["sales"].items()):
+            sales.add_metric([state], n)
+        yield sales
+        details = self._p2p() if self._p2p else None
+        if not details:
+            return
+        messages = CounterMetricFamily(
+            "bitterbot_p2p_messages", "Gossip messages validated, by topic, reason and verdict.",
+            labels=["topic", "reason", "verdict"],
+        )  # fmt: skip
+        for topic, reasons in sorted(details.get("messages", {}).items()):
+            for reason, n in sorted(reasons.items()):
+                verdict = POLICY[Reason(reason)][0].value if reason in Reason._value2member_map_ else "unknown"
+                messages.add_metric([topic, reason, verdict], n)
+        yield messages
+        peers = GaugeMetricFamily("bitterbot_peers", "Connected peers by trust level.", labels=["level"])
+        for level, n in sorted(details.get("peers", {}).get("by_level", {}).items()):
+            peers.add_metric([level], n)
+        yield peers
+        yield GaugeMetricFamily("bitterbot_peers_banned", "Peers banned now.",
+                                value=details.get("peers", {}).get("banned", 0))  # fmt: skip
+        yield CounterMetricFamily(
+            "bitterbot_p2p_queue_dropped", "Deliveries dropped because the queue was full.",
+            value=details.get("dropped_full_queue", 0),
+        )  # fmt: skip
+        yield CounterMetricFamily("bitterbot_p2p_bans", "Peers banned since start.", value=details.get("bans", 0))
+
+
+class MetricsPart:
+    """Keeps the store snapshot of the metrics fresh while the daemon runs."""
+
+    name = "metrics"
+
+    def __init__(self, metrics: NodeMetrics, spawn: Callable[[str, Any], object]) -> None:
+        self._metrics = metrics
+        self._spawn = spawn
+
+    async def start(self) -> None:
+        self._spawn("metrics-refresh", self._metrics.refresh_forever())
+
+    async def stop(self) -> None:
+        return None

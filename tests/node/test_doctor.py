@@ -1,0 +1,102 @@
+"""`bitterbot-node doctor`: each first-hour problem found, with its fix; a healthy node passes."""
+
+from __future__ import annotations
+
+import email.utils
+import http.server
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import clean_env, run_cli
+
+
+@contextmanager
+def time_server(skew_s: float) -> Iterator[str]:
+    """A loopback HTTP server whose Date header is ``skew_s`` seconds off this machine's clock."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            return email.utils.formatdate(time.time() + skew_s, usegmt=True)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def doctor(data: Path, **env: str) -> tuple[int, dict[str, list[dict[str, str]]]]:
+    result = run_cli("doctor", "--json", "--data-dir", str(data),
+                     env=clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", **env), timeout=60)  # fmt: skip
+    by_name: dict[str, list[dict[str, str]]] = {}
+    for check in json.loads(result.stdout):
+        by_name.setdefault(check["name"], []).append(check)
+    return result.returncode, by_name
+
+
+def test_a_fresh_node_is_healthy(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    assert run_cli("init", "--data-dir", str(data)).returncode == 0
+    with time_server(0) as url:
+        code, checks = doctor(data, BITTERBOT_DOCTOR__TIME_URL=url)
+    assert code == 0, checks
+    for name in ("data dir", "identity key", "api token", "sqlite", "embedder", "chain", "clock", "disk"):
+        assert checks[name][0]["status"] == "ok", checks[name]
+    assert "sqlite-vec" in checks["sqlite"][0]["detail"] and "FTS5" in checks["sqlite"][0]["detail"]
+    assert checks["bootstrap"][0]["status"] == "warn"  # no peers configured: said, not failed
+
+
+def test_each_problem_is_found_with_its_fix(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    assert run_cli("init", "--data-dir", str(data)).returncode == 0
+    os.chmod(data / "identity.key", 0o644)
+    busy_port, closed_port, closed_chain = free_port(), free_port(), free_port()
+    with socket.socket() as squatter, time_server(-600) as url:
+        squatter.bind(("127.0.0.1", busy_port))
+        squatter.listen()
+        code, checks = doctor(
+            data,
+            BITTERBOT_DOCTOR__TIME_URL=url,
+            BITTERBOT_P2P__LISTEN=json.dumps([f"/ip4/127.0.0.1/tcp/{busy_port}"]),
+            BITTERBOT_P2P__BOOTSTRAP=json.dumps([f"/ip4/127.0.0.1/tcp/{closed_port}/p2p/12D3KooWAbc"]),
+            BITTERBOT_CHAIN__URL=f"http://127.0.0.1:{closed_chain}",
+            BITTERBOT_CHAIN__TOKEN_ADDRESS="0x" + "11" * 20,
+            BITTERBOT_CHAIN__ESCROW_ADDRESS="0x" + "22" * 20,
+        )
+    assert code == 1
+    key = checks["identity key"][0]
+    assert key["status"] == "fail" and key["fix"] == f"chmod 600 {data / 'identity.key'}"
+    port = checks[f"p2p port {busy_port}"][0]
+    assert port["status"] == "fail" and "in use" in port["detail"] and "another port" in port["fix"]
+    clock = checks["clock"][0]
+    assert clock["status"] == "fail" and "ahead of" in clock["detail"] and "timedatectl" in clock["fix"]
+    boot = checks["bootstrap"][0]
+    assert boot["status"] == "fail" and f"127.0.0.1:{closed_port} does not answer" in boot["detail"]
+    chain = checks["chain"][0]
+    assert chain["status"] == "fail" and "no chain answers" in chain["detail"] and "anvil" in chain["fix"]
+    text = run_cli("doctor", "--data-dir", str(data), env=clean_env(BITTERBOT_DOCTOR__TIME_URL="")).stdout
+    assert "FAIL  identity key" in text and "fix: chmod 600" in text
