@@ -65,6 +65,7 @@ def _port_check(name: str, host: str, port: int, ours: bool) -> Check:
     if port == 0:
         return Check(name, OK, "a free port is picked at start (port 0)")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are no obstacle
         try:
             probe.bind((host, port))
         except OSError as exc:

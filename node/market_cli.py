@@ -176,6 +176,11 @@ def wallet_group(ctx: click.Context, config_path: Path | None, data_dir: Path | 
     click.echo(format_wallet(doc))
 
 
+def _short(micro: int) -> str:
+    """USDC to three places, by integer arithmetic (display only; amounts stay integers)."""
+    return f"{micro // 1_000_000}.{(micro % 1_000_000) // 1000:03d}"
+
+
 def format_wallet(doc: dict[str, Any]) -> str:
     led = doc["ledger"]
     balance = "unknown" if doc["balance_micro_usdc"] is None else format_usdc(doc["balance_micro_usdc"])
@@ -196,7 +201,7 @@ def format_wallet(doc: dict[str, Any]) -> str:
     lines.append(
         "last 7 days (earned/spent)  "
         + "  ".join(
-            f"{d['day'][5:]} {d['earned_micro_usdc'] / 1e6:.2f}/{d['spent_micro_usdc'] / 1e6:.2f}" for d in led["trend"]
+            f"{d['day'][5:]} {_short(d['earned_micro_usdc'])}/{_short(d['spent_micro_usdc'])}" for d in led["trend"]
         )
     )
     for p in doc["recent_purchases"][:5]:

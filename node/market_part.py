@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
 from marketplace.chain import Chain, ChainError
 from marketplace.ledger import ledger
-from marketplace.listings import ListingRow, active_listings
+from marketplace.listings import ListingRow, active_listings, listing_envelope
 from marketplace.pricing import parse_usdc
 from marketplace.purchase import PROTOCOL, Market, PurchaseError
 from marketplace.wallet import load_or_create_wallet
@@ -25,6 +26,7 @@ from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
 from node.memory_part import MemoryPart
 from node.p2p_part import P2PPart
+from p2p.messages import parse_skill_listing
 
 log = get_logger("node.market")
 
@@ -146,6 +148,7 @@ class MarketPart:
         if not self._ctx.config.chain.url:
             raise ValueError(EMBEDDED_CANNOT_TRADE)
         row = await self._find_listing(str(args["listing"]))
+        await self._learn_seller_addrs(row)
         max_price = args.get("max_price")
         try:
             result = await market.buy(
@@ -165,6 +168,18 @@ class MarketPart:
             "seller_peer_id": peer_id_from_ed25519(bytes.fromhex(row.seller)),
             "detail": result.detail,
         }
+
+    async def _learn_seller_addrs(self, row: ListingRow) -> None:
+        """The listing says where its seller listens: a buyer not connected to it can still dial it."""
+        store, host = self._memory.store, self._p2p.host
+        if store is None or host is None:
+            return
+        wire = await listing_envelope(store, row.seller, row.stable_skill_id)
+        if wire is None:
+            return
+        listing = parse_skill_listing(decode_envelope(wire, max_bytes=1_000_000).body_map())
+        if listing.seller_addrs:
+            await host.remember_addrs(peer_id_from_ed25519(bytes.fromhex(row.seller)), list(listing.seller_addrs))
 
     async def _find_listing(self, wanted: str) -> ListingRow:
         store = self._memory.store

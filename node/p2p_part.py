@@ -69,6 +69,9 @@ def _check_ports_free(listen: list[str]) -> None:
         host = parts[2] if parts[1] in ("ip4", "ip6") else "0.0.0.0"  # noqa: S104 - probing, not serving
         family = socket.AF_INET6 if parts[1] == "ip6" else socket.AF_INET
         with socket.socket(family, socket.SOCK_STREAM) as probe:
+            # SO_REUSEADDR: connections of this node's previous run lingering in TIME_WAIT do not
+            # count, a socket listening on the port does (as for the real listener).
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((host, int(parts[4])))
             except OSError as exc:
@@ -273,7 +276,12 @@ class P2PPart:
         # Levels come from the cache the trust loop keeps: EigenTrust is not rerun every 2 s.
         while True:
             assert self.host is not None
-            snaps = await self.host.peers()
+            try:
+                snaps = await self.host.peers()
+            except Exception as exc:  # noqa: BLE001 - a summary for status must never stop the node
+                log.warning("p2p.peer_summary_failed", error=repr(exc))
+                await asyncio.sleep(2)
+                continue
             by_level: dict[str, int] = {}
             for snap in snaps:
                 if snap.banned_until_ms is None:

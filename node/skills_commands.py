@@ -105,6 +105,7 @@ class SkillsCommands:
             executions=stats.executions,
             successes=stats.successes,
             with_content=False,
+            seller_addrs=tuple(self._p2p.host.dialable_addrs()) if self._p2p.host else (),
         )
         envelope = await self._p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
         await record_listing(store, listing, envelope)

@@ -165,6 +165,30 @@ class P2PHost:
 
         return await self._call(dial)
 
+    async def remember_addrs(self, peer_id: str, addrs: list[str]) -> None:
+        """Learn where ``peer_id`` listens (from a signed listing), so a direct request can dial it."""
+        from libp2p.peer.id import ID
+
+        peer = ID.from_base58(peer_id)
+        parsed = [multiaddr.Multiaddr(a.split("/p2p/")[0]) for a in addrs]
+
+        async def learn() -> None:
+            self._host.get_peerstore().add_addrs(peer, parsed, 3600)
+
+        await self._call(learn)
+
+    def dialable_addrs(self) -> list[str]:
+        """This host's listen addresses as others can dial them: an unspecified address (0.0.0.0)
+        becomes each of the machine's own addresses."""
+        out: list[str] = []
+        for address in self.listen_addrs:
+            if "/ip4/0.0.0.0/" not in address:
+                out.append(address)
+                continue
+            for ip in _own_ipv4_addresses():
+                out.append(address.replace("/ip4/0.0.0.0/", f"/ip4/{ip}/"))
+        return out[:8]
+
     async def peers(self) -> list[PeerSnapshot]:
         async def snapshot() -> list[PeerSnapshot]:
             now = self._now_ms()
@@ -174,7 +198,10 @@ class P2PHost:
                 pid = peer.to_base58()
                 if pid in banned:
                     continue
-                addrs = tuple(str(a) for a in self._host.get_peerstore().addrs(peer))
+                try:
+                    addrs = tuple(str(a) for a in self._host.get_peerstore().addrs(peer))
+                except Exception:  # noqa: BLE001 - PeerStoreError: it disconnected while we looked
+                    addrs = ()
                 out.append(PeerSnapshot(pid, addrs, round(self.penalties.points(pid, now), 1)))
             for pid, until in self.penalties.banned(now).items():
                 out.append(PeerSnapshot(pid, (), 0.0, until))
@@ -458,6 +485,16 @@ async def _drain(subscription: Any) -> None:
     """Delivery happens in the validator; empty the library's subscription queue so it never fills."""
     async for _ in subscription:
         pass
+
+
+def _own_ipv4_addresses() -> list[str]:
+    import socket
+
+    try:
+        found = socket.gethostbyname_ex(socket.gethostname())[2]
+    except OSError:
+        found = []
+    return sorted({"127.0.0.1", *found})
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

@@ -106,11 +106,12 @@ class SkillListing:
     executions: int
     successes: int
     content: str | None  # the skill itself when it is shared freely; None for a paid listing
+    seller_addrs: tuple[str, ...] = ()  # where the seller listens, for the buyer's direct stream
 
 
 _LISTING_FIELDS = {
     "stable_skill_id", "version", "content_hash", "title", "description", "tags", "category",
-    "price_micro_usdc", "seller_address", "executions", "successes", "content",
+    "price_micro_usdc", "seller_address", "executions", "successes", "content", "seller_addrs",
 }  # fmt: skip
 
 
@@ -132,7 +133,11 @@ def parse_skill_listing(doc: dict[str, Any]) -> SkillListing:
             raise SchemaError(f"'content' must be 1-{MAX_SKILL_CHARS} characters")
         if content_hash(content) != chash:
             raise SchemaError("'content' does not match 'content_hash'")
+    addrs = _field(doc, "seller_addrs", list, optional=True) or []
+    if len(addrs) > 8 or not all(isinstance(a, str) and a.startswith("/") and len(a) <= 200 for a in addrs):
+        raise SchemaError("'seller_addrs' must be at most 8 multiaddrs of at most 200 characters")
     return SkillListing(
+        seller_addrs=tuple(addrs),
         stable_skill_id=skill_id,
         version=_int(doc, "version", 1, 10**6),
         content_hash=chash,
@@ -158,6 +163,7 @@ def listing_of(
     executions: int = 0,
     successes: int = 0,
     with_content: bool,
+    seller_addrs: tuple[str, ...] = (),
 ) -> SkillListing:
     """The listing of a local skill crystal: shared freely (``with_content``) or offered for sale."""
     skill = crystal.skill
@@ -174,6 +180,7 @@ def listing_of(
         executions=executions,
         successes=successes,
         content=crystal.text if with_content else None,
+        seller_addrs=seller_addrs,
     )
 
 
@@ -193,6 +200,8 @@ def skill_listing_body(listing: SkillListing) -> dict[str, Any]:
     }
     if listing.content is not None:
         body["content"] = listing.content
+    if listing.seller_addrs:
+        body["seller_addrs"] = list(listing.seller_addrs)
     return body
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import msgpack
 import pytest
 
@@ -178,3 +180,14 @@ def test_bounties_are_checked_for_schema_and_expiry(validator: MessageValidator)
     assert check(validator, bounty(NOW + day, reward_micro_usdc=0.5), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
     assert check(validator, bounty(NOW + day, bounty_id="no spaces"), topic=BOUNTIES_TOPIC) is Reason.SCHEMA
     assert check(validator, bounty(NOW + 2 * day)) is Reason.WRONG_KIND  # not on the skills topic
+
+
+def test_a_listing_may_say_where_its_seller_listens() -> None:
+    from p2p.messages import SchemaError, parse_skill_listing
+
+    addrs = ("/ip4/127.0.0.1/tcp/4102/p2p/12D3KooWExample",)
+    body = skill_listing_body(replace(listing(content=None), seller_addrs=addrs))
+    assert parse_skill_listing(body).seller_addrs == addrs
+    for bad in (["not-a-multiaddr"], ["/ip4/1.2.3.4/tcp/1"] * 9, [7]):
+        with pytest.raises(SchemaError, match="seller_addrs"):
+            parse_skill_listing({**body, "seller_addrs": bad})
