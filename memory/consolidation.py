@@ -19,6 +19,7 @@ rolls them back, so what it reports is what a real run would have done.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ ACTOR = "consolidation"
 _MOVABLE = "lifecycle IN ('generated', 'activated', 'consolidated')"
 #: The spaced-repetition schedule of a consolidated crystal, in days after the previous replay.
 REPLAY_INTERVALS_DAYS = (1, 3, 7, 14, 30)
+CONSOLIDATION_STEPS = 6  # rescore, expire by ttl, expire by decay, merge, promote, purge
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +87,13 @@ async def consolidate(
     levels: Hormones | None = None,
     dry_run: bool = False,
     sample: int = 20,
+    progress: Callable[[str], None] | None = None,
 ) -> ConsolidationReport:
-    """Run one consolidation cycle (or, with ``dry_run``, report what it would do)."""
+    """Run one consolidation cycle (or, with ``dry_run``, report what it would do).
+
+    ``progress`` is told the name of each of the ``CONSOLIDATION_STEPS`` steps as it ends.
+    """
+    step_done = progress or (lambda step: None)
     settings = settings or DecaySettings()
     modulation = consolidation_modulation(
         levels or Hormones(), settings.emotion_decay_resistance, settings.merge_similarity
@@ -109,6 +116,7 @@ async def consolidate(
     try:
         async with store.transaction() as db:
             counts["rescored"] = await _rescore(db, params)
+            step_done("rescore")
             counts["expired_by_ttl"] = await _move_where(
                 db,
                 f"{_MOVABLE} AND expires_at_ms IS NOT NULL AND expires_at_ms <= :now",
@@ -118,6 +126,7 @@ async def consolidate(
                 changes,
                 sample,
             )
+            step_done("expire by ttl")
             counts["expired_by_decay"] = await _move_where(
                 db,
                 f"{_MOVABLE} AND lifespan = 'decay' AND semantic_type != 'skill' AND importance < :forget",
@@ -127,7 +136,9 @@ async def consolidate(
                 changes,
                 sample,
             )
+            step_done("expire by decay")
             merges = await _merge(store, db, params, changes, sample)
+            step_done("merge")
             counts["promoted"] = await _move_where(
                 db,
                 "lifecycle = 'activated' AND importance >= :promote",
@@ -141,7 +152,9 @@ async def consolidate(
                     "SELECT id, 0, :first_replay FROM crystals WHERE lifecycle = 'activated' AND importance >= :promote"
                 ),
             )
+            step_done("promote")
             counts["purged"] = await _purge(store, db, params)
+            step_done("purge")
             if dry_run:
                 raise _RollBack
     except _RollBack:

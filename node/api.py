@@ -50,12 +50,14 @@ class ApiServer:
         handlers: Callable[[], Mapping[str, Handler]],
         *,
         metrics: Callable[[], bytes] | None = None,
+        observe: Callable[[str, int], None] | None = None,
     ) -> None:
         self._host = host
         self._port = port
         self._token_file = token_file
         self._handlers = handlers
         self._metrics = metrics
+        self._observe = observe or (lambda command, status: None)
         self._token = ""
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -105,30 +107,35 @@ class ApiServer:
 
     def _endpoint(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def endpoint(request: web.Request) -> web.StreamResponse:
-            try:
-                args = await self._arguments(request, route)
-            except ValidationError as exc:
-                return _error(400, _validation_message(exc))
-            except ValueError as exc:
-                return _error(400, str(exc))
-            command = self._handlers().get(route.command)
-            if command is None:
-                return _error(503, f"{route.command} is not available on this node (is its part enabled?)")
-            try:
-                return web.json_response(await command(args), dumps=lambda o: json.dumps(o, default=str))
-            except ValidationError as exc:
-                return _error(400, _validation_message(exc))
-            except CrystalNotFound as exc:
-                return _error(404, str(exc))
-            except LookupError as exc:
-                return _error(404, str(exc).strip("'\""))
-            except (ValueError, TypeError, InvalidQuery) as exc:
-                return _error(400, str(exc) or type(exc).__name__)
-            except Exception as exc:
-                log.error("api.command_failed", exc_info=True, command=route.command)
-                return _error(500, f"{route.command} failed: {exc}")
+            response = await self._run(route, request)
+            self._observe(route.command, response.status)
+            return response
 
         return endpoint
+
+    async def _run(self, route: Route, request: web.Request) -> web.Response:
+        try:
+            args = await self._arguments(request, route)
+        except ValidationError as exc:
+            return _error(400, _validation_message(exc))
+        except ValueError as exc:
+            return _error(400, str(exc))
+        command = self._handlers().get(route.command)
+        if command is None:
+            return _error(503, f"{route.command} is not available on this node (is its part enabled?)")
+        try:
+            return web.json_response(await command(args), dumps=lambda o: json.dumps(o, default=str))
+        except ValidationError as exc:
+            return _error(400, _validation_message(exc))
+        except CrystalNotFound as exc:
+            return _error(404, str(exc))
+        except LookupError as exc:
+            return _error(404, str(exc).strip("'\""))
+        except (ValueError, TypeError, InvalidQuery) as exc:
+            return _error(400, str(exc) or type(exc).__name__)
+        except Exception as exc:
+            log.error("api.command_failed", exc_info=True, command=route.command)
+            return _error(500, f"{route.command} failed: {exc}")
 
     async def _arguments(self, request: web.Request, route: Route) -> dict[str, Any]:
         """Path parameters, plus the JSON body (POST) or the query string (GET, DELETE), validated."""

@@ -1,7 +1,7 @@
 """The local HTTP API's routes: path, method, the daemon command behind it, its request model.
 
 One table, read by the server (``node.api``) to dispatch and by the OpenAPI document to
-describe. Each route runs the same command the control socket and the MCP server run.
+describe; the CLI's client (``node.daemon_client``) reads it to know where each command lives.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from node.memory_service import BootstrapArgs, EventArgs, NoteArgs, RememberArgs, SearchArgs
+from node.memory_service import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, RememberArgs, SearchArgs
 
 
 class _Body(BaseModel):
@@ -19,6 +19,22 @@ class _Body(BaseModel):
 
 class ForgetQuery(_Body):
     reason: str = Field(default="forgotten by the agent", max_length=500)
+
+
+class ShareArgs(_Body):
+    title: str | None = Field(default=None, max_length=200)
+
+
+class EndorseArgs(_Body):
+    listing: str = Field(min_length=1, max_length=200, description="SELLER_PEER_ID/SKILL_ID.")
+
+
+class ConnectArgs(_Body):
+    address: str = Field(min_length=1, max_length=500, description="A multiaddr ending in /p2p/PEER_ID.")
+
+
+class FundArgs(_Body):
+    amount: str = Field(min_length=1, max_length=32, description="USDC to mint on a dev chain, e.g. 10.")
 
 
 class BuyArgs(_Body):
@@ -73,6 +89,15 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/memory/stats", "memory.stats", "Counts by lifecycle, type, origin; backlog.", tag="memory"),
     Route("GET", "/v1/memory/{id}", "memory.show", "One crystal with links, provenance, audit.", tag="memory"),
     Route("DELETE", "/v1/memory/{id}", "memory.forget", "Forget a crystal (audited).", ForgetQuery, "memory"),
+    Route(
+        "POST",
+        "/v1/memory/consolidate",
+        "memory.consolidate",
+        "Run a consolidation cycle now.",
+        ConsolidateArgs,
+        "memory",
+    ),
+    Route("POST", "/v1/memory/{id}/unmerge", "memory.unmerge", "Undo a merge.", tag="memory"),
     Route("GET", "/v1/hormones", "memory.hormones", "The hormonal state.", tag="memory"),
     Route("POST", "/v1/hormones/events", "memory.event", "Tell the node what happened.", EventArgs, "memory"),
     Route(
@@ -103,12 +128,32 @@ ROUTES: tuple[Route, ...] = (
         PublishArgs,
         "skills",
     ),
+    Route(
+        "POST",
+        "/v1/skills/{crystal_id}/share",
+        "skills.share",
+        "Share a skill free (signed, gossiped).",
+        ShareArgs,
+        "skills",
+    ),
+    Route(
+        "POST",
+        "/v1/skills/endorsements",
+        "skills.endorse",
+        "Endorse a listing (management nodes).",
+        EndorseArgs,
+        "skills",
+    ),
     Route("POST", "/v1/skills/buy", "skills.buy", "Buy a listed skill.", BuyArgs, "skills"),
     Route("POST", "/v1/skills/revoke", "skills.revoke", "Revoke a skill this node published.", RevokeArgs, "skills"),
     Route("GET", "/v1/bounties", "bounties.list", "Live bounties.", tag="skills"),
     Route("POST", "/v1/bounties", "bounties.post", "Ask the network for a skill.", BountyArgs, "skills"),
     Route("GET", "/v1/peers", "peers", "Peers with trust levels.", tag="network"),
+    Route("POST", "/v1/peers/connect", "p2p.connect", "Dial a peer by multiaddr.", ConnectArgs, "network"),
     Route("GET", "/v1/weather", "weather.show", "The weather this node obeys.", tag="network"),
     Route("POST", "/v1/weather", "weather.broadcast", "Broadcast weather (management nodes).", WeatherArgs, "network"),
     Route("GET", "/v1/wallet", "wallet", "Wallet, balance and earnings ledger.", tag="market"),
+    Route(
+        "POST", "/v1/wallet/fund", "wallet.fund", "Mint dev USDC to this wallet (dev chains only).", FundArgs, "market"
+    ),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -14,9 +15,10 @@ from crypto.stream import StreamKey
 from memory.store import MemoryStore
 from node.backup import BackupError, create_backup, restore_backup
 from node.cli import handles_errors, location_options, read_passphrase, resolve
+from node.cli_transport import with_store
 from node.errors import UsageError
 from node.lockfile import DataDirLock
-from node.memory_cli import memory_group, with_store
+from node.memory_cli import memory_group
 from node.memory_service import crystal_json
 
 
@@ -46,6 +48,7 @@ _KEYFILE = click.option("--key-file", "backup_key_file", type=click.Path(path_ty
 @_PASS
 @_KEYFILE
 @click.option("--include-keys", is_flag=True, help="Also the identity, wallet and API token keys.")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def backup(
     config_path: Path | None,
@@ -54,6 +57,7 @@ def backup(
     passphrase_file: Path | None,
     backup_key_file: Path | None,
     include_keys: bool,
+    as_json: bool,
 ) -> None:
     """Write an encrypted, consistent snapshot of this node to OUT (safe while the daemon runs).
 
@@ -71,6 +75,10 @@ def backup(
     except BackupError as exc:
         raise UsageError(str(exc)) from None
     total = sum(report.files.values())
+    if as_json:
+        doc = {"path": str(report.path), "files": report.files, "bytes": total, "includes_keys": report.includes_keys}
+        click.echo(json.dumps(doc, indent=2))
+        return
     click.echo(f"backed up {len(report.files)} files ({total / 1e6:.1f} MB) to {report.path}"
                + (" (with keys)" if report.includes_keys else " (without keys)"))  # fmt: skip
 
@@ -81,6 +89,7 @@ def backup(
 @_PASS
 @_KEYFILE
 @click.option("--force", is_flag=True, help="Replace an existing node's files (moved aside, not deleted).")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def restore(
     config_path: Path | None,
@@ -89,6 +98,7 @@ def restore(
     passphrase_file: Path | None,
     backup_key_file: Path | None,
     force: bool,
+    as_json: bool,
 ) -> None:
     """Restore a backup into the data dir, after checking all of it (tags, digests, SQLite integrity)."""
     _, paths = resolve(config_path, data_dir)
@@ -99,6 +109,9 @@ def restore(
             report = restore_backup(archive, paths, key, force=force)
         except BackupError as exc:
             raise UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(asdict(report), indent=2))
+        return
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.created_ms / 1000))
     click.echo(f"restored {len(report.restored)} files from a backup of {report.peer_id or 'a node'} made {when}")
     for moved in report.moved_aside:
@@ -109,8 +122,11 @@ def restore(
 @location_options
 @click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--include-confidential", is_flag=True, help="Also crystals classified confidential.")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def memory_export(config_path: Path | None, data_dir: Path | None, out: Path, include_confidential: bool) -> None:
+def memory_export(
+    config_path: Path | None, data_dir: Path | None, out: Path, include_confidential: bool, as_json: bool
+) -> None:
     """Write every live memory as one JSON object per line (JSONL), for moving to another system."""
     if out.exists():
         raise UsageError(f"{out} exists; choose a new name")
@@ -127,4 +143,7 @@ def memory_export(config_path: Path | None, data_dir: Path | None, out: Path, in
         return written, skipped
 
     written, skipped = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps({"path": str(out), "written": written, "skipped_confidential": skipped}, indent=2))
+        return
     click.echo(f"exported {written} memories to {out}" + (f" ({skipped} confidential left out)" if skipped else ""))

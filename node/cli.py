@@ -109,17 +109,18 @@ def cli() -> None:
 @location_options
 @click.option("--encrypt", is_flag=True, help="Seal the key under a passphrase (scrypt + AES-256-GCM).")
 @click.option("--passphrase-file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def init(config_path: Path | None, data_dir: Path | None, encrypt: bool, passphrase_file: Path | None) -> None:
+def init(
+    config_path: Path | None, data_dir: Path | None, encrypt: bool, passphrase_file: Path | None, as_json: bool
+) -> None:
     """Create the data dir and the node's Ed25519 identity (idempotent)."""
     _, paths = resolve(config_path, data_dir)
     paths.ensure_data_dir()
     if paths.key_file.exists():
         info = read_key_file_info(paths.key_file)
         ensure_token(paths.api_token_file)  # a data dir made before the API existed gets its token
-        click.echo(f"already initialised: {paths.data_dir}")
-        _echo_identity(paths.key_file, info.public_key, info.peer_id, info.encrypted)
-        click.echo(f"  api token   {paths.api_token_file}")
+        _echo_init(paths, info.public_key, info.peer_id, info.encrypted, created=False, as_json=as_json)
         return
     passphrase = None
     if encrypt:
@@ -129,15 +130,23 @@ def init(config_path: Path | None, data_dir: Path | None, encrypt: bool, passphr
     identity = Identity.generate()
     save_identity(identity, paths.key_file, passphrase=passphrase)
     ensure_token(paths.api_token_file)
-    click.echo(f"initialised {paths.data_dir}")
-    _echo_identity(paths.key_file, identity.public_key, identity.peer_id, passphrase is not None)
-    click.echo(f"  api token   {paths.api_token_file}")
+    _echo_init(paths, identity.public_key, identity.peer_id, passphrase is not None, created=True, as_json=as_json)
 
 
-def _echo_identity(key_file: Path, public_key: bytes, peer_id: str, encrypted: bool) -> None:
-    click.echo(f"  identity    {key_file} ({'encrypted' if encrypted else 'unencrypted'})")
+def _echo_init(
+    paths: NodePaths, public_key: bytes, peer_id: str, encrypted: bool, *, created: bool, as_json: bool
+) -> None:
+    if as_json:
+        doc = {"data_dir": str(paths.data_dir), "created": created, "key_file": str(paths.key_file),
+               "encrypted": encrypted, "public_key": public_key.hex(), "peer_id": peer_id,
+               "api_token_file": str(paths.api_token_file)}  # fmt: skip
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"initialised {paths.data_dir}" if created else f"already initialised: {paths.data_dir}")
+    click.echo(f"  identity    {paths.key_file} ({'encrypted' if encrypted else 'unencrypted'})")
     click.echo(f"  public key  {public_key.hex()}")
     click.echo(f"  peer id     {peer_id}")
+    click.echo(f"  api token   {paths.api_token_file}")
 
 
 def _load_or_create_identity(paths: NodePaths, passphrase_file: Path | None) -> Identity:
@@ -235,10 +244,20 @@ def config_group() -> None:
 
 @config_group.command("check")
 @location_options
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def config_check(config_path: Path | None, data_dir: Path | None) -> None:
+def config_check(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Validate the config (file plus environment) and say where it came from."""
     loaded, paths = resolve(config_path, data_dir)
+    if as_json:
+        doc = {
+            "ok": True,
+            "source": str(loaded.path) if loaded.path else None,
+            "env_overrides": dict(sorted(loaded.env_overrides.items())),
+            "data_dir": str(paths.data_dir),
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
     click.echo(f"ok: {loaded.path or 'embedded defaults'}")
     for key, var in sorted(loaded.env_overrides.items()):
         click.echo(f"  {key} from {var}")
@@ -299,6 +318,12 @@ def mcp(config_path: Path | None, data_dir: Path | None) -> None:
 
 
 def main() -> None:
+    register_commands()
+    cli()
+
+
+def register_commands() -> click.Group:
+    """Add the command groups defined in their own modules (they build on this one's helpers)."""
     from node import memory_dynamics_cli  # noqa: F401 - adds its commands to memory_group
     from node.memory_cli import memory_group  # registered here: memory_cli builds on this module's helpers
 
@@ -309,4 +334,4 @@ def main() -> None:
 
     for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore):
         cli.add_command(command)
-    cli()
+    return cli

@@ -1,4 +1,4 @@
-"""The daemon's local control socket: how CLI commands reach a running daemon.
+"""The daemon's local control socket: how the CLI reaches a daemon run with its HTTP API off.
 
 A Unix socket in the data dir (mode 0600, so only the node's user can use it).
 One request per connection: a JSON line ``{"cmd": name, "args": {...}}``; one JSON

@@ -167,8 +167,8 @@ def build_parts(
     ctx: NodeContext, supervisor: TaskSupervisor, status: Callable[[], DaemonStatus] | None = None
 ) -> list[Part]:
     """The node's parts in start order: memory, then the network that feeds it and the market on
-    it, then the control socket (for the CLI) and the HTTP API (for agents), which both serve the
-    one command table the other parts contribute to."""
+    it, then the control socket (for a node run without the API) and the HTTP API (agents and the
+    CLI), which both serve the one command table the other parts contribute to."""
     from node.control import ControlServer, Handler
     from node.memory_part import MemoryPart
     from node.metrics import MetricsPart, NodeMetrics
@@ -205,7 +205,16 @@ def build_parts(
     if api.enabled:
         from node.api import ApiServer
 
-        parts.append(ApiServer(api.host, api.port, ctx.paths.api_token_file, handlers, metrics=metrics.render))
+        parts.append(
+            ApiServer(
+                api.host,
+                api.port,
+                ctx.paths.api_token_file,
+                handlers,
+                metrics=metrics.render,
+                observe=metrics.observe_api_request,
+            )
+        )
     return parts
 
 

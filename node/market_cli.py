@@ -23,9 +23,9 @@ from marketplace.quality import refusals
 from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
 from memory.store import MemoryStore
 from node.cli import handles_errors, location_options, resolve
+from node.cli_transport import call_daemon, daemon_or_store
 from node.errors import UsageError
-from node.memory_cli import with_store
-from node.p2p_cli import call_daemon, skills_group
+from node.p2p_cli import skills_group
 from node.paths import NodePaths
 
 
@@ -52,7 +52,8 @@ def skills_record(
         return {"executions": stats.executions, "successes": stats.successes, "listable": not refusals(crystal, stats),
                 "reasons": refusals(crystal, stats)}  # fmt: skip
 
-    doc = with_store(config_path, data_dir, go)
+    args = {"crystal_id": crystal_id, "success": success, "reward": score}
+    doc = daemon_or_store(config_path, data_dir, "skills.record", args, go)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -89,7 +90,7 @@ def skills_price(
         crystal = await store.get(crystal_id)
         inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation, me=me)
         return {
-            "crystal_id": crystal_id,
+            "crystal_id": crystal.id,
             "price_micro_usdc": breakdown.price_micro_usdc,
             "price": format_usdc(breakdown.price_micro_usdc),
             "listable": not reasons,
@@ -98,12 +99,12 @@ def skills_price(
             "factors": breakdown.to_dict(),
         }  # fmt: skip
 
-    doc = with_store(config_path, data_dir, go)
+    doc = daemon_or_store(config_path, data_dir, "skills.price", {"crystal_id": crystal_id}, go)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
     verdict = "listable" if doc["listable"] else "not listable: " + "; ".join(doc["not_listable_because"])
-    click.echo(f"{doc['price']}  ({verdict})")
+    click.echo(f"{format_usdc(doc['price_micro_usdc'])}  ({verdict})")
     if explain:
         f, i = doc["factors"], doc["inputs"]
         click.echo(f"  base        {format_usdc(f['base_micro_usdc'])}")
@@ -212,14 +213,18 @@ def format_wallet(doc: dict[str, Any]) -> str:
 @wallet_group.command("fund")
 @location_options
 @click.argument("amount")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def wallet_fund(config_path: Path | None, data_dir: Path | None, amount: str) -> None:
+def wallet_fund(config_path: Path | None, data_dir: Path | None, amount: str, as_json: bool) -> None:
     """Mint AMOUNT development USDC (and gas) to this wallet: development chains only."""
     try:
         parse_usdc(amount)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     doc = call_daemon(config_path, data_dir, "wallet.fund", {"amount": amount})
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
     click.echo(f"{doc['address']} now holds {format_usdc(doc['balance_micro_usdc'])}")
 
 
@@ -230,8 +235,9 @@ def chain_group() -> None:
 
 @chain_group.command("deploy")
 @click.option("--url", required=True, help="A local development chain's JSON-RPC URL (anvil: http://127.0.0.1:8545).")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def chain_deploy(url: str) -> None:
+def chain_deploy(url: str, as_json: bool) -> None:
     """Deploy our DevUSDC token and escrow on a development chain and print the [chain] config for it.
 
     Uses the chain's first unlocked account (anvil has ten), which becomes the token's minter.
@@ -252,4 +258,8 @@ def chain_deploy(url: str) -> None:
         token, escrow = asyncio.run(deploy())
     except (ChainError, ValueError) as exc:
         raise UsageError(f"could not deploy on {url}: {exc}") from None
+    if as_json:
+        doc = {"url": url, "token_address": token, "escrow_address": escrow, "dev": True}
+        click.echo(json.dumps(doc, indent=2))
+        return
     click.echo(f'[chain]\nurl = "{url}"\ntoken_address = "{token}"\nescrow_address = "{escrow}"\ndev = true')

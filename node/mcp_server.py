@@ -1,8 +1,8 @@
 """`bitterbot-node mcp`: the node's memory as Model Context Protocol tools, over stdio.
 
 Built on the official SDK's ``MCPServer``. Each tool runs a command of the daemon's
-command table: through the running daemon's control socket when one runs on this data
-dir (so the daemon stays the one writer of its hormones and dreams), otherwise on the
+command table: through the running daemon (its local API, as the CLI reaches it) when one
+runs on this data dir (so the daemon stays the one writer of its hormones and dreams), otherwise on the
 memory store opened directly by this process (SQLite WAL makes that safe). stdout is the
 protocol's channel; logs go to stderr.
 """
@@ -10,7 +10,6 @@ protocol's channel; logs go to stderr.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -21,7 +20,8 @@ from memory.query import SearchMode
 from memory.store import MemoryStore
 from memory.working_memory import WorkingMemoryFiles
 from node.config import Config
-from node.control import ControlError, DaemonNotRunning, Handler, call
+from node.control import ControlError, Handler
+from node.daemon_client import DaemonClient, find_daemon
 from node.logs import get_logger
 from node.paths import NodePaths
 
@@ -41,13 +41,13 @@ class Backend(Protocol):
 
 
 class DaemonBackend:
-    """The running daemon, through its control socket (blocking calls, off the event loop)."""
+    """The running daemon, through its local API like any other client (blocking calls, off the event loop)."""
 
-    def __init__(self, socket_path: Path) -> None:
-        self._socket = socket_path
+    def __init__(self, client: DaemonClient) -> None:
+        self._client = client
 
     async def run(self, command: str, args: dict[str, Any]) -> Any:
-        return await asyncio.to_thread(call, self._socket, command, args, timeout=120)
+        return await asyncio.to_thread(self._client.call, command, args, timeout=120)
 
 
 class _Standalone:
@@ -182,11 +182,14 @@ async def serve(config: Config, paths: NodePaths) -> None:
     """Serve MCP on stdio until the client closes it."""
     backend: Backend
     store: MemoryStore | None = None
+    client = find_daemon(paths)
     try:
-        call(paths.control_socket, "status", {}, timeout=5)
-        backend = DaemonBackend(paths.control_socket)
-        log.info("mcp.via_daemon", socket=str(paths.control_socket))
-    except (DaemonNotRunning, ControlError, OSError):
+        if client is None:
+            raise ControlError("no daemon")
+        client.call("status", timeout=5)
+        backend = DaemonBackend(client)
+        log.info("mcp.via_daemon", transport=client.transport)
+    except (ControlError, OSError):
         from node.memory_commands import MemoryCommands
         from node.memory_part import open_store, working_memory_files
 

@@ -1,16 +1,14 @@
 """`bitterbot-node memory …`: the memory store from the command line.
 
-Each command opens the store file directly (SQLite WAL lets it do so while a
-daemon runs) and calls the same service functions the daemon's API calls
-(``node.memory_service``).
+With a daemon running, each command is a request to its API; with none, the command
+opens the store file itself and calls the same service functions the daemon calls
+(``node.memory_service``), so both ways answer alike (``node.cli_transport``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,40 +16,23 @@ import click
 from click.termui import progressbar
 from pydantic import BaseModel, ValidationError
 
-from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
 from memory.importer import crystals_from_file, find_sources
 from memory.model import Origin, Scope, SemanticType
 from memory.query import SearchMode, SortKey
 from memory.store import MemoryStore
 from node import memory_service as service
 from node.cli import handles_errors, location_options, resolve
+from node.cli_transport import daemon_or_store, with_store
 from node.errors import UsageError
-from node.memory_part import open_store, search_weights
-from node.memory_service import ForgetArgs, InvalidRequest, RememberArgs, SearchArgs, ShowArgs
-
-T = TypeVar("T")
-
-
-def with_store(config_path: Path | None, data_dir: Path | None, action: Callable[[MemoryStore], Awaitable[T]]) -> T:
-    loaded, paths = resolve(config_path, data_dir)
-    paths.ensure_data_dir()
-
-    async def go() -> T:
-        store = await open_store(loaded.config, paths)
-        try:
-            return await action(store)
-        finally:
-            await store.close()
-
-    try:
-        return asyncio.run(go())
-    except (InvalidQuery, CrystalNotFound, InvalidRequest) as exc:
-        raise UsageError(str(exc)) from None
-    except MemoryError_ as exc:
-        raise UsageError(f"memory: {exc}") from None
-
+from node.memory_part import search_weights
+from node.memory_service import ForgetArgs, RememberArgs, SearchArgs, ShowArgs
 
 R = TypeVar("R", bound=BaseModel)
+
+
+def wire(request: BaseModel) -> dict[str, Any]:
+    """A request as the daemon's API takes it."""
+    return request.model_dump(mode="json", exclude_none=True)
 
 
 def request_of(model: type[R], **fields: Any) -> R:
@@ -96,7 +77,9 @@ def memory_add(
 ) -> None:
     """Remember TEXT (deduplicated: the same text is stored once)."""
     args = request_of(RememberArgs, text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
-    doc = with_store(config_path, data_dir, lambda s: service.remember(s, args, actor="cli"))
+    doc = daemon_or_store(
+        config_path, data_dir, "memory.remember", wire(args), lambda s: service.remember(s, args, actor="cli")
+    )
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -140,7 +123,9 @@ def memory_search(
         SearchArgs, query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
         sort=sort, include_archived=include_archived, explain=explain,
     )  # fmt: skip
-    hits = with_store(config_path, data_dir, lambda s: service.search_memory(s, args, weights))
+    hits = daemon_or_store(
+        config_path, data_dir, "memory.search", wire(args), lambda s: service.search_memory(s, args, weights)
+    )
     if as_json:
         click.echo(json.dumps(hits, indent=2))
         return
@@ -168,7 +153,7 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
     """One crystal with its links, provenance and audit trail."""
 
     args = request_of(ShowArgs, id=crystal_id)
-    doc = with_store(config_path, data_dir, lambda s: service.show(s, args))
+    doc = daemon_or_store(config_path, data_dir, "memory.show", wire(args), lambda s: service.show(s, args))
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -188,12 +173,15 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
 @location_options
 @click.argument("crystal_id")
 @click.option("--reason", default="forgotten by the user")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: str, reason: str) -> None:
+def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: str, reason: str, as_json: bool) -> None:
     """Soft-delete a crystal: never returned again, recorded in the audit log."""
     args = request_of(ForgetArgs, id=crystal_id, reason=reason)
-    doc = with_store(config_path, data_dir, lambda s: service.forget(s, args, actor="cli"))
-    click.echo(f"forgot {doc['forgotten']}")
+    doc = daemon_or_store(
+        config_path, data_dir, "memory.forget", wire(args), lambda s: service.forget(s, args, actor="cli")
+    )
+    click.echo(json.dumps(doc, indent=2) if as_json else f"forgot {doc['forgotten']}")
 
 
 @memory_group.command("stats")
@@ -202,7 +190,7 @@ def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: s
 @handles_errors
 def memory_stats(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Counts by lifecycle, type, origin and sensitivity; embedding backlog; file size."""
-    stats = with_store(config_path, data_dir, lambda s: s.stats())
+    stats = daemon_or_store(config_path, data_dir, "memory.stats", {}, lambda s: s.stats())
     if as_json:
         click.echo(json.dumps(stats, indent=2))
         return
@@ -215,7 +203,7 @@ def memory_stats(config_path: Path | None, data_dir: Path | None, as_json: bool)
         click.echo(f"{key[3:]:<15}{parts or '-'}")
 
 
-def _progress(length: int, label: str) -> Any:
+def progress_bar(length: int, label: str) -> Any:
     """A progress bar on stderr, so --json output on stdout stays clean."""
     return progressbar(length=length, label=label, file=sys.stderr, show_pos=True)
 
@@ -232,7 +220,7 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
     async def go(store: MemoryStore) -> dict[str, int]:
         totals = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
         sources = find_sources(source)
-        with _progress(len(sources), "importing") as bar:
+        with progress_bar(len(sources), "importing") as bar:
             for item in sources:
                 key = str(item.path.resolve())
                 if await store.imported_file_hash(key) == item.content_hash:
@@ -246,7 +234,7 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
                 bar.update(1)
         if not no_embed:
             backlog = await store.backlog_size()
-            with _progress(backlog, "embedding") as bar:
+            with progress_bar(backlog, "embedding") as bar:
                 totals["embedded"] = await store.embed_backlog(progress=bar.update)
         return totals
 
@@ -259,3 +247,24 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
             f"({totals['duplicates']} already known, {totals['skipped_files']} files unchanged, "
             f"{totals['embedded']} embedded)"
         )
+
+
+@memory_group.command("embed")
+@location_options
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def memory_embed(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+    """Embed every crystal not yet in the active embedder's space (after `import --no-embed`, or after
+    switching embedder: the old vectors keep serving until each crystal is re-embedded). Resumable."""
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        backlog = await store.backlog_size()
+        with progress_bar(backlog, f"embedding with {store.embedder.id}") as bar:
+            embedded = await store.embed_backlog(progress=bar.update)
+        return {"embedder": store.embedder.id, "embedded": embedded, "backlog": await store.backlog_size()}
+
+    doc = with_store(config_path, data_dir, go)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(f"embedded {doc['embedded']} crystals with {doc['embedder']} ({doc['backlog']} left)")

@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from memory.consolidation import unmerge
 from memory.dream import working_memory_note
+from memory.errors import StoreError
 from memory.working_memory import bootstrap_text
 from node import memory_service as service
 from node.control import Handler
 from node.memory_service import (
     BootstrapArgs,
+    ConsolidateArgs,
     EventArgs,
     ForgetArgs,
     NoteArgs,
@@ -39,6 +42,8 @@ class MemoryCommands:
             "memory.show": self.show,
             "memory.forget": self.forget,
             "memory.stats": self.stats,
+            "memory.consolidate": self.consolidate,
+            "memory.unmerge": self.unmerge,
             "memory.hormones": self.hormones,
             "memory.event": self.event,
             "wm.note": self.note,
@@ -71,6 +76,18 @@ class MemoryCommands:
 
     async def stats(self, args: dict[str, Any]) -> dict[str, Any]:
         return await self._store().stats()
+
+    async def consolidate(self, args: dict[str, Any]) -> dict[str, Any]:
+        request = ConsolidateArgs.model_validate(args)
+        return await self._part.consolidate_now(dry_run=request.dry_run)
+
+    async def unmerge(self, args: dict[str, Any]) -> dict[str, Any]:
+        request = ShowArgs.model_validate(args)
+        try:
+            winner = await unmerge(self._store(), request.id, actor=ACTOR)
+        except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
+            raise ValueError(str(exc)) from None
+        return {"restored": request.id, "merged_into": winner}
 
     async def hormones(self, args: dict[str, Any]) -> dict[str, Any]:
         return service.hormone_doc(self._store())

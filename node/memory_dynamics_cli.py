@@ -1,7 +1,8 @@
 """`bitterbot-node memory consolidate|unmerge|note|bootstrap|dream|hormones|event`.
 
 The living side of memory from the command line: the same library calls the
-daemon makes on its timers, run on demand.
+daemon makes on its timers, run on demand: in the daemon when it runs (it owns the
+working-memory files and the dream lock), else here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import click
 
-from memory.consolidation import consolidate, unmerge
+from memory.consolidation import CONSOLIDATION_STEPS, consolidate, unmerge
 from memory.dream import dream, working_memory_note
 from memory.errors import StoreError
 from memory.hormones import Event
@@ -21,8 +22,9 @@ from memory.store import MemoryStore
 from memory.working_memory import bootstrap_text
 from node import memory_service as service
 from node.cli import handles_errors, location_options, resolve
+from node.cli_transport import daemon_or_store
 from node.errors import UsageError
-from node.memory_cli import memory_group, with_store
+from node.memory_cli import memory_group, progress_bar
 from node.memory_part import decay_settings, synthesizer_from_config, working_memory_files, world_lines
 from node.memory_service import crystal_json
 
@@ -38,10 +40,14 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         levels = store.hormone_source.levels() if store.hormone_source else None
-        report = await consolidate(store, settings=decay_settings(loaded.config), levels=levels, dry_run=dry_run)
+        with progress_bar(CONSOLIDATION_STEPS, "consolidating") as bar:
+            report = await consolidate(
+                store, settings=decay_settings(loaded.config), levels=levels, dry_run=dry_run,
+                progress=lambda step: bar.update(1),
+            )  # fmt: skip
         return report.to_dict()
 
-    report = with_store(config_path, data_dir, go)
+    report = daemon_or_store(config_path, data_dir, "memory.consolidate", {"dry_run": dry_run}, go)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -58,18 +64,22 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
 @memory_group.command("unmerge")
 @location_options
 @click.argument("crystal_id")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: str) -> None:
+def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
     """Undo a merge: restore CRYSTAL_ID (archived by a merge) to what it was."""
 
-    async def go(store: MemoryStore) -> str:
+    async def go(store: MemoryStore) -> dict[str, Any]:
         try:
-            return await unmerge(store, crystal_id, actor="cli")
+            return {"restored": crystal_id, "merged_into": await unmerge(store, crystal_id, actor="cli")}
         except StoreError as exc:
             raise UsageError(str(exc)) from None
 
-    winner = with_store(config_path, data_dir, go)
-    click.echo(f"restored {crystal_id} (it had been merged into {winner})")
+    doc = daemon_or_store(config_path, data_dir, "memory.unmerge", {"id": crystal_id}, go)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(f"restored {crystal_id} (it had been merged into {doc['merged_into']})")
 
 
 @memory_group.command("note")
@@ -89,7 +99,7 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
         except ScratchError as exc:
             raise UsageError(str(exc)) from None
 
-    crystal = with_store(config_path, data_dir, go)
+    crystal = daemon_or_store(config_path, data_dir, "wm.note", {"text": text, "importance": importance}, go)
     if as_json:
         click.echo(json.dumps(crystal, indent=2))
     else:
@@ -105,11 +115,17 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
     show_default=True,
     help="The model's context window in tokens; the text's size follows it.",
 )
+@click.option("--json", "as_json", is_flag=True, help='{"text": ...} instead of the bare text.')
 @handles_errors
-def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_window: int) -> None:
+def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_window: int, as_json: bool) -> None:
     """Print the working-memory text an agent puts in its system prompt."""
     _, paths = resolve(config_path, data_dir)
-    click.echo(bootstrap_text(working_memory_files(paths), context_window), nl=False)
+
+    async def go(store: MemoryStore) -> dict[str, Any]:
+        return {"text": bootstrap_text(working_memory_files(paths), context_window)}
+
+    doc = daemon_or_store(config_path, data_dir, "wm.bootstrap", {"context_window": context_window}, go)
+    click.echo(json.dumps(doc, indent=2) if as_json else doc["text"], nl=as_json)
 
 
 @memory_group.command("dream")
@@ -128,7 +144,7 @@ def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool)
         )
         return report.to_dict()
 
-    report = with_store(config_path, data_dir, go)
+    report = daemon_or_store(config_path, data_dir, "wm.dream", {}, go, timeout=600)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     elif report["accepted"]:
@@ -150,7 +166,7 @@ def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bo
     async def go(store: MemoryStore) -> dict[str, Any]:
         return service.hormone_doc(store)
 
-    doc = with_store(config_path, data_dir, go)
+    doc = daemon_or_store(config_path, data_dir, "memory.hormones", {}, go)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -171,5 +187,5 @@ def memory_event(config_path: Path | None, data_dir: Path | None, events: tuple[
     async def go(store: MemoryStore) -> dict[str, Any]:
         return await service.observe_events(store, [Event(e) for e in events])
 
-    doc = with_store(config_path, data_dir, go)
+    doc = daemon_or_store(config_path, data_dir, "memory.event", {"events": list(events)}, go)
     click.echo(json.dumps(doc, indent=2) if as_json else f"now: {json.dumps(doc)}")

@@ -17,7 +17,7 @@ from typing import Any
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.ledger import ledger, niche_line
-from memory.consolidation import consolidate
+from memory.consolidation import ConsolidationReport, consolidate
 from memory.dream import dream
 from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.base import Embedder
@@ -202,7 +202,16 @@ class MemoryPart:
                 return
             await work(self.store)
 
-    async def _consolidate(self, store: MemoryStore) -> None:
+    async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]:
+        if self.store is None:
+            raise ValueError("the memory store is not open")
+        if dry_run:
+            levels = self.store.hormone_source.levels() if self.store.hormone_source else None
+            report = await consolidate(self.store, settings=decay_settings(self._config), levels=levels, dry_run=True)
+            return report.to_dict()
+        return (await self._consolidate(self.store)).to_dict()
+
+    async def _consolidate(self, store: MemoryStore) -> ConsolidationReport:
         levels = store.hormone_source.levels() if store.hormone_source else None
         report = await consolidate(store, settings=decay_settings(self._config), levels=levels)
         if self.metrics is not None:
@@ -218,6 +227,7 @@ class MemoryPart:
             merged=report.merged,
             purged=report.purged,
         )
+        return report
 
     async def _dream(self, store: MemoryStore) -> dict[str, Any]:
         async with self._dreaming:

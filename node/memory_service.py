@@ -76,6 +76,10 @@ class EventArgs(_Request):
     events: list[Event] = Field(min_length=1, max_length=16, description="reward, error, social, achievement, urgency")
 
 
+class ConsolidateArgs(_Request):
+    dry_run: bool = Field(default=False, description="Report what a cycle would change; change nothing.")
+
+
 class BootstrapArgs(_Request):
     context_window: int = Field(
         default=128_000, ge=1, le=10_000_000, description="The model's context window in tokens."

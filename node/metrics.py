@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -41,6 +41,10 @@ class NodeMetrics(Collector):
         self.dream_seconds = Histogram(
             "bitterbot_dream_seconds", "Duration of dream cycles.", buckets=_CYCLE_BUCKETS, registry=self.registry
         )
+        self.api_requests = Counter(
+            "bitterbot_api_requests", "Local API requests by command and HTTP status (agents and the CLI).",
+            ["command", "status"], registry=self.registry,
+        )  # fmt: skip
         self.registry.register(self)
         self._p2p: Callable[[], dict[str, Any]] | None = None
         self._store: Callable[[], MemoryStore | None] | None = None
@@ -49,6 +53,9 @@ class NodeMetrics(Collector):
     def watch(self, *, p2p: Callable[[], dict[str, Any]] | None, store: Callable[[], MemoryStore | None]) -> None:
         self._p2p = p2p
         self._store = store
+
+    def observe_api_request(self, command: str, status: int) -> None:
+        self.api_requests.labels(command, str(status)).inc()
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

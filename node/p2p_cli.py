@@ -5,32 +5,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
 from marketplace.pricing import format_usdc
 from memory.errors import InvalidQuery
 from memory.query import parse_since
-from node.cli import handles_errors, location_options, resolve
-from node.control import ControlError, call
+from node.cli import handles_errors, location_options
+from node.cli_transport import call_daemon
 from node.errors import UsageError
-
-
-def call_daemon(
-    config_path: Path | None,
-    data_dir: Path | None,
-    cmd: str,
-    args: dict[str, Any] | None = None,
-    *,
-    timeout: float = 30,
-) -> Any:
-    """One command to the running daemon; its refusal becomes a usage error (exit 2)."""
-    _, paths = resolve(config_path, data_dir)
-    try:
-        return call(paths.control_socket, cmd, args, timeout=timeout)
-    except ControlError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _when(ms: int | None) -> str:
@@ -64,11 +47,12 @@ def peers(config_path: Path | None, data_dir: Path | None, as_json: bool) -> Non
 @click.command("connect")
 @location_options
 @click.argument("address")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def connect(config_path: Path | None, data_dir: Path | None, address: str) -> None:
+def connect(config_path: Path | None, data_dir: Path | None, address: str, as_json: bool) -> None:
     """Dial a peer now, by its full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)."""
     result = call_daemon(config_path, data_dir, "p2p.connect", {"address": address})
-    click.echo(f"connected to {result['peer_id']}")
+    click.echo(json.dumps(result, indent=2) if as_json else f"connected to {result['peer_id']}")
 
 
 @click.group("weather")
@@ -146,11 +130,14 @@ def skills_share(
 @location_options
 @click.argument("stable_skill_id")
 @click.option("--reason", default="revoked by its publisher")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def skills_revoke(config_path: Path | None, data_dir: Path | None, stable_skill_id: str, reason: str) -> None:
+def skills_revoke(
+    config_path: Path | None, data_dir: Path | None, stable_skill_id: str, reason: str, as_json: bool
+) -> None:
     """Revoke a skill this node published: every node marks it deprecated."""
     result = call_daemon(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
-    click.echo(f"revoked {result['stable_skill_id']}")
+    click.echo(json.dumps(result, indent=2) if as_json else f"revoked {result['stable_skill_id']}")
 
 
 @skills_group.command("publish")
@@ -210,13 +197,17 @@ def skills_list(config_path: Path | None, data_dir: Path | None, as_json: bool) 
 @skills_group.command("endorse")
 @location_options
 @click.argument("listing")
+@click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def skills_endorse(config_path: Path | None, data_dir: Path | None, listing: str) -> None:
+def skills_endorse(config_path: Path | None, data_dir: Path | None, listing: str, as_json: bool) -> None:
     """Vouch for a seller's listed skill as a management node: LISTING is SELLER_PEER_ID/SKILL_ID.
 
     Every node then marks that version [verified]; a newer version needs a new endorsement.
     """
     result = call_daemon(config_path, data_dir, "skills.endorse", {"listing": listing})
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
     click.echo(f"endorsed {result['stable_skill_id']} v{result['version']} ({result['content_hash'][:16]}…)")
 
 

@@ -13,7 +13,7 @@ from marketplace.bounties import listings_by_bounty, live_bounties, record_bount
 from marketplace.executions import record_execution
 from marketplace.listings import endorsers_of, listing_envelope, record_endorsement, record_listing, revoke_listing
 from marketplace.offer import price_of
-from marketplace.pricing import PriceSettings, parse_usdc
+from marketplace.pricing import PriceSettings, format_usdc, parse_usdc
 from marketplace.quality import refusals
 from marketplace.reputation import reputation_in
 from marketplace.wallet import load_or_create_wallet
@@ -142,7 +142,8 @@ class SkillsCommands:
             store, crystal, settings, reputation_milli=reputation_in(self._p2p.trust),
             me=self._ctx.identity.public_key.hex(),
         )  # fmt: skip
-        return {"crystal_id": crystal.id, "price_micro_usdc": breakdown.price_micro_usdc, "listable": not reasons,
+        return {"crystal_id": crystal.id, "price_micro_usdc": breakdown.price_micro_usdc,
+                "price": format_usdc(breakdown.price_micro_usdc), "listable": not reasons,
                 "not_listable_because": reasons, "inputs": asdict(inputs), "factors": breakdown.to_dict()}  # fmt: skip
 
     async def list_offers(self, args: dict[str, Any]) -> list[dict[str, Any]]:

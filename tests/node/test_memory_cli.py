@@ -61,3 +61,28 @@ def test_ttl_memory_added_from_the_cli_expires(tmp_path: Path) -> None:
     crystal = added["crystal"]
     assert crystal["lifespan"] == "ttl"
     assert crystal["expires_at_ms"] - crystal["stored_at_ms"] == 3_600_000
+
+
+def test_import_without_embedding_then_embed_the_backlog_with_progress(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"note{i}.md").write_text(f"# Note {i}\n\nThe garden hose {i} is in shed number {i}.\n")
+    data = str(tmp_path / "d")
+    imported = run_cli("memory", "import", str(notes), "--no-embed", "--data-dir", data, "--json", env=ENV)
+    assert imported.returncode == 0, imported.stderr
+    created = json.loads(imported.stdout)["created"]
+    assert created >= 3
+    stats = json.loads(run_cli("memory", "stats", "--data-dir", data, "--json", env=ENV).stdout)
+    assert stats["embedding_backlog"] == created
+    vector = run_cli("memory", "search", "garden hose", "--mode", "vector", "--data-dir", data, "--json", env=ENV)
+    assert json.loads(vector.stdout) == []  # nothing is in the vector space yet
+
+    embedded = run_cli("memory", "embed", "--data-dir", data, "--json", env=ENV)
+    assert embedded.returncode == 0, embedded.stderr
+    assert json.loads(embedded.stdout) == {"embedder": "hashing-v1-384", "embedded": created, "backlog": 0}
+    assert "embedding with hashing-v1-384" in embedded.stderr  # the progress bar, kept off stdout
+    vector = run_cli("memory", "search", "garden hose", "--mode", "vector", "--data-dir", data, "--json", env=ENV)
+    assert len(json.loads(vector.stdout)) == created
+    again = run_cli("memory", "embed", "--data-dir", data, env=ENV)
+    assert again.stdout.strip() == "embedded 0 crystals with hashing-v1-384 (0 left)"

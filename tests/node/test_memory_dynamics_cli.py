@@ -38,6 +38,7 @@ def test_consolidate_dry_run_and_unmerge_errors(tmp_path: Path) -> None:
     assert dry.returncode == 0, dry.stderr
     report = json.loads(dry.stdout)
     assert report["dry_run"] is True and report["rescored"] == 1
+    assert "consolidating" in dry.stderr  # a progress bar on stderr; stdout stays JSON
     text = run_cli("memory", "consolidate", "--data-dir", data, env=ENV)
     assert text.returncode == 0 and text.stdout.startswith("consolidation did: rescore 1")
     missing = run_cli("memory", "unmerge", "nope", "--data-dir", data, env=ENV)

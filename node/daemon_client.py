@@ -1,0 +1,113 @@
+"""How the CLI reaches a running daemon: its local HTTP API, as any agent would.
+
+The daemon reports its API's URL in ``status.json``; the bearer token is the 0600 file
+``init`` made. A daemon running with ``[api] enabled = false`` (or one that has not
+reported its URL yet) is reached through its control socket instead: the same command
+table behind a Unix socket only its user can open. Either way a refusal comes back as
+``ControlError`` carrying the daemon's own message.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from node.api_routes import ROUTES, Route
+from node.control import ControlError, call
+from node.paths import NodePaths
+from node.status import probe_daemon
+
+ROUTE_OF_COMMAND: dict[str, Route] = {route.command: route for route in ROUTES}
+
+
+class CommandUnavailable(ControlError):
+    """The daemon runs without the part that serves this command (e.g. P2P disabled)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonClient:
+    paths: NodePaths
+    api_url: str | None  # None: the control socket
+
+    @property
+    def transport(self) -> str:
+        return "api" if self.api_url else "control socket"
+
+    def call(self, command: str, args: dict[str, Any] | None = None, *, timeout: float = 30) -> Any:
+        args = {k: v for k, v in (args or {}).items() if v is not None}
+        route = ROUTE_OF_COMMAND.get(command)
+        if self.api_url is None or route is None:
+            try:
+                return call(self.paths.control_socket, command, args, timeout=timeout)
+            except ControlError as exc:
+                if str(exc).startswith("unknown command"):
+                    raise CommandUnavailable(str(exc)) from None
+                raise
+        return self._http(self.api_url, route, args, timeout)
+
+    def _http(self, base_url: str, route: Route, args: dict[str, Any], timeout: float) -> Any:
+        if not base_url.startswith("http://"):
+            raise ControlError(f"the daemon reported an API URL this client does not use: {base_url!r}")
+        path = route.path
+        for name in [part[1:-1] for part in route.path.split("/") if part.startswith("{")]:
+            if name not in args:
+                raise ControlError(f"{route.command} needs {name!r}")
+            path = path.replace("{" + name + "}", quote(str(args.pop(name)), safe=""))
+        body: bytes | None = None
+        headers = {"Authorization": f"Bearer {self._token()}", "Accept": "application/json"}
+        if route.method == "POST":
+            body = json.dumps(args).encode()
+            headers["Content-Type"] = "application/json"
+        elif args:
+            path += "?" + urlencode([(k, _query_value(v)) for k, v in args.items()], doseq=True)
+        request = urllib.request.Request(base_url + path, data=body, headers=headers, method=route.method)  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - our own loopback URL
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 503:
+                raise CommandUnavailable(_error_message(exc, self.paths.api_token_file)) from None
+            raise ControlError(_error_message(exc, self.paths.api_token_file)) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ControlError(f"cannot reach the daemon's API at {base_url}: {reason}") from None
+        except ValueError:
+            raise ControlError("the daemon's API sent an unreadable answer") from None
+
+    def _token(self) -> str:
+        try:
+            return self.paths.api_token_file.read_text().strip()
+        except OSError as exc:
+            raise ControlError(f"cannot read the API token {self.paths.api_token_file}: {exc.strerror}") from None
+
+
+def _query_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _error_message(exc: urllib.error.HTTPError, token_file: Path) -> str:
+    try:
+        message = str(json.loads(exc.read())["error"])
+    except (ValueError, KeyError, TypeError, OSError):
+        message = f"HTTP {exc.code}"
+    if exc.code == 401:
+        return f"the daemon refused the token in {token_file} (was the data dir re-initialised?): {message}"
+    return message
+
+
+def find_daemon(paths: NodePaths) -> DaemonClient | None:
+    """The running daemon on this data dir, or None when there is none."""
+    probe = probe_daemon(paths.data_dir)
+    if not probe.running:
+        return None
+    url = None
+    if probe.status is not None:
+        url = probe.status.details.get("api", {}).get("url") or None
+    return DaemonClient(paths, url)
