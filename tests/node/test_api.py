@@ -162,6 +162,26 @@ def test_skills_peers_weather_and_wallet(api: Api) -> None:
     assert wallet["address"].startswith("0x") and wallet["balance_micro_usdc"] == 0
 
 
+def test_maintenance_sharing_connecting_and_funding(api: Api) -> None:
+    api.ok("POST", "/v1/memory", {"text": "Water the plants on Sunday", "type": "fact"})
+    dry = api.ok("POST", "/v1/memory/consolidate", {"dry_run": True})
+    assert dry["dry_run"] is True and dry["rescored"] >= 1
+    assert api.ok("POST", "/v1/memory/consolidate")["dry_run"] is False
+    status, doc = api.call("POST", "/v1/memory/no-such-crystal/unmerge")
+    assert status == 400 and "was not merged" in doc["error"]
+    skill = api.ok("POST", "/v1/memory", {"text": "Flush DNS: resolvectl flush-caches", "type": "skill"})
+    shared = api.ok("POST", f"/v1/skills/{skill['crystal']['id']}/share", {"title": "Flush DNS"})
+    assert shared["stable_skill_id"] and shared["version"] == 1
+    status, doc = api.call("POST", "/v1/skills/endorsements", {"listing": "12D3KooWx/ops.flush-dns"})
+    assert status == 400 and "management keys" in doc["error"]  # an edge node cannot endorse
+    status, doc = api.call("POST", "/v1/peers/connect", {"address": "not a multiaddr"})
+    assert status == 400 and doc["error"], doc
+    funded = api.ok("POST", "/v1/wallet/fund", {"amount": "2.5"})  # the embedded chain is a dev chain
+    assert funded["balance_micro_usdc"] == 2_500_000
+    status, doc = api.call("POST", "/v1/wallet/fund", {"amount": "0.0000001"})
+    assert status == 400 and "6 decimal" in doc["error"]
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "message"),
     [
@@ -198,3 +218,17 @@ def test_only_loopback_unless_the_config_says_so(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "allow_remote = true" in refused.stderr
     allowed = Node(tmp_path, "open", clean_env(BITTERBOT_API__HOST="0.0.0.0", BITTERBOT_API__ALLOW_REMOTE="true"))
     assert allowed.cli("config", "check").returncode == 0
+
+
+def test_every_route_was_exercised_by_this_module(api: Api) -> None:
+    """Runs last: the daemon's own request counter shows each route answered at least once."""
+    from node.api_routes import ROUTES
+
+    request = urllib.request.Request(api.url + "/metrics")
+    request.add_header("Authorization", f"Bearer {api.token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+    answered = {line.split('command="', 1)[1].split('"', 1)[0] for line in text.splitlines()
+                if line.startswith("bitterbot_api_requests_total{")}  # fmt: skip
+    missing = sorted(route.command for route in ROUTES if route.command not in answered)
+    assert not missing, missing
