@@ -18,6 +18,7 @@ BENCHMARKS = {
     "envelope_verify": "bench.envelope_verify",
     "locomo_recall": "bench.locomo_recall",
     "memory_store": "bench.memory_store",
+    "api": "bench.api",
 }
 
 
