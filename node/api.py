@@ -19,6 +19,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from memory.errors import CrystalNotFound, InvalidQuery
+from node.actor import AGENT, HEADER, acting_as
 from node.api_routes import ROUTES, Route
 from node.api_token import ensure_token
 from node.control import Handler
@@ -114,6 +115,13 @@ class ApiServer:
         return endpoint
 
     async def _run(self, route: Route, request: web.Request) -> web.Response:
+        try:
+            with acting_as(request.headers.get(HEADER, AGENT)):
+                return await self._call(route, request)
+        except ValueError as exc:  # an unknown actor
+            return _error(400, str(exc))
+
+    async def _call(self, route: Route, request: web.Request) -> web.Response:
         try:
             args = await self._arguments(request, route)
         except ValidationError as exc:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from node.actor import AGENT, acting_as
 from node.logs import get_logger
 
 log = get_logger("node.control")
@@ -79,7 +80,8 @@ class ControlServer:
         if not isinstance(args, dict):
             return {"ok": False, "error": "args must be an object"}
         try:
-            return {"ok": True, "result": await handler(args)}
+            with acting_as(str(request.get("actor", AGENT))):
+                return {"ok": True, "result": await handler(args)}
         except (ValueError, KeyError, TypeError, LookupError) as exc:
             return {"ok": False, "error": str(exc) or type(exc).__name__}
         except Exception as exc:
@@ -87,7 +89,9 @@ class ControlServer:
             return {"ok": False, "error": f"{request['cmd']} failed: {exc}"}
 
 
-def call(socket_path: Path, cmd: str, args: dict[str, Any] | None = None, *, timeout: float = 30) -> Any:
+def call(
+    socket_path: Path, cmd: str, args: dict[str, Any] | None = None, *, timeout: float = 30, actor: str = AGENT
+) -> Any:
     """Send one command to the daemon (blocking; for the CLI) and return its result."""
     if not socket_path.exists():
         raise DaemonNotRunning(f"no daemon is running on this data dir (no {socket_path})")
@@ -95,7 +99,7 @@ def call(socket_path: Path, cmd: str, args: dict[str, Any] | None = None, *, tim
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(str(socket_path))
-            sock.sendall(json.dumps({"cmd": cmd, "args": args or {}}).encode() + b"\n")
+            sock.sendall(json.dumps({"cmd": cmd, "args": args or {}, "actor": actor}).encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 chunk = sock.recv(65_536)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from node.actor import CLI, HEADER
 from node.api_routes import ROUTES, Route
 from node.control import ControlError, call
 from node.paths import NodePaths
@@ -33,6 +34,7 @@ class CommandUnavailable(ControlError):
 class DaemonClient:
     paths: NodePaths
     api_url: str | None  # None: the control socket
+    actor: str = CLI  # what the daemon's audit trail records for changes made through this client
 
     @property
     def transport(self) -> str:
@@ -43,7 +45,7 @@ class DaemonClient:
         route = ROUTE_OF_COMMAND.get(command)
         if self.api_url is None or route is None:
             try:
-                return call(self.paths.control_socket, command, args, timeout=timeout)
+                return call(self.paths.control_socket, command, args, timeout=timeout, actor=self.actor)
             except ControlError as exc:
                 if str(exc).startswith("unknown command"):
                     raise CommandUnavailable(str(exc)) from None
@@ -59,7 +61,7 @@ class DaemonClient:
                 raise ControlError(f"{route.command} needs {name!r}")
             path = path.replace("{" + name + "}", quote(str(args.pop(name)), safe=""))
         body: bytes | None = None
-        headers = {"Authorization": f"Bearer {self._token()}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self._token()}", "Accept": "application/json", HEADER: self.actor}
         if route.method == "POST":
             body = json.dumps(args).encode()
             headers["Content-Type"] = "application/json"
@@ -102,7 +104,7 @@ def _error_message(exc: urllib.error.HTTPError, token_file: Path) -> str:
     return message
 
 
-def find_daemon(paths: NodePaths) -> DaemonClient | None:
+def find_daemon(paths: NodePaths, *, actor: str = CLI) -> DaemonClient | None:
     """The running daemon on this data dir, or None when there is none."""
     probe = probe_daemon(paths.data_dir)
     if not probe.running:
@@ -110,4 +112,4 @@ def find_daemon(paths: NodePaths) -> DaemonClient | None:
     url = None
     if probe.status is not None:
         url = probe.status.details.get("api", {}).get("url") or None
-    return DaemonClient(paths, url)
+    return DaemonClient(paths, url, actor)

@@ -19,6 +19,7 @@ from memory.model import Origin, Scope, SemanticType
 from memory.query import SearchMode
 from memory.store import MemoryStore
 from memory.working_memory import WorkingMemoryFiles
+from node.actor import AGENT
 from node.config import Config
 from node.control import ControlError, Handler
 from node.daemon_client import DaemonClient, find_daemon
@@ -182,7 +183,7 @@ async def serve(config: Config, paths: NodePaths) -> None:
     """Serve MCP on stdio until the client closes it."""
     backend: Backend
     store: MemoryStore | None = None
-    client = find_daemon(paths)
+    client = find_daemon(paths, actor=AGENT)
     try:
         if client is None:
             raise ControlError("no daemon")

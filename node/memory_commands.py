@@ -11,6 +11,7 @@ from memory.dream import working_memory_note
 from memory.errors import StoreError
 from memory.working_memory import bootstrap_text
 from node import memory_service as service
+from node.actor import current_actor
 from node.control import Handler
 from node.memory_service import (
     BootstrapArgs,
@@ -27,8 +28,6 @@ from node.memory_service import (
 if TYPE_CHECKING:
     from memory.store import MemoryStore
     from node.memory_part import MemoryPart
-
-ACTOR = "agent"  # what the audit trail records for changes made through the daemon's API
 
 
 class MemoryCommands:
@@ -66,13 +65,13 @@ class MemoryCommands:
         return hits
 
     async def remember(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.remember(self._store(), RememberArgs.model_validate(args), actor=ACTOR)
+        return await service.remember(self._store(), RememberArgs.model_validate(args), actor=current_actor())
 
     async def show(self, args: dict[str, Any]) -> dict[str, Any]:
         return await service.show(self._store(), ShowArgs.model_validate(args))
 
     async def forget(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.forget(self._store(), ForgetArgs.model_validate(args), actor=ACTOR)
+        return await service.forget(self._store(), ForgetArgs.model_validate(args), actor=current_actor())
 
     async def stats(self, args: dict[str, Any]) -> dict[str, Any]:
         return await self._store().stats()
@@ -84,7 +83,7 @@ class MemoryCommands:
     async def unmerge(self, args: dict[str, Any]) -> dict[str, Any]:
         request = ShowArgs.model_validate(args)
         try:
-            winner = await unmerge(self._store(), request.id, actor=ACTOR)
+            winner = await unmerge(self._store(), request.id, actor=current_actor())
         except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
             raise ValueError(str(exc)) from None
         return {"restored": request.id, "merged_into": winner}

@@ -19,6 +19,7 @@ from marketplace.reputation import reputation_in
 from marketplace.wallet import load_or_create_wallet
 from memory.governance import check_exportable
 from memory.model import KNOWLEDGE_TYPES
+from node.actor import current_actor
 from node.control import Handler
 from p2p.messages import (
     KIND_BOUNTY,
@@ -127,7 +128,7 @@ class SkillsCommands:
         store = self._p2p.store()
         crystal_id = str(args["crystal_id"])
         stats = await record_execution(store, crystal_id, success=success, reward_milli=round(reward * 1000),
-                                       actor="agent")  # fmt: skip
+                                       actor=current_actor())  # fmt: skip
         reasons = refusals(await store.get(crystal_id), stats)
         return {"executions": stats.executions, "successes": stats.successes, "listable": not reasons,
                 "reasons": reasons}  # fmt: skip

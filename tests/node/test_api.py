@@ -21,7 +21,14 @@ class Api:
         self.token = token
 
     def call(
-        self, method: str, path: str, body: Any = None, *, token: str | None = None, raw: bytes | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         request = urllib.request.Request(self.url + path, data=data, method=method)
@@ -29,6 +36,8 @@ class Api:
         given = self.token if token is None else token
         if given:
             request.add_header("Authorization", f"Bearer {given}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 return response.status, json.loads(response.read() or b"null")
@@ -121,6 +130,19 @@ def test_memory_round_trip(api: Api) -> None:
     assert api.ok("DELETE", f"/v1/memory/{crystal_id}?reason=wrong+host") == {"forgotten": crystal_id}
     assert api.call("GET", f"/v1/memory/{crystal_id}")[0] == 404  # forgotten: never returned again
     assert api.ok("POST", "/v1/memory/search", {"query": "staging database", "mode": "keyword"}) == []
+
+
+def test_the_audit_trail_records_who_asked(api: Api) -> None:
+    by_agent = api.ok("POST", "/v1/memory", {"text": "The printer is on floor 3"})["crystal"]["id"]
+    status, by_cli = api.call(
+        "POST", "/v1/memory", {"text": "The fax is on floor 2"}, headers={"X-Bitterbot-Actor": "cli"}
+    )
+    assert status == 200
+    assert api.ok("GET", f"/v1/memory/{by_agent}")["audit"][0]["actor"] == "agent"
+    assert api.ok("GET", f"/v1/memory/{by_cli['crystal']['id']}")["audit"][0]["actor"] == "cli"
+    status, doc = api.call("POST", "/v1/memory", {"text": "Nobody"}, headers={"X-Bitterbot-Actor": "root"})
+    assert status == 400 and "X-Bitterbot-Actor must be one of agent, cli" in doc["error"]
+    assert api.ok("POST", "/v1/memory/search", {"query": "Nobody", "mode": "keyword"}) == []  # nothing stored
 
 
 def test_working_memory_and_hormones(api: Api) -> None:

@@ -7,6 +7,7 @@ import json
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -17,7 +18,7 @@ from tests.daemons import Node, wait_for
 ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
 
 
-def _details(node: Node) -> dict[str, object] | None:
+def _details(node: Node) -> dict[str, Any] | None:
     result = node.cli("status", "--json")
     if result.returncode != 0:
         return None
@@ -29,7 +30,7 @@ def _api_requests(node: Node) -> dict[tuple[str, str], float]:
     """The daemon's own count of API requests, by (command, status), from its /metrics."""
     details = _details(node)
     assert details is not None
-    url = details["api"]["url"]  # type: ignore[index]
+    url = details["api"]["url"]
     request = urllib.request.Request(f"{url}/metrics")
     request.add_header("Authorization", f"Bearer {(node.data / 'api.token').read_text().strip()}")
     with urllib.request.urlopen(request, timeout=30) as response:
@@ -67,7 +68,7 @@ def test_memory_commands_are_requests_to_the_daemon(node: Node) -> None:
     hits = node.json("memory", "search", "staging database", "--mode", "keyword", "--explain")
     assert hits[0]["crystal"]["id"] == crystal_id and hits[0]["explain"]["keyword_rank"] == 1
     shown = node.json("memory", "show", crystal_id)
-    assert shown["audit"][0]["actor"] == "agent"  # written by the daemon, not by a CLI process on the file
+    assert shown["audit"][0]["actor"] == "cli"  # the daemon records who asked
     assert node.json("memory", "stats")["total"] >= 1
     noted = node.json("memory", "note", "Release 2.3 is blocked on the migration")
     assert noted["origin"] == "session"
@@ -128,7 +129,11 @@ def test_without_the_api_the_cli_uses_the_control_socket_and_falls_back_for_miss
     try:
         assert "api" not in (_details(quiet) or {})
         made = quiet.json("memory", "add", "Backups run at 02:00", "--type", "fact")
-        assert quiet.json("memory", "show", made["crystal"]["id"])["audit"][0]["actor"] == "agent"  # the daemon
+        assert quiet.json("memory", "show", made["crystal"]["id"])["audit"][0]["actor"] == "cli"
+        quiet.json("memory", "note", "Check the backup at 09:00")
+        assert quiet.json("memory", "dream")["accepted"] is True
+        # The daemon itself dreamt (its memory part remembers its last dream), not a CLI process on the file.
+        wait_for(lambda: ((_details(quiet) or {}).get("memory") or {}).get("last_dream"), 60, "the dream in status")
         skill = quiet.json("memory", "add", "Restart nginx: systemctl reload nginx", "--type", "skill")
         # No P2P part, so no skills commands in the daemon: the CLI records on the memory file itself.
         recorded = quiet.json("skills", "record", skill["crystal"]["id"], "--success")
