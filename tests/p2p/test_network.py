@@ -148,3 +148,60 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
 
     (endorsed,) = wait_for(verified_on_edge1, 30, "the endorsement to reach edge1", network)
     assert endorsed["endorsed_by"] == [manager.json("status")["identity"]["public_key"]]
+
+
+@pytest.fixture
+def line_of_three(tmp_path: Path) -> Iterator[list[Node]]:
+    """manager - edge1 - edge2, gossiping trust attestations every 3 s."""
+    base = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_P2P__DEGREE_LOW="1",
+        BITTERBOT_P2P__DEGREE="3",
+        BITTERBOT_P2P__ATTESTATION_INTERVAL_MIN="0.05",
+    )
+    manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
+    assert manager.cli("init").returncode == 0
+    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
+    manager.env.update(trust)
+    nodes = [manager]
+    manager.start()
+    try:
+        previous = manager.address()
+        for i in (1, 2):
+            node = Node(tmp_path, f"edge{i}", {**base, **trust, "BITTERBOT_P2P__BOOTSTRAP": json.dumps([previous])})
+            node.start()
+            nodes.append(node)
+            previous = node.address()
+        yield nodes
+    finally:
+        logs = {node.data.name: node.stop() for node in nodes}
+        for name, log in logs.items():
+            assert "Traceback" not in log, f"{name}:\n{log}"
+
+
+def _level_of(node: Node, peer_id: str) -> str | None:
+    return next((p["level"] for p in node.json("peers") if p["peer_id"] == peer_id), None)
+
+
+def test_a_management_attestation_makes_a_peer_verified_where_it_never_ran_its_skills(
+    line_of_three: list[Node],
+) -> None:
+    """Trust crosses processes: the manager's agent runs edge2's skill and it works; the manager gossips
+    its signed attestation; edge1, which never ran anything of edge2's, then sees edge2 as verified."""
+    manager, edge1, edge2 = line_of_three
+    edge2_id = edge2.json("status")["identity"]["peer_id"]
+    skill = edge2.json("memory", "add", "Renew the TLS certificate with certbot renew", "--type", "skill")
+
+    def arrived() -> list[dict[str, Any]]:
+        assert edge2.cli("skills", "share", skill["crystal"]["id"]).returncode == 0
+        return _found(manager, "certbot")
+
+    received = wait_for(arrived, 90, "the skill to reach the manager", line_of_three)[0]["crystal"]["id"]
+    assert wait_for(lambda: _level_of(edge1, edge2_id), 30, "edge1 to know edge2") == "provisional"
+
+    for _ in range(8):  # 8 good runs: 40 points, a local trust of 0.8 or more on the manager
+        recorded = manager.cli("skills", "record", received, "--success")
+        assert recorded.returncode == 0, recorded.stderr
+    wait_for(lambda: _level_of(edge1, edge2_id) == "verified", 60, "edge2 to be verified on edge1", line_of_three)
+    ingested = edge1.json("status")["daemon"]["details"]["p2p"]["ingested"]["attestations"]
+    assert ingested >= 1
