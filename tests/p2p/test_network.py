@@ -20,9 +20,11 @@ from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
 
 
-@pytest.fixture
-def network(tmp_path: Path) -> Iterator[list[Node]]:
-    base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3")
+def _line_of_nodes(tmp_path: Path, edges: int, **settings: str) -> Iterator[list[Node]]:
+    """A management node, then ``edges`` edge nodes each bootstrapping from the one before it."""
+    base = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3", **settings
+    )
     manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
     assert manager.cli("init").returncode == 0
     key = manager.json("status")["identity"]["public_key"]
@@ -32,7 +34,7 @@ def network(tmp_path: Path) -> Iterator[list[Node]]:
     manager.start()
     try:
         previous = manager.address()
-        for i in (1, 2, 3):
+        for i in range(1, edges + 1):
             node = Node(tmp_path, f"edge{i}", {**base, **trust, "BITTERBOT_P2P__BOOTSTRAP": json.dumps([previous])})
             node.start()
             nodes.append(node)
@@ -42,6 +44,11 @@ def network(tmp_path: Path) -> Iterator[list[Node]]:
         logs = {node.data.name: node.stop() for node in nodes}
         for name, log in logs.items():
             assert "Traceback" not in log, f"{name}:\n{log}"
+
+
+@pytest.fixture
+def network(tmp_path: Path) -> Iterator[list[Node]]:
+    yield from _line_of_nodes(tmp_path, 3)
 
 
 def _found(node: Node, words: str) -> list[dict[str, Any]]:
@@ -153,30 +160,7 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
 @pytest.fixture
 def line_of_three(tmp_path: Path) -> Iterator[list[Node]]:
     """manager - edge1 - edge2, gossiping trust attestations every 3 s."""
-    base = clean_env(
-        BITTERBOT_MEMORY__EMBEDDER="hashing",
-        BITTERBOT_P2P__DEGREE_LOW="1",
-        BITTERBOT_P2P__DEGREE="3",
-        BITTERBOT_P2P__ATTESTATION_INTERVAL_MIN="0.05",
-    )
-    manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
-    assert manager.cli("init").returncode == 0
-    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
-    manager.env.update(trust)
-    nodes = [manager]
-    manager.start()
-    try:
-        previous = manager.address()
-        for i in (1, 2):
-            node = Node(tmp_path, f"edge{i}", {**base, **trust, "BITTERBOT_P2P__BOOTSTRAP": json.dumps([previous])})
-            node.start()
-            nodes.append(node)
-            previous = node.address()
-        yield nodes
-    finally:
-        logs = {node.data.name: node.stop() for node in nodes}
-        for name, log in logs.items():
-            assert "Traceback" not in log, f"{name}:\n{log}"
+    yield from _line_of_nodes(tmp_path, 2, BITTERBOT_P2P__ATTESTATION_INTERVAL_MIN="0.05")
 
 
 def _level_of(node: Node, peer_id: str) -> str | None:
