@@ -35,7 +35,7 @@ from memory.store import MemoryStore
 from node import memory_service as service
 from node.config import load_config
 from node.memory_part import open_store, search_weights
-from node.memory_service import SearchArgs
+from node.memory_requests import SearchArgs
 from node.paths import NodePaths
 from node.status import read_status
 
@@ -43,7 +43,7 @@ SIZE = 5_000
 QUICK_SIZE = 1_000
 QUERIES = 200
 QUICK_QUERIES = 40
-CLI_RUNS = 10
+CLI_RUNS = 20
 CLI = [sys.executable, "-m", "node"]
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from node.memory_service import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, RememberArgs, SearchArgs
+from node.memory_requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, RememberArgs, SearchArgs
 
 
 class _Body(BaseModel):

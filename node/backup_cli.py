@@ -6,23 +6,26 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from crypto.errors import KeyFileError, SealedDataError
 from crypto.identity import read_key_file_info
-from crypto.stream import StreamKey
-from memory.store import MemoryStore
-from node.backup import BackupError, create_backup, restore_backup
 from node.cli import handles_errors, location_options, read_passphrase, resolve
 from node.cli_transport import with_store
 from node.errors import UsageError
 from node.lockfile import DataDirLock
 from node.memory_cli import memory_group
-from node.memory_service import crystal_json
+
+if TYPE_CHECKING:  # backups, their ciphers and the store load only when a backup command runs
+    from crypto.stream import StreamKey
+    from memory.store import MemoryStore
 
 
 def _key(passphrase_file: Path | None, key_file: Path | None, *, confirm: bool) -> StreamKey:
+    from crypto.stream import StreamKey
+
     if key_file is not None:
         if passphrase_file is not None:
             raise UsageError("give --passphrase-file or --key-file, not both")
@@ -70,6 +73,8 @@ def backup(
         peer_id = read_key_file_info(paths.key_file).peer_id
     except KeyFileError:
         peer_id = ""
+    from node.backup import BackupError, create_backup
+
     try:
         report = create_backup(paths, out, key, config_file=loaded.path, include_keys=include_keys, peer_id=peer_id)
     except BackupError as exc:
@@ -103,6 +108,8 @@ def restore(
     """Restore a backup into the data dir, after checking all of it (tags, digests, SQLite integrity)."""
     _, paths = resolve(config_path, data_dir)
     key = _key(passphrase_file, backup_key_file, confirm=False)
+    from node.backup import BackupError, restore_backup
+
     paths.ensure_data_dir()
     with DataDirLock(paths.lock_file):  # no daemon may run on the data dir being restored
         try:
@@ -132,6 +139,8 @@ def memory_export(
         raise UsageError(f"{out} exists; choose a new name")
 
     async def go(store: MemoryStore) -> tuple[int, int]:
+        from node.memory_service import crystal_json
+
         written = skipped = 0
         with out.open("w", encoding="utf-8") as sink:
             async for crystal in store.iter_live():

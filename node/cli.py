@@ -26,7 +26,6 @@ from crypto.errors import KeyFileError, KeyFileMissing
 from crypto.identity import Identity, load_identity, read_key_file_info, save_identity
 from node.api_token import ensure_token
 from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
-from node.daemon import Daemon, NodeContext
 from node.errors import EXIT_FAILURE, EXIT_USAGE, NodeError, UsageError
 from node.lockfile import DataDirLock
 from node.logs import configure_logging, get_logger
@@ -172,6 +171,8 @@ def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path |
     loaded, paths = resolve(config_path, data_dir)
     configure_logging(loaded.config.log.level, loaded.config.log.format, parts=loaded.config.log.parts)
     paths.ensure_data_dir()
+    from node.daemon import Daemon, NodeContext
+
     with DataDirLock(paths.lock_file):
         identity = _load_or_create_identity(paths, passphrase_file)
         daemon = Daemon(NodeContext(loaded, paths, identity))

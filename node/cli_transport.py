@@ -12,16 +12,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
-from memory.store import MemoryStore
 from node.cli import resolve
 from node.control import ControlError
 from node.daemon_client import CommandUnavailable, find_daemon
 from node.errors import UsageError
-from node.memory_part import open_store
-from node.memory_service import InvalidRequest
+from node.memory_requests import InvalidRequest
+
+if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a command opens the file
+    from memory.store import MemoryStore
 
 T = TypeVar("T")
 
@@ -32,6 +33,8 @@ def with_store(config_path: Path | None, data_dir: Path | None, action: Callable
     paths.ensure_data_dir()
 
     async def go() -> T:
+        from node.memory_part import open_store
+
         store = await open_store(loaded.config, paths)
         try:
             return await action(store)

@@ -10,23 +10,21 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
-from marketplace.executions import record_execution
-from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc, parse_usdc
-from marketplace.quality import refusals
-from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
-from memory.store import MemoryStore
 from node.cli import handles_errors, location_options, resolve
 from node.cli_transport import call_daemon, daemon_or_store
 from node.errors import UsageError
 from node.p2p_cli import skills_group
 from node.paths import NodePaths
+
+if TYPE_CHECKING:  # the store and the market's queries load only when a command runs on the file itself
+    from memory.store import MemoryStore
 
 
 @skills_group.command("record")
@@ -44,6 +42,9 @@ def skills_record(
     reward_milli = round(score * 1000)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from marketplace.executions import record_execution
+        from marketplace.quality import refusals
+
         try:
             stats = await record_execution(store, crystal_id, success=success, reward_milli=reward_milli, actor="cli")
         except ValueError as exc:
@@ -63,6 +64,8 @@ def skills_record(
 
 def _reputation(paths: NodePaths) -> tuple[int, str | None]:
     """How peers rate this node, and its public key (hex), from the files a daemon keeps."""
+    from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
+
     try:
         me = read_key_file_info(paths.key_file).public_key
     except KeyFileError:
@@ -84,9 +87,11 @@ def skills_price(
     loaded, paths = resolve(config_path, data_dir)
     m = loaded.config.marketplace
     settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
-    reputation, me = _reputation(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from marketplace.offer import price_of
+
+        reputation, me = _reputation(paths)
         crystal = await store.get(crystal_id)
         inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation, me=me)
         return {

@@ -10,22 +10,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.termui import progressbar
 from pydantic import BaseModel, ValidationError
 
-from memory.importer import crystals_from_file, find_sources
 from memory.model import Origin, Scope, SemanticType
 from memory.query import SearchMode, SortKey
-from memory.store import MemoryStore
-from node import memory_service as service
 from node.cli import handles_errors, location_options, resolve
 from node.cli_transport import daemon_or_store, with_store
 from node.errors import UsageError
-from node.memory_part import search_weights
-from node.memory_service import ForgetArgs, RememberArgs, SearchArgs, ShowArgs
+from node.memory_requests import ForgetArgs, RememberArgs, SearchArgs, ShowArgs
+
+if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
+    from memory.store import MemoryStore
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -77,9 +76,13 @@ def memory_add(
 ) -> None:
     """Remember TEXT (deduplicated: the same text is stored once)."""
     args = request_of(RememberArgs, text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
-    doc = daemon_or_store(
-        config_path, data_dir, "memory.remember", wire(args), lambda s: service.remember(s, args, actor="cli")
-    )
+
+    async def direct(store: MemoryStore) -> dict[str, Any]:
+        from node import memory_service as service
+
+        return await service.remember(store, args, actor="cli")
+
+    doc = daemon_or_store(config_path, data_dir, "memory.remember", wire(args), direct)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -118,14 +121,18 @@ def memory_search(
     """Search memory (the local agent's view: everything not expired)."""
 
     loaded, _ = resolve(config_path, data_dir)
-    weights = search_weights(loaded.config)
     args = request_of(
         SearchArgs, query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
         sort=sort, include_archived=include_archived, explain=explain,
     )  # fmt: skip
-    hits = daemon_or_store(
-        config_path, data_dir, "memory.search", wire(args), lambda s: service.search_memory(s, args, weights)
-    )
+
+    async def direct(store: MemoryStore) -> list[dict[str, Any]]:
+        from node import memory_service as service
+        from node.memory_part import search_weights
+
+        return await service.search_memory(store, args, search_weights(loaded.config))
+
+    hits = daemon_or_store(config_path, data_dir, "memory.search", wire(args), direct)
     if as_json:
         click.echo(json.dumps(hits, indent=2))
         return
@@ -153,7 +160,13 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
     """One crystal with its links, provenance and audit trail."""
 
     args = request_of(ShowArgs, id=crystal_id)
-    doc = daemon_or_store(config_path, data_dir, "memory.show", wire(args), lambda s: service.show(s, args))
+
+    async def direct(store: MemoryStore) -> dict[str, Any]:
+        from node import memory_service as service
+
+        return await service.show(store, args)
+
+    doc = daemon_or_store(config_path, data_dir, "memory.show", wire(args), direct)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -178,9 +191,13 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
 def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: str, reason: str, as_json: bool) -> None:
     """Soft-delete a crystal: never returned again, recorded in the audit log."""
     args = request_of(ForgetArgs, id=crystal_id, reason=reason)
-    doc = daemon_or_store(
-        config_path, data_dir, "memory.forget", wire(args), lambda s: service.forget(s, args, actor="cli")
-    )
+
+    async def direct(store: MemoryStore) -> dict[str, Any]:
+        from node import memory_service as service
+
+        return await service.forget(store, args, actor="cli")
+
+    doc = daemon_or_store(config_path, data_dir, "memory.forget", wire(args), direct)
     click.echo(json.dumps(doc, indent=2) if as_json else f"forgot {doc['forgotten']}")
 
 
@@ -218,6 +235,8 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
     """Import a folder of markdown/text files or a JSONL of messages; incremental and resumable."""
 
     async def go(store: MemoryStore) -> dict[str, int]:
+        from memory.importer import crystals_from_file, find_sources
+
         totals = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
         sources = find_sources(source)
         with progress_bar(len(sources), "importing") as bar:

@@ -13,7 +13,7 @@ from memory.working_memory import bootstrap_text
 from node import memory_service as service
 from node.actor import current_actor
 from node.control import Handler
-from node.memory_service import (
+from node.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
     EventArgs,
@@ -22,8 +22,8 @@ from node.memory_service import (
     RememberArgs,
     SearchArgs,
     ShowArgs,
-    crystal_json,
 )
+from node.memory_service import crystal_json
 
 if TYPE_CHECKING:
     from memory.store import MemoryStore

@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memory.consolidation import CONSOLIDATION_STEPS, consolidate, unmerge
-from memory.dream import dream, working_memory_note
 from memory.errors import StoreError
 from memory.hormones import Event
 from memory.scratch import ScratchError
-from memory.store import MemoryStore
 from memory.working_memory import bootstrap_text
-from node import memory_service as service
 from node.cli import handles_errors, location_options, resolve
 from node.cli_transport import daemon_or_store
 from node.errors import UsageError
 from node.memory_cli import memory_group, progress_bar
-from node.memory_part import decay_settings, synthesizer_from_config, working_memory_files, world_lines
-from node.memory_service import crystal_json
+
+if TYPE_CHECKING:  # the store and the cycles load only when a command runs on the file itself
+    from memory.store import MemoryStore
 
 
 @memory_group.command("consolidate")
@@ -39,6 +36,9 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
     loaded, _ = resolve(config_path, data_dir)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from memory.consolidation import CONSOLIDATION_STEPS, consolidate
+        from node.memory_part import decay_settings
+
         levels = store.hormone_source.levels() if store.hormone_source else None
         with progress_bar(CONSOLIDATION_STEPS, "consolidating") as bar:
             report = await consolidate(
@@ -70,6 +70,8 @@ def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: 
     """Undo a merge: restore CRYSTAL_ID (archived by a merge) to what it was."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from memory.consolidation import unmerge
+
         try:
             return {"restored": crystal_id, "merged_into": await unmerge(store, crystal_id, actor="cli")}
         except StoreError as exc:
@@ -90,10 +92,15 @@ def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: 
 @handles_errors
 def memory_note(config_path: Path | None, data_dir: Path | None, text: str, importance: float, as_json: bool) -> None:
     """Write a working-memory note: appended to scratch.md durably, searchable at once."""
+    from node.memory_part import working_memory_files
+
     _, paths = resolve(config_path, data_dir)
     files = working_memory_files(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from memory.dream import working_memory_note
+        from node.memory_service import crystal_json
+
         try:
             return crystal_json(await working_memory_note(store, files, text, importance))
         except ScratchError as exc:
@@ -119,10 +126,13 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
 @handles_errors
 def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_window: int, as_json: bool) -> None:
     """Print the working-memory text an agent puts in its system prompt."""
+    from memory.working_memory import WorkingMemoryFiles
+
     _, paths = resolve(config_path, data_dir)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        return {"text": bootstrap_text(working_memory_files(paths), context_window)}
+        assert paths.workspace is not None
+        return {"text": bootstrap_text(WorkingMemoryFiles(paths.workspace), context_window)}
 
     doc = daemon_or_store(config_path, data_dir, "wm.bootstrap", {"context_window": context_window}, go)
     click.echo(json.dumps(doc, indent=2) if as_json else doc["text"], nl=as_json)
@@ -134,11 +144,16 @@ def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_wi
 @handles_errors
 def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Run the dream cycle now: fold scratch notes and new memories into MEMORY.md."""
+    from node.memory_part import working_memory_files
+
     loaded, paths = resolve(config_path, data_dir)
     files = working_memory_files(paths)
-    synthesizer = synthesizer_from_config(loaded.config)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from memory.dream import dream
+        from node.memory_part import synthesizer_from_config, world_lines
+
+        synthesizer = synthesizer_from_config(loaded.config)
         report = await dream(
             store, files, synthesizer, hormones=store.hormone_source, world=await world_lines(store, paths)
         )
@@ -164,6 +179,8 @@ def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bo
     """Show the hormonal state (effective levels, and any network override)."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from node import memory_service as service
+
         return service.hormone_doc(store)
 
     doc = daemon_or_store(config_path, data_dir, "memory.hormones", {}, go)
@@ -185,6 +202,8 @@ def memory_event(config_path: Path | None, data_dir: Path | None, events: tuple[
     """Tell the node what just happened (reward, error, social, achievement, urgency)."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
+        from node import memory_service as service
+
         return await service.observe_events(store, [Event(e) for e in events])
 
     doc = daemon_or_store(config_path, data_dir, "memory.event", {"events": list(events)}, go)

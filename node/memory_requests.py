@@ -1,0 +1,79 @@
+"""The requests of the memory operations (pydantic): what the HTTP API, the CLI and the MCP
+server accept. A bad field is refused with a message naming it, before the store is touched.
+
+Kept apart from ``node.memory_service`` so that describing a request (the API's route table,
+the CLI's client) does not load the store.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.hormones import Event
+from memory.model import Origin, Scope, SemanticType
+from memory.query import SearchMode, SortKey
+
+
+class InvalidRequest(ValueError):
+    """A request the store refuses as given (the message says which value and why)."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class SearchArgs(_Request):
+    """A memory search: every mode and filter of `bitterbot-node memory search`."""
+
+    query: str | None = Field(
+        default=None, max_length=10_000, description="Words to search for (hybrid, keyword, vector)."
+    )
+    mode: SearchMode = Field(
+        default=SearchMode.HYBRID, description="hybrid, keyword, vector, recent, important, typed."
+    )
+    limit: int = Field(default=10, ge=1, le=1000)
+    since: str | None = Field(default=None, description="Only crystals since: 30m, 24h, 7d, 2w or an ISO date.")
+    types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
+    origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
+    sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
+    include_archived: bool = False
+    explain: bool = Field(default=False, description="Add keyword, vector, fused and final scores to each hit.")
+
+
+class RememberArgs(_Request):
+    """A new memory. The same text is stored once (the existing crystal is returned)."""
+
+    text: str = Field(min_length=1, max_length=100_000)
+    type: SemanticType = SemanticType.GENERAL
+    origin: Origin = Origin.USER_INPUT
+    importance: float = Field(default=0.5, ge=0, le=1)
+    scope: Scope = Scope.PRIVATE
+    ttl: str | None = Field(default=None, description="Forget after this long: 30m, 24h, 7d, 2w.")
+
+
+class ForgetArgs(_Request):
+    id: str = Field(min_length=1, max_length=64)
+    reason: str = Field(default="forgotten by the agent", max_length=500)
+
+
+class ShowArgs(_Request):
+    id: str = Field(min_length=1, max_length=64)
+
+
+class NoteArgs(_Request):
+    text: str = Field(min_length=1, max_length=10_000)
+    importance: float = Field(default=0.5, ge=0, le=1)
+
+
+class EventArgs(_Request):
+    events: list[Event] = Field(min_length=1, max_length=16, description="reward, error, social, achievement, urgency")
+
+
+class ConsolidateArgs(_Request):
+    dry_run: bool = Field(default=False, description="Report what a cycle would change; change nothing.")
+
+
+class BootstrapArgs(_Request):
+    context_window: int = Field(
+        default=128_000, ge=1, le=10_000_000, description="The model's context window in tokens."
+    )
