@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import clean_env, run_cli
+from tests.conftest import CLI, clean_env, run_cli
 from tests.daemons import Node, wait_for
 from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
 
@@ -40,16 +43,9 @@ def anvil_chain() -> Iterator[dict[str, str]]:
         }
 
 
-def _listed(node: Node, skill_id: str) -> list[dict[str, Any]]:
-    return [r for r in node.json("skills", "list") if r["stable_skill_id"] == skill_id and not r["mine"]]
-
-
-def _settled(node: Node) -> dict[str, Any] | None:
-    ledger = dict(node.json("wallet")["ledger"])
-    return ledger if ledger["sales"] else None
-
-
-def test_two_daemons_buy_and_sell_over_anvil(tmp_path: Path, anvil_chain: dict[str, str]) -> None:
+@pytest.fixture
+def trading_pair(tmp_path: Path, anvil_chain: dict[str, str]) -> Iterator[tuple[Node, Node, str]]:
+    """A seller and a buyer daemon on one anvil chain, connected; the seller holds a proven skill (its id)."""
     base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", **anvil_chain)
     seller = Node(tmp_path, "seller", dict(base))
     buyer = Node(tmp_path, "buyer", dict(base))
@@ -63,47 +59,114 @@ def test_two_daemons_buy_and_sell_over_anvil(tmp_path: Path, anvil_chain: dict[s
         crystal = seller.json("memory", "add", SKILL, "--type", "skill", "--scope", "shared")["crystal"]["id"]
         for _ in range(3):
             assert seller.cli("skills", "record", crystal, "--success").returncode == 0
-        plain_price = seller.json("skills", "price", crystal)["price_micro_usdc"]
-
-        # The buyer asks for such a skill first: the bounty reaches the seller and raises its price.
-        posted = buyer.json("skills", "bounty", "Restore a Postgres replica quickly", "--reward", "0.5", "--id", "pg")
-        assert posted["reward_micro_usdc"] == 500_000
-        wait_for(lambda: seller.json("skills", "bounties"), 30, "the bounty to reach the seller", nodes)
-        listing = seller.json("skills", "publish", crystal)
-        price = listing["price_micro_usdc"]
-        assert price > plain_price  # demand: 1 + ln(0 buyers + 1 bounty + 1) x 0.1
-        skill_id = listing["stable_skill_id"]
-        (offer,) = wait_for(lambda: _listed(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
-        assert [b["bounty_id"] for b in offer["bounties"]] == ["pg"] and not offer["verified"]
-        assert buyer.json("skills", "bounties")[0]["matching_listings"] == 1
-
-        poor = buyer.cli("skills", "buy", skill_id)
-        assert poor.returncode == 2 and "insufficient funds" in poor.stderr
-        assert buyer.cli("wallet", "fund", "1").returncode == 0
-
-        too_dear = buyer.cli("skills", "buy", skill_id, "--max-price", "0.000001")
-        assert too_dear.returncode == 2 and "more than 1" in too_dear.stderr
-        bought = buyer.json("skills", "buy", skill_id)
-        assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
-        stored = buyer.json("memory", "show", bought["crystal_id"])
-        assert stored["crystal"]["text"] == SKILL and stored["crystal"]["origin"] == "peer"
-        assert stored["crystal"]["bounty"] == {"bounty_id": "pg", "reward_micro_usdc": 500_000}
-
-        buyer_wallet = buyer.json("wallet")
-        assert buyer_wallet["balance_micro_usdc"] == 1_000_000 - price
-        assert buyer_wallet["ledger"]["spent_micro_usdc"] == price and buyer_wallet["ledger"]["purchases"] == 1
-        earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
-        assert earned["earned_micro_usdc"] == price and earned["unique_buyers"] == 1
-        assert earned["top_skills"] == [{"stable_skill_id": skill_id, "sales": 1, "earned_micro_usdc": price}]
-        assert seller.json("wallet")["balance_micro_usdc"] == price
-        assert "earned    " in seller.cli("wallet").stdout
-
-        again = buyer.cli("skills", "buy", f"{seller.json('status')['identity']['peer_id']}/nope")
-        assert again.returncode == 2 and "no live listing" in again.stderr
+        yield seller, buyer, crystal
     finally:
         logs = {node.data.name: node.stop() for node in nodes}
     for name, log in logs.items():
         assert "Traceback" not in log, f"{name}:\n{log}"
+
+
+def _listed(node: Node, skill_id: str) -> list[dict[str, Any]]:
+    return [r for r in node.json("skills", "list") if r["stable_skill_id"] == skill_id and not r["mine"]]
+
+
+def _settled(node: Node) -> dict[str, Any] | None:
+    ledger = dict(node.json("wallet")["ledger"])
+    return ledger if ledger["sales"] else None
+
+
+def test_two_daemons_buy_and_sell_over_anvil(trading_pair: tuple[Node, Node, str]) -> None:
+    seller, buyer, crystal = trading_pair
+    nodes = [seller, buyer]
+    plain_price = seller.json("skills", "price", crystal)["price_micro_usdc"]
+
+    # The buyer asks for such a skill first: the bounty reaches the seller and raises its price.
+    posted = buyer.json("skills", "bounty", "Restore a Postgres replica quickly", "--reward", "0.5", "--id", "pg")
+    assert posted["reward_micro_usdc"] == 500_000
+    wait_for(lambda: seller.json("skills", "bounties"), 30, "the bounty to reach the seller", nodes)
+    listing = seller.json("skills", "publish", crystal)
+    price = listing["price_micro_usdc"]
+    assert price > plain_price  # demand: 1 + ln(0 buyers + 1 bounty + 1) x 0.1
+    skill_id = listing["stable_skill_id"]
+    (offer,) = wait_for(lambda: _listed(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
+    assert [b["bounty_id"] for b in offer["bounties"]] == ["pg"] and not offer["verified"]
+    assert buyer.json("skills", "bounties")[0]["matching_listings"] == 1
+
+    poor = buyer.cli("skills", "buy", skill_id)
+    assert poor.returncode == 2 and "insufficient funds" in poor.stderr
+    assert buyer.cli("wallet", "fund", "1").returncode == 0
+
+    too_dear = buyer.cli("skills", "buy", skill_id, "--max-price", "0.000001")
+    assert too_dear.returncode == 2 and "more than 1" in too_dear.stderr
+    bought = buyer.json("skills", "buy", skill_id)
+    assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
+    stored = buyer.json("memory", "show", bought["crystal_id"])
+    assert stored["crystal"]["text"] == SKILL and stored["crystal"]["origin"] == "peer"
+    assert stored["crystal"]["bounty"] == {"bounty_id": "pg", "reward_micro_usdc": 500_000}
+
+    buyer_wallet = buyer.json("wallet")
+    assert buyer_wallet["balance_micro_usdc"] == 1_000_000 - price
+    assert buyer_wallet["ledger"]["spent_micro_usdc"] == price and buyer_wallet["ledger"]["purchases"] == 1
+    earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
+    assert earned["earned_micro_usdc"] == price and earned["unique_buyers"] == 1
+    assert earned["top_skills"] == [{"stable_skill_id": skill_id, "sales": 1, "earned_micro_usdc": price}]
+    assert seller.json("wallet")["balance_micro_usdc"] == price
+    assert "earned    " in seller.cli("wallet").stdout
+
+    again = buyer.cli("skills", "buy", f"{seller.json('status')['identity']['peer_id']}/nope")
+    assert again.returncode == 2 and "no live listing" in again.stderr
+
+
+def _rpc(url: str, method: str, *params: Any) -> Any:
+    """One JSON-RPC call to anvil (its test methods steer mining)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode()
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer = json.loads(response.read())
+    assert "error" not in answer, answer
+    return answer["result"]
+
+
+def _purchase_states(node: Node) -> list[str]:
+    return [p["state"] for p in node.json("wallet")["recent_purchases"]]
+
+
+def test_a_buyer_killed_with_its_payment_in_flight_finishes_the_purchase_after_restart(
+    trading_pair: tuple[Node, Node, str], anvil_chain: dict[str, str]
+) -> None:
+    """kill -9 of the buyer's daemon while its escrow lock is sent but not mined: after a restart the
+    daemon finds the lock on chain, fetches the skill, stores it and releases; the buyer pays once."""
+    url = anvil_chain["BITTERBOT_CHAIN__URL"]
+    seller, buyer, crystal = trading_pair
+    nodes = [seller, buyer]
+    listing = seller.json("skills", "publish", crystal)
+    skill_id, price = listing["stable_skill_id"], listing["price_micro_usdc"]
+    wait_for(lambda: _listed(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
+    assert buyer.cli("wallet", "fund", "1").returncode == 0
+
+    _rpc(url, "evm_setAutomine", False)  # transactions now wait in the pool until evm_mine
+    buying = subprocess.Popen(
+        [*CLI, "skills", "buy", skill_id, "--data-dir", str(buyer.data)],
+        env=buyer.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_for(lambda: int(_rpc(url, "txpool_status")["pending"], 16) >= 1, 30, "the lock to be sent", nodes)
+    assert buyer.proc is not None
+    buyer.proc.send_signal(signal.SIGKILL)
+    buyer.proc.wait(timeout=10)
+    _, cut_off = buying.communicate(timeout=30)
+    assert buying.returncode == 2 and "cannot reach the daemon" in cut_off and "Traceback" not in cut_off
+    _rpc(url, "evm_mine")  # the lock the buyer sent before it died lands on chain
+    _rpc(url, "evm_setAutomine", True)
+
+    assert "Traceback" not in buyer.stop()  # the killed run's log, collected
+    buyer.start()
+    buyer.address()
+    wait_for(lambda: _purchase_states(buyer) == ["completed"], 60, "the purchase to be resumed", nodes)
+    hits = buyer.json("memory", "search", "pg_basebackup replica", "--mode", "keyword")
+    assert [h["crystal"]["text"] for h in hits if h["crystal"]["origin"] == "peer"] == [SKILL]
+    assert buyer.json("wallet")["balance_micro_usdc"] == 1_000_000 - price  # paid exactly once
+    earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
+    assert earned["earned_micro_usdc"] == price
 
 
 def test_the_embedded_chain_refuses_to_trade_with_other_nodes_and_says_how(tmp_path: Path) -> None:
