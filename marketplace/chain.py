@@ -35,6 +35,10 @@ class ChainError(Exception):
     """A chain operation failed."""
 
 
+class ChainUnreachable(ChainError, ConnectionError):
+    """The JSON-RPC chain did not answer (down, wrong URL, network): try again later."""
+
+
 class TransactionReverted(ChainError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"transaction reverted: {reason}")
@@ -376,7 +380,13 @@ class Chain:
     async def _run(self, work: Callable[[], T]) -> T:
         if self._executor is None:
             raise ChainError("the chain client is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        except ChainError:
+            raise
+        except OSError as exc:  # the JSON-RPC transport's errors (requests') are OSErrors
+            where = getattr(self._w3.provider, "endpoint_uri", None) or "the chain"
+            raise ChainUnreachable(f"cannot reach {where}: {exc}") from None
 
     async def _send(self, account: Account, make: Callable[[], Any]) -> Receipt:
         def send() -> Receipt:
@@ -399,12 +409,16 @@ class Chain:
                 tx_hash = self._w3.eth.send_raw_transaction(signed.raw_transaction)
                 receipt = _wait(self._w3, tx_hash)
                 failed = int(receipt["status"]) != 1
+            except OSError:
+                raise  # the chain is unreachable, nothing reverted: ``_run`` says so
             except Exception:  # noqa: BLE001 - each backend raises its own type; normalised below
                 failed = True
             if failed:
                 # Only now run it as a call: it yields the contract's reason the same way on every backend.
                 try:
                     function.call({"from": account.address})
+                except OSError:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - normalised
                     raise _reverted(exc) from None
                 raise TransactionReverted("reverted on chain")
@@ -436,7 +450,7 @@ def _connect(url: str) -> Any:
 
     w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 10}))
     if not w3.is_connected():
-        raise ChainError(f"no chain answers at {url}")
+        raise ChainUnreachable(f"no chain answers at {url}")
     return w3
 
 

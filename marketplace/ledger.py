@@ -134,6 +134,22 @@ async def unique_buyers(store: MemoryStore, crystal_id: str) -> int:
     return int(row[0]) if row else 0
 
 
+async def sale_defaults_by_buyer(store: MemoryStore) -> dict[bytes, int]:
+    """Sales each buyer defaulted on: it received the skill, never released the escrow and
+    refunded itself after the deadline (the escrow allows it; the seller remembers it)."""
+    async with store.reader().execute(
+        "SELECT buyer, count(*) FROM sales WHERE state = 'defaulted' GROUP BY buyer"
+    ) as cursor:
+        rows = await cursor.fetchall()
+    out: dict[bytes, int] = {}
+    for buyer, count in rows:
+        try:
+            out[bytes.fromhex(str(buyer))] = int(count)
+        except ValueError:
+            continue
+    return out
+
+
 async def purchase_outcomes_by_seller(store: MemoryStore) -> dict[bytes, tuple[int, int]]:
     """(completed, failed) purchases from each seller: a refused delivery or a refund after the
     deadline is a failure of the seller; a purchase still under way is neither."""

@@ -25,8 +25,9 @@ A purchase in flight is never continued twice at once (``resume`` skips it), and
 that expired before its payment was locked is never paid.
 
 Left to the escrow's rules: after the deadline a buyer can refund a lock it never released,
-even if a valid delivery reached it; an honest buyer releases on delivery, and the seller's
-trust in that buyer (and the buyer's reputation) is the remedy, not the contract.
+even if a valid delivery reached it. The seller's side is the remedy, not the contract:
+``settle_sales`` marks such a sale ``defaulted``, the node counts it against the buyer's trust
+(which its attestations carry to the network), and ``_quote`` refuses that buyer from then on.
 """
 
 from __future__ import annotations
@@ -311,6 +312,8 @@ class Market:
         for purchase_hex, state, updated_ms in rows:
             lock = await self._chain.lock_info(bytes.fromhex(purchase_hex))
             new_state = {"released": "paid", "refunded": "refunded"}.get(lock.state)
+            if new_state == "refunded" and state == "delivered" and await self._delivered_as_listed(purchase_hex):
+                new_state = "defaulted"  # the buyer kept exactly the listed skill and took its money back
             if new_state is None and lock.state == "none" and state == "quoted" and _now_ms() - updated_ms > lapse_ms:
                 new_state = "lapsed"
             if new_state is None:
@@ -322,6 +325,20 @@ class Market:
                 )
             changed[new_state] = changed.get(new_state, 0) + 1
         return changed
+
+    async def _delivered_as_listed(self, purchase_hex: str) -> bool:
+        """Whether the crystal this node delivered for a sale is the one its quote named (its content
+        hash): only then is a refund after delivery the buyer's doing rather than this node's."""
+        async with self._store.reader().execute(
+            "SELECT s.quote, c.content_hash FROM sales s JOIN crystals c ON c.id = s.crystal_id "
+            "WHERE s.purchase_id = ?",
+            (purchase_hex,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return False
+        quote = decode_envelope(bytes(row[0]), max_bytes=_POLICY.max_bytes).body_map()
+        return str(quote["content_hash"]) == str(row[1])
 
     async def _crystal_with(self, chash: str) -> str | None:
         async with self._store.reader().execute("SELECT id FROM crystals WHERE content_hash = ?", (chash,)) as cursor:
@@ -406,6 +423,15 @@ class Market:
 
     async def _quote(self, buyer: bytes, body: dict[str, Any]) -> bytes:
         skill_id = str(body["stable_skill_id"])
+        async with self._store.reader().execute(
+            "SELECT purchase_id FROM sales WHERE buyer = ? AND state = 'defaulted' LIMIT 1", (buyer.hex(),)
+        ) as cursor:
+            defaulted = await cursor.fetchone()
+        if defaulted is not None:  # the escrow cannot stop that buyer; this seller can stop selling to it
+            raise PurchaseError(
+                f"this seller no longer sells to you: you took back the payment for a skill it had delivered "
+                f"(purchase {str(defaulted[0])[:16]}…)"
+            )
         wire = await listing_envelope(self._store, self._identity.public_key.hex(), skill_id)
         if wire is None:
             raise PurchaseError(f"{skill_id} is not listed here")

@@ -141,6 +141,8 @@ class ApiServer:
             return _error(404, str(exc).strip("'\""))
         except (ValueError, TypeError, InvalidQuery) as exc:
             return _error(400, str(exc) or type(exc).__name__)
+        except ConnectionError as exc:  # something the node depends on (the chain) is down: not our bug
+            return _error(502, str(exc) or type(exc).__name__)
         except Exception as exc:
             log.error("api.command_failed", exc_info=True, command=route.command)
             return _error(500, f"{route.command} failed: {exc}")
@@ -191,6 +193,8 @@ def openapi_document() -> dict[str, Any]:
                 "400": {"description": "bad input; the error names the field"},
                 "401": {"description": "missing or wrong bearer token"},
                 "404": {"description": "no such thing"},
+                "502": {"description": "a service the node depends on (the chain) did not answer"},
+                "503": {"description": "the part serving this is off on this node"},
             },
         }
         params = [

@@ -82,7 +82,7 @@ class ControlServer:
         try:
             with acting_as(str(request.get("actor", AGENT))):
                 return {"ok": True, "result": await handler(args)}
-        except (ValueError, KeyError, TypeError, LookupError) as exc:
+        except (ValueError, KeyError, TypeError, LookupError, ConnectionError) as exc:
             return {"ok": False, "error": str(exc) or type(exc).__name__}
         except Exception as exc:
             log.error("control.command_failed", exc_info=True, cmd=request["cmd"])

@@ -14,7 +14,7 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
-from marketplace.chain import Chain, ChainError
+from marketplace.chain import Chain, ChainError, ChainUnreachable
 from marketplace.ledger import ledger
 from marketplace.listings import ListingRow, active_listings, listing_envelope
 from marketplace.pricing import parse_usdc
@@ -233,6 +233,8 @@ class MarketPart:
         amount = parse_usdc(str(args["amount"]))
         try:
             await market.chain.fund(self._wallet.address, amount)
+        except ChainUnreachable:
+            raise
         except ChainError as exc:
             raise ValueError(f"{exc} (set [chain] dev = true only for a local development chain)") from None
         return {"address": self._wallet.address, "balance_micro_usdc": await market.chain.balance(self._wallet.address)}

@@ -21,7 +21,7 @@ from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
 from marketplace.bounties import purge_expired_bounties, record_bounty
 from marketplace.executions import executions_by_source
-from marketplace.ledger import purchase_outcomes_by_seller
+from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_endorsement, record_listing, revoke_listing
 from memory.endocrine import Endocrine
 from memory.hormones import NetworkOverride
@@ -307,6 +307,8 @@ class P2PPart:
         ended, count in its local trust."""
         for seller, (bought, failed_purchases) in (await purchase_outcomes_by_seller(self.store())).items():
             self.trust.set_purchases(seller, bought, failed_purchases)
+        for buyer, defaults in (await sale_defaults_by_buyer(self.store())).items():
+            self.trust.set_defaults(buyer, defaults)
         for source, (ok, failed) in (await executions_by_source(self.store())).items():
             try:
                 peer = bytes.fromhex(source.removeprefix("peer:"))

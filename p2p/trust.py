@@ -3,6 +3,7 @@
 Local trust of a peer comes from what this node saw it do:
 
     s = valid + 5 * executions_ok + 10 * purchases_ok - 5 * invalid - 5 * executions_failed - 20 * purchases_failed
+        - 20 * defaults (sales this node made to the peer that it took back after delivery)
     local = max(0, s) / (max(0, s) + 10)                    in [0, 1): saturating, 10 points is 0.5
 
 Each node gossips its local trust vector as a signed attestation. EigenTrust
@@ -55,14 +56,15 @@ class Outcomes:
     executions_failed: int = 0
     purchases_ok: int = 0
     purchases_failed: int = 0
+    defaults: int = 0  # as a buyer: kept a delivered skill and refunded the escrow
 
     def points(self) -> int:
         good = self.valid + 5 * self.executions_ok + 10 * self.purchases_ok
-        bad = 5 * self.invalid + 5 * self.executions_failed + 20 * self.purchases_failed
+        bad = 5 * self.invalid + 5 * self.executions_failed + 20 * self.purchases_failed + 20 * self.defaults
         return good - bad
 
     def has_evidence_against(self) -> bool:
-        return bool(self.invalid or self.executions_failed or self.purchases_failed)
+        return bool(self.invalid or self.executions_failed or self.purchases_failed or self.defaults)
 
 
 def local_trust(outcomes: Outcomes) -> float:
@@ -150,6 +152,10 @@ class TrustBook:
         """How purchases from ``peer`` as seller ended (totals, recomputed from the purchases table)."""
         outcomes = self.outcomes.setdefault(peer, Outcomes())
         outcomes.purchases_ok, outcomes.purchases_failed = ok, failed
+
+    def set_defaults(self, peer: bytes, count: int) -> None:
+        """Sales ``peer`` defaulted on as a buyer (a total, recomputed from the sales table)."""
+        self.outcomes.setdefault(peer, Outcomes()).defaults = count
 
     def attest(self, attester: bytes, ratings: Iterable[tuple[bytes, int]]) -> None:
         self.attestations[attester] = {peer: milli for peer, milli in ratings if peer != attester}

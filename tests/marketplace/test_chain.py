@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from marketplace.chain import Account, Chain, ChainError, InsufficientFunds, TransactionReverted, artifact
+from marketplace.chain import (
+    Account,
+    Chain,
+    ChainError,
+    ChainUnreachable,
+    InsufficientFunds,
+    TransactionReverted,
+    artifact,
+)
+from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
 
 ROOT = Path(__file__).resolve().parents[2]
 PURCHASE = bytes(range(32))
@@ -101,3 +110,18 @@ async def test_an_unreachable_rpc_chain_is_a_clear_error_and_leaves_no_worker() 
         await Chain.rpc("http://127.0.0.1:9", "0x" + "00" * 20, "0x" + "00" * 20)
     await asyncio.sleep(0.1)
     assert {t.name for t in threading.enumerate() if t.name.startswith("evm")} <= before
+
+
+@pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
+async def test_a_chain_that_goes_away_is_unreachable_not_a_revert() -> None:
+    buyer = Account.create()
+    with anvil_process() as url:
+        chain = await Chain.rpc_dev(url)
+    try:  # anvil is stopped now
+        with pytest.raises(ChainUnreachable, match=f"cannot reach {url}"):
+            await chain.balance(buyer.address)
+        with pytest.raises(ChainUnreachable, match=f"cannot reach {url}"):
+            await chain.fund(buyer.address, 1_000_000)  # a transaction: not mistaken for a revert
+        assert isinstance(ChainUnreachable("x"), ConnectionError)  # the daemon answers it with 502, unlogged
+    finally:
+        await chain.close()

@@ -187,3 +187,32 @@ def test_the_embedded_chain_refuses_to_trade_with_other_nodes_and_says_how(tmp_p
     finally:
         log = node.stop()
     assert "Traceback" not in log, log
+
+
+def test_a_chain_that_goes_away_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    if ANVIL is None:
+        pytest.skip(NO_ANVIL)
+    with anvil_process() as url:
+        deployed = run_cli("chain", "deploy", "--url", url, "--json")
+        assert deployed.returncode == 0, deployed.stderr
+        addresses = json.loads(deployed.stdout)
+        node = Node(tmp_path, "node", clean_env(
+            BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_CHAIN__URL=url, BITTERBOT_CHAIN__DEV="true",
+            BITTERBOT_CHAIN__TOKEN_ADDRESS=addresses["token_address"],
+            BITTERBOT_CHAIN__ESCROW_ADDRESS=addresses["escrow_address"],
+        ))  # fmt: skip
+        node.start()
+        try:
+            node.address()
+            wait_for(lambda: node.json("wallet")["balance_micro_usdc"] == 0, 30, "the market to reach anvil", [node])
+        except BaseException:
+            node.stop()
+            raise
+    try:  # anvil is gone
+        refused = node.cli("wallet", "fund", "1")
+        assert refused.returncode == 2 and f"cannot reach {url}" in refused.stderr
+        wallet = node.json("wallet")
+        assert wallet["balance_micro_usdc"] is None and f"cannot reach {url}" in wallet["chain_error"]
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log

@@ -14,7 +14,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace import purchase
 from marketplace.chain import Account, Chain
-from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller
+from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_listing
 from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market, PurchaseError
 from memory.embedders.hashing import HashingEmbedder
@@ -186,6 +186,44 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
         assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (0, 1)}
         assert await seller.market.settle_sales() == {"refunded": 1}
         assert (await ledger(seller.store, None)).earned_micro_usdc == 0
+    finally:
+        await close(buyer, seller)
+
+
+class ChainWithoutRelease:
+    """Named fake, on the buyer's side: its chain client never releases an escrow (the rest is the real chain)."""
+
+    def __init__(self, chain: Chain) -> None:
+        self._chain = chain
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._chain, name)
+
+    async def release(self, account: Account, purchase_id: bytes) -> None:
+        return None
+
+
+async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and_refused(
+    tmp_path: Path, chain: Chain
+) -> None:
+    """The escrow lets a buyer refund after the deadline even after a valid delivery; the seller marks
+    that sale defaulted, counts it against the buyer, and quotes it no more."""
+    seller, buyer = await trade(tmp_path, chain)
+    try:
+        buyer.market._chain = ChainWithoutRelease(chain)  # type: ignore[assignment]
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "completed" and result.crystal_id is not None  # it has the skill
+        await chain.advance_time(601)
+        await chain.refund(buyer.wallet, bytes.fromhex(result.purchase_id))  # straight to the escrow contract
+        assert (
+            await chain.balance(buyer.wallet.address) == 1_000_000 and await chain.balance(seller.wallet.address) == 0
+        )
+        assert await seller.market.settle_sales() == {"defaulted": 1}
+        assert await sale_defaults_by_buyer(seller.store) == {buyer.identity.public_key: 1}
+        assert (await ledger(seller.store, None)).earned_micro_usdc == 0
+        with pytest.raises(PurchaseError, match="no longer sells to you: you took back the payment"):
+            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert await chain.balance(buyer.wallet.address) == 1_000_000  # refused at the quote: nothing locked
     finally:
         await close(buyer, seller)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,18 @@ def test_local_trust_saturates_and_failures_weigh_more() -> None:
     assert local_trust(Outcomes(valid=10)) == 0.5
     assert local_trust(Outcomes(valid=10, invalid=2)) == 0.0  # 10 - 10 points
     assert local_trust(Outcomes(purchases_ok=3)) == pytest.approx(30 / 40)
+
+
+def test_a_buyer_that_took_a_delivered_skill_back_is_untrusted_and_an_old_book_still_loads(tmp_path: Path) -> None:
+    book = TrustBook(me=A, management=frozenset({M}))
+    book.record(B, valid=15)  # 15 points of good gossip ...
+    book.set_defaults(B, 1)  # ... outweighed by one default (-20)
+    assert local_trust(book.outcomes[B]) == 0.0
+    assert book.compute()[B].level is TrustLevel.UNTRUSTED
+    path = tmp_path / "trust.json"
+    saved_before_defaults_existed = {"outcomes": {C.hex(): {"valid": 3}}, "attestations": {}}
+    path.write_text(json.dumps(saved_before_defaults_existed))
+    assert TrustBook.load(path, A, frozenset({M})).outcomes[C] == Outcomes(valid=3, defaults=0)
 
 
 def test_eigentrust_two_nodes_by_hand() -> None:
