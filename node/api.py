@@ -3,7 +3,8 @@
 Every route (``node.api_routes``) runs a command of the daemon's command table, the same
 table the control socket serves. Errors are JSON ``{"error": "..."}``: 401 without the
 right token, 400 for bad input (the message names the field), 404 for what does not
-exist, 500 (logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
+exist, 502 when the chain does not answer, 503 when the part behind a route is off, 500
+(logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
 need no token; ``GET /metrics`` (Prometheus text) does.
 """
 
