@@ -36,15 +36,13 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
     loaded, _ = resolve(config_path, data_dir)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.consolidation import CONSOLIDATION_STEPS, consolidate
-        from node.memory_part import decay_settings
+        from memory.consolidation import CONSOLIDATION_STEPS
+        from node.memory_part import consolidate_as_configured
 
-        levels = store.hormone_source.levels() if store.hormone_source else None
         with progress_bar(CONSOLIDATION_STEPS, "consolidating") as bar:
-            report = await consolidate(
-                store, settings=decay_settings(loaded.config), levels=levels, dry_run=dry_run,
-                progress=lambda step: bar.update(1),
-            )  # fmt: skip
+            report = await consolidate_as_configured(
+                store, loaded.config, dry_run=dry_run, progress=lambda step: bar.update(1)
+            )
         return report.to_dict()
 
     report = daemon_or_store(config_path, data_dir, "memory.consolidate", {"dry_run": dry_run}, go)
@@ -126,13 +124,12 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
 @handles_errors
 def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_window: int, as_json: bool) -> None:
     """Print the working-memory text an agent puts in its system prompt."""
-    from memory.working_memory import WorkingMemoryFiles
-
     _, paths = resolve(config_path, data_dir)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        assert paths.workspace is not None
-        return {"text": bootstrap_text(WorkingMemoryFiles(paths.workspace), context_window)}
+        from node.memory_part import working_memory_files
+
+        return {"text": bootstrap_text(working_memory_files(paths), context_window)}
 
     doc = daemon_or_store(config_path, data_dir, "wm.bootstrap", {"context_window": context_window}, go)
     click.echo(json.dumps(doc, indent=2) if as_json else doc["text"], nl=as_json)

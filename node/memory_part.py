@@ -76,6 +76,19 @@ def decay_settings(config: Config) -> DecaySettings:
     )
 
 
+async def consolidate_as_configured(
+    store: MemoryStore,
+    config: Config,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ConsolidationReport:
+    """One consolidation cycle with the config's decay settings and the store's hormone levels:
+    the daemon's timer, the API's on-demand cycle and the CLI without a daemon all run this."""
+    levels = store.hormone_source.levels() if store.hormone_source else None
+    return await consolidate(store, settings=decay_settings(config), levels=levels, dry_run=dry_run, progress=progress)
+
+
 def synthesizer_from_config(config: Config) -> Synthesizer:
     d = config.dream
     if d.synthesizer == "chat":
@@ -206,14 +219,11 @@ class MemoryPart:
         if self.store is None:
             raise ValueError("the memory store is not open")
         if dry_run:
-            levels = self.store.hormone_source.levels() if self.store.hormone_source else None
-            report = await consolidate(self.store, settings=decay_settings(self._config), levels=levels, dry_run=True)
-            return report.to_dict()
+            return (await consolidate_as_configured(self.store, self._config, dry_run=True)).to_dict()
         return (await self._consolidate(self.store)).to_dict()
 
     async def _consolidate(self, store: MemoryStore) -> ConsolidationReport:
-        levels = store.hormone_source.levels() if store.hormone_source else None
-        report = await consolidate(store, settings=decay_settings(self._config), levels=levels)
+        report = await consolidate_as_configured(store, self._config)
         if self.metrics is not None:
             self.metrics.consolidation_seconds.observe(report.duration_ms / 1000)
         self._last_consolidation = {k: v for k, v in report.to_dict().items() if k not in ("changes", "merges")}
