@@ -8,7 +8,6 @@ chain client; ``chain deploy`` talks to a development chain directly.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ import click
 
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
-from marketplace.pricing import PriceSettings, format_usdc, parse_usdc
+from marketplace.pricing import format_usdc, parse_usdc
 from node.cli import handles_errors, location_options, resolve
 from node.cli_transport import call_daemon, daemon_or_store
 from node.errors import UsageError
@@ -42,16 +41,12 @@ def skills_record(
     reward_milli = round(score * 1000)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from marketplace.executions import record_execution
-        from marketplace.quality import refusals
+        from node.skills_service import record_report
 
         try:
-            stats = await record_execution(store, crystal_id, success=success, reward_milli=reward_milli, actor="cli")
+            return await record_report(store, crystal_id, success=success, reward_milli=reward_milli, actor="cli")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        crystal = await store.get(crystal_id)
-        return {"executions": stats.executions, "successes": stats.successes, "listable": not refusals(crystal, stats),
-                "reasons": refusals(crystal, stats)}  # fmt: skip
 
     args = {"crystal_id": crystal_id, "success": success, "reward": score}
     doc = daemon_or_store(config_path, data_dir, "skills.record", args, go)
@@ -85,24 +80,14 @@ def skills_price(
 ) -> None:
     """The USDC price this node would ask for a skill, and whether it may be listed."""
     loaded, paths = resolve(config_path, data_dir)
-    m = loaded.config.marketplace
-    settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
+    market = loaded.config.marketplace
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from marketplace.offer import price_of
+        from node.skills_service import price_report, price_settings
 
         reputation, me = _reputation(paths)
-        crystal = await store.get(crystal_id)
-        inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation, me=me)
-        return {
-            "crystal_id": crystal.id,
-            "price_micro_usdc": breakdown.price_micro_usdc,
-            "price": format_usdc(breakdown.price_micro_usdc),
-            "listable": not reasons,
-            "not_listable_because": reasons,
-            "inputs": asdict(inputs),
-            "factors": breakdown.to_dict(),
-        }  # fmt: skip
+        settings = price_settings(market)
+        return await price_report(store, crystal_id, settings, reputation_milli=reputation, me=me)
 
     doc = daemon_or_store(config_path, data_dir, "skills.price", {"crystal_id": crystal_id}, go)
     if as_json:
@@ -128,7 +113,7 @@ def skills_price(
             f" {i['category_listings_seen']} listings of its category seen)"
         )
         clamp = (
-            f"  clamped to [{format_usdc(m.min_price_micro_usdc)}, {format_usdc(m.max_price_micro_usdc)}]"
+            f"  clamped to [{format_usdc(market.min_price_micro_usdc)}, {format_usdc(market.max_price_micro_usdc)}]"
             if f["clamped"]
             else ""
         )

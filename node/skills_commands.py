@@ -10,17 +10,16 @@ from typing import TYPE_CHECKING, Any
 from crypto.envelope import decode_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
 from marketplace.bounties import listings_by_bounty, live_bounties, record_bounty
-from marketplace.executions import record_execution
 from marketplace.listings import endorsers_of, listing_envelope, record_endorsement, record_listing, revoke_listing
 from marketplace.offer import price_of
-from marketplace.pricing import PriceSettings, format_usdc, parse_usdc
-from marketplace.quality import refusals
+from marketplace.pricing import parse_usdc
 from marketplace.reputation import reputation_in
 from marketplace.wallet import load_or_create_wallet
 from memory.governance import check_exportable
 from memory.model import KNOWLEDGE_TYPES
 from node.actor import current_actor
 from node.control import Handler
+from node.skills_service import price_report, price_settings, record_report
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
@@ -88,12 +87,11 @@ class SkillsCommands:
         """List a proven skill for sale: quality gate, price, signed listing (no content) on the skills topic."""
         store = self._p2p.store()
         crystal = await store.get(str(args["crystal_id"]))
-        m = self._ctx.config.marketplace
-        settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
         me = self._ctx.identity.public_key
         _, breakdown, stats, reasons = await price_of(
-            store, crystal, settings, reputation_milli=reputation_in(self._p2p.trust), me=me.hex()
-        )
+            store, crystal, price_settings(self._ctx.config.marketplace),
+            reputation_milli=reputation_in(self._p2p.trust), me=me.hex(),
+        )  # fmt: skip
         if reasons:
             raise ValueError("not listable: " + "; ".join(reasons))
         wallet = load_or_create_wallet(self._ctx.paths.data_dir / "wallet.key")
@@ -125,27 +123,17 @@ class SkillsCommands:
         reward = args.get("reward", 1.0 if success else 0.0)
         if isinstance(reward, bool) or not isinstance(reward, int | float) or not 0 <= reward <= 1:
             raise ValueError("'reward' must be a number in [0, 1]")
-        store = self._p2p.store()
-        crystal_id = str(args["crystal_id"])
-        stats = await record_execution(store, crystal_id, success=success, reward_milli=round(reward * 1000),
-                                       actor=current_actor())  # fmt: skip
-        reasons = refusals(await store.get(crystal_id), stats)
-        return {"executions": stats.executions, "successes": stats.successes, "listable": not reasons,
-                "reasons": reasons}  # fmt: skip
+        return await record_report(
+            self._p2p.store(), str(args["crystal_id"]), success=success, reward_milli=round(reward * 1000),
+            actor=current_actor(),
+        )  # fmt: skip
 
     async def price(self, args: dict[str, Any]) -> dict[str, Any]:
         """The price this node would ask for a local skill, every factor, and whether it may be listed."""
-        store = self._p2p.store()
-        crystal = await store.get(str(args["crystal_id"]))
-        m = self._ctx.config.marketplace
-        settings = PriceSettings(m.base_price_micro_usdc, m.min_price_micro_usdc, m.max_price_micro_usdc)
-        inputs, breakdown, _, reasons = await price_of(
-            store, crystal, settings, reputation_milli=reputation_in(self._p2p.trust),
-            me=self._ctx.identity.public_key.hex(),
+        return await price_report(
+            self._p2p.store(), str(args["crystal_id"]), price_settings(self._ctx.config.marketplace),
+            reputation_milli=reputation_in(self._p2p.trust), me=self._ctx.identity.public_key.hex(),
         )  # fmt: skip
-        return {"crystal_id": crystal.id, "price_micro_usdc": breakdown.price_micro_usdc,
-                "price": format_usdc(breakdown.price_micro_usdc), "listable": not reasons,
-                "not_listable_because": reasons, "inputs": asdict(inputs), "factors": breakdown.to_dict()}  # fmt: skip
 
     async def list_offers(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         """What the network offers: listings answering a live bounty first, then newest; each with the

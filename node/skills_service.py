@@ -1,0 +1,44 @@
+"""The local skill operations the daemon's command table and the CLI (without a daemon) share:
+JSON-shaped answers, so a command answers alike either way (as ``node.memory_service`` for memory)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from marketplace.executions import record_execution
+from marketplace.offer import price_of
+from marketplace.pricing import PriceSettings, format_usdc
+from marketplace.quality import refusals
+from memory.store import MemoryStore
+from node.config import MarketplaceSection
+
+
+def price_settings(market: MarketplaceSection) -> PriceSettings:
+    return PriceSettings(market.base_price_micro_usdc, market.min_price_micro_usdc, market.max_price_micro_usdc)
+
+
+async def record_report(
+    store: MemoryStore, crystal_id: str, *, success: bool, reward_milli: int, actor: str
+) -> dict[str, Any]:
+    """Record one execution of a local skill; the totals and whether the quality gate now lets it be listed."""
+    stats = await record_execution(store, crystal_id, success=success, reward_milli=reward_milli, actor=actor)
+    reasons = refusals(await store.get(crystal_id), stats)
+    return {"executions": stats.executions, "successes": stats.successes, "listable": not reasons, "reasons": reasons}
+
+
+async def price_report(
+    store: MemoryStore, crystal_id: str, settings: PriceSettings, *, reputation_milli: int, me: str | None
+) -> dict[str, Any]:
+    """The price this node would ask for a local skill, every factor, and whether it may be listed."""
+    crystal = await store.get(crystal_id)
+    inputs, breakdown, _, reasons = await price_of(store, crystal, settings, reputation_milli=reputation_milli, me=me)
+    return {
+        "crystal_id": crystal.id,
+        "price_micro_usdc": breakdown.price_micro_usdc,
+        "price": format_usdc(breakdown.price_micro_usdc),
+        "listable": not reasons,
+        "not_listable_because": reasons,
+        "inputs": asdict(inputs),
+        "factors": breakdown.to_dict(),
+    }
