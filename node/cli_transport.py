@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
 from node.cli import resolve
-from node.control import ControlError
-from node.daemon_client import CommandUnavailable, find_daemon
+from node.control import CommandUnavailable, ControlError
+from node.daemon_client import find_daemon
 from node.errors import UsageError
 from node.memory_requests import InvalidRequest
 

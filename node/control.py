@@ -4,7 +4,8 @@ A Unix socket in the data dir (mode 0600, so only the node's user can use it).
 One request per connection: a JSON line ``{"cmd": name, "args": {...}}``; one JSON
 line back, ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "..."}``.
 Parts contribute commands (``commands()``); an unknown command or bad arguments
-get an error answer, never a dropped connection.
+get an error answer, never a dropped connection (an unknown command's answer also says
+``"unavailable": true``, so a client can tell a part that is off from a refusal).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ class ControlError(Exception):
 
 class DaemonNotRunning(ControlError):
     pass
+
+
+class CommandUnavailable(ControlError):
+    """The daemon runs without the part that serves this command (e.g. P2P disabled)."""
 
 
 class ControlServer:
@@ -76,7 +81,7 @@ class ControlServer:
         args = request.get("args", {})
         handler = self._handlers().get(request["cmd"])
         if handler is None:
-            return {"ok": False, "error": f"unknown command {request['cmd']!r}"}
+            return {"ok": False, "error": f"unknown command {request['cmd']!r}", "unavailable": True}
         if not isinstance(args, dict):
             return {"ok": False, "error": "args must be an object"}
         try:
@@ -115,5 +120,5 @@ def call(
     except ValueError:
         raise ControlError("the daemon sent an unreadable answer") from None
     if not answer.get("ok"):
-        raise ControlError(str(answer.get("error")))
+        raise (CommandUnavailable if answer.get("unavailable") else ControlError)(str(answer.get("error")))
     return answer.get("result")

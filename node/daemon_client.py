@@ -19,15 +19,11 @@ from urllib.parse import quote, urlencode
 
 from node.actor import CLI, HEADER
 from node.api_routes import ROUTES, Route
-from node.control import ControlError, call
+from node.control import CommandUnavailable, ControlError, call
 from node.paths import NodePaths
 from node.status import probe_daemon
 
 ROUTE_OF_COMMAND: dict[str, Route] = {route.command: route for route in ROUTES}
-
-
-class CommandUnavailable(ControlError):
-    """The daemon runs without the part that serves this command (e.g. P2P disabled)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +40,7 @@ class DaemonClient:
         args = {k: v for k, v in (args or {}).items() if v is not None}
         route = ROUTE_OF_COMMAND.get(command)
         if self.api_url is None or route is None:
-            try:
-                return call(self.paths.control_socket, command, args, timeout=timeout, actor=self.actor)
-            except ControlError as exc:
-                if str(exc).startswith("unknown command"):
-                    raise CommandUnavailable(str(exc)) from None
-                raise
+            return call(self.paths.control_socket, command, args, timeout=timeout, actor=self.actor)
         return self._http(self.api_url, route, args, timeout)
 
     def _http(self, base_url: str, route: Route, args: dict[str, Any], timeout: float) -> Any:
