@@ -111,6 +111,19 @@ class Replayed(EnvelopeError):
         self.detail = detail
 
 
+class ReplayUndecidable(EnvelopeError):
+    """Too old for the replay guard to tell a replay from a first sight: refused, but not a replay
+    (under a flood the guard forgets its oldest entries and refuses what it can no longer vouch for)."""
+
+    reason = "replay_undecidable"
+
+    def __init__(self, author: bytes, ts_ms: int, detail: str) -> None:
+        super().__init__(f"envelope from {author.hex()[:16]}… at {ts_ms}: {detail}")
+        self.author = author
+        self.ts_ms = ts_ms
+        self.detail = detail
+
+
 class KeyFileError(CryptoError):
     """The identity key file cannot be used; the message says how to fix it."""
 

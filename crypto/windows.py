@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from crypto.errors import Expired, FromFuture, Replayed
+from crypto.errors import Expired, FromFuture, Replayed, ReplayUndecidable
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +51,16 @@ class ReplayGuard:
         return self._floor_ms
 
     def check_and_record(self, author: bytes, nonce: bytes, ts_ms: int, now_ms: int) -> None:
-        """Raise ``Replayed`` if seen (or undecidable); otherwise remember it."""
+        """Raise ``Replayed`` if seen, ``ReplayUndecidable`` if too old to tell; otherwise remember it."""
         self._expire(now_ms)
         key = author + nonce
         if key in self._seen:
             raise Replayed(author, nonce)
         if ts_ms < now_ms - self._horizon_ms:
             # Without this the guard would depend on a window check elsewhere.
-            raise Replayed(author, nonce, "older than the replay horizon")
+            raise ReplayUndecidable(author, ts_ms, "older than the replay horizon")
         if ts_ms <= self._floor_ms:
-            raise Replayed(author, nonce, "older than what the replay guard still remembers")
+            raise ReplayUndecidable(author, ts_ms, "older than what the replay guard still remembers")
         self._seen.add(key)
         heapq.heappush(self._by_time, (ts_ms, key))
         while len(self._seen) > self._max_entries:

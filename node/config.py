@@ -64,6 +64,11 @@ class IdentitySection(_Section):
 
 class TrustSection(_Section):
     management_keys: list[str] = Field(default_factory=list)
+    # What strangers can make this node remember about trust (p2p.trust.TrustLimits).
+    max_attesters: int = Field(default=256, ge=1, le=100_000)
+    max_ratings_per_attester: int = Field(default=256, ge=1, le=256)
+    max_tracked_peers: int = Field(default=10_000, ge=100, le=1_000_000)
+    eigentrust_budget_s: float = Field(default=2.0, gt=0, le=60)
 
     @field_validator("management_keys")
     @classmethod
@@ -147,7 +152,11 @@ class P2PSection(_Section):
     ban_minutes: float = Field(default=10.0, gt=0, le=10_080)
     skill_rate_per_s: float = Field(default=5.0, gt=0, le=1_000)
     skill_burst: int = Field(default=20, ge=1, le=10_000)
+    strangers_skill_rate_per_s: float = Field(default=20.0, gt=0, le=10_000)
+    strangers_skill_burst: int = Field(default=100, ge=1, le=100_000)
+    strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
     attestation_interval_min: float = Field(default=5.0, gt=0, le=1_440)
+    delivery_queue: int = Field(default=1024, ge=16, le=1_000_000)
     trust_file: str = Field(default="p2p/trust.json", min_length=1)
 
     @field_validator("listen", "bootstrap")

@@ -110,10 +110,12 @@ class NodeMetrics(Collector):
         yield peers
         yield GaugeMetricFamily("bitterbot_peers_banned", "Peers banned now.",
                                 value=details.get("peers", {}).get("banned", 0))  # fmt: skip
-        yield CounterMetricFamily(
-            "bitterbot_p2p_queue_dropped", "Deliveries dropped because the queue was full.",
-            value=details.get("dropped_full_queue", 0),
-        )  # fmt: skip
+        dropped = CounterMetricFamily(
+            "bitterbot_p2p_queue_dropped", "Deliveries dropped because their lane was full.", labels=["lane"]
+        )
+        for lane, n in sorted(details.get("dropped_by_lane", {}).items()):
+            dropped.add_metric([lane], n)
+        yield dropped
         yield CounterMetricFamily("bitterbot_p2p_bans", "Peers banned since start.", value=details.get("bans", 0))
 
 

@@ -33,7 +33,8 @@ from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
 from node.skills_commands import SkillsCommands
-from p2p.host import Delivery, HostSettings, P2PHost, RequestHandler
+from p2p.deliveries import Delivery
+from p2p.host import HostSettings, P2PHost, RequestHandler
 from p2p.ingest import apply_revocation, ingest_listing
 from p2p.messages import (
     KIND_TRUST_ATTESTATION,
@@ -49,10 +50,11 @@ from p2p.messages import (
 )
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
-from p2p.trust import TrustBook, TrustLevel
+from p2p.trust import TrustBook, TrustLevel, TrustLimits, compute_trust
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
+PEERS_LISTED = 500  # rows `peers` returns unless asked for a limit
 
 
 def _optional_text(value: Any) -> str | None:
@@ -101,15 +103,24 @@ class P2PPart:
                 max_ahead_ms=cfg.wire.max_ahead_s * 1000,
                 replay_entries=cfg.wire.replay_cache_entries,
                 skill_rate=RateLimit(cfg.p2p.skill_rate_per_s, cfg.p2p.skill_burst),
+                strangers_skill_rate=RateLimit(cfg.p2p.strangers_skill_rate_per_s, cfg.p2p.strangers_skill_burst),
+                strangers_bounty_rate=RateLimit(cfg.p2p.strangers_bounty_rate_per_s, 10),
             ),
             own_key=ctx.identity.public_key,
         )
-        self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors))
+        self._trust_limits = TrustLimits(
+            max_attesters=cfg.trust.max_attesters,
+            max_ratings_per_attester=cfg.trust.max_ratings_per_attester,
+            max_tracked_peers=cfg.trust.max_tracked_peers,
+            time_budget_s=cfg.trust.eigentrust_budget_s,
+        )
+        self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors), self._trust_limits)
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}
         self._own_weather_seq = 0
         self.ingested = {
-            "skills": 0, "revocations": 0, "weather": 0, "attestations": 0, "bounties": 0, "endorsements": 0,
+            "skills": 0, "revocations": 0, "weather": 0, "attestations": 0, "attestations_not_heard": 0,
+            "bounties": 0, "endorsements": 0,
         }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
@@ -124,7 +135,7 @@ class P2PPart:
         cfg = self._ctx.config.p2p
         self._load_state()
         await self._fold_in_local_evidence()
-        self._recompute_levels()
+        await self._recompute_levels()
         store = self.store()
         endocrine = store.hormone_source
         if isinstance(endocrine, Endocrine):
@@ -142,6 +153,7 @@ class P2PPart:
                 degree=cfg.degree,
                 degree_low=cfg.degree_low,
                 degree_high=cfg.degree_high,
+                event_queue=cfg.delivery_queue,
             ),
             now_ms=self._ctx.now_ms,
         )
@@ -178,6 +190,15 @@ class P2PPart:
         if host is not None:
             out["bans"] = host.counters.bans
             out["dropped_full_queue"] = host.counters.dropped_full_queue
+            out["dropped_by_lane"] = {lane.value: n for lane, n in host.deliveries.dropped.items()}
+            out["waiting_by_lane"] = host.deliveries.sizes()
+        out["trust"] = {
+            "tracked_peers": len(self.trust.outcomes),
+            "attesters": len(self.trust.attestations),
+            "ratings": sum(len(r) for r in self.trust.attestations.values()),
+            "last_rounds": self.trust.last.rounds,
+            "last_converged": self.trust.last.converged,
+        }
         accepted = sum(t.get("accepted", 0) for t in counters.values())
         rejected = sum(n for t in counters.values() for r, n in t.items() if r != "accepted")
         halted = self.validator.halted_until_ms > self._ctx.now_ms()
@@ -236,8 +257,9 @@ class P2PPart:
             self.ingested["revocations"] += 1
             log.info("p2p.skill_revoked", skill=message.stable_skill_id, crystals=count)
         elif isinstance(message, TrustAttestation):
-            self.trust.attest(author, message.ratings)
-            self.ingested["attestations"] += 1
+            # The validator already ignores attesters without standing; levels may have moved since.
+            counted = self.trust.attest(author, message.ratings)
+            self.ingested["attestations" if counted else "attestations_not_heard"] += 1
         elif isinstance(message, SkillBounty):
             await record_bounty(self.store(), message, envelope)
             self.ingested["bounties"] += 1
@@ -255,6 +277,8 @@ class P2PPart:
                 await endocrine.apply_override(
                     NetworkOverride(weather.level, weather.until_ms, weather.reason, issuer.hex())
                 )
+        # Only now is the sequence used up: a weather lost before this point can be sent again.
+        self.validator.weather_applied(issuer, weather)
         self.ingested["weather"] += 1
         self._save()
         log.warning(
@@ -317,17 +341,30 @@ class P2PPart:
             if len(peer) == 32:
                 self.trust.set_executions(peer, ok, failed)
 
-    def _recompute_levels(self) -> None:
-        computed = self.trust.compute()
-        self._levels = {peer: t.level for peer, t in computed.items()}
+    async def _recompute_levels(self) -> None:
+        """EigenTrust on a snapshot, in a worker thread (its time is bounded by the book's limits):
+        the event loop keeps serving while it runs."""
+        computation = await asyncio.to_thread(compute_trust, self.trust.snapshot())
+        self.trust.install(computation)
+        self._levels = {peer: t.level for peer, t in computation.peers.items()}
         self.validator.trust_levels = dict(self._levels)
+        self.validator.heard_attesters = computation.attesters | frozenset(
+            peer for peer, level in self._levels.items() if level in (TrustLevel.TRUSTED, TrustLevel.VERIFIED)
+        )
+        log.info(
+            "p2p.trust_computed",
+            peers=len(computation.peers),
+            attesters=len(computation.attesters),
+            rounds=computation.rounds,
+            converged=computation.converged,
+        )
 
     async def _trust_loop(self) -> None:
         interval = self._ctx.config.p2p.attestation_interval_min * 60
         while True:
             await asyncio.sleep(interval)
             await self._fold_in_local_evidence()
-            self._recompute_levels()
+            await self._recompute_levels()
             await purge_expired_bounties(self.store(), self._ctx.now_ms())
             ratings = self.trust.my_ratings()
             if ratings and self.host is not None:
@@ -339,9 +376,11 @@ class P2PPart:
     # --- commands --------------------------------------------------------------------------
 
     async def _cmd_peers(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        """Connected and known peers with trust level, scores and penalty points."""
+        """Connected peers and those this node has evidence about or hears attestations from, with
+        trust level, scores and penalty points, as of the last trust round (never recomputed here:
+        a request must not cost an EigenTrust run)."""
         assert self.host is not None
-        computed = self.trust.compute()
+        computed = self.trust.last.peers
         rows: dict[str, dict[str, Any]] = {}
 
         def row(peer_id: str, key: bytes | None) -> dict[str, Any]:
@@ -368,10 +407,11 @@ class P2PPart:
                 addrs=list(snap.addrs),
             )
             rows[snap.peer_id] = entry
-        for key in computed:
+        for key in set(self.trust.outcomes) | set(self.trust.attestations):
             peer_id = peer_id_from_ed25519(key)
             rows.setdefault(peer_id, row(peer_id, key))
-        return sorted(rows.values(), key=lambda r: (not r["connected"], -r["combined"], r["peer_id"]))
+        ordered = sorted(rows.values(), key=lambda r: (not r["connected"], -r["combined"], r["peer_id"]))
+        return ordered[: int(args.get("limit") or PEERS_LISTED)]
 
     async def _cmd_weather_broadcast(self, args: dict[str, Any]) -> dict[str, Any]:
         if self._ctx.config.node.role != "management":
@@ -386,7 +426,7 @@ class P2PPart:
         weather = Weather(round(level * 1000), duration_s, reason, now, self._own_weather_seq)
         self._save()
         await self.publish(WEATHER_TOPIC, KIND_WEATHER, weather_body(weather), now_ms=now)
-        self.validator.halted_until_ms = weather.until_ms if weather.level_milli else 0
+        self.validator.halted_until_ms = 0  # this node's newest weather replaces its own older halt
         await self._apply_weather(weather, self._ctx.identity.public_key)
         return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
 
@@ -433,11 +473,14 @@ class P2PPart:
 
     def _load_state(self) -> None:
         try:
-            self.trust = TrustBook.load(self._trust_path, self._ctx.identity.public_key, frozenset(self._anchors))
+            self.trust = TrustBook.load(
+                self._trust_path, self._ctx.identity.public_key, frozenset(self._anchors), self._trust_limits
+            )
         except ValueError as exc:
-            damaged = self._trust_path.with_name(self._trust_path.name + ".damaged")
-            os.replace(self._trust_path, damaged)  # kept for inspection, never silently overwritten
-            log.warning("p2p.trust_book_damaged", error=str(exc), kept_as=str(damaged))
+            # Damaged or larger than the limits allow: set aside for inspection, never fatal at start.
+            damaged = self._trust_path.with_name(f"{self._trust_path.name}.damaged-{self._ctx.now_ms()}")
+            os.replace(self._trust_path, damaged)
+            log.warning("p2p.trust_book_set_aside", error=str(exc), kept_as=str(damaged))
         try:
             state = json.loads(self._state_path.read_text())
             self._own_weather_seq = int(state.get("own_weather_seq", 0))

@@ -30,9 +30,10 @@ import multiaddr
 import trio
 
 from crypto.identity import Identity
+from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.penalties import PenaltyBox
 from p2p.topics import ALL_TOPICS
-from p2p.validation import MessageValidator, Outcome, Verdict
+from p2p.validation import MessageValidator, Verdict
 
 T = TypeVar("T")
 #: Answers a direct request: (peer id of the requester, request bytes) -> answer bytes.
@@ -53,18 +54,8 @@ class HostSettings:
     degree_low: int = 4
     degree_high: int = 12
     heartbeat_s: int = 1
-    event_queue: int = 1024
+    event_queue: int = 1024  # accepted messages waiting per lane (p2p.deliveries)
     redial_s: float = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """A message that passed validation, from a peer other than this node."""
-
-    topic: str
-    outcome: Outcome
-    forwarder: str  # the peer we received it from (the author's peer may be further away)
-    received_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +96,7 @@ class P2PHost:
         self._now_ms = now_ms
         self.peer_id = identity.peer_id
         self.counters = HostCounters()
-        self.deliveries: asyncio.Queue[Delivery] = asyncio.Queue(maxsize=settings.event_queue)
+        self.deliveries = DeliveryLanes(settings.event_queue)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._token: trio.lowlevel.TrioToken | None = None
@@ -362,7 +353,8 @@ class P2PHost:
             origin = ID(msg.from_id).to_base58()
             outcome = self.validator.validate(topic, bytes(msg.data), origin, now)
             sender = forwarder.to_base58()
-            if sender != me and outcome.penalty and self.penalties.penalize(sender, outcome.penalty, now):
+            points = outcome.penalty_for(sender, origin)
+            if sender != me and points and self.penalties.penalize(sender, points, now):
                 self.counters.bans += 1
                 _log.warning("p2p.peer_banned", extra={"fields": {"peer": sender, "last_reason": outcome.reason.value}})
                 self._pubsub.add_to_blacklist(forwarder)  # its gossip is dropped from now on
@@ -407,10 +399,9 @@ class P2PHost:
         assert self._loop is not None
 
         def put() -> None:
-            try:
-                self.deliveries.put_nowait(delivery)
+            if self.deliveries.put_nowait(delivery):
                 self.counters.delivered += 1
-            except asyncio.QueueFull:
+            else:
                 self.counters.dropped_full_queue += 1
 
         self._loop.call_soon_threadsafe(put)

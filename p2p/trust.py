@@ -2,17 +2,23 @@
 
 Local trust of a peer comes from what this node saw it do:
 
-    s = valid + 5 * executions_ok + 10 * purchases_ok - 5 * invalid - 5 * executions_failed - 20 * purchases_failed
+    s = 5 * executions_ok + 10 * purchases_ok
+        - 5 * invalid - 5 * executions_failed - 20 * purchases_failed
         - 20 * defaults (sales this node made to the peer that it took back after delivery)
     local = max(0, s) / (max(0, s) + 10)                    in [0, 1): saturating, 10 points is 0.5
 
+A valid gossip message proves only that its author holds a key, and keys cost nothing,
+so gossip earns no trust (``valid`` is counted for display only): trust moves with what
+costs something (a skill that worked for the local agent, a purchase that ended well, a
+management attestation), and is lost by what the peer did wrong.
+
 Each node gossips its local trust vector as a signed attestation. EigenTrust
-combines them: ``t = (1 - a) C^T t + a p`` with ``C`` the row-normalised local trust
-of every attesting node, ``p`` uniform over the pre-trusted set, a = 0.15, iterated
-to an L1 change below 1e-6 or 100 rounds. The pre-trusted set is the management
-keys plus this node itself (personalised EigenTrust: what this node has seen
-counts as one seed among the anchors, so trust can flow from it to the peers it
-vouches for). ``global`` is ``t`` relative to the most trusted peer.
+(``p2p.eigentrust``) combines them: ``t = (1 - a) C^T t + a p``, a = 0.15, with ``p``
+uniform over the pre-trusted set: the management keys plus this node itself
+(personalised EigenTrust: what this node has seen counts as one seed among the anchors).
+``global`` is ``t`` relative to the most trusted peer that is not an anchor (the anchors hold
+the teleport mass, so measuring against them would make trust shrink with every honest peer
+this node meets: with four equally good peers none could ever reach ``trusted``).
 
     combined = 0.5 * local + 0.5 * global
 
@@ -20,6 +26,18 @@ Levels: ``verified`` for a management key or a peer a management key rates at
 0.8 or more; ``trusted`` at combined >= 0.6; ``untrusted`` for a peer with evidence
 against it whose combined score is below 0.2; ``provisional`` otherwise, which is
 where every new peer starts.
+
+Strangers are bounded (``TrustLimits``, the ``[trust]`` config section):
+- an attestation counts only from a management key or from a peer that is trusted on
+  the grounds of this node's own evidence and the management keys' attestations alone
+  (a first pass without third-party attestations), so a crowd of fresh keys, or a clique
+  vouching for itself, moves nothing;
+- at most ``max_attesters`` attestations are kept (the attester with the least standing
+  makes room), each truncated to its ``max_ratings_per_attester`` strongest ratings;
+- at most ``max_tracked_peers`` keys have outcomes recorded: past that, the keys with the
+  least evidence, oldest first, are forgotten (evidence against a key is kept longest);
+- the computation runs on a frozen ``TrustSnapshot`` (off the event loop) within a time
+  budget, and its memory is linear in the ratings kept.
 """
 
 from __future__ import annotations
@@ -27,18 +45,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-import numpy as np
+from p2p.eigentrust import EigenTrustResult, eigentrust
 
-ALPHA = 0.15
-EPSILON = 1e-6
-MAX_ROUNDS = 100  # enough for 0.85^n to reach 1e-7 even on a periodic graph
 TRUSTED_AT = 0.6
 UNTRUSTED_BELOW = 0.2
 VERIFIED_RATING_MILLI = 800
+ATTESTATION_RATINGS = 256  # what this node's own attestation carries at most (the wire's limit)
 
 
 class TrustLevel(StrEnum):
@@ -46,6 +62,22 @@ class TrustLevel(StrEnum):
     PROVISIONAL = "provisional"
     TRUSTED = "trusted"
     VERIFIED = "verified"
+
+
+#: Levels whose attestations count and whose content skips quarantine.
+STANDING_LEVELS = frozenset({TrustLevel.TRUSTED, TrustLevel.VERIFIED})
+
+
+@dataclass(frozen=True, slots=True)
+class TrustLimits:
+    max_attesters: int = 256
+    max_ratings_per_attester: int = 256
+    max_tracked_peers: int = 10_000
+    time_budget_s: float = 2.0
+
+    def max_file_bytes(self) -> int:
+        """A trust file larger than the limits allow is not ours to load (about 200 bytes a rating)."""
+        return 1_000_000 + 200 * (self.max_attesters * self.max_ratings_per_attester + self.max_tracked_peers)
 
 
 @dataclass(slots=True)
@@ -59,7 +91,7 @@ class Outcomes:
     defaults: int = 0  # as a buyer: kept a delivered skill and refunded the escrow
 
     def points(self) -> int:
-        good = self.valid + 5 * self.executions_ok + 10 * self.purchases_ok
+        good = 5 * self.executions_ok + 10 * self.purchases_ok
         bad = 5 * self.invalid + 5 * self.executions_failed + 20 * self.purchases_failed + 20 * self.defaults
         return good - bad
 
@@ -73,58 +105,87 @@ def local_trust(outcomes: Outcomes) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class EigenTrustResult:
-    scores: dict[bytes, float]  # sums to 1 over every peer in the graph
-    rounds: int
-    converged: bool
-
-
-def eigentrust(
-    local: Mapping[bytes, Mapping[bytes, float]],
-    pretrusted: Iterable[bytes],
-    *,
-    alpha: float = ALPHA,
-    epsilon: float = EPSILON,
-    max_rounds: int = MAX_ROUNDS,
-) -> EigenTrustResult:
-    """Global trust from each node's local trust in others (``local[i][j]``: i's trust in j)."""
-    pre = set(pretrusted)
-    peers = sorted(set(local) | {j for row in local.values() for j in row} | pre)
-    if not peers:
-        return EigenTrustResult({}, 0, True)
-    index = {peer: i for i, peer in enumerate(peers)}
-    n = len(peers)
-    p = np.zeros(n)
-    anchors = [index[k] for k in pre]
-    if anchors:
-        p[anchors] = 1.0 / len(anchors)
-    else:
-        p[:] = 1.0 / n
-    c = np.tile(p, (n, 1))  # a node that trusts no one defers to the pre-trusted set
-    for i_key, row in local.items():
-        weights = np.zeros(n)
-        for j_key, value in row.items():
-            if j_key != i_key and value > 0:
-                weights[index[j_key]] = value
-        total = weights.sum()
-        if total > 0:
-            c[index[i_key]] = weights / total
-    t = p.copy()
-    for rounds in range(1, max_rounds + 1):
-        nxt = (1 - alpha) * (c.T @ t) + alpha * p
-        change = float(np.abs(nxt - t).sum())
-        t = nxt
-        if change < epsilon:
-            return EigenTrustResult({peer: float(t[index[peer]]) for peer in peers}, rounds, True)
-    return EigenTrustResult({peer: float(t[index[peer]]) for peer in peers}, max_rounds, False)
-
-
-@dataclass(frozen=True, slots=True)
 class PeerTrust:
     local: float
     global_: float
     combined: float
     level: TrustLevel
+
+
+@dataclass(frozen=True)
+class TrustSnapshot:
+    """A frozen copy of a book's inputs: what ``compute_trust`` reads, safe to hand to a thread."""
+
+    me: bytes
+    management: frozenset[bytes]
+    outcomes: Mapping[bytes, Outcomes]
+    attestations: Mapping[bytes, Mapping[bytes, int]]
+    limits: TrustLimits
+
+
+@dataclass(frozen=True)
+class TrustComputation:
+    peers: dict[bytes, PeerTrust]
+    attesters: frozenset[bytes]  # whose attestations counted (and may count next time)
+    rounds: int
+    converged: bool
+
+
+def own_ratings(me: bytes, outcomes: Mapping[bytes, Outcomes]) -> list[tuple[bytes, int]]:
+    """This node's attestation: local trust in thousandths, strongest first, at most 256, none at 0."""
+    rated = [(peer, round(1000 * local_trust(o))) for peer, o in outcomes.items() if peer != me]
+    rated = [item for item in rated if item[1] > 0]
+    rated.sort(key=lambda item: (-item[1], item[0]))
+    return rated[:ATTESTATION_RATINGS]
+
+
+def _run(snapshot: TrustSnapshot, attesters: Iterable[bytes]) -> tuple[EigenTrustResult, dict[bytes, PeerTrust]]:
+    graph: dict[bytes, dict[bytes, float]] = {
+        a: {p: m / 1000 for p, m in snapshot.attestations[a].items()} for a in attesters if a in snapshot.attestations
+    }
+    graph[snapshot.me] = {peer: milli / 1000 for peer, milli in own_ratings(snapshot.me, snapshot.outcomes)}
+    anchors = snapshot.management | {snapshot.me}
+    result = eigentrust(graph, anchors, time_budget_s=snapshot.limits.time_budget_s)
+    top = max((v for k, v in result.scores.items() if k not in anchors), default=0.0) or 1.0
+    out: dict[bytes, PeerTrust] = {}
+    for peer in set(result.scores) | set(snapshot.outcomes):
+        if peer == snapshot.me:
+            continue
+        outcomes = snapshot.outcomes.get(peer, Outcomes())
+        local = local_trust(outcomes)
+        global_ = result.scores.get(peer, 0.0) / top
+        combined = 0.5 * local + 0.5 * global_
+        level = _level(snapshot, peer, outcomes, combined)
+        out[peer] = PeerTrust(round(local, 4), round(global_, 4), round(combined, 4), level)
+    return result, out
+
+
+def _level(snapshot: TrustSnapshot, peer: bytes, outcomes: Outcomes, combined: float) -> TrustLevel:
+    if peer in snapshot.management:
+        return TrustLevel.VERIFIED
+    for m in snapshot.management:
+        if snapshot.attestations.get(m, {}).get(peer, 0) >= VERIFIED_RATING_MILLI:
+            return TrustLevel.VERIFIED
+    if combined >= TRUSTED_AT:
+        return TrustLevel.TRUSTED
+    if outcomes.has_evidence_against() and combined < UNTRUSTED_BELOW:
+        return TrustLevel.UNTRUSTED
+    return TrustLevel.PROVISIONAL
+
+
+def compute_trust(snapshot: TrustSnapshot) -> TrustComputation:
+    """Levels and scores of every key in the graph. Pure: runs on any thread.
+
+    First pass: this node's evidence and the management keys' attestations only; the peers
+    it finds trusted (or verified) are the attesters worth hearing. Second pass: theirs too."""
+    _, grounds = _run(snapshot, snapshot.management)
+    heard = frozenset(
+        a
+        for a in snapshot.attestations
+        if a in snapshot.management or (a in grounds and grounds[a].level in STANDING_LEVELS)
+    )
+    result, peers = _run(snapshot, heard)
+    return TrustComputation(peers, heard, result.rounds, result.converged)
 
 
 @dataclass
@@ -133,70 +194,102 @@ class TrustBook:
 
     me: bytes
     management: frozenset[bytes]
-    outcomes: dict[bytes, Outcomes] = field(default_factory=dict)
+    limits: TrustLimits = field(default_factory=TrustLimits)
+    outcomes: dict[bytes, Outcomes] = field(default_factory=dict)  # oldest news first
     attestations: dict[bytes, dict[bytes, int]] = field(default_factory=dict)  # attester -> peer -> milli
+    #: The last computation's result; ``peers`` and the validator read this, never a fresh run.
+    last: TrustComputation = field(default_factory=lambda: TrustComputation({}, frozenset(), 0, True))
 
     def record(self, peer: bytes, **deltas: int) -> None:
         """Add observed outcomes, e.g. ``record(key, valid=1)``."""
-        outcomes = self.outcomes.setdefault(peer, Outcomes())
+        outcomes = self._outcomes_of(peer)
         for name, delta in deltas.items():
             setattr(outcomes, name, getattr(outcomes, name) + delta)
 
     def set_executions(self, peer: bytes, ok: int, failed: int) -> None:
         """How the skills ``peer`` published performed when the local agent ran them (totals, not deltas:
         the executions table is the record; this is recomputed from it)."""
-        outcomes = self.outcomes.setdefault(peer, Outcomes())
+        outcomes = self._outcomes_of(peer)
         outcomes.executions_ok, outcomes.executions_failed = ok, failed
 
     def set_purchases(self, peer: bytes, ok: int, failed: int) -> None:
         """How purchases from ``peer`` as seller ended (totals, recomputed from the purchases table)."""
-        outcomes = self.outcomes.setdefault(peer, Outcomes())
+        outcomes = self._outcomes_of(peer)
         outcomes.purchases_ok, outcomes.purchases_failed = ok, failed
 
     def set_defaults(self, peer: bytes, count: int) -> None:
         """Sales ``peer`` defaulted on as a buyer (a total, recomputed from the sales table)."""
-        self.outcomes.setdefault(peer, Outcomes()).defaults = count
+        self._outcomes_of(peer).defaults = count
 
-    def attest(self, attester: bytes, ratings: Iterable[tuple[bytes, int]]) -> None:
-        self.attestations[attester] = {peer: milli for peer, milli in ratings if peer != attester}
+    def is_heard(self, attester: bytes) -> bool:
+        """Whether an attestation by ``attester`` counts: a management key, or a peer with standing."""
+        return attester in self.management or attester in self.last.attesters or self._standing(attester)
+
+    def attest(self, attester: bytes, ratings: Iterable[tuple[bytes, int]]) -> bool:
+        """Keep ``attester``'s ratings if it is heard; True when kept. Its strongest ratings are kept
+        (up to the limit); when the book is full, the kept attester with the least standing makes
+        room, unless the newcomer has less still."""
+        if attester == self.me or not self.is_heard(attester):
+            return False
+        kept = sorted(((p, m) for p, m in ratings if p != attester), key=lambda item: (-item[1], item[0]))
+        if attester not in self.attestations and len(self.attestations) >= self.limits.max_attesters:
+            weakest = min((a for a in self.attestations if a not in self.management), key=self._rank, default=None)
+            if weakest is None or self._rank(weakest) >= self._rank(attester):
+                return False
+            del self.attestations[weakest]
+        self.attestations[attester] = dict(kept[: self.limits.max_ratings_per_attester])
+        return True
 
     def my_ratings(self) -> list[tuple[bytes, int]]:
-        """This node's attestation: local trust in thousandths, strongest first, at most 256."""
-        rated = [(peer, round(1000 * local_trust(o))) for peer, o in self.outcomes.items() if peer != self.me]
-        rated.sort(key=lambda item: (-item[1], item[0]))
-        return rated[:256]
+        return own_ratings(self.me, self.outcomes)
+
+    def snapshot(self) -> TrustSnapshot:
+        return TrustSnapshot(
+            self.me,
+            self.management,
+            {k: replace(o) for k, o in self.outcomes.items()},
+            {a: dict(r) for a, r in self.attestations.items()},
+            self.limits,
+        )
+
+    def install(self, computation: TrustComputation) -> None:
+        """Adopt a computation's result; attestations of attesters that lost their standing go."""
+        self.last = computation
+        for attester in [a for a in self.attestations if a not in computation.attesters and a not in self.management]:
+            if not self._standing(attester):
+                del self.attestations[attester]
 
     def compute(self) -> dict[bytes, PeerTrust]:
-        graph: dict[bytes, dict[bytes, float]] = {
-            a: {p: m / 1000 for p, m in r.items()} for a, r in self.attestations.items()
-        }
-        graph[self.me] = {peer: milli / 1000 for peer, milli in self.my_ratings()}
-        result = eigentrust(graph, self.management | {self.me})
-        top = max(result.scores.values(), default=0.0) or 1.0
-        peers = set(result.scores) | set(self.outcomes)
-        out: dict[bytes, PeerTrust] = {}
-        for peer in peers:
-            if peer == self.me:
-                continue
-            outcomes = self.outcomes.get(peer, Outcomes())
-            local = local_trust(outcomes)
-            global_ = result.scores.get(peer, 0.0) / top
-            combined = 0.5 * local + 0.5 * global_
-            out[peer] = PeerTrust(
-                round(local, 4), round(global_, 4), round(combined, 4), self._level(peer, outcomes, combined)
-            )
-        return out
+        """Compute on this thread and install (tests and tools; the daemon uses ``snapshot`` in a thread)."""
+        self.install(compute_trust(self.snapshot()))
+        return self.last.peers
 
-    def _level(self, peer: bytes, outcomes: Outcomes, combined: float) -> TrustLevel:
-        if peer in self.management:
-            return TrustLevel.VERIFIED
-        if any(self.attestations.get(m, {}).get(peer, 0) >= VERIFIED_RATING_MILLI for m in self.management):
-            return TrustLevel.VERIFIED
-        if combined >= TRUSTED_AT:
-            return TrustLevel.TRUSTED
-        if outcomes.has_evidence_against() and combined < UNTRUSTED_BELOW:
-            return TrustLevel.UNTRUSTED
-        return TrustLevel.PROVISIONAL
+    def _standing(self, peer: bytes) -> bool:
+        known = self.last.peers.get(peer)
+        return known is not None and known.level in STANDING_LEVELS
+
+    def _rank(self, peer: bytes) -> float:
+        known = self.last.peers.get(peer)
+        return known.combined if known is not None else 0.0
+
+    def _outcomes_of(self, peer: bytes) -> Outcomes:
+        outcomes = self.outcomes.pop(peer, None)  # re-inserted last: the dict runs oldest news first
+        if outcomes is None:
+            outcomes = Outcomes()
+            if len(self.outcomes) >= self.limits.max_tracked_peers:
+                self._forget_least_known()
+        self.outcomes[peer] = outcomes
+        return outcomes
+
+    def _forget_least_known(self) -> None:
+        """Forget a tenth of the tracked keys: least evidence first, evidence against kept longest,
+        older news before newer (a stable sort over the oldest-first dict)."""
+        order = sorted(
+            (k for k in self.outcomes if k not in self.management),
+            key=lambda k: (self.outcomes[k].has_evidence_against(), abs(self.outcomes[k].points())),
+        )
+        for key in order[: max(1, self.limits.max_tracked_peers // 10)]:
+            del self.outcomes[key]
 
     # --- persistence -------------------------------------------------------------------
 
@@ -207,25 +300,34 @@ class TrustBook:
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(doc, sort_keys=True))
+        tmp.write_text(json.dumps(doc))
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: Path, me: bytes, management: frozenset[bytes]) -> TrustBook:
-        """The saved book, or an empty one if there is none; ``ValueError`` if the file is damaged."""
-        book = cls(me, management)
+    def load(cls, path: Path, me: bytes, management: frozenset[bytes], limits: TrustLimits | None = None) -> TrustBook:
+        """The saved book (trimmed to ``limits``), or an empty one if there is none; ``ValueError``
+        if the file is damaged or larger than the limits allow."""
+        limits = limits or TrustLimits()
+        book = cls(me, management, limits)
         try:
+            size = path.stat().st_size
+            if size > limits.max_file_bytes():
+                raise ValueError(f"{path}: trust book of {size} bytes is larger than the limits allow")
             doc = json.loads(path.read_text())
         except FileNotFoundError:
             return book
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: unreadable trust book ({exc})") from exc
         try:
-            book.outcomes = {bytes.fromhex(k): Outcomes(**v) for k, v in doc["outcomes"].items()}
-            book.attestations = {
+            outcomes = {bytes.fromhex(k): Outcomes(**v) for k, v in doc["outcomes"].items()}
+            attestations = {
                 bytes.fromhex(a): {bytes.fromhex(p): int(m) for p, m in r.items()}
                 for a, r in doc["attestations"].items()
             }
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{path}: damaged trust book ({exc})") from exc
+        book.outcomes = dict(list(outcomes.items())[-limits.max_tracked_peers :])
+        for attester, ratings in list(attestations.items())[-limits.max_attesters :]:
+            kept = sorted(ratings.items(), key=lambda item: (-item[1], item[0]))
+            book.attestations[attester] = dict(kept[: limits.max_ratings_per_attester])
         return book

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crypto.errors import Expired, FromFuture, Replayed
+from crypto.errors import Expired, FromFuture, Replayed, ReplayUndecidable
 from crypto.windows import ReplayGuard, TimestampWindow
 
 A = b"a" * 32
@@ -29,7 +29,7 @@ def test_entries_past_the_horizon_are_forgotten_and_their_replays_refused_by_age
     guard.check_and_record(A, nonce(1), 0, 0)
     guard.check_and_record(A, nonce(2), 20_000, 20_000)  # expires the first
     assert len(guard) == 1
-    with pytest.raises(Replayed, match="horizon"):
+    with pytest.raises(ReplayUndecidable, match="horizon"):
         guard.check_and_record(A, nonce(1), 0, 20_000)
 
 
@@ -39,8 +39,8 @@ def test_memory_is_bounded_and_eviction_raises_a_floor_instead_of_forgetting() -
         guard.check_and_record(A, nonce(i), i, 1_000)
     assert len(guard) == 100
     assert guard.floor_ms == 899
-    # An evicted message replayed is still refused (via the floor).
-    with pytest.raises(Replayed, match="remembers"):
+    # An evicted message replayed is still refused (via the floor), as undecidable rather than a replay.
+    with pytest.raises(ReplayUndecidable, match="remembers"):
         guard.check_and_record(A, nonce(5), 5, 1_000)
     # A remembered one is refused as seen; a new, newer one is accepted.
     with pytest.raises(Replayed, match="already seen"):

@@ -17,8 +17,8 @@ from crypto.identity import Identity
 from p2p.host import HostSettings, P2PHost, RequestFailed
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import POLICY, MessageValidator, Outcome, Reason, Verdict
-from tests.p2p.conftest import skill_envelope, wall_ms, weather_envelope
+from p2p.validation import POLICY, MessageValidator, Outcome, RateLimit, Reason, ValidatorSettings, Verdict
+from tests.p2p.conftest import listing, skill_envelope, wall_ms, weather_envelope
 
 SMALL_MESH = HostSettings(degree=3, degree_low=2, degree_high=6)
 
@@ -32,7 +32,11 @@ class RogueValidator(MessageValidator):
 
 async def start_line(*validators: MessageValidator, penalties: PenaltySettings | None = None) -> list[P2PHost]:
     """Hosts connected in a line (0 - 1 - 2 ...), returned once every gossip mesh has formed."""
-    hosts = [P2PHost(Identity.generate(), v, PenaltyBox(penalties), SMALL_MESH) for v in validators]
+    return await link_line([P2PHost(Identity.generate(), v, PenaltyBox(penalties), SMALL_MESH) for v in validators])
+
+
+async def link_line(hosts: list[P2PHost]) -> list[P2PHost]:
+    """Start ``hosts``, connect them in a line, and wait until every gossip mesh has formed."""
     for host in hosts:
         await host.start()
     for left, right in itertools.pairwise(hosts):
@@ -107,7 +111,7 @@ async def test_junk_is_rejected_at_the_first_hop_and_never_reaches_the_third_nod
         await asyncio.sleep(1.0)
         # Only the one honest-looking skill went on; nothing else reached the third node.
         assert third.validator.snapshot_counters() == {SKILLS_TOPIC: {"accepted": 1}}
-        expected = sum(POLICY[Reason(r)][1] for t in counts.values() for r in t)
+        expected = sum(POLICY[Reason(r)][2] for t in counts.values() for r in t)  # it published them itself
         peers = {p.peer_id: p for p in await first.peers()}
         assert peers[rogue.peer_id].penalty_points == pytest.approx(expected, rel=0.05)
     finally:
@@ -211,3 +215,46 @@ async def test_direct_requests_get_answers_and_failures_are_clear() -> None:
     finally:
         await client.stop()
         await server.stop()
+
+
+async def test_an_attacker_routing_through_two_honest_relays_leaves_them_their_standing() -> None:
+    """rogue_a - relay_1 - receiver - relay_2 - rogue_b, the two rogues holding one key. The same
+    envelope enters through both relays (the receiver sees a replay), then a burst through relay_1
+    that only the receiver's own, stricter rate refuses. Neither is the relays' doing."""
+    attacker = Identity.generate()
+    relay_settings = ValidatorSettings(skill_rate=RateLimit(per_s=5.0, burst=30))
+    strict = ValidatorSettings(skill_rate=RateLimit(per_s=1.0, burst=5))
+    hosts = [
+        P2PHost(attacker, RogueValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH),
+        P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), relay_settings), PenaltyBox(), SMALL_MESH),
+        P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), strict), PenaltyBox(), SMALL_MESH),
+        P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), relay_settings), PenaltyBox(), SMALL_MESH),
+        P2PHost(attacker, RogueValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH),
+    ]
+    rogue_a, relay_1, receiver, relay_2, rogue_b = hosts
+    try:
+        await link_line(hosts)
+        # Both rogue hosts number their gossip from the clock's second; the attacker sets its second
+        # host apart so that the two copies are two gossip messages, not one seen twice.
+        rogue_b._pubsub.counter += 1_000_000
+        twice = skill_envelope(attacker, wall_ms()).encode()
+        await rogue_a.publish(SKILLS_TOPIC, twice)
+        await rogue_b.publish(SKILLS_TOPIC, twice)  # the same envelope as another gossip message
+        for n in range(25):
+            item = listing(f"Step {n}: check the disk with df -h before rotating logs", stable_skill_id=f"s{n}")
+            await rogue_a.publish(SKILLS_TOPIC, skill_envelope(attacker, wall_ms(), item).encode())
+
+        def seen(reason: str) -> int:
+            return receiver.validator.snapshot_counters().get(SKILLS_TOPIC, {}).get(reason, 0)
+
+        async with asyncio.timeout(20):
+            while seen("replayed") < 1 or seen("rate_limited") < 20:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        peers = {p.peer_id: p for p in await receiver.peers()}
+        for relay in (relay_1, relay_2):
+            assert peers[relay.peer_id].banned_until_ms is None
+            assert peers[relay.peer_id].penalty_points == 0.0
+        assert receiver.counters.bans == 0
+    finally:
+        for host in hosts:
+            await host.stop()

@@ -8,24 +8,27 @@ import msgpack
 import pytest
 
 from crypto.anchors import TrustAnchors
-from crypto.envelope import pack_body, seal_envelope
+from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.identity import Identity
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
     KIND_SKILL_LISTING,
     KIND_SKILL_REVOCATION,
+    KIND_TRUST_ATTESTATION,
     SkillBounty,
     SkillEndorsement,
     SkillRevocation,
+    TrustAttestation,
     bounty_body,
     skill_endorsement_body,
     skill_listing_body,
     skill_revocation_body,
+    trust_attestation_body,
 )
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import TrustLevel
-from p2p.validation import POLICY, MessageValidator, Reason, Verdict
+from p2p.validation import POLICY, RELAY_FAULTS, MessageValidator, Reason, ValidatorSettings, Verdict
 from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope
 
 ALICE = Identity.from_seed(b"a" * 32)
@@ -42,7 +45,7 @@ def check(
     v: MessageValidator, data: bytes, *, topic: str = SKILLS_TOPIC, origin: Identity = ALICE, now: int = NOW
 ) -> Reason:
     outcome = v.validate(topic, data, origin.peer_id, now)
-    assert (outcome.verdict, outcome.penalty) == POLICY[outcome.reason]
+    assert (outcome.verdict, outcome.penalty, outcome.publisher_penalty) == POLICY[outcome.reason]
     return outcome.reason
 
 
@@ -54,7 +57,21 @@ def test_a_good_skill_is_accepted_with_its_parsed_body(validator: MessageValidat
 
 def test_every_policy_reason_has_a_verdict_and_rejections_cost_points() -> None:
     assert set(POLICY) == set(Reason)
-    assert all(points > 0 for verdict, points in POLICY.values() if verdict is Verdict.REJECT)
+    assert all(relay > 0 and own > 0 for verdict, relay, own in POLICY.values() if verdict is Verdict.REJECT)
+
+
+def test_a_relay_pays_only_for_what_no_honest_relay_could_forward() -> None:
+    # Everything else depends on the receiver's own history, buckets, clock, config or trust.
+    assert {
+        Reason.TOO_LARGE, Reason.MALFORMED, Reason.WRONG_KIND, Reason.AUTHOR_MISMATCH, Reason.SCHEMA,
+        Reason.BAD_SIGNATURE,
+    } == RELAY_FAULTS  # fmt: skip
+    assert all(POLICY[reason][0] is Verdict.REJECT for reason in RELAY_FAULTS)
+    assert all(
+        verdict is not Verdict.REJECT for reason, (verdict, _, _) in POLICY.items() if reason not in RELAY_FAULTS
+    )
+    # An author flooding or replaying its own messages straight to us is not a relay: it pays.
+    assert POLICY[Reason.RATE_LIMITED][2] > 0 and POLICY[Reason.REPLAYED][2] > 0
 
 
 def test_size_decode_version_and_kind(validator: MessageValidator) -> None:
@@ -113,10 +130,11 @@ def test_any_tampered_field_fails_the_signature(validator: MessageValidator, fie
         assert reason is Reason.BAD_SIGNATURE
 
 
-def test_replay_is_rejected(validator: MessageValidator) -> None:
+def test_replay_is_refused_without_points(validator: MessageValidator) -> None:
     data = skill_envelope(ALICE, NOW).encode()
     assert check(validator, data) is Reason.ACCEPTED
     assert check(validator, data, now=NOW + 5_000) is Reason.REPLAYED
+    assert POLICY[Reason.REPLAYED][:2] == (Verdict.IGNORE, 0)  # a second honest relay forwards it in good faith
 
 
 def test_per_author_rate_limit(validator: MessageValidator) -> None:
@@ -126,18 +144,32 @@ def test_per_author_rate_limit(validator: MessageValidator) -> None:
     assert check(validator, skill_envelope(ALICE, NOW + 1_000).encode(), now=NOW + 1_000) is Reason.ACCEPTED
 
 
+def accept_and_apply(validator: MessageValidator, envelope: Envelope) -> None:
+    """What the daemon does with weather: validate, then (once the hormones have it) mark it applied."""
+    outcome = validator.validate(WEATHER_TOPIC, envelope.encode(), MANAGER.peer_id, envelope.ts_ms)
+    assert outcome.reason is Reason.ACCEPTED
+    validator.weather_applied(envelope.author, outcome.message)
+
+
 def test_weather_only_from_management_and_only_newer_sequences(validator: MessageValidator) -> None:
     assert check(validator, weather_envelope(ALICE, NOW).encode(), topic=WEATHER_TOPIC) is Reason.NOT_MANAGEMENT
-    assert check(validator, weather_envelope(MANAGER, NOW, seq=5).encode(), topic=WEATHER_TOPIC, origin=MANAGER) is (
-        Reason.ACCEPTED
-    )
+    accept_and_apply(validator, weather_envelope(MANAGER, NOW, seq=5))
     stale = weather_envelope(MANAGER, NOW + 1, seq=5).encode()
     assert check(validator, stale, topic=WEATHER_TOPIC, origin=MANAGER, now=NOW + 1) is Reason.STALE_WEATHER
 
 
+def test_a_weather_lost_before_it_was_applied_can_be_sent_again(validator: MessageValidator) -> None:
+    # Validated and forwarded, then dropped on this node before it reached the hormones (a full
+    # queue, a crash): the sequence is not used up, so the management node's resend is applied.
+    first = weather_envelope(MANAGER, NOW, seq=7)
+    assert check(validator, first.encode(), topic=WEATHER_TOPIC, origin=MANAGER) is Reason.ACCEPTED
+    assert validator.halted_until_ms == 0  # nothing applied yet
+    accept_and_apply(validator, weather_envelope(MANAGER, NOW + 1_000, seq=7))
+    assert validator.halted_until_ms == NOW + 1_000 + 300_000
+
+
 def test_weather_halts_skills_from_authors_below_trusted_until_it_expires(validator: MessageValidator) -> None:
-    storm = weather_envelope(MANAGER, NOW, duration_s=300).encode()
-    assert check(validator, storm, topic=WEATHER_TOPIC, origin=MANAGER) is Reason.ACCEPTED
+    accept_and_apply(validator, weather_envelope(MANAGER, NOW, duration_s=300))
     assert check(validator, skill_envelope(ALICE, NOW + 1).encode(), now=NOW + 1) is Reason.INGESTION_HALTED
     validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
     assert check(validator, skill_envelope(ALICE, NOW + 2).encode(), now=NOW + 2) is Reason.ACCEPTED
@@ -191,3 +223,49 @@ def test_a_listing_may_say_where_its_seller_listens() -> None:
     for bad in (["not-a-multiaddr"], ["/ip4/1.2.3.4/tcp/1"] * 9, [7]):
         with pytest.raises(SchemaError, match="seller_addrs"):
             parse_skill_listing({**body, "seller_addrs": bad})
+
+
+def attestation(author: Identity, now: int, rated: int = 256) -> bytes:
+    ratings = TrustAttestation(tuple((Identity.generate().public_key, 1000) for _ in range(rated)))
+    return seal_envelope(
+        author, KIND_TRUST_ATTESTATION, pack_body(trust_attestation_body(ratings)), now_ms=now
+    ).encode()
+
+
+def test_attestations_count_only_from_management_and_peers_with_standing(validator: MessageValidator) -> None:
+    assert check(validator, attestation(MALLORY, NOW), topic=TRUST_TOPIC, origin=MALLORY) is Reason.ATTESTER_NOT_HEARD
+    assert POLICY[Reason.ATTESTER_NOT_HEARD][0] is Verdict.IGNORE  # not forwarded, as if it mattered
+    assert check(validator, attestation(MANAGER, NOW), topic=TRUST_TOPIC, origin=MANAGER) is Reason.ACCEPTED
+    validator.heard_attesters = frozenset({ALICE.public_key})
+    assert check(validator, attestation(ALICE, NOW), topic=TRUST_TOPIC) is Reason.ACCEPTED
+
+
+def test_a_strangers_flood_stamped_in_the_future_cannot_make_a_known_peer_look_replayed() -> None:
+    # Sybil keys fill the replay memory with messages stamped 59 s ahead; once it is full, its floor
+    # rises and anything older is undecidable. That must stay the strangers' problem.
+    validator = MessageValidator(TrustAnchors([MANAGER.public_key]), ValidatorSettings(replay_entries=50))
+    validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
+    for i in range(60):
+        sybil = Identity.generate()
+        assert check(validator, skill_envelope(sybil, NOW + 50_000 + i).encode(), origin=sybil) is Reason.ACCEPTED
+    newcomer = Identity.generate()  # an honest stranger sent this a second ago: refused, but at no cost
+    assert check(validator, skill_envelope(newcomer, NOW - 1_000).encode(), origin=newcomer) is (
+        Reason.REPLAY_UNDECIDABLE
+    )
+    assert POLICY[Reason.REPLAY_UNDECIDABLE][1:] == (0, 0)
+    # A trusted peer's message of a second ago is judged on its own.
+    assert check(validator, skill_envelope(ALICE, NOW - 1_000).encode()) is Reason.ACCEPTED
+
+
+def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> None:
+    from p2p.validation import RateLimit
+
+    settings = ValidatorSettings(strangers_skill_rate=RateLimit(per_s=1.0, burst=5))
+    validator = MessageValidator(TrustAnchors(), settings)
+    validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
+    reasons = []
+    for _ in range(8):
+        sybil = Identity.generate()  # each under its own rate, together over the crowd's
+        reasons.append(check(validator, skill_envelope(sybil, NOW).encode(), origin=sybil))
+    assert reasons[:5] == [Reason.ACCEPTED] * 5 and set(reasons[5:]) == {Reason.STRANGERS_RATE_LIMITED}
+    assert check(validator, skill_envelope(ALICE, NOW).encode()) is Reason.ACCEPTED
