@@ -19,6 +19,8 @@ BENCHMARKS = {
     "locomo_recall": "bench.locomo_recall",
     "memory_store": "bench.memory_store",
     "api": "bench.api",
+    "eigentrust": "bench.eigentrust",
+    "injection": "bench.injection",
 }
 
 

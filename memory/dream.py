@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from memory.consolidation import REPLAY_INTERVALS_DAYS
+from memory.governance import classify_sensitivity
 from memory.hormones import notable
 from memory.importance import DAY_MS
-from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType
+from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.query import fts_terms
 from memory.rows import SELECT_COLUMNS, crystal_from_row
 from memory.scratch import iso_utc
@@ -46,7 +47,11 @@ MASS_DROP_RATIO = 0.5  # the new text keeps at least half of the old one
 EVICTION_MIN_BULLETS = 5
 EVICTION_RATIO = 0.5  # at most half of the stable bullets may go in one cycle
 REPLAY_PER_DREAM = 10
-_LIVE = "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') AND c.sensitivity != 'confidential'"
+# Nothing held in quarantine ever reaches MEMORY.md or a dream prompt.
+_LIVE = (
+    "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') AND c.sensitivity != 'confidential' "
+    "AND c.quarantined = 0"
+)
 
 _log = logging.getLogger("memory.dream")
 
@@ -96,7 +101,8 @@ async def _select(
     store: MemoryStore, where: str, params: dict[str, Any], order: str, limit: int
 ) -> tuple[Crystal, ...]:
     async with store.reader().execute(
-        f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE {_LIVE} AND {where} ORDER BY {order} LIMIT {int(limit)}",
+        # ``where`` in parentheses: a caller's OR must never escape the live filter.
+        f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE {_LIVE} AND ({where}) ORDER BY {order} LIMIT {int(limit)}",
         params,
     ) as cursor:
         return tuple(crystal_from_row(r) for r in await cursor.fetchall())
@@ -210,7 +216,10 @@ async def dream(
         await store.remember(
             NewCrystal(note.text, origin=Origin.SESSION, importance=note.importance, source="scratch", actor=ACTOR)
         )
-    dream_input = replace(await _gather(store, previous, since, levels, snapshot.notes), world=world)
+    # A secret noted in scratch stays a (confidential) crystal; it never goes into MEMORY.md, the
+    # bootstrap text or a chat endpoint's prompt.
+    shown = tuple(n for n in snapshot.notes if classify_sensitivity(n.text) is not Sensitivity.CONFIDENTIAL)
+    dream_input = replace(await _gather(store, previous, since, levels, shown), world=world)
 
     rejected: str | None = None
     new = previous

@@ -92,9 +92,14 @@ def classify_sensitivity(text: str) -> Sensitivity:
     return Sensitivity.NORMAL
 
 
-def is_visible(crystal: Crystal, caller: CallerScope, now_ms: int, *, include_archived: bool = False) -> bool:
-    """The one rule every read path follows (``visibility_sql`` is its SQL twin)."""
+def is_visible(
+    crystal: Crystal, caller: CallerScope, now_ms: int, *, include_archived: bool = False, include_held: bool = True
+) -> bool:
+    """The one rule every read path follows (``visibility_sql`` is its SQL twin). ``include_held``:
+    whether crystals held in quarantine count (a lookup by id shows them; searches do only when asked)."""
     if crystal.lifecycle is Lifecycle.EXPIRED:
+        return False
+    if crystal.quarantined and not include_held:
         return False
     if crystal.expires_at_ms is not None and crystal.expires_at_ms <= now_ms:
         return False
@@ -109,14 +114,19 @@ def is_visible(crystal: Crystal, caller: CallerScope, now_ms: int, *, include_ar
     return crystal.scope is Scope.PUBLIC and crystal.sensitivity is Sensitivity.NORMAL
 
 
-def visibility_sql(caller: CallerScope, *, include_archived: bool, alias: str = "c") -> tuple[str, dict[str, object]]:
-    """A WHERE fragment (with named parameters, ``:now_ms`` supplied by the caller) equal to ``is_visible``."""
+def visibility_sql(
+    caller: CallerScope, *, include_archived: bool, include_held: bool = False, alias: str = "c"
+) -> tuple[str, dict[str, object]]:
+    """A WHERE fragment (with named parameters, ``:now_ms`` supplied by the caller) equal to ``is_visible``.
+    Unlike it, crystals held in quarantine are left out unless ``include_held``: every search asks."""
     hidden = [Lifecycle.EXPIRED.value] if include_archived else sorted(h.value for h in HIDDEN_LIFECYCLES)
     params: dict[str, object] = {f"hidden_{i}": v for i, v in enumerate(hidden)}
     clauses = [
         f"{alias}.lifecycle NOT IN ({', '.join(':' + k for k in params)})",
         f"({alias}.expires_at_ms IS NULL OR {alias}.expires_at_ms > :now_ms)",
     ]
+    if not include_held:
+        clauses.append(f"{alias}.quarantined = 0")
     if caller is CallerScope.SHARED:
         clauses.append(f"{alias}.sensitivity != 'confidential' AND {alias}.scope IN ('shared', 'public')")
     elif caller is CallerScope.PUBLIC:

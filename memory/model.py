@@ -130,6 +130,22 @@ class Bounty:
     reward_micro_usdc: int
 
 
+class HeldStatus(StrEnum):
+    """Where a crystal held in quarantine stands (``memory.quarantine``)."""
+
+    HELD = "held"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantine:
+    """Why a crystal from a peer is held back from the agent until the person reviews it."""
+
+    reason: str  # e.g. "author below trusted"
+    flags: tuple[str, ...] = ()  # instruction-like findings in its text (memory.injection)
+
+
 @dataclass(frozen=True, slots=True)
 class Verification:
     is_verified: bool = False
@@ -171,6 +187,8 @@ class NewCrystal:
     # together with ``text`` so a short reply like "yes, last May" is still findable by meaning.
     # Never returned as the crystal's text and not part of its content hash.
     context: str | None = None
+    # Set for content from peers that the agent must not see unasked (``memory.quarantine``).
+    quarantine: Quarantine | None = None
 
     def __post_init__(self) -> None:
         if not self.text or not self.text.strip():
@@ -229,6 +247,7 @@ class Crystal:
     expires_at_ms: int | None
     embedded_with: str | None
     context: str | None = None
+    quarantined: bool = False  # held for review: only shown when peer content is asked for
 
     @property
     def is_memory(self) -> bool:

@@ -27,7 +27,7 @@ COLUMNS = (
     "line_start, line_end, importance, access_count, last_access_ms, emotional_valence, dopamine, cortisol, oxytocin, "
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
-    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context"
+    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -36,7 +36,7 @@ INSERT_COLUMNS = (
     "source_path", "source", "line_start", "line_end", "importance", "emotional_valence", "dopamine", "cortisol",
     "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
-    "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context",
+    "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -64,6 +64,7 @@ def insert_params(
         skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
         skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
+        int(new.quarantine is not None),
     )  # fmt: skip
 
 
@@ -71,7 +72,8 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
     (cid, text, chash, stype, origin, created, stored, updated, spath, source, lstart, lend, importance, access,
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
-     tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context) = row  # fmt: skip
+     tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
+     ) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -115,4 +117,5 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         expires_at_ms=expires,
         embedded_with=embedded_with,
         context=context,
+        quarantined=bool(quarantined),
     )

@@ -280,8 +280,37 @@ SCHEMA_V9 = """
 ALTER TABLE purchases ADD COLUMN payment TEXT NOT NULL DEFAULT 'escrow';
 """
 
+# v10: quarantine. Content from peers without standing, or that reads like instructions to the
+# agent, is stored but held: out of default search, MEMORY.md, the bootstrap text and dream
+# prompts until the person approves it. ``quarantine`` keeps why, and the decision (a rejected
+# text is refused if it comes again). Peer content stored before v10, except what this node
+# bought, is held for review.
+SCHEMA_V10 = """
+ALTER TABLE crystals ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE quarantine (
+    crystal_id   TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    source       TEXT NOT NULL,        -- who sent it: peer:<hex key>
+    reason       TEXT NOT NULL,        -- why it is held
+    flags        TEXT NOT NULL,        -- JSON array: instruction-like findings in its text
+    status       TEXT NOT NULL,        -- held, approved, rejected
+    received_ms  INTEGER NOT NULL,
+    decided_ms   INTEGER,
+    decided_by   TEXT
+);
+CREATE INDEX quarantine_status ON quarantine (status, received_ms);
+CREATE INDEX quarantine_hash ON quarantine (content_hash);
+INSERT INTO quarantine (crystal_id, content_hash, source, reason, flags, status, received_ms)
+SELECT id, content_hash, coalesce(source, 'peer'), 'received from a peer before quarantine existed', '[]', 'held',
+       stored_at_ms
+FROM crystals
+WHERE origin = 'peer' AND lifecycle != 'expired'
+  AND id NOT IN (SELECT crystal_id FROM purchases WHERE crystal_id IS NOT NULL);
+UPDATE crystals SET quarantined = 1 WHERE id IN (SELECT crystal_id FROM quarantine);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[str] = [
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)

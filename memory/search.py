@@ -41,7 +41,9 @@ MAX_KNN = 1000
 
 def _filters(request: SearchRequest, now_ms: int) -> tuple[str, dict[str, Any]]:
     """The WHERE clause every mode shares: governance plus the request's filters."""
-    clause, params = visibility_sql(request.caller, include_archived=request.include_archived)
+    clause, params = visibility_sql(
+        request.caller, include_archived=request.include_archived, include_held=request.include_held
+    )
     parts = [clause]
     params["now_ms"] = now_ms
     if request.since_ms is not None:

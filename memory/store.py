@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import time
 from collections import Counter
@@ -184,6 +185,9 @@ class MemoryStore:
             return Remembered(existing, created=False)
         if self.hormone_source is not None:
             new = await self.hormone_source.on_ingest(new)
+        # Held content is not embedded until it is approved: it costs a stranger's sender no
+        # embedding time of ours, and it cannot crowd the vector index or link itself to memories.
+        embed = embed and new.quarantine is None
         text = embedding_input(new.text, new.context)
         vector = await asyncio.to_thread(self.embedder.embed_documents, [text]) if embed else None
         now = self.now_ms()
@@ -264,7 +268,7 @@ class MemoryStore:
             take = batch_size if limit is None else min(batch_size, limit - done)
             async with self.reader().execute(
                 "SELECT rowid, id, text, embedded_with, context FROM crystals "
-                "WHERE (embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' "
+                "WHERE (embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' AND quarantined = 0 "
                 "ORDER BY rowid LIMIT ?",
                 (self.embedder.id, take),
             ) as cursor:
@@ -294,7 +298,7 @@ class MemoryStore:
     async def backlog_size(self) -> int:
         async with self.reader().execute(
             "SELECT count(*) FROM crystals WHERE (embedded_with IS NULL OR embedded_with != ?) "
-            "AND lifecycle != 'expired'",
+            "AND lifecycle != 'expired' AND quarantined = 0",
             (self.embedder.id,),
         ) as cursor:
             row = await cursor.fetchone()
@@ -484,6 +488,7 @@ class MemoryStore:
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
             [(cid, new.actor, now, new.origin.value) for cid, new in rows],
         )
+        await _hold(db, [(cid, content_hash(new.text), new) for cid, new in rows if new.quarantine is not None], now)
         links = [(cid, parent, "derived_from") for cid, new in rows for parent in new.parents]
         if links:
             await db.executemany(
@@ -493,9 +498,11 @@ class MemoryStore:
     async def _revive(self, db: aiosqlite.Connection, old: Crystal, new: NewCrystal, now: int) -> None:
         expires = now + new.ttl_ms if new.ttl_ms is not None else None
         await db.execute(
-            "UPDATE crystals SET expires_at_ms = ?, lifespan = ?, updated_at_ms = ? WHERE id = ?",
-            (expires, new.lifespan.value, now, old.id),
+            "UPDATE crystals SET expires_at_ms = ?, lifespan = ?, updated_at_ms = ?, quarantined = ? WHERE id = ?",
+            (expires, new.lifespan.value, now, int(new.quarantine is not None), old.id),
         )
+        if new.quarantine is not None:
+            await _hold(db, [(old.id, old.content_hash, new)], now)
         await self.write_transition(
             db, old.id, Lifecycle.EXPIRED, Lifecycle.GENERATED, "remembered again", new.actor, now
         )
@@ -587,6 +594,21 @@ def _prepare(items: Sequence[NewCrystal], now_ms: int) -> _PreparedBatch:
         for n, h in zip(items, hashes, strict=True)
     ]
     return _PreparedBatch(items, hashes, params, now_ms)
+
+
+async def _hold(db: aiosqlite.Connection, items: list[tuple[str, str, NewCrystal]], now: int) -> None:
+    """Record why each (crystal id, content hash, new crystal) is held in quarantine."""
+    rows = [
+        (cid, chash, new.source or new.actor, new.quarantine.reason, json.dumps(list(new.quarantine.flags)), now)
+        for cid, chash, new in items
+        if new.quarantine is not None
+    ]
+    if rows:
+        await db.executemany(
+            "INSERT OR REPLACE INTO quarantine (crystal_id, content_hash, source, reason, flags, status, received_ms) "
+            "VALUES (?, ?, ?, ?, ?, 'held', ?)",
+            rows,
+        )
 
 
 async def _delete_old_vector(db: aiosqlite.Connection, old_embedder_id: str, rowid: int) -> None:

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from node.memory_requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, RememberArgs, SearchArgs
+from node.memory_requests import (
+    BootstrapArgs,
+    ConsolidateArgs,
+    EventArgs,
+    NoteArgs,
+    QuarantineArgs,
+    RememberArgs,
+    SearchArgs,
+)
 
 
 class _Body(BaseModel):
@@ -87,6 +95,16 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/memory/search", "memory.search", "Search memory (every mode and filter).", SearchArgs, "memory"),
     Route("POST", "/v1/memory", "memory.remember", "Remember a text (stored once).", RememberArgs, "memory"),
     Route("GET", "/v1/memory/stats", "memory.stats", "Counts by lifecycle, type, origin; backlog.", tag="memory"),
+    Route(
+        "GET",
+        "/v1/memory/quarantine",
+        "memory.quarantine",
+        "Peer content held back from the agent (or approved, rejected).",
+        QuarantineArgs,
+        "memory",
+    ),
+    Route("POST", "/v1/memory/{id}/approve", "memory.quarantine.approve", "Release held content.", tag="memory"),
+    Route("POST", "/v1/memory/{id}/reject", "memory.quarantine.reject", "Reject held content.", tag="memory"),
     Route("GET", "/v1/memory/{id}", "memory.show", "One crystal with links, provenance, audit.", tag="memory"),
     Route("DELETE", "/v1/memory/{id}", "memory.forget", "Forget a crystal (audited).", ForgetQuery, "memory"),
     Route(

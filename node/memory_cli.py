@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,12 +17,12 @@ import click
 from click.termui import progressbar
 from pydantic import BaseModel, ValidationError
 
-from memory.model import Origin, Scope, SemanticType
+from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.query import SearchMode, SortKey
 from node.cli import handles_errors, location_options, resolve
 from node.cli_transport import daemon_or_store, with_store
 from node.errors import UsageError
-from node.memory_requests import ForgetArgs, RememberArgs, SearchArgs, ShowArgs
+from node.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
     from memory.store import MemoryStore
@@ -101,6 +102,7 @@ def memory_add(
 @click.option("--origin", "origins", type=_choices(Origin), multiple=True)
 @click.option("--sort", type=_choices(SortKey), default="recency", help="For --mode typed.")
 @click.option("--include-archived", is_flag=True)
+@click.option("--held", "include_held", is_flag=True, help="Also peer content held in quarantine (marked).")
 @click.option("--explain", is_flag=True, help="Show each hit's keyword, vector, fused and final scores.")
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
@@ -115,15 +117,16 @@ def memory_search(
     origins: tuple[str, ...],
     sort: str,
     include_archived: bool,
+    include_held: bool,
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Search memory (the local agent's view: everything not expired)."""
+    """Search memory (the local agent's view: everything not expired, nothing held in quarantine unless --held)."""
 
     loaded, _ = resolve(config_path, data_dir)
     args = request_of(
         SearchArgs, query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
-        sort=sort, include_archived=include_archived, explain=explain,
+        sort=sort, include_archived=include_archived, include_held=include_held, explain=explain,
     )  # fmt: skip
 
     async def direct(store: MemoryStore) -> list[dict[str, Any]]:
@@ -141,7 +144,7 @@ def memory_search(
     for rank, hit in enumerate(hits, start=1):
         crystal = hit["crystal"]
         text = crystal["text"].replace("\n", " ")
-        click.echo(f"{rank:>3}. {crystal['id']}  [{crystal['semantic_type']}]  {text[:100]}")
+        click.echo(f"{rank:>3}. {crystal['id']}  [{crystal['semantic_type']}]{provenance_mark(crystal)}  {text[:100]}")
         if hit["explain"]:
             e = hit["explain"]
             click.echo(
@@ -180,6 +183,76 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
         click.echo(f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})")
     for entry in doc["audit"]:
         click.echo(f"  audit {entry['from']} -> {entry['to']}: {entry['reason']} by {entry['actor']}")
+
+
+def provenance_mark(crystal: dict[str, Any]) -> str:
+    """A peer's content says so, and held content says that too."""
+    if crystal["origin"] != "peer":
+        return ""
+    held = "HELD, " if crystal.get("quarantined") else ""
+    return f" [{held}from {str(crystal['source'] or 'a peer')[:21]}…]"
+
+
+@memory_group.group("quarantine", invoke_without_command=True)
+@location_options
+@click.option("--status", type=_choices(HeldStatus), default="held")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=100)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handles_errors
+def memory_quarantine(
+    ctx: click.Context, config_path: Path | None, data_dir: Path | None, status: str, limit: int, as_json: bool
+) -> None:
+    """Peer content held back from the agent: list it (this), then approve or reject each."""
+    if ctx.invoked_subcommand is not None:
+        return
+    args = request_of(QuarantineArgs, status=status, limit=limit)
+
+    async def direct(store: MemoryStore) -> list[dict[str, Any]]:
+        from node import memory_service as service
+
+        return await service.quarantine_list(store, args)
+
+    items = daemon_or_store(config_path, data_dir, "memory.quarantine", wire(args), direct)
+    if as_json:
+        click.echo(json.dumps(items, indent=2))
+        return
+    if not items:
+        click.echo(f"nothing {status}")
+    for item in items:
+        c = item["crystal"]
+        flags = f" [{', '.join(item['flags'])}]" if item["flags"] else ""
+        click.echo(f"{c['id']}  from {item['source'][:21]}…  {item['reason']}{flags}")
+        click.echo(f"    {c['text'].replace(chr(10), ' ')[:160]}")
+
+
+def _decide(command: str, verb: str) -> Callable[..., None]:
+    @location_options
+    @click.argument("crystal_id")
+    @click.option("--json", "as_json", is_flag=True)
+    @handles_errors
+    def decide(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
+        args = request_of(ShowArgs, id=crystal_id)
+
+        async def direct(store: MemoryStore) -> dict[str, Any]:
+            from node import memory_service as service
+
+            if command == "memory.quarantine.approve":
+                return await service.quarantine_approve(store, args, actor="cli")
+            return await service.quarantine_reject(store, args, actor="cli")
+
+        doc = daemon_or_store(config_path, data_dir, command, wire(args), direct)
+        click.echo(json.dumps(doc, indent=2) if as_json else f"{verb} {crystal_id}")
+
+    return decide
+
+
+memory_quarantine.command("approve", help="Release a held crystal to the agent (embedded, searchable).")(
+    _decide("memory.quarantine.approve", "approved")
+)
+memory_quarantine.command("reject", help="Forget a held crystal; the same text is refused from now on.")(
+    _decide("memory.quarantine.reject", "rejected")
+)
 
 
 @memory_group.command("forget")

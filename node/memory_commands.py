@@ -19,6 +19,7 @@ from node.memory_requests import (
     EventArgs,
     ForgetArgs,
     NoteArgs,
+    QuarantineArgs,
     RememberArgs,
     SearchArgs,
     ShowArgs,
@@ -43,6 +44,9 @@ class MemoryCommands:
             "memory.stats": self.stats,
             "memory.consolidate": self.consolidate,
             "memory.unmerge": self.unmerge,
+            "memory.quarantine": self.quarantine,
+            "memory.quarantine.approve": self.approve,
+            "memory.quarantine.reject": self.reject,
             "memory.hormones": self.hormones,
             "memory.event": self.event,
             "wm.note": self.note,
@@ -87,6 +91,15 @@ class MemoryCommands:
         except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
             raise ValueError(str(exc)) from None
         return {"restored": request.id, "merged_into": winner}
+
+    async def quarantine(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        return await service.quarantine_list(self._store(), QuarantineArgs.model_validate(args))
+
+    async def approve(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await service.quarantine_approve(self._store(), ShowArgs.model_validate(args), actor=current_actor())
+
+    async def reject(self, args: dict[str, Any]) -> dict[str, Any]:
+        return await service.quarantine_reject(self._store(), ShowArgs.model_validate(args), actor=current_actor())
 
     async def hormones(self, args: dict[str, Any]) -> dict[str, Any]:
         return service.hormone_doc(self._store())

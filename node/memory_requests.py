@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.hormones import Event
-from memory.model import Origin, Scope, SemanticType
+from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.query import SearchMode, SortKey
 
 
@@ -37,6 +37,9 @@ class SearchArgs(_Request):
     origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
     sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
     include_archived: bool = False
+    include_held: bool = Field(
+        default=False, description="Also peer content held in quarantine (each hit is marked: quarantined, origin)."
+    )
     explain: bool = Field(default=False, description="Add keyword, vector, fused and final scores to each hit.")
 
 
@@ -58,6 +61,13 @@ class ForgetArgs(_Request):
 
 class ShowArgs(_Request):
     id: str = Field(min_length=1, max_length=64)
+
+
+class QuarantineArgs(_Request):
+    """Peer content held back from the agent, or what the person decided about it."""
+
+    status: HeldStatus = Field(default=HeldStatus.HELD, description="held (default), approved or rejected.")
+    limit: int = Field(default=100, ge=1, le=10_000)
 
 
 class NoteArgs(_Request):

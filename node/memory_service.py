@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from memory import quarantine
 from memory.endocrine import Endocrine
 from memory.graph import associations, attribution_chain, derivation_tree
 from memory.hormones import Event
@@ -17,7 +18,7 @@ from memory.model import Crystal, Lifespan, NewCrystal
 from memory.query import SearchRequest, Weights, parse_since
 from memory.search import search
 from memory.store import MemoryStore
-from node.memory_requests import ForgetArgs, InvalidRequest, RememberArgs, SearchArgs, ShowArgs
+from node.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
 
 def crystal_json(crystal: Crystal) -> dict[str, Any]:
@@ -55,6 +56,7 @@ async def search_memory(store: MemoryStore, args: SearchArgs, weights: Weights) 
         origins=frozenset(args.origins) or None,
         sort=args.sort,
         include_archived=args.include_archived,
+        include_held=args.include_held,
         explain=args.explain,
     )
     return [
@@ -80,6 +82,31 @@ async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
 async def forget(store: MemoryStore, args: ForgetArgs, *, actor: str) -> dict[str, Any]:
     crystal = await store.forget(args.id, actor=actor, reason=args.reason)
     return {"forgotten": crystal.id}
+
+
+async def quarantine_list(store: MemoryStore, args: QuarantineArgs) -> list[dict[str, Any]]:
+    return [
+        {
+            "crystal": crystal_json(item.crystal),
+            "source": item.source,
+            "reason": item.reason,
+            "flags": list(item.flags),
+            "status": item.status.value,
+            "received_ms": item.received_ms,
+            "decided_ms": item.decided_ms,
+            "decided_by": item.decided_by,
+        }
+        for item in await quarantine.held(store, status=args.status, limit=args.limit)
+    ]
+
+
+async def quarantine_approve(store: MemoryStore, args: ShowArgs, *, actor: str) -> dict[str, Any]:
+    return {"approved": crystal_json(await quarantine.approve(store, args.id, actor=actor))}
+
+
+async def quarantine_reject(store: MemoryStore, args: ShowArgs, *, actor: str) -> dict[str, Any]:
+    await quarantine.reject(store, args.id, actor=actor)
+    return {"rejected": args.id}
 
 
 def hormone_doc(store: MemoryStore) -> dict[str, Any]:

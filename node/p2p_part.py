@@ -242,7 +242,8 @@ class P2PPart:
             if self._levels.get(author) is TrustLevel.UNTRUSTED:
                 log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
                 return
-            result = await ingest_listing(self.store(), message, author)
+            standing = self.level_of_key(author) in (TrustLevel.TRUSTED, TrustLevel.VERIFIED)
+            result = await ingest_listing(self.store(), message, author, author_has_standing=standing)
             self.ingested["skills"] += 1
             log.info(
                 "p2p.skill_received",
@@ -250,6 +251,7 @@ class P2PPart:
                 version=message.version,
                 outcome=result.outcome.value,
                 crystal=result.crystal_id,
+                held=result.held.reason if result.held else None,
             )
         elif isinstance(message, SkillRevocation):
             await revoke_listing(self.store(), message)

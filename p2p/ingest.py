@@ -5,6 +5,10 @@ A crystal from a peer has origin ``peer``, ``source = "peer:<author key hex>"`` 
 versions and revocations are matched to their publisher only) and the attribution
 ``created`` by ``peer:<key>``. It is stored ``shared`` and goes through the same
 governance as anything else (sensitivity is classified from its text).
+
+It is held in quarantine (``memory.quarantine``) when its author has no standing here
+(below ``trusted``) or when its text reads like instructions to the agent
+(``memory.injection``), whoever sent it. A text the person rejected before is refused.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memory.model import NewCrystal, Origin, Scope, SemanticType, SkillVersion
+from memory.injection import instruction_flags
+from memory.model import NewCrystal, Origin, Quarantine, Scope, SemanticType, SkillVersion, content_hash
+from memory.quarantine import was_rejected
 from memory.store import MemoryStore
 from p2p.messages import SkillListing, SkillRevocation
 
@@ -22,6 +28,7 @@ class Ingested(StrEnum):
     DUPLICATE = "duplicate"  # the same text is already stored
     NOT_NEWER = "not_newer"  # a version at or below the one we have from this publisher
     LISTING_ONLY = "listing_only"  # a paid listing: no content to store
+    REJECTED_BEFORE = "rejected_before"  # the person rejected this text from quarantine
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,15 +36,33 @@ class IngestResult:
     outcome: Ingested
     crystal_id: str | None = None
     deprecated: int = 0  # older versions marked deprecated
+    held: Quarantine | None = None  # why it waits in quarantine, if it does
+
+
+def hold_reason(text: str, *, author_has_standing: bool) -> Quarantine | None:
+    """Why content from a peer must wait for the person, or None when the agent may see it."""
+    flags = instruction_flags(text)
+    if flags:
+        return Quarantine(f"reads like instructions to the agent ({', '.join(flags)})", flags)
+    if not author_has_standing:
+        return Quarantine("its author is not trusted here yet")
+    return None
 
 
 def peer_source(author: bytes) -> str:
     return f"peer:{author.hex()}"
 
 
-async def ingest_listing(store: MemoryStore, listing: SkillListing, author: bytes) -> IngestResult:
+async def ingest_listing(
+    store: MemoryStore, listing: SkillListing, author: bytes, *, author_has_standing: bool
+) -> IngestResult:
     if listing.content is None:
         return IngestResult(Ingested.LISTING_ONLY)
+    if await was_rejected(store, content_hash(listing.content)):
+        return IngestResult(Ingested.REJECTED_BEFORE)
+    held = hold_reason(
+        "\n".join((listing.title, listing.description, listing.content)), author_has_standing=author_has_standing
+    )
     source = peer_source(author)
     async with store.reader().execute(
         "SELECT id, skill_version FROM crystals WHERE stable_skill_id = ? AND source = ? "
@@ -65,12 +90,13 @@ async def ingest_listing(store: MemoryStore, listing: SkillListing, author: byte
             parents=(previous,) if previous else (),
             actor=source,
             context=listing.title,
+            quarantine=held,
         )
     )
     if not remembered.created:
         return IngestResult(Ingested.DUPLICATE, remembered.crystal.id)
     deprecated = await _deprecate(store, listing.stable_skill_id, source, by=remembered.crystal.id)
-    return IngestResult(Ingested.CREATED, remembered.crystal.id, deprecated)
+    return IngestResult(Ingested.CREATED, remembered.crystal.id, deprecated, held)
 
 
 async def apply_revocation(store: MemoryStore, revocation: SkillRevocation) -> int:

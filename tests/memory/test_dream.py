@@ -338,3 +338,25 @@ async def test_the_market_line_in_niche_is_replaced_not_piled_up(
     niche = files.load().bullets("Niche")
     assert niche[0] == "Marketplace: earned 0.03 USDC from 2 sales to 2 buyers"
     assert not any("0.01 USDC" in line for line in niche) and "The team deploys with Nomad" in niche
+
+
+async def test_a_secret_noted_in_scratch_never_reaches_memory_md_or_a_prompt(
+    store: MemoryStore, files: WorkingMemoryFiles
+) -> None:
+    seen: list[DreamInput] = []
+
+    class Recording:
+        name = "recording"
+
+        async def synthesize(self, dream_input: DreamInput) -> Sections:
+            seen.append(dream_input)
+            return await EXTRACTIVE.synthesize(dream_input)
+
+    files.scratch.append("The deploy password is hunter2-Xk9!", 0.9, store.now_ms())
+    files.scratch.append("Deploys happen on Thursdays", 0.6, store.now_ms())
+    report = await dream(store, files, Recording())
+    assert report.accepted and report.notes_indexed == 2
+    assert "hunter2" not in files.read_text() and "Deploys happen on Thursdays" in files.read_text()
+    assert [n.text for n in seen[0].notes] == ["Deploys happen on Thursdays"]
+    hits = await search(store, SearchRequest("deploy password", mode=SearchMode.KEYWORD, touch=False))
+    assert hits and hits[0].crystal.sensitivity.value == "confidential"  # kept, as a confidential crystal

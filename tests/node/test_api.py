@@ -242,6 +242,16 @@ def test_only_loopback_unless_the_config_says_so(tmp_path: Path) -> None:
     assert allowed.cli("config", "check").returncode == 0
 
 
+def test_quarantine_review_routes(api: Api) -> None:
+    assert api.ok("GET", "/v1/memory/quarantine") == []
+    assert api.ok("GET", "/v1/memory/quarantine?status=rejected&limit=5") == []
+    for verb in ("approve", "reject"):
+        status, doc = api.call("POST", f"/v1/memory/not-held/{verb}")
+        assert status == 404 and "not-held" in doc["error"], doc
+    status, doc = api.call("GET", "/v1/memory/quarantine?status=maybe")
+    assert status == 400 and "status" in doc["error"], doc
+
+
 def test_every_route_was_exercised_by_this_module(api: Api) -> None:
     """Runs last: the daemon's own request counter shows each route answered at least once."""
     from node.api_routes import ROUTES

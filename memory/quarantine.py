@@ -1,0 +1,102 @@
+"""Quarantine: peer content held back from the agent until the person reviews it.
+
+A crystal stored with ``NewCrystal.quarantine`` is ``quarantined``: left out of every search
+unless the caller asks for held content, out of MEMORY.md, the bootstrap text and dream
+prompts, not embedded and not linked. Its ``quarantine`` row says who sent it and why it is
+held. The person then approves it (it becomes an ordinary crystal, embedded at once) or
+rejects it (it is forgotten, and the same text is refused if it comes again).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from memory.errors import CrystalNotFound, InvalidQuery
+from memory.model import Crystal, HeldStatus, Lifecycle
+from memory.rows import SELECT_COLUMNS, crystal_from_row
+from memory.store import MemoryStore
+
+
+@dataclass(frozen=True, slots=True)
+class HeldCrystal:
+    crystal: Crystal
+    source: str
+    reason: str
+    flags: tuple[str, ...]
+    status: HeldStatus
+    received_ms: int
+    decided_ms: int | None
+    decided_by: str | None
+
+
+async def held(store: MemoryStore, *, status: HeldStatus = HeldStatus.HELD, limit: int = 100) -> list[HeldCrystal]:
+    """Crystals in quarantine with ``status``, oldest first."""
+    if not 1 <= limit <= 10_000:
+        raise InvalidQuery(f"limit must be between 1 and 10000, got {limit}")
+    async with store.reader().execute(
+        f"SELECT {SELECT_COLUMNS}, q.source, q.reason, q.flags, q.status, q.received_ms, q.decided_ms, q.decided_by "
+        "FROM quarantine q JOIN crystals c ON c.id = q.crystal_id WHERE q.status = ? "
+        "ORDER BY q.received_ms, q.crystal_id LIMIT ?",
+        (status.value, limit),
+    ) as cursor:
+        rows = await cursor.fetchall()
+    out = []
+    for row in rows:
+        crystal = crystal_from_row(row[:-7])
+        source, reason, flags, state, received, decided, by = row[-7:]
+        out.append(
+            HeldCrystal(crystal, source, reason, tuple(json.loads(flags)), HeldStatus(state), received, decided, by)
+        )
+    return out
+
+
+async def count_held(store: MemoryStore) -> int:
+    async with store.reader().execute("SELECT count(*) FROM quarantine WHERE status = 'held'") as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def was_rejected(store: MemoryStore, content_hash: str) -> bool:
+    """Whether the person already rejected this text (it is then refused when it comes again)."""
+    async with store.reader().execute(
+        "SELECT 1 FROM quarantine WHERE content_hash = ? AND status = 'rejected' LIMIT 1", (content_hash,)
+    ) as cursor:
+        return await cursor.fetchone() is not None
+
+
+async def approve(store: MemoryStore, crystal_id: str, *, actor: str) -> Crystal:
+    """Release a held crystal to the agent: searchable, embedded and linked like any other."""
+    await _decide(store, crystal_id, HeldStatus.APPROVED, actor=actor)
+    await store.embed_backlog()  # this crystal, and nothing else unless something was pending anyway
+    return await store.get(crystal_id)
+
+
+async def reject(store: MemoryStore, crystal_id: str, *, actor: str) -> None:
+    """Forget a held crystal; the same text is refused from now on."""
+    await _decide(store, crystal_id, HeldStatus.REJECTED, actor=actor)
+
+
+async def _decide(store: MemoryStore, crystal_id: str, status: HeldStatus, *, actor: str) -> None:
+    now = store.now_ms()
+    async with store.transaction() as db:
+        async with db.execute(
+            "SELECT c.lifecycle FROM quarantine q JOIN crystals c ON c.id = q.crystal_id "
+            "WHERE q.crystal_id = ? AND q.status = 'held'",
+            (crystal_id,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise CrystalNotFound(crystal_id)
+        await db.execute(
+            "UPDATE quarantine SET status = ?, decided_ms = ?, decided_by = ? WHERE crystal_id = ?",
+            (status.value, now, actor, crystal_id),
+        )
+        lifecycle = Lifecycle(row[0])
+        if status is HeldStatus.APPROVED:
+            await db.execute("UPDATE crystals SET quarantined = 0 WHERE id = ?", (crystal_id,))
+            await store.write_transition(db, crystal_id, lifecycle, lifecycle, "approved from quarantine", actor, now)
+        else:
+            await store.write_transition(
+                db, crystal_id, lifecycle, Lifecycle.EXPIRED, "rejected from quarantine", actor, now
+            )

@@ -1,0 +1,77 @@
+"""Data dirs made by the schema-v9 release open on this one with nothing lost (../shared/data/upgrade-from-v9)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import sqlean
+
+from memory.embedders.hashing import HashingEmbedder
+from memory.quarantine import held
+from memory.schema import SCHEMA_VERSION
+from memory.store import MemoryStore
+from p2p.trust import TrustBook
+
+UPGRADE = Path(__file__).resolve().parents[3] / "shared" / "data" / "upgrade-from-v9"
+pytestmark = pytest.mark.skipif(not UPGRADE.exists(), reason=f"no upgrade data at {UPGRADE}")
+
+TABLES = (
+    "crystals", "associations", "attributions", "audit_log", "provenance", "imported_files", "skill_executions",
+    "listings", "purchases", "sales", "bounties", "endorsements", "merges", "replay_queue",
+)  # fmt: skip
+
+
+def snapshot(db: Path) -> tuple[dict[str, int], list[tuple[str, ...]]]:
+    """Row counts of every table we own, and every crystal as it reads (id, text, type, lifecycle, ...)."""
+    conn = sqlean.connect(str(db))
+    try:
+        counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+        crystals = conn.execute(
+            "SELECT id, text, content_hash, semantic_type, origin, lifecycle, scope, sensitivity, importance, source "
+            "FROM crystals ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+    return counts, [tuple(str(v) for v in row) for row in crystals]
+
+
+@pytest.mark.parametrize("name", ["seller", "buyer"])
+async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) -> None:
+    data = tmp_path / name
+    shutil.copytree(UPGRADE / name, data)
+    db = data / "memory" / "crystals.db"
+    before_counts, before_crystals = snapshot(db)
+    memory_md = (data / "workspace" / "MEMORY.md").read_bytes() if (data / "workspace" / "MEMORY.md").exists() else b""
+
+    store = await MemoryStore.open(db, HashingEmbedder())
+    try:
+        assert await store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        waiting = await held(store)
+        async with store.reader().execute(
+            "SELECT c.id FROM crystals c WHERE c.origin = 'peer' AND c.id IN (SELECT crystal_id FROM purchases)"
+        ) as cursor:
+            bought = {row[0] for row in await cursor.fetchall()}
+        for crystal_id in bought:  # what this node bought stays the agent's: it chose to buy it
+            assert not (await store.get(crystal_id)).quarantined
+    finally:
+        await store.close()
+
+    after_counts, after_crystals = snapshot(db)
+    assert after_counts == before_counts
+    assert after_crystals == before_crystals
+    assert waiting == []  # neither dir holds peer content it did not buy
+    if memory_md:
+        assert (data / "workspace" / "MEMORY.md").read_bytes() == memory_md
+    trust = TrustBook.load(data / "p2p" / "trust.json", b"\0" * 32, frozenset())
+    assert trust.outcomes or trust.attestations or name == "buyer"
+
+
+def test_the_upgrade_data_is_what_its_readme_says() -> None:
+    """Guards the test above against data that silently changed: the counts of shared/'s README."""
+    counts, crystals = snapshot(UPGRADE / "seller" / "memory" / "crystals.db")
+    assert counts["crystals"] == 82 and counts["associations"] == 278 and counts["sales"] == 1
+    assert sum(1 for c in crystals if c[7] == "confidential") == 1
+    counts, crystals = snapshot(UPGRADE / "buyer" / "memory" / "crystals.db")
+    assert counts["crystals"] == 1 and counts["purchases"] == 1 and crystals[0][4] == "peer"
