@@ -18,7 +18,7 @@ from tests.daemons import Node
 
 TOOLS = {
     "memory_search", "memory_remember", "memory_forget", "memory_status",
-    "working_memory_note", "working_memory_bootstrap", "skills_search",
+    "working_memory_note", "working_memory_bootstrap", "skills_search", "memory_quarantine",
 }  # fmt: skip
 
 
