@@ -115,7 +115,7 @@ def eigentrust(
             break
         if deadline is not None and clock() >= deadline:
             break
-    return EigenTrustResult({key: float(t[i]) for i, key in enumerate(graph.keys)}, rounds, converged)
+    return _result(graph, t, rounds, converged)
 
 
 def eigentrust_dense(
@@ -142,5 +142,9 @@ def eigentrust_dense(
         change = float(np.abs(nxt - t).sum())
         t = nxt
         if change < epsilon:
-            return EigenTrustResult({key: float(t[i]) for i, key in enumerate(graph.keys)}, rounds, True)
-    return EigenTrustResult({key: float(t[i]) for i, key in enumerate(graph.keys)}, max_rounds, False)
+            return _result(graph, t, rounds, True)
+    return _result(graph, t, max_rounds, False)
+
+
+def _result(graph: _Graph, t: np.ndarray, rounds: int, converged: bool) -> EigenTrustResult:
+    return EigenTrustResult({key: float(t[i]) for i, key in enumerate(graph.keys)}, rounds, converged)
