@@ -52,7 +52,9 @@ def network(tmp_path: Path) -> Iterator[list[Node]]:
 
 
 def _found(node: Node, words: str) -> list[dict[str, Any]]:
-    hits = node.json("memory", "search", words, "--mode", "keyword")
+    """Peer crystals matching the words, held ones included: these authors are strangers here, so what they
+    share waits in quarantine; that it arrived at all is what these tests are about."""
+    hits = node.json("memory", "search", words, "--mode", "keyword", "--held")
     return [h for h in hits if h["crystal"]["origin"] == "peer"]
 
 
@@ -81,6 +83,9 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
         return _found(manager, "logrotate")
 
     hits = wait_for(arrived, 90, "the skill to reach the manager", network)
+    assert hits[0]["crystal"]["quarantined"], "a stranger's skill must wait in quarantine"
+    agents_view = manager.json("memory", "search", "logrotate", "--mode", "keyword")
+    assert [h for h in agents_view if h["crystal"]["origin"] == "peer"] == [], "held: not in the agent's view"
     crystal = hits[0]["crystal"]
     assert crystal["semantic_type"] == "skill" and crystal["source"].startswith("peer:")
     for node in (edge1, edge2):
