@@ -21,6 +21,7 @@ BENCHMARKS = {
     "api": "bench.api",
     "eigentrust": "bench.eigentrust",
     "injection": "bench.injection",
+    "stranger_flood": "bench.stranger_flood",
 }
 
 

@@ -47,14 +47,12 @@ CLI_RUNS = 20
 CLI = [sys.executable, "-m", "node"]
 
 
-def _env() -> dict[str, str]:
+def daemon_env(**settings: str) -> dict[str, str]:
+    """This process's environment without BITTERBOT_* settings, plus a benchmark daemon's: the hashing
+    embedder, any free API port, warnings only; then ``settings``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BITTERBOT_")}
-    env.update(
-        BITTERBOT_MEMORY__EMBEDDER="hashing",
-        BITTERBOT_P2P__ENABLED="false",
-        BITTERBOT_API__PORT="0",
-        BITTERBOT_LOG__LEVEL="warning",
-    )
+    env.update(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_API__PORT="0", BITTERBOT_LOG__LEVEL="warning")
+    env.update(settings)
     return env
 
 
@@ -73,7 +71,7 @@ async def _fill(data: Path, env: dict[str, str], size: int) -> list[str]:
     return [" ".join(rng.choice(t.split()[2:]) for _ in range(2)) for t in rng.sample(texts, 50)]
 
 
-def _wait_for_api(data: Path, proc: subprocess.Popen[bytes]) -> str:
+def wait_for_api(data: Path, proc: subprocess.Popen[bytes]) -> str:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -85,19 +83,31 @@ def _wait_for_api(data: Path, proc: subprocess.Popen[bytes]) -> str:
     raise RuntimeError("the daemon's API did not come up in 90 s")
 
 
-class _ApiClient:
+def stop_daemon(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as a user's service manager would; killed only if it has not stopped in 30 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+class ApiClient:
     def __init__(self, url: str, token: str) -> None:
         parts = urlsplit(url)
         self._conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
         self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
-    def search(self, query: str) -> list[Any]:
-        self._conn.request("POST", "/v1/memory/search", json.dumps({"query": query, "limit": 10}), self._headers)
+    def call(self, method: str, path: str, doc: dict[str, Any] | None = None) -> Any:
+        self._conn.request(method, path, None if doc is None else json.dumps(doc), self._headers)
         response = self._conn.getresponse()
         body = response.read()
         if response.status != 200:
             raise RuntimeError(f"API answered {response.status}: {body[:200]!r}")
-        hits: list[Any] = json.loads(body)
+        return json.loads(body)
+
+    def search(self, query: str) -> list[Any]:
+        hits: list[Any] = self.call("POST", "/v1/memory/search", {"query": query, "limit": 10})
         return hits
 
     def close(self) -> None:
@@ -108,7 +118,7 @@ async def _measure(data: Path, env: dict[str, str], url: str, queries: list[str]
     loaded = load_config(None, env)
     store: MemoryStore = await open_store(loaded.config, NodePaths.of(data, loaded.config))
     weights = search_weights(loaded.config)
-    client = _ApiClient(url, (data / "api.token").read_text().strip())
+    client = ApiClient(url, (data / "api.token").read_text().strip())
     direct: list[float] = []
     through_api: list[float] = []
     hits_direct = hits_api = 0
@@ -163,7 +173,7 @@ def _cli_times(data: Path, env: dict[str, str], queries: list[str]) -> dict[str,
 def run(quick: bool) -> dict[str, Any]:
     size = QUICK_SIZE if quick else SIZE
     rounds = QUICK_QUERIES if quick else QUERIES
-    env = _env()
+    env = daemon_env(BITTERBOT_P2P__ENABLED="false")
     with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
         data = Path(tmp) / "node"
         queries = asyncio.run(_fill(data, env, size))
@@ -172,13 +182,9 @@ def run(quick: bool) -> dict[str, Any]:
             [*CLI, "run", "--data-dir", str(data)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            url = _wait_for_api(data, proc)
+            url = wait_for_api(data, proc)
             result = asyncio.run(_measure(data, env, url, queries, rounds))
             result["cli"] = _cli_times(data, env, queries)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_daemon(proc)
     return {"crystals": size, "queries": rounds, "mode": "hybrid", **result}

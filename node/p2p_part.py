@@ -196,6 +196,7 @@ class P2PPart:
             "tracked_peers": len(self.trust.outcomes),
             "attesters": len(self.trust.attestations),
             "ratings": sum(len(r) for r in self.trust.attestations.values()),
+            "last_computed_peers": len(self.trust.last.peers),
             "last_rounds": self.trust.last.rounds,
             "last_converged": self.trust.last.converged,
         }

@@ -1,0 +1,119 @@
+"""An attacker's process: libp2p peers that connect to a node and each gossip one trust attestation,
+signed by its own fresh key and rating 256 made-up keys (the flood of issue 13, finding 1).
+
+    python -m bench.attestation_flood ADDRESS --keys 10 [--seed S]
+
+With ``--seed`` the signing keys are derived from it (key i from sha256(seed || i)), so a test can
+name them as management keys beforehand; without it they are fresh. Prints one JSON line with what
+it published, and exits by itself (every wait has a deadline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.p2p_node import ForwardAnything
+from crypto.anchors import TrustAnchors
+from crypto.envelope import pack_body, seal_envelope
+from crypto.identity import Identity
+from p2p.host import HostSettings, P2PHost, wall_ms
+from p2p.messages import KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation, trust_attestation_body
+from p2p.penalties import PenaltyBox
+from p2p.topics import TRUST_TOPIC
+
+MESH_DEADLINE_S = 30
+
+
+def signing_key(seed: bytes | None, index: int) -> Identity:
+    if seed is None:
+        return Identity.generate()
+    return Identity.from_seed(hashlib.sha256(seed + index.to_bytes(4, "big")).digest())
+
+
+def attestation(author: Identity) -> bytes:
+    """One valid signed attestation rating the most peers a message may rate, all made up."""
+    ratings = tuple((os.urandom(32), 1000) for _ in range(MAX_ATTESTED_PEERS))
+    body = pack_body(trust_attestation_body(TrustAttestation(ratings)))
+    return seal_envelope(author, KIND_TRUST_ATTESTATION, body, now_ms=wall_ms()).encode()
+
+
+async def attest_once(address: str, author: Identity) -> None:
+    """One peer: its libp2p identity is the signing key, as gossip requires of an author."""
+    host = P2PHost(author, ForwardAnything(TrustAnchors()), PenaltyBox(), HostSettings())
+    await host.start()
+    try:
+        await host.connect(address)
+        async with asyncio.timeout(MESH_DEADLINE_S):
+            while await host.mesh_size(TRUST_TOPIC) < 1:  # noqa: ASYNC110 - polling the library's mesh
+                await asyncio.sleep(0.1)
+        await host.publish(TRUST_TOPIC, attestation(author))
+        await asyncio.sleep(2.0)  # let the frames leave before the connection closes
+    finally:
+        await host.stop()
+
+
+async def flood(address: str, keys: int, seed: bytes | None) -> dict[str, int]:
+    async with asyncio.TaskGroup() as peers:
+        for index in range(keys):
+            peers.create_task(attest_once(address, signing_key(seed, index)))
+    return {"published": keys, "ratings_each": MAX_ATTESTED_PEERS}
+
+
+def seed_of(attacker: int) -> str:
+    return f"flood-{attacker}"
+
+
+def seeded_keys(attackers: int, keys_each: int) -> list[Identity]:
+    """The keys ``run_attackers(..., seeded=True)`` signs with, to name them as management keys."""
+    return [signing_key(seed_of(n).encode(), i) for n in range(attackers) for i in range(keys_each)]
+
+
+def run_attackers(address: str, *, attackers: int, keys_each: int, seeded: bool) -> int:
+    """Attacker processes side by side, each with ``keys_each`` peers; how many attestations they published."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.attestation_flood", address, "--keys", str(keys_each)]
+            + (["--seed", seed_of(n)] if seeded else []),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(attackers)
+    ]
+    published = 0
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"an attacker failed: {err[-2000:]}")
+        published += json.loads(out.strip().splitlines()[-1])["published"]
+    return published
+
+
+def peak_rss_kb(pid: int) -> int:
+    """A process's peak resident set so far (VmHWM), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("address", help="the node's multiaddr, with /p2p/<peer id>")
+    parser.add_argument("--keys", type=int, default=10)
+    parser.add_argument("--seed", default=None)
+    args = parser.parse_args(argv)
+    seed = args.seed.encode() if args.seed is not None else None
+    print(json.dumps(asyncio.run(flood(args.address, args.keys, seed))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
