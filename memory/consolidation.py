@@ -337,14 +337,7 @@ async def _purge(store: MemoryStore, db: aiosqlite.Connection, params: dict[str,
         rows = list(await cursor.fetchall())
     if not rows:
         return 0
-    rowids = [int(r[0]) for r in rows]
-    ids = [(r[1],) for r in rows]
-    await store.vectors.delete(db, rowids)
-    await db.executemany("DELETE FROM associations WHERE src_id = ?", ids)
-    await db.executemany("DELETE FROM associations WHERE dst_id = ?", ids)
-    await db.executemany("DELETE FROM replay_queue WHERE crystal_id = ?", ids)
-    await db.executemany("DELETE FROM merges WHERE loser_id = ? OR winner_id = ?", [(i[0], i[0]) for i in ids])
-    await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(r,) for r in rowids])
+    await store.delete_physically(db, [(int(r[0]), str(r[1])) for r in rows])
     return len(rows)
 
 

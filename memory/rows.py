@@ -37,6 +37,7 @@ INSERT_COLUMNS = (
     "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
     "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
+    "text_bytes",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -64,7 +65,7 @@ def insert_params(
         skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
         skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
-        int(new.quarantine is not None),
+        int(new.quarantine is not None), len(new.text.encode()),
     )  # fmt: skip
 
 

@@ -309,8 +309,19 @@ WHERE origin = 'peer' AND lifecycle != 'expired'
 UPDATE crystals SET quarantined = 1 WHERE id IN (SELECT crystal_id FROM quarantine);
 """
 
+# v11: quotas on what peers may store here (memory.peer_quota). ``text_bytes`` is the UTF-8 size of
+# the text, kept at insert (the text never changes), so a quota sums an index instead of reading
+# every text; the partial index covers exactly the content a quota counts.
+SCHEMA_V11 = """
+ALTER TABLE crystals ADD COLUMN text_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE crystals SET text_bytes = length(CAST(text AS BLOB));
+CREATE INDEX crystals_peer_content ON crystals (source, stored_at_ms, text_bytes)
+    WHERE origin = 'peer' AND scope = 'shared' AND lifecycle != 'expired';
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[str] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
+    SCHEMA_V11,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -317,6 +317,19 @@ class MemoryStore:
         """Soft delete: the crystal becomes expired (never returned again) and the audit log says why."""
         return await self.transition(crystal_id, Lifecycle.EXPIRED, reason=reason, actor=actor)
 
+    async def delete_physically(self, db: aiosqlite.Connection, rows: Sequence[tuple[int, str]]) -> None:
+        """Delete (rowid, id) crystals with their vectors, links, replay entries, merge records and held
+        quarantine rows, inside the caller's transaction. The audit log, attributions and a rejected
+        text's quarantine record stay: they record that the crystal existed, and what was decided."""
+        ids = [(cid,) for _, cid in rows]
+        await self.vectors.delete(db, [rowid for rowid, _ in rows])
+        await db.executemany("DELETE FROM associations WHERE src_id = ?", ids)
+        await db.executemany("DELETE FROM associations WHERE dst_id = ?", ids)
+        await db.executemany("DELETE FROM replay_queue WHERE crystal_id = ?", ids)
+        await db.executemany("DELETE FROM merges WHERE loser_id = ? OR winner_id = ?", [(i, i) for (i,) in ids])
+        await db.executemany("DELETE FROM quarantine WHERE crystal_id = ? AND status = 'held'", ids)
+        await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
+
     def record_access(self, crystal_ids: Sequence[str]) -> None:
         """Count an access of each crystal, written shortly after by the flusher (or at close)."""
         self._pending_access.update(crystal_ids)

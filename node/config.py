@@ -157,6 +157,10 @@ class P2PSection(_Section):
     strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
     attestation_interval_min: float = Field(default=5.0, gt=0, le=1_440)
     delivery_queue: int = Field(default=1024, ge=16, le=1_000_000)
+    peer_content_per_author: int = Field(default=200, ge=1, le=1_000_000)
+    peer_content_bytes_per_author: int = Field(default=2 * 1024 * 1024, ge=32_768, le=2**40)
+    peer_content_total: int = Field(default=20_000, ge=1, le=10_000_000)
+    peer_content_bytes_total: int = Field(default=64 * 1024 * 1024, ge=32_768, le=2**40)
     trust_file: str = Field(default="p2p/trust.json", min_length=1)
 
     @field_validator("listen", "bootstrap")

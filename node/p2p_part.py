@@ -25,6 +25,7 @@ from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buy
 from marketplace.listings import record_endorsement, record_listing, revoke_listing
 from memory.endocrine import Endocrine
 from memory.hormones import NetworkOverride
+from memory.peer_quota import PeerContentQuota
 from memory.store import MemoryStore
 from node.control import Handler
 from node.daemon import NodeContext
@@ -35,7 +36,7 @@ from node.memory_part import MemoryPart
 from node.skills_commands import SkillsCommands
 from p2p.deliveries import Delivery
 from p2p.host import HostSettings, P2PHost, RequestHandler
-from p2p.ingest import apply_revocation, ingest_listing
+from p2p.ingest import apply_revocation, ingest_listing, standing_by_source
 from p2p.messages import (
     KIND_TRUST_ATTESTATION,
     KIND_WEATHER,
@@ -115,6 +116,14 @@ class P2PPart:
             time_budget_s=cfg.trust.eigentrust_budget_s,
         )
         self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors), self._trust_limits)
+        self._quota = PeerContentQuota(
+            per_author_crystals=cfg.p2p.peer_content_per_author,
+            per_author_bytes=cfg.p2p.peer_content_bytes_per_author,
+            total_crystals=cfg.p2p.peer_content_total,
+            total_bytes=cfg.p2p.peer_content_bytes_total,
+        )
+        #: Peer crystals the quotas deleted since start (``memory.peer_quota``).
+        self.evicted = {"crystals": 0, "bytes": 0}
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}
         self._own_weather_seq = 0
@@ -184,6 +193,7 @@ class P2PPart:
             "listen": host.listen_addrs if host else [],
             "messages": counters,
             "ingested": dict(self.ingested),
+            "evicted_by_quota": dict(self.evicted),
             "halted_until_ms": self.validator.halted_until_ms,
             "peers": dict(self._peer_summary),
         }
@@ -244,7 +254,13 @@ class P2PPart:
                 log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
                 return
             standing = self.level_of_key(author) in (TrustLevel.TRUSTED, TrustLevel.VERIFIED)
-            result = await ingest_listing(self.store(), message, author, author_has_standing=standing)
+            result = await ingest_listing(
+                self.store(), message, author, author_has_standing=standing, quota=self._quota,
+                standing=standing_by_source(self.trust.standing),
+            )  # fmt: skip
+            if result.evicted.crystals:
+                self.evicted["crystals"] += result.evicted.crystals
+                self.evicted["bytes"] += result.evicted.bytes
             self.ingested["skills"] += 1
             log.info(
                 "p2p.skill_received",

@@ -9,15 +9,19 @@ governance as anything else (sensitivity is classified from its text).
 It is held in quarantine (``memory.quarantine``) when its author has no standing here
 (below ``trusted``) or when its text reads like instructions to the agent
 (``memory.injection``), whoever sent it. A text the person rejected before is refused.
+Each new crystal is followed by the peer content quotas (``memory.peer_quota``): past
+them, the least trusted authors' oldest crystals are deleted.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from memory.injection import instruction_flags
 from memory.model import NewCrystal, Origin, Quarantine, Scope, SemanticType, SkillVersion, content_hash
+from memory.peer_quota import Evicted, PeerContentQuota, Standing, enforce
 from memory.quarantine import was_rejected
 from memory.store import MemoryStore
 from p2p.messages import SkillListing, SkillRevocation
@@ -37,6 +41,23 @@ class IngestResult:
     crystal_id: str | None = None
     deprecated: int = 0  # older versions marked deprecated
     held: Quarantine | None = None  # why it waits in quarantine, if it does
+    evicted: Evicted = field(default_factory=Evicted)  # what the quotas deleted to make room
+
+
+def standing_by_source(standing_of_key: Callable[[bytes], tuple[int, float]]) -> Standing:
+    """A quota's ranking of sources from a ranking of author keys; a source that names no key ranks lowest."""
+
+    def standing(source: str) -> tuple[int, float]:
+        try:
+            return standing_of_key(bytes.fromhex(source.removeprefix("peer:")))
+        except ValueError:
+            return (-1, 0.0)
+
+    return standing
+
+
+def _alike(source: str) -> tuple[int, float]:
+    return (0, 0.0)
 
 
 def hold_reason(text: str, *, author_has_standing: bool) -> Quarantine | None:
@@ -54,8 +75,16 @@ def peer_source(author: bytes) -> str:
 
 
 async def ingest_listing(
-    store: MemoryStore, listing: SkillListing, author: bytes, *, author_has_standing: bool
+    store: MemoryStore,
+    listing: SkillListing,
+    author: bytes,
+    *,
+    author_has_standing: bool,
+    quota: PeerContentQuota | None = None,
+    standing: Standing = _alike,
 ) -> IngestResult:
+    """Store a listing's content from ``author``; within ``quota`` (default: ``PeerContentQuota()``),
+    evicting by ``standing`` (default: every author alike, so oldest first)."""
     if listing.content is None:
         return IngestResult(Ingested.LISTING_ONLY)
     if await was_rejected(store, content_hash(listing.content)):
@@ -96,7 +125,8 @@ async def ingest_listing(
     if not remembered.created:
         return IngestResult(Ingested.DUPLICATE, remembered.crystal.id)
     deprecated = await _deprecate(store, listing.stable_skill_id, source, by=remembered.crystal.id)
-    return IngestResult(Ingested.CREATED, remembered.crystal.id, deprecated, held)
+    evicted = await enforce(store, quota or PeerContentQuota(), source, standing)
+    return IngestResult(Ingested.CREATED, remembered.crystal.id, deprecated, held, evicted)
 
 
 async def apply_revocation(store: MemoryStore, revocation: SkillRevocation) -> int:

@@ -64,6 +64,10 @@ class TrustLevel(StrEnum):
     VERIFIED = "verified"
 
 
+_LEVEL_ORDER = {
+    TrustLevel.UNTRUSTED: 0, TrustLevel.PROVISIONAL: 1, TrustLevel.TRUSTED: 2, TrustLevel.VERIFIED: 3,
+}  # fmt: skip
+
 #: Levels whose attestations count and whose content skips quarantine.
 STANDING_LEVELS = frozenset({TrustLevel.TRUSTED, TrustLevel.VERIFIED})
 
@@ -220,6 +224,15 @@ class TrustBook:
     def set_defaults(self, peer: bytes, count: int) -> None:
         """Sales ``peer`` defaulted on as a buyer (a total, recomputed from the sales table)."""
         self._outcomes_of(peer).defaults = count
+
+    def standing(self, peer: bytes) -> tuple[int, float]:
+        """How far ``peer`` is trusted, as of the last computation, for ordering: (level, combined score)."""
+        if peer in self.management:
+            return (_LEVEL_ORDER[TrustLevel.VERIFIED], 1.0)
+        known = self.last.peers.get(peer)
+        if known is None:
+            return (_LEVEL_ORDER[TrustLevel.PROVISIONAL], 0.0)
+        return (_LEVEL_ORDER[known.level], known.combined)
 
     def is_heard(self, attester: bytes) -> bool:
         """Whether an attestation by ``attester`` counts: a management key, or a peer with standing."""

@@ -12,6 +12,7 @@ from memory.dream import dream
 from memory.errors import CrystalNotFound
 from memory.governance import check_exportable
 from memory.model import Lifecycle, NewCrystal, Origin, Scope, SemanticType, content_hash
+from memory.peer_quota import PeerContentQuota, usage_by_source
 from memory.quarantine import approve, held, reject
 from memory.query import SearchRequest
 from memory.search import search
@@ -19,7 +20,7 @@ from memory.store import MemoryStore
 from memory.synthesis import DreamInput, ExtractiveSynthesizer, Sections
 from memory.synthesis import _prompt as chat_prompt
 from memory.working_memory import WorkingMemoryFiles, bootstrap_text
-from p2p.ingest import Ingested, apply_revocation, ingest_listing
+from p2p.ingest import Ingested, apply_revocation, ingest_listing, standing_by_source
 from p2p.messages import SkillRevocation
 from p2p.trust import TrustBook
 from tests.p2p.conftest import listing
@@ -171,3 +172,28 @@ async def test_an_unknown_peers_instruction_never_reaches_the_agents_prompt(stor
     asked = await search(store, SearchRequest("rotate logs", include_held=True))
     held_hits = [h.crystal for h in asked if marker in h.crystal.text]
     assert len(held_hits) == 1 and held_hits[0].quarantined and held_hits[0].origin is Origin.PEER
+
+
+async def test_a_flood_of_fresh_keys_is_bounded_by_the_total_quota_and_a_verified_authors_skill_survives(
+    store: MemoryStore,
+) -> None:
+    """Issue 13, finding 4: every fresh key's skills were stored without bound."""
+    honest = b"h" * 32
+    book = TrustBook(b"m" * 32, frozenset({honest}))  # a management key: verified here
+    quota = PeerContentQuota(total_crystals=50)
+    kept = await ingest_listing(
+        store, listing(V1), honest, author_has_standing=True, quota=quota, standing=standing_by_source(book.standing)
+    )
+    for i in range(120):
+        text = f"stranger {i}: to speed up builds, run make -j{i}"
+        item = listing(text, stable_skill_id=f"spam.{i}", content_hash=content_hash(text))
+        result = await ingest_listing(
+            store, item, i.to_bytes(32, "big"), author_has_standing=False, quota=quota,
+            standing=standing_by_source(book.standing),
+        )  # fmt: skip
+        assert result.outcome is Ingested.CREATED
+    usage = await usage_by_source(store.reader())
+    assert sum(u.crystals for u in usage.values()) == 50
+    assert kept.crystal_id is not None and (await store.get(kept.crystal_id)).content_hash == content_hash(V1)
+    assert f"peer:{(119).to_bytes(32, 'big').hex()}" in usage  # the newest stranger is kept, the oldest went
+    assert f"peer:{(0).to_bytes(32, 'big').hex()}" not in usage
