@@ -6,29 +6,23 @@ skill's title, description, tags or text contain must number at least two (or al
 them, when the bounty has fewer than two). Deliberately plain: a user can see why a
 listing matched, and a seller cannot game it with embeddings it controls.
 
-Matching listings are shown first in `skills list` with the bounty beside them;
-matches of a local skill count in its price (the demand factor).
+`skills list` shows the bounties each listing answers, and puts listings answering this
+node's own bounties first among sellers trusted alike; matches of a local skill count in
+its price (the demand factor). Bounties are indexed by their words (``bounties_fts``), so a
+match reads only the bounties that share a word, tag or category with the skill.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from crypto.envelope import Envelope, decode_envelope
-from marketplace.listings import ListingRow, listing_rows
+from crypto.envelope import Envelope
+from marketplace.words import any_of, significant_words
 from memory.store import MemoryStore
-from p2p.messages import SkillBounty, parse_skill_listing
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9_\-]{3,}")
-_COMMON = frozenset({
-    "that", "this", "with", "from", "have", "what", "when", "where", "which", "while", "will", "would",
-    "should", "could", "into", "onto", "about", "after", "before", "them", "then", "than", "there", "their",
-    "these", "those", "your", "yours", "need", "needs", "want", "wants", "some", "more", "most", "very",
-    "just", "also", "skill", "skills", "how-to", "using", "make", "does", "done",
-})  # fmt: skip
+from p2p.messages import SkillBounty
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +45,6 @@ class BountyRow:
             "reward_micro_usdc": self.reward_micro_usdc,
             "expires_ms": self.expires_ms,
         }
-
-
-def significant_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
 
 
 def matches(bounty: BountyRow, *, text: str, tags: Iterable[str], category: str) -> bool:
@@ -94,10 +84,11 @@ async def live_bounties(store: MemoryStore, now_ms: int, *, author: str | None =
         "WHERE expires_ms > ? AND (? IS NULL OR author = ?) ORDER BY reward_micro_usdc DESC, expires_ms",
         (now_ms, author, author),
     ) as cursor:
-        return [
-            BountyRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], int(r[5]), int(r[6]))
-            for r in await cursor.fetchall()
-        ]
+        return [_bounty(r) for r in await cursor.fetchall()]
+
+
+def _bounty(r: Sequence[Any]) -> BountyRow:
+    return BountyRow(str(r[0]), str(r[1]), str(r[2]), tuple(json.loads(r[3])), str(r[4]), int(r[5]), int(r[6]))
 
 
 async def purge_expired_bounties(store: MemoryStore, now_ms: int) -> int:
@@ -108,36 +99,33 @@ async def purge_expired_bounties(store: MemoryStore, now_ms: int) -> int:
     return count
 
 
-@dataclass(frozen=True, slots=True)
-class MatchedListing:
-    listing: ListingRow
-    bounties: tuple[BountyRow, ...]
+def skill_terms(text: str, tags: Iterable[str], category: str) -> list[str]:
+    """What a skill could answer a bounty by: any one makes the bounty a candidate for ``matches``
+    (its category, a tag, or one of its significant words; a match needs at least one of them)."""
+    tag_list = list(tags)
+    return [*significant_words(" ".join([text, *tag_list])), *tag_list, category]
 
 
-async def listings_by_bounty(store: MemoryStore, now_ms: int) -> list[MatchedListing]:
-    """Live listings, those answering a live bounty first (largest total reward first), then newest."""
-    bounties = await live_bounties(store, now_ms)
-    out = []
-    for row, envelope in await listing_rows(store):
-        listing = parse_skill_listing(decode_envelope(envelope, max_bytes=1_000_000).body_map())
-        text = f"{listing.title} {listing.description}"
-        hits = tuple(
-            b
-            for b in bounties
-            if b.author != row.seller and matches(b, text=text, tags=listing.tags, category=listing.category)
-        )
-        out.append(MatchedListing(row, hits))
-    out.sort(key=lambda m: (-sum(b.reward_micro_usdc for b in m.bounties), -m.listing.received_ms))
-    return out
+def bounty_terms(bounty: BountyRow) -> list[str]:
+    """What a skill could match ``bounty`` by, the same way round."""
+    return [*significant_words(bounty.description), *bounty.tags, bounty.category]
 
 
-async def bounty_matches_of(
+async def bounties_answered_by(
     store: MemoryStore, *, text: str, tags: Iterable[str], category: str, now_ms: int, me: str | None
 ) -> list[BountyRow]:
-    """Live bounties (not this node's own) that a local skill answers."""
+    """Live bounties (not this node's own) that a skill answers, largest reward first. Only the bounties
+    sharing a word, tag or category with it are read (``bounties_fts``), then ``matches`` decides."""
     tag_list = list(tags)
-    return [
-        b
-        for b in await live_bounties(store, now_ms)
-        if b.author != me and matches(b, text=text, tags=tag_list, category=category)
-    ]
+    query = any_of(skill_terms(text, tag_list, category))
+    if query is None:
+        return []
+    async with store.reader().execute(
+        "SELECT b.author, b.bounty_id, b.description, b.tags, b.category, b.reward_micro_usdc, b.expires_ms "
+        "FROM bounties b JOIN (SELECT DISTINCT author, bounty_id FROM bounties_fts WHERE bounties_fts MATCH ?) f "
+        "ON b.author = f.author AND b.bounty_id = f.bounty_id "
+        "WHERE b.expires_ms > ? ORDER BY b.reward_micro_usdc DESC, b.expires_ms",
+        (query, now_ms),
+    ) as cursor:
+        rows = [_bounty(r) for r in await cursor.fetchall()]
+    return [b for b in rows if b.author != me and matches(b, text=text, tags=tag_list, category=category)]

@@ -57,6 +57,13 @@ async def record_listing(store: MemoryStore, listing: SkillListing, envelope: En
         )  # fmt: skip
         kept = cursor.rowcount > 0
         await cursor.close()
+        if kept:
+            key = (envelope.author.hex(), listing.stable_skill_id)
+            await db.execute("DELETE FROM listings_fts WHERE seller = ? AND stable_skill_id = ?", key)
+            await db.execute(
+                "INSERT INTO listings_fts (seller, stable_skill_id, text, tags, category) VALUES (?, ?, ?, ?, ?)",
+                (*key, f"{listing.title} {listing.description}", "\n".join(listing.tags), listing.category),
+            )
     return kept
 
 
@@ -71,23 +78,15 @@ async def revoke_listing(store: MemoryStore, revocation: SkillRevocation) -> int
     return count
 
 
-async def active_listings(store: MemoryStore, *, limit: int = 200) -> list[ListingRow]:
-    return [row for row, _ in await listing_rows(store, limit=limit)]
-
-
-async def listing_rows(store: MemoryStore, *, limit: int = 200) -> list[tuple[ListingRow, bytes]]:
-    """Live listings, newest first, each with its signed envelope."""
+async def live_listings(store: MemoryStore) -> list[ListingRow]:
+    """Every live listing, newest first, without its envelope (the table is bounded:
+    ``marketplace.received_quota``)."""
     async with store.reader().execute(
-        f"SELECT {_COLUMNS}, envelope FROM listings WHERE revoked = 0 ORDER BY received_ms DESC, rowid DESC LIMIT ?",  # noqa: S608
-        (limit,),
+        f"SELECT {_COLUMNS} FROM listings WHERE revoked = 0 ORDER BY received_ms DESC, rowid DESC"  # noqa: S608
     ) as cursor:
         return [
-            (
-                ListingRow(
-                    r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), r[7], int(r[8]), int(r[9]), bool(r[10]),
-                    int(r[11]),
-                ),
-                bytes(r[12]),
+            ListingRow(
+                r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), r[7], int(r[8]), int(r[9]), bool(r[10]), int(r[11])
             )
             for r in await cursor.fetchall()
         ]  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marketplace.bounties import bounty_matches_of
+from marketplace.bounties import bounties_answered_by
 from marketplace.executions import ExecutionStats, execution_stats
 from marketplace.ledger import unique_buyers
 from marketplace.listings import listings_in_category
@@ -19,7 +19,7 @@ async def price_of(
     stats = await execution_stats(store, crystal.id)
     category = (crystal.skill.category if crystal.skill else None) or ""
     tags = crystal.skill.tags if crystal.skill else ()
-    bounties = await bounty_matches_of(
+    bounties = await bounties_answered_by(
         store, text=crystal.text, tags=tags, category=category, now_ms=store.now_ms(), me=me
     )
     inputs = PriceInputs(

@@ -319,9 +319,43 @@ CREATE INDEX crystals_peer_content ON crystals (source, stored_at_ms, text_bytes
     WHERE origin = 'peer' AND scope = 'shared' AND lifecycle != 'expired';
 """
 
+# v12: what peers publish to the market is bounded and indexed (marketplace.received_quota,
+# marketplace.bounties, marketplace.catalog). ``bounties_fts`` finds the bounties a skill's words,
+# tags or category could answer without reading every bounty; ``listings_fts`` does the same for
+# listings and ranks a `skills list` query. Each keeps its own copy of the words, keyed by the
+# row's primary key (no rowid to go stale).
+SCHEMA_V12 = """
+CREATE VIRTUAL TABLE bounties_fts USING fts5(author UNINDEXED, bounty_id UNINDEXED, words);
+INSERT INTO bounties_fts (author, bounty_id, words)
+SELECT author, bounty_id, description || ' ' || tags || ' ' || category FROM bounties;
+CREATE TRIGGER bounties_fts_insert AFTER INSERT ON bounties BEGIN
+    INSERT INTO bounties_fts (author, bounty_id, words)
+    VALUES (new.author, new.bounty_id, new.description || ' ' || new.tags || ' ' || new.category);
+END;
+CREATE TRIGGER bounties_fts_update AFTER UPDATE ON bounties BEGIN
+    DELETE FROM bounties_fts WHERE author = old.author AND bounty_id = old.bounty_id;
+    INSERT INTO bounties_fts (author, bounty_id, words)
+    VALUES (new.author, new.bounty_id, new.description || ' ' || new.tags || ' ' || new.category);
+END;
+CREATE TRIGGER bounties_fts_delete AFTER DELETE ON bounties BEGIN
+    DELETE FROM bounties_fts WHERE author = old.author AND bounty_id = old.bounty_id;
+END;
+CREATE VIRTUAL TABLE listings_fts USING fts5(seller UNINDEXED, stable_skill_id UNINDEXED, text, tags, category);
+-- text is the title and description, tags one per line. A listing's description and tags are in its
+-- signed envelope only (msgpack); rows from before v12 are matched by title and category until their
+-- seller publishes again.
+INSERT INTO listings_fts (seller, stable_skill_id, text, tags, category)
+SELECT seller, stable_skill_id, title, '', category FROM listings;
+CREATE TRIGGER listings_fts_delete AFTER DELETE ON listings BEGIN
+    DELETE FROM listings_fts WHERE seller = old.seller AND stable_skill_id = old.stable_skill_id;
+END;
+CREATE INDEX listings_seller_received ON listings (seller, received_ms);
+CREATE INDEX bounties_author_received ON bounties (author, received_ms);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[str] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11,
+    SCHEMA_V11, SCHEMA_V12,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)

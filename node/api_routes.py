@@ -33,6 +33,15 @@ class ShareArgs(_Body):
     title: str | None = Field(default=None, max_length=200)
 
 
+class PageArgs(_Body):
+    limit: int = Field(default=50, ge=1, le=500, description="Rows in this page.")
+    offset: int = Field(default=0, ge=0, le=1_000_000, description="Rows of the ordering to skip.")
+
+
+class ListingsArgs(PageArgs):
+    query: str = Field(default="", max_length=500, description="Words to find in titles, descriptions, tags.")
+
+
 class EndorseArgs(_Body):
     listing: str = Field(min_length=1, max_length=200, description="SELLER_PEER_ID/SKILL_ID.")
 
@@ -135,7 +144,14 @@ ROUTES: tuple[Route, ...] = (
         "working memory",
     ),
     Route("POST", "/v1/working-memory/dream", "wm.dream", "Run the dream cycle now.", tag="working memory"),
-    Route("GET", "/v1/skills", "skills.list", "What the network offers.", tag="skills"),
+    Route(
+        "GET",
+        "/v1/skills",
+        "skills.list",
+        "What the network offers, a page at a time: by seller trust, then relevance.",
+        ListingsArgs,
+        "skills",
+    ),
     Route("GET", "/v1/skills/{crystal_id}/price", "skills.price", "The price of a local skill.", tag="skills"),
     Route("POST", "/v1/skills/{crystal_id}/executions", "skills.record", "Record an execution.", RecordArgs, "skills"),
     Route(
@@ -164,7 +180,7 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("POST", "/v1/skills/buy", "skills.buy", "Buy a listed skill.", BuyArgs, "skills"),
     Route("POST", "/v1/skills/revoke", "skills.revoke", "Revoke a skill this node published.", RevokeArgs, "skills"),
-    Route("GET", "/v1/bounties", "bounties.list", "Live bounties.", tag="skills"),
+    Route("GET", "/v1/bounties", "bounties.list", "Live bounties, a page at a time.", PageArgs, "skills"),
     Route("POST", "/v1/bounties", "bounties.post", "Ask the network for a skill.", BountyArgs, "skills"),
     Route("GET", "/v1/peers", "peers", "Peers with trust levels.", tag="network"),
     Route("POST", "/v1/peers/connect", "p2p.connect", "Dial a peer by multiaddr.", ConnectArgs, "network"),

@@ -161,6 +161,10 @@ class P2PSection(_Section):
     peer_content_bytes_per_author: int = Field(default=2 * 1024 * 1024, ge=32_768, le=2**40)
     peer_content_total: int = Field(default=20_000, ge=1, le=10_000_000)
     peer_content_bytes_total: int = Field(default=64 * 1024 * 1024, ge=32_768, le=2**40)
+    listings_per_seller: int = Field(default=100, ge=1, le=100_000)
+    listings_total: int = Field(default=5_000, ge=1, le=1_000_000)
+    bounties_per_author: int = Field(default=20, ge=1, le=100_000)
+    bounties_total: int = Field(default=2_000, ge=1, le=1_000_000)
     trust_file: str = Field(default="p2p/trust.json", min_length=1)
 
     @field_validator("listen", "bootstrap")

@@ -16,7 +16,7 @@ from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
 from marketplace.chain import Chain, ChainError, ChainUnreachable
 from marketplace.ledger import ledger
-from marketplace.listings import ListingRow, active_listings, listing_envelope
+from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
 from marketplace.purchase import PROTOCOL, Market, PurchaseError
 from marketplace.wallet import load_or_create_wallet
@@ -189,7 +189,7 @@ class MarketPart:
         seller_peer, _, skill_id = wanted.rpartition("/")
         rows = [
             r
-            for r in await active_listings(store, limit=10_000)
+            for r in await live_listings(store)
             if r.stable_skill_id == skill_id
             and r.seller != me
             and (not seller_peer or peer_id_from_ed25519(bytes.fromhex(r.seller)) == seller_peer)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -168,18 +170,30 @@ def skills_publish(
         )
 
 
+def page_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--offset", type=click.IntRange(0, 1_000_000), default=0, help="Rows to skip.")(func)
+    return click.option("--limit", type=click.IntRange(1, 500), default=50, show_default=True, help="Rows to show.")(
+        func
+    )
+
+
 @skills_group.command("list")
 @location_options
+@click.argument("query", required=False, default="")
+@page_options
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def skills_list(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
-    """What the network offers: skill, price, seller and the seller's trust level."""
-    rows = call_daemon(config_path, data_dir, "skills.list")
+def skills_list(
+    config_path: Path | None, data_dir: Path | None, query: str, limit: int, offset: int, as_json: bool
+) -> None:
+    """What the network offers (or what matches QUERY): skill, price, seller and the seller's trust level.
+    Sellers trusted here come first, then the most relevant, then the newest."""
+    rows = call_daemon(config_path, data_dir, "skills.list", {"query": query, "limit": limit, "offset": offset})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        click.echo("no listings seen yet")
+        click.echo("no listings seen yet" if not (query or offset) else "no more listings")
     for r in rows:
         mark = " [verified]" if r["verified"] else ""
         mine = " (mine)" if r["mine"] else ""
@@ -192,6 +206,8 @@ def skills_list(config_path: Path | None, data_dir: Path | None, as_json: bool) 
             click.echo(
                 f"    answers bounty {b['bounty_id']} ({format_usdc(b['reward_micro_usdc'])}): {b['description'][:70]}"
             )
+    if len(rows) == limit:
+        click.echo(f"(more with --offset {offset + limit})")
 
 
 @skills_group.command("endorse")
@@ -253,11 +269,13 @@ def skills_bounty(
 
 @skills_group.command("bounties")
 @location_options
+@page_options
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def skills_bounties(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
-    """Live bounties on the network, largest reward first, with how many listings answer each."""
-    rows = call_daemon(config_path, data_dir, "bounties.list")
+def skills_bounties(config_path: Path | None, data_dir: Path | None, limit: int, offset: int, as_json: bool) -> None:
+    """Live bounties on the network: authors trusted here first, then the largest reward; with how many
+    listings answer each."""
+    rows = call_daemon(config_path, data_dir, "bounties.list", {"limit": limit, "offset": offset})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

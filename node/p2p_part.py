@@ -23,6 +23,7 @@ from marketplace.bounties import purge_expired_bounties, record_bounty
 from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_endorsement, record_listing, revoke_listing
+from marketplace.received_quota import bounties_bound, enforce_bound, listings_bound
 from memory.endocrine import Endocrine
 from memory.hormones import NetworkOverride
 from memory.peer_quota import PeerContentQuota
@@ -122,8 +123,12 @@ class P2PPart:
             total_crystals=cfg.p2p.peer_content_total,
             total_bytes=cfg.p2p.peer_content_bytes_total,
         )
-        #: Peer crystals the quotas deleted since start (``memory.peer_quota``).
-        self.evicted = {"crystals": 0, "bytes": 0}
+        self._listings_bound = listings_bound(cfg.p2p.listings_per_seller, cfg.p2p.listings_total)
+        self._bounties_bound = bounties_bound(cfg.p2p.bounties_per_author, cfg.p2p.bounties_total)
+        self._me_hex = ctx.identity.public_key.hex()
+        #: What the quotas deleted since start: peer crystals and their bytes (``memory.peer_quota``),
+        #: listings and bounties (``marketplace.received_quota``).
+        self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}
         self._own_weather_seq = 0
@@ -250,6 +255,9 @@ class P2PPart:
             await self._apply_weather(message, author)
         elif isinstance(message, SkillListing):
             await record_listing(self.store(), message, envelope)
+            self.evicted["listings"] += await enforce_bound(
+                self.store(), self._listings_bound, author.hex(), self.key_standing, self._me_hex
+            )
             if self._levels.get(author) is TrustLevel.UNTRUSTED:
                 log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
                 return
@@ -282,6 +290,9 @@ class P2PPart:
         elif isinstance(message, SkillBounty):
             await record_bounty(self.store(), message, envelope)
             self.ingested["bounties"] += 1
+            self.evicted["bounties"] += await enforce_bound(
+                self.store(), self._bounties_bound, author.hex(), self.key_standing, self._me_hex
+            )
         elif isinstance(message, SkillEndorsement):
             await record_endorsement(self.store(), message, envelope)
             self.ingested["endorsements"] += 1
@@ -475,6 +486,13 @@ class P2PPart:
         envelope = seal_envelope(self._ctx.identity, kind, pack_body(body), now_ms=now_ms or self._ctx.now_ms())
         await self.host.publish(topic, envelope.encode())
         return envelope
+
+    def key_standing(self, key_hex: str) -> tuple[int, float]:
+        """How far a key (hex) is trusted here, for ordering and quotas: (level order, combined score)."""
+        try:
+            return self.trust.standing(bytes.fromhex(key_hex))
+        except ValueError:
+            return (-1, 0.0)
 
     def level_of_key(self, key: bytes) -> TrustLevel:
         """A peer's trust level as of the last trust round (management keys are verified)."""

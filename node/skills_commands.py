@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
-from marketplace.bounties import listings_by_bounty, live_bounties, record_bounty
+from marketplace.bounties import record_bounty
+from marketplace.catalog import bounties_page, listings_page
 from marketplace.listings import endorsers_of, listing_envelope, record_endorsement, record_listing, revoke_listing
 from marketplace.offer import price_of
 from marketplace.pricing import parse_usdc
@@ -136,13 +137,18 @@ class SkillsCommands:
         )  # fmt: skip
 
     async def list_offers(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        """What the network offers: listings answering a live bounty first, then newest; each with the
-        seller's trust level and whether a management key endorsed exactly this version."""
+        """What the network offers, a page at a time (``marketplace.catalog``): by the seller's trust here,
+        then relevance (to ``query``, or to this node's own bounties), then newest; each with the seller's
+        trust level, the bounties it answers, and whether a management key endorsed exactly this version."""
         store = self._p2p.store()
         anchors = self._p2p.anchors
+        page = await listings_page(
+            store, standing=self._p2p.key_standing, me=self._ctx.identity.public_key.hex(), now_ms=self._ctx.now_ms(),
+            query=str(args.get("query") or ""), limit=int(args.get("limit") or 50), offset=int(args.get("offset") or 0),
+        )  # fmt: skip
         rows = []
-        for matched in await listings_by_bounty(store, self._ctx.now_ms()):
-            row = matched.listing
+        for entry in page.items:
+            row = entry.listing
             seller = bytes.fromhex(row.seller)
             endorsed_by = [
                 key
@@ -156,7 +162,7 @@ class SkillsCommands:
                     "seller_level": self._p2p.level_of_key(seller).value,
                     "verified": bool(endorsed_by) or anchors.is_management(seller),
                     "endorsed_by": endorsed_by,
-                    "bounties": [b.as_dict() for b in matched.bounties],
+                    "bounties": [b.as_dict() for b in entry.bounties],
                     "mine": seller == self._ctx.identity.public_key,
                 }
             )
@@ -212,20 +218,19 @@ class SkillsCommands:
                 "expires_ms": bounty.expires_ms}  # fmt: skip
 
     async def list_bounties(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        """Live bounties, largest reward first, with how many listings answer each."""
-        store = self._p2p.store()
-        now = self._ctx.now_ms()
-        answered: dict[tuple[str, str], int] = {}
-        for matched in await listings_by_bounty(store, now):
-            for b in matched.bounties:
-                answered[(b.author, b.bounty_id)] = answered.get((b.author, b.bounty_id), 0) + 1
+        """Live bounties, a page at a time: by the author's trust here, then reward; with how many listings
+        answer each."""
+        page = await bounties_page(
+            self._p2p.store(), standing=self._p2p.key_standing, now_ms=self._ctx.now_ms(),
+            limit=int(args.get("limit") or 50), offset=int(args.get("offset") or 0),
+        )  # fmt: skip
         me = self._ctx.identity.public_key.hex()
         return [
             {
                 **b.as_dict(),
                 "author_peer_id": peer_id_from_ed25519(bytes.fromhex(b.author)),
                 "mine": b.author == me,
-                "matching_listings": answered.get((b.author, b.bounty_id), 0),
+                "matching_listings": answering,
             }
-            for b in await live_bounties(store, now)
+            for b, answering in page.items
         ]

@@ -9,13 +9,13 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.bounties import (
     BountyRow,
-    bounty_matches_of,
-    listings_by_bounty,
+    bounties_answered_by,
     live_bounties,
     matches,
     purge_expired_bounties,
     record_bounty,
 )
+from marketplace.catalog import bounties_page, listings_page
 from marketplace.executions import record_execution
 from marketplace.listings import record_listing
 from marketplace.offer import price_of
@@ -71,19 +71,28 @@ async def _list(store: MemoryStore, skill_id: str, title: str, tags: tuple[str, 
     await record_listing(store, listing, envelope)
 
 
-async def test_listings_answering_a_bounty_come_first_with_the_bounty(store: MemoryStore) -> None:
+def alike(key: str) -> tuple[int, float]:
+    return (1, 0.0)
+
+
+async def test_listings_carry_the_bounties_they_answer_and_those_answering_mine_come_first(store: MemoryStore) -> None:
     now = _now()
+    me = BUYER.public_key.hex()
     await _list(store, "db.pg-upgrade", "Postgres major upgrade", ("db",), now)
     await _list(store, "ops.logs", "Rotate logs", ("ops",), now)  # newer row: received second
-    before = [m.listing.stable_skill_id for m in await listings_by_bounty(store, now)]
-    assert before == ["ops.logs", "db.pg-upgrade"]
+
+    async def page() -> list[tuple[str, list[str]]]:
+        listed = await listings_page(store, standing=alike, me=me, now_ms=now)
+        return [(e.listing.stable_skill_id, [b.bounty_id for b in e.bounties]) for e in listed.items]
+
+    assert await page() == [("ops.logs", []), ("db.pg-upgrade", [])]  # newest first
     await _post(store, SkillBounty("pg", "Upgrade Postgres", ("db",), "", 500_000, now + DAY))
-    (first, second) = await listings_by_bounty(store, now)
-    assert first.listing.stable_skill_id == "db.pg-upgrade" and [b.bounty_id for b in first.bounties] == ["pg"]
-    assert second.bounties == ()
+    assert await page() == [("db.pg-upgrade", ["pg"]), ("ops.logs", [])]  # answers my bounty: first
     # A seller's own bounty never counts for its own listing.
     await _post(store, SkillBounty("own", "Rotate logs", ("ops",), "", 1, now + DAY), author=SELLER)
-    assert (await listings_by_bounty(store, now))[1].bounties == ()
+    assert (await page())[1] == ("ops.logs", [])
+    counted = await bounties_page(store, standing=alike, now_ms=now)
+    assert [(b.bounty_id, n) for b, n in counted.items] == [("pg", 1), ("own", 0)]
 
 
 async def test_bounty_matches_raise_the_price_of_a_local_skill(store: MemoryStore) -> None:
@@ -100,7 +109,7 @@ async def test_bounty_matches_raise_the_price_of_a_local_skill(store: MemoryStor
     now = _now()
     await _post(store, SkillBounty("bg", "Blue-green deployments", ("deploy",), "", 200_000, now + DAY))
     await _post(store, SkillBounty("mine", "Blue-green deployments", ("deploy",), "", 1, now + DAY), author=SELLER)
-    assert len(await bounty_matches_of(store, text="x", tags=("deploy",), category="", now_ms=now, me=me)) == 1
+    assert len(await bounties_answered_by(store, text="x", tags=("deploy",), category="", now_ms=now, me=me)) == 1
     inputs, priced, _, _ = await price_of(store, skill.crystal, settings, reputation_milli=500, me=me)
     # One bounty (not its own): demand 1 + ln(2) x 0.1 = 1.0693147180560; quality 1, reputation 1, rare 1.5.
     assert inputs.bounty_matches == 1 and priced.demand == Decimal("1.0693147180560")

@@ -10,10 +10,10 @@ import pytest
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.listings import (
-    active_listings,
     endorsers_of,
     listing_envelope,
     listings_in_category,
+    live_listings,
     record_endorsement,
     record_listing,
     revoke_listing,
@@ -31,13 +31,13 @@ async def test_newest_version_wins_and_revocation_unlists(store: MemoryStore) ->
     v1, v2 = listing(content=None), listing(content=None, version=2, price_micro_usdc=20_000)
     assert await record_listing(store, v2, skill_envelope(SELLER, NOW, v2))
     assert not await record_listing(store, v1, skill_envelope(SELLER, NOW, v1))  # older: ignored
-    (row,) = await active_listings(store)
+    (row,) = await live_listings(store)
     assert (row.version, row.price_micro_usdc, row.seller) == (2, 20_000, SELLER.public_key.hex())
     assert await listing_envelope(store, row.seller, row.stable_skill_id) is not None
     assert await listings_in_category(store, "ops") == 1
     assert await listings_in_category(store, "ops", excluding_seller=SELLER.public_key.hex()) == 0
     revoked = await revoke_listing(store, SkillRevocation("ops.rotate-logs", SELLER.public_key, "gone"))
-    assert revoked == 1 and await active_listings(store) == [] and await listings_in_category(store, "ops") == 0
+    assert revoked == 1 and await live_listings(store) == [] and await listings_in_category(store, "ops") == 0
 
 
 def test_wallet_is_created_once_private_and_checked(tmp_path: Path) -> None:
