@@ -50,6 +50,7 @@ from memory.store import MemoryStore
 from p2p.host import P2PHost
 from p2p.ingest import peer_source
 from p2p.messages import SkillListing, parse_skill_listing
+from p2p.validation import RateLimit, TokenBuckets
 
 PROTOCOL = "/bitterbot/market/1"
 KIND_QUOTE_REQUEST = "market.quote_request"
@@ -63,6 +64,17 @@ _POLICY = EnvelopePolicy(
     kinds=frozenset({KIND_QUOTE_REQUEST, KIND_QUOTE, KIND_DELIVERY_REQUEST, KIND_DELIVERY, KIND_ERROR}),
     max_bytes=1_000_000,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SellerLimits:
+    """What one peer may ask of this node as a seller: requests are signed by keys that cost
+    nothing, and each quote is a row and a chain call."""
+
+    requests_per_min: float = 12.0  # quote and delivery requests per peer, sustained
+    request_burst: int = 5
+    max_open_quotes: int = 100  # quotes not yet expired and not delivered, from everyone
+    max_open_quotes_per_buyer: int = 3
 
 
 class PurchaseError(Exception):
@@ -110,6 +122,7 @@ class Market:
         *,
         escrow_window_s: int = ESCROW_WINDOW_S,
         payment: str = "escrow",
+        limits: SellerLimits | None = None,
     ) -> None:
         """The seller side answers on ``PROTOCOL``: register ``answer`` with the host before it starts."""
         self._identity = identity
@@ -123,6 +136,10 @@ class Market:
         self._payment = payment
         self._replay = ReplayGuard(horizon_ms=_POLICY.window.max_age_ms + _POLICY.window.max_ahead_ms)
         self._in_flight: set[bytes] = set()
+        self._limits = limits or SellerLimits()
+        self._requests = TokenBuckets(
+            RateLimit(self._limits.requests_per_min / 60, self._limits.request_burst), max_keys=10_000
+        )
 
     @property
     def wallet(self) -> Account:
@@ -301,30 +318,48 @@ class Market:
         return results
 
     async def settle_sales(self) -> dict[str, int]:
-        """Seller side: mark sales whose escrow was released (``paid``) or refunded; a quote never
-        locked within its validity and the escrow window lapses. Returns counts by new state."""
+        """Seller side: mark delivered sales whose escrow was released (``paid``) or refunded. A quote is
+        looked at once its validity and two escrow windows have passed: never locked, it is deleted
+        (``purged``), so unpaid quotes cost neither rows nor chain calls for long; locked and refunded
+        without a delivery, it is ``refunded``. Returns counts by new state."""
+        lapse_ms = QUOTE_VALID_MS + 2 * self._escrow_window_s * 1000
         async with self._store.reader().execute(
-            "SELECT purchase_id, state, updated_ms FROM sales WHERE state IN ('quoted', 'delivered')"
+            "SELECT purchase_id, state, updated_ms FROM sales "
+            "WHERE state = 'delivered' OR (state = 'quoted' AND updated_ms < ?)",
+            (_now_ms() - lapse_ms,),
         ) as cursor:
             rows = list(await cursor.fetchall())
         changed: dict[str, int] = {}
-        lapse_ms = QUOTE_VALID_MS + 2 * self._escrow_window_s * 1000
+        purged = await self._purge_lapsed_quotes()
+        if purged:
+            changed["purged"] = purged
         for purchase_hex, state, updated_ms in rows:
             lock = await self._chain.lock_info(bytes.fromhex(purchase_hex))
             new_state = {"released": "paid", "refunded": "refunded"}.get(lock.state)
             if new_state == "refunded" and state == "delivered" and await self._delivered_as_listed(purchase_hex):
                 new_state = "defaulted"  # the buyer kept exactly the listed skill and took its money back
             if new_state is None and lock.state == "none" and state == "quoted" and _now_ms() - updated_ms > lapse_ms:
-                new_state = "lapsed"
+                new_state = "purged"
             if new_state is None:
                 continue
             async with self._store.transaction() as db:
-                await db.execute(
-                    "UPDATE sales SET state = ?, updated_ms = ? WHERE purchase_id = ?",
-                    (new_state, _now_ms(), purchase_hex),
-                )
+                if new_state == "purged":  # never paid: nothing to keep (the buyer holds the signed quote)
+                    await db.execute("DELETE FROM sales WHERE purchase_id = ? AND state = 'quoted'", (purchase_hex,))
+                else:
+                    await db.execute(
+                        "UPDATE sales SET state = ?, updated_ms = ? WHERE purchase_id = ?",
+                        (new_state, _now_ms(), purchase_hex),
+                    )
             changed[new_state] = changed.get(new_state, 0) + 1
         return changed
+
+    async def _purge_lapsed_quotes(self) -> int:
+        """Delete the quotes earlier releases marked ``lapsed`` (never paid) and kept for good."""
+        async with self._store.transaction() as db:
+            cursor = await db.execute("DELETE FROM sales WHERE state = 'lapsed'")
+            count = int(cursor.rowcount)
+            await cursor.close()
+        return count
 
     async def _delivered_as_listed(self, purchase_hex: str) -> bool:
         """Whether the crystal this node delivered for a sale is the one its quote named (its content
@@ -411,6 +446,8 @@ class Market:
     async def answer(self, peer: str, request: bytes) -> bytes:
         """The seller's side of ``PROTOCOL``: one signed answer (or a signed error) per request."""
         try:
+            if not self._requests.allow(peer.encode(), _now_ms()):  # before any signature check or row
+                raise PurchaseError("too many requests from your node; try again in a minute")
             envelope = open_envelope(request, _POLICY, now_ms=_now_ms(), replay=self._replay)
             body = envelope.body_map()
             if envelope.kind == KIND_QUOTE_REQUEST:
@@ -432,6 +469,15 @@ class Market:
                 f"this seller no longer sells to you: you took back the payment for a skill it had delivered "
                 f"(purchase {str(defaulted[0])[:16]}…)"
             )
+        async with self._store.reader().execute(
+            "SELECT count(*), coalesce(sum(buyer = ?), 0) FROM sales WHERE state = 'quoted' AND updated_ms > ?",
+            (buyer.hex(), _now_ms() - QUOTE_VALID_MS),
+        ) as cursor:
+            open_quotes, yours = await cursor.fetchone() or (0, 0)
+        if yours >= self._limits.max_open_quotes_per_buyer:
+            raise PurchaseError(f"you have {yours} open quotes here; pay one or let them expire (2 minutes)")
+        if open_quotes >= self._limits.max_open_quotes:
+            raise PurchaseError("this seller has too many open quotes; try again in a few minutes")
         wire = await listing_envelope(self._store, self._identity.public_key.hex(), skill_id)
         if wire is None:
             raise PurchaseError(f"{skill_id} is not listed here")

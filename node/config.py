@@ -187,6 +187,10 @@ class MarketplaceSection(_Section):
     min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)
     max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
     payment: Literal["escrow", "direct"] = "escrow"
+    seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
+    seller_request_burst: int = Field(default=5, ge=1, le=1_000)
+    max_open_quotes: int = Field(default=100, ge=1, le=100_000)
+    max_open_quotes_per_buyer: int = Field(default=3, ge=1, le=1_000)
 
     @model_validator(mode="after")
     def _range(self) -> MarketplaceSection:

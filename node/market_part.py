@@ -18,7 +18,7 @@ from marketplace.chain import Chain, ChainError, ChainUnreachable
 from marketplace.ledger import ledger
 from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
-from marketplace.purchase import PROTOCOL, Market, PurchaseError
+from marketplace.purchase import PROTOCOL, Market, PurchaseError, SellerLimits
 from marketplace.wallet import load_or_create_wallet
 from node.control import Handler
 from node.daemon import NodeContext
@@ -97,6 +97,7 @@ class MarketPart:
             await chain.close()
             self._chain_error = "the memory store or the p2p host is not running"
             return
+        market = self._ctx.config.marketplace
         self.market = Market(
             self._ctx.identity,
             self._wallet,
@@ -104,7 +105,13 @@ class MarketPart:
             chain,
             host,
             escrow_window_s=cfg.escrow_window_s,
-            payment=self._ctx.config.marketplace.payment,
+            payment=market.payment,
+            limits=SellerLimits(
+                requests_per_min=market.seller_requests_per_min,
+                request_burst=market.seller_request_burst,
+                max_open_quotes=market.max_open_quotes,
+                max_open_quotes_per_buyer=market.max_open_quotes_per_buyer,
+            ),
         )
         self._chain_error = ""
         log.info("market.ready", chain=cfg.url or "embedded", address=self._wallet.address)

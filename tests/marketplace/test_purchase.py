@@ -184,7 +184,9 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
             ((state, detail),) = await cursor.fetchall()
         assert state == "refunded" and detail.startswith("delivery refused")  # why it was refunded is kept
         assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (0, 1)}
-        assert await seller.market.settle_sales() == {"refunded": 1}
+        # A delivered sale is settled at once; a quote never delivered is looked at once it lapses
+        # (tests/marketplace/test_seller_limits.py).
+        assert await seller.market.settle_sales() == ({"refunded": 1} if seller_class is TamperingSeller else {})
         assert (await ledger(seller.store, None)).earned_micro_usdc == 0
     finally:
         await close(buyer, seller)
