@@ -20,6 +20,9 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from crypto.errors import SealedDataError, SealedDataTampered
 
 KDF_NAME = "scrypt"
+#: Bounds on what a sealed file may ask of this machine: twice the default's memory, four times its work.
+MAX_SCRYPT_MEMORY = 256 * 1024 * 1024
+MAX_SCRYPT_WORK = 4 * 2**17 * 8
 CIPHER_NAME = "aes-256-gcm"
 
 
@@ -31,12 +34,24 @@ class ScryptParams:
     r: int = 8
     p: int = 1
 
+    def memory_bytes(self) -> int:
+        """What deriving a key allocates: 128 x n x r bytes (the default: 128 MiB)."""
+        return 128 * self.n * self.r
+
     def validate(self) -> None:
-        # Bounds keep a hostile file from making us allocate gigabytes.
+        # A file carries its own parameters, so a hostile one names its cost: each bound alone is not
+        # enough (r=32 and n=2^20 within their ranges ask for 4 GiB), so memory and work are bounded too.
         if self.n < 2**10 or self.n > 2**20 or self.n & (self.n - 1):
             raise SealedDataError(f"scrypt n must be a power of two in [2^10, 2^20], got {self.n}")
         if not 1 <= self.r <= 32 or not 1 <= self.p <= 16:
             raise SealedDataError(f"scrypt r/p out of range: r={self.r} p={self.p}")
+        if self.memory_bytes() > MAX_SCRYPT_MEMORY:
+            raise SealedDataError(
+                f"scrypt n={self.n}, r={self.r} would take {self.memory_bytes() >> 20} MiB; at most "
+                f"{MAX_SCRYPT_MEMORY >> 20} MiB is allowed"
+            )
+        if self.n * self.r * self.p > MAX_SCRYPT_WORK:
+            raise SealedDataError(f"scrypt n x r x p = {self.n * self.r * self.p} is more work than {MAX_SCRYPT_WORK}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,8 +105,8 @@ def read_header(source: BinaryIO) -> tuple[dict[str, object], bytes]:
         raise SealedDataTampered("the header is larger than any we write")
     header_bytes = _exactly(source, length)
     try:
-        header = json.loads(header_bytes)
-    except ValueError:
+        header = json.loads(header_bytes)  # at most MAX_HEADER bytes, so at most that deep: no stack to exhaust
+    except (ValueError, RecursionError):
         raise SealedDataTampered("the header is not JSON") from None
     if not isinstance(header, dict):
         raise SealedDataTampered("the header is not an object")

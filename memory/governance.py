@@ -138,7 +138,7 @@ def check_exportable(crystal: Crystal, now_ms: int) -> None:
     """Raise ``ExportRefused`` unless the crystal may be sent to a peer.
 
     Memory crystals (episode, preference, relationship, fact, goal) never leave,
-    nor does anything personal or confidential, expired or archived.
+    nor does anything personal or confidential, expired or archived, or private.
     """
     if crystal.semantic_type in MEMORY_TYPES:
         raise ExportRefused(crystal.id, f"{crystal.semantic_type} crystals are private memories")
@@ -148,3 +148,5 @@ def check_exportable(crystal: Crystal, now_ms: int) -> None:
         raise ExportRefused(crystal.id, f"its sensitivity is {crystal.sensitivity}")
     if not is_visible(crystal, CallerScope.LOCAL, now_ms):
         raise ExportRefused(crystal.id, f"it is {crystal.lifecycle}")
+    if crystal.scope is Scope.PRIVATE:  # a bought skill is stored private: it is not this node's to give away
+        raise ExportRefused(crystal.id, "it is private: give it scope shared or public to share it")

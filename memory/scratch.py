@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory.private_files import FILE_MODE, private_dir
+
 MAX_NOTE_CHARS = 2_000
 _LINE = re.compile(
     r"^- \[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] \(importance (?P<imp>[01](?:\.\d+)?)\) (?P<text>.+)$"
@@ -62,10 +64,10 @@ class ScratchLog:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[int]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         while True:
             created = not self.path.exists()
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX)
             # ``consume`` replaces the file: a writer that opened the old one before the rename
             # and waited for the lock must reopen, or its note would go to an unlinked file.
@@ -128,7 +130,7 @@ class ScratchLog:
             data = self.path.read_bytes()
             rest = data[snapshot.consumed_bytes :]
             tmp = self.path.with_name(self.path.name + ".tmp")
-            with open(tmp, "wb") as out:
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "wb") as out:
                 if rest.strip():
                     out.write(HEADER.encode() + rest)
                 out.flush()

@@ -29,6 +29,7 @@ from memory.errors import CrystalNotFound, MemoryError_, SchemaTooNew, StoreErro
 from memory.governance import classify_sensitivity, is_visible
 from memory.lifecycle import can_transition
 from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
+from memory.private_files import private_dir, private_file
 from memory.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id
 from memory.schema import MIGRATIONS, SCHEMA_VERSION
 from memory.vectors import VectorIndex
@@ -117,7 +118,8 @@ class MemoryStore:
         readers: int = 2,
     ) -> MemoryStore:
         """Open (creating and migrating as needed) the database at ``path``."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        private_file(path)
         writer = await open_connection(path)
         opened: list[aiosqlite.Connection] = [writer]
         try:

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memory.private_files import FILE_MODE, private_dir
 from memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
 
 SECTIONS = (
@@ -104,7 +105,7 @@ def chunk_words(text: str, size: int = 400, overlap: int = 80) -> list[str]:
 
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), "w", encoding="utf-8") as out:
         out.write(text)
         out.flush()
         os.fsync(out.fileno())
@@ -132,7 +133,7 @@ class WorkingMemoryFiles:
 
     def write(self, memory: WorkingMemory) -> None:
         """Replace MEMORY.md atomically; the previous version is kept as ``MEMORY.md.prev``."""
-        self.workspace.mkdir(parents=True, exist_ok=True)
+        private_dir(self.workspace)
         old = self.read_text()
         if old:
             _atomic_write(self.memory_md.with_name("MEMORY.md.prev"), old)

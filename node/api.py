@@ -2,7 +2,8 @@
 
 Every route (``node.api_routes``) runs a command of the daemon's command table, the same
 table the control socket serves. Errors are JSON ``{"error": "..."}``: 401 without the
-right token, 400 for bad input (the message names the field), 404 for what does not
+right token, 400 for bad input (the message names the field; a body nested past 64
+levels too), 403 when governance keeps a crystal on this node, 404 for what does not
 exist, 502 when the chain does not answer, 503 when the part behind a route is off, 500
 (logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
 need no token; ``GET /metrics`` (Prometheus text) does.
@@ -19,11 +20,12 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from memory.errors import CrystalNotFound, InvalidQuery
+from memory.errors import CrystalNotFound, ExportRefused, InvalidQuery
 from node.actor import AGENT, HEADER, acting_as
 from node.api_routes import ROUTES, Route
 from node.api_token import ensure_token
 from node.control import Handler
+from node.json_input import json_object
 from node.logs import get_logger
 
 log = get_logger("node.api")
@@ -99,7 +101,9 @@ class ApiServer:
             given = request.headers.get("Authorization", "")
             expected = f"Bearer {self._token}"
             if not hmac.compare_digest(given.encode(), expected.encode()):
-                response = _error(401, f"a bearer token is required: Authorization: Bearer <{self._token_file}>")
+                # Says what is missing, never where the token lives: a caller without it has no business
+                # knowing this machine's paths (the owner finds it with `bitterbot-node status`).
+                response = _error(401, "a bearer token is required: Authorization: Bearer <the node's API token>")
                 response.headers["WWW-Authenticate"] = 'Bearer realm="bitterbot-node"'
                 return response
         try:
@@ -138,6 +142,8 @@ class ApiServer:
             return _error(400, _validation_message(exc))
         except CrystalNotFound as exc:
             return _error(404, str(exc))
+        except ExportRefused as exc:
+            return _error(403, str(exc))
         except LookupError as exc:
             return _error(404, str(exc).strip("'\""))
         except (ValueError, TypeError, InvalidQuery) as exc:
@@ -152,13 +158,7 @@ class ApiServer:
         """Path parameters, plus the JSON body (POST) or the query string (GET, DELETE), validated."""
         raw: dict[str, Any] = {}
         if request.method == "POST" and request.can_read_body:
-            try:
-                body = await request.json()
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"the body is not JSON ({exc})") from None
-            if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
-            raw = body
+            raw = json_object(await request.read(), "the body")
         elif request.query:
             raw = {k: (v if len(vs := request.query.getall(k)) == 1 else vs) for k, v in request.query.items()}
         if route.body is not None:

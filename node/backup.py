@@ -28,10 +28,13 @@ import sqlean
 
 from crypto.errors import SealedDataError
 from crypto.stream import StreamKey, decrypt_file, encrypt_file
+from node.json_input import json_object
 from node.paths import NodePaths
 
 FORMAT = "bitterbot-node/backup"
 VERSION = 1
+#: A manifest names each file with its digest, about 100 bytes each: 32 MiB is 300,000 files.
+MAX_MANIFEST_BYTES = 32 * 1024 * 1024
 
 
 class BackupError(Exception):
@@ -167,12 +170,16 @@ def restore_backup(archive: Path, paths: NodePaths, key: StreamKey, *, force: bo
         _check_database(staging / "files" / "memory.db")
         restored, aside = [], []
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        for name in sorted(manifest["sha256"]):
-            source_file = staging / "files" / name
-            if name.startswith("workspace/"):
-                target = paths.workspace / name.removeprefix("workspace/")
-            else:
-                target = targets[name]
+        workspace = paths.workspace
+        plan = [  # every target checked before the first file moves
+            (
+                name,
+                _inside(staging / "files", name),
+                _inside(workspace, name.removeprefix("workspace/")) if name.startswith("workspace/") else targets[name],
+            )
+            for name in sorted(manifest["sha256"])
+        ]
+        for name, source_file, target in plan:
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.exists():
                 moved = target.with_name(f"{target.name}.before-restore-{stamp}")
@@ -198,9 +205,7 @@ def _unpack(tar_path: Path, into: Path) -> dict[str, Any]:
             raw = tar.extractfile("manifest.json")
             if raw is None:
                 raise BackupError("the archive has no manifest")
-            manifest = json.loads(raw.read())
-            if not isinstance(manifest, dict):
-                raise BackupError("the archive's manifest is not an object")
+            manifest = json_object(_at_most(raw.read(MAX_MANIFEST_BYTES + 1)), "the archive's manifest", max_depth=4)
             if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
                 raise BackupError(f"not a {FORMAT} v{VERSION} archive")
             digests: dict[str, str] = manifest["sha256"]
@@ -209,11 +214,11 @@ def _unpack(tar_path: Path, into: Path) -> dict[str, Any]:
             for name, expected in digests.items():
                 safe = name in allowed or (name.startswith("workspace/") and ".." not in name.split("/"))
                 if not safe or name.startswith("/"):
-                    raise BackupError(f"the archive names a file outside a node's data: {name!r}")
+                    raise BackupError(f"the archive names a file outside a node's data: {name!r}; nothing was changed")
                 member = tar.getmember(name)
                 if not member.isfile():
                     raise BackupError(f"{name} in the archive is not a regular file")
-                target = into / name
+                target = _inside(into, name)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
                 assert source is not None
@@ -224,6 +229,22 @@ def _unpack(tar_path: Path, into: Path) -> dict[str, Any]:
     except (tarfile.TarError, KeyError, ValueError) as exc:
         raise BackupError(f"the archive is damaged ({exc}); nothing was changed") from None
     return manifest
+
+
+def _inside(folder: Path, relative: str) -> Path:
+    """``folder / relative``, refused unless its resolved path stays inside ``folder``: an archive member
+    named ``workspace//home/u/.bashrc`` (an absolute path after the prefix), ``a/../../x``, or one that
+    goes through a symlink out of the folder."""
+    target = folder / relative
+    if not target.resolve().is_relative_to(folder.resolve()):
+        raise BackupError(f"the archive names a file outside its folder: {relative!r}; nothing was changed")
+    return target
+
+
+def _at_most(data: bytes) -> bytes:
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise BackupError(f"the archive's manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB")
+    return data
 
 
 def _check_database(db: Path) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -138,20 +139,21 @@ def memory_export(
     if out.exists():
         raise UsageError(f"{out} exists; choose a new name")
 
-    async def go(store: MemoryStore) -> tuple[int, int]:
+    async def go(store: MemoryStore, sink: TextIO) -> tuple[int, int]:
         from node.memory_service import crystal_json
 
         written = skipped = 0
-        with out.open("w", encoding="utf-8") as sink:
-            async for crystal in store.iter_live():
-                if crystal.sensitivity.value == "confidential" and not include_confidential:
-                    skipped += 1
-                    continue
-                sink.write(json.dumps(crystal_json(crystal), ensure_ascii=False) + "\n")
-                written += 1
+        async for crystal in store.iter_live():
+            if crystal.sensitivity.value == "confidential" and not include_confidential:
+                skipped += 1
+                continue
+            sink.write(json.dumps(crystal_json(crystal), ensure_ascii=False) + "\n")
+            written += 1
         return written, skipped
 
-    written, skipped = with_store(config_path, data_dir, go)
+    # Personal data: 0600 whatever the umask, and never over a file that appeared since the check.
+    with open(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as sink:
+        written, skipped = with_store(config_path, data_dir, lambda store: go(store, sink))
     if as_json:
         click.echo(json.dumps({"path": str(out), "written": written, "skipped_confidential": skipped}, indent=2))
         return

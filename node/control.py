@@ -18,7 +18,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from memory.errors import ExportRefused
 from node.actor import AGENT, acting_as
+from node.json_input import json_object
 from node.logs import get_logger
 
 log = get_logger("node.control")
@@ -72,11 +74,10 @@ class ControlServer:
 
     async def _answer(self, reader: asyncio.StreamReader) -> dict[str, Any]:
         try:
-            line = await reader.readline()
-            request = json.loads(line)
-        except (ValueError, asyncio.LimitOverrunError):
-            return {"ok": False, "error": "a request is one JSON object on one line"}
-        if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
+            request = json_object(await reader.readline(), "a request")
+        except (ValueError, asyncio.LimitOverrunError) as exc:
+            return {"ok": False, "error": f"a request is one JSON object on one line: {exc}"}
+        if not isinstance(request.get("cmd"), str):
             return {"ok": False, "error": 'a request looks like {"cmd": "...", "args": {...}}'}
         args = request.get("args", {})
         handler = self._handlers().get(request["cmd"])
@@ -87,7 +88,7 @@ class ControlServer:
         try:
             with acting_as(str(request.get("actor", AGENT))):
                 return {"ok": True, "result": await handler(args)}
-        except (ValueError, KeyError, TypeError, LookupError, ConnectionError) as exc:
+        except (ValueError, KeyError, TypeError, LookupError, ConnectionError, ExportRefused) as exc:
             return {"ok": False, "error": str(exc) or type(exc).__name__}
         except Exception as exc:
             log.error("control.command_failed", exc_info=True, cmd=request["cmd"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import struct
 from pathlib import Path
@@ -94,3 +95,26 @@ def test_key_files(tmp_path: Path) -> None:
     short.write_bytes(b"x" * 16)
     with pytest.raises(SealedDataError, match="holds 32 bytes"):
         StreamKey.from_key_file(short)
+
+
+def with_kdf(blob: bytes, **params: int) -> bytes:
+    """``blob`` with its header's scrypt parameters replaced (as a hostile file would name them)."""
+    head, parts = chunks(blob)
+    header = json.loads(head[len(MAGIC) + 4 :])
+    header.update(params)
+    encoded = json.dumps(header).encode()
+    return MAGIC + struct.pack(">I", len(encoded)) + encoded + b"".join(parts)
+
+
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ({"n": 2**20, "r": 32, "p": 16}, "4096 MiB"),  # issue 13: each within its range, 4 GiB together
+        ({"n": 2**20, "r": 8, "p": 1}, "1024 MiB"),
+        ({"n": 2**17, "r": 8, "p": 16}, "more work"),
+    ],
+)
+def test_a_header_asking_for_too_much_scrypt_is_refused_before_deriving(params: dict[str, int], why: str) -> None:
+    blob = with_kdf(sealed(b"memories", StreamKey(passphrase=b"pw")), **params)
+    with pytest.raises(SealedDataError, match=why):
+        opened(blob, StreamKey(passphrase=b"pw"))

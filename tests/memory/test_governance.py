@@ -81,6 +81,9 @@ async def test_only_clean_live_skills_export(store: MemoryStore) -> None:
     general = (await store.remember(NewCrystal("just a note", semantic_type=SemanticType.GENERAL))).crystal
     with pytest.raises(ExportRefused, match="only skills"):
         check_exportable(general, store.now_ms())
+    private = (await store.remember(NewCrystal("Rebase onto main with git", semantic_type=SemanticType.SKILL))).crystal
+    with pytest.raises(ExportRefused, match="private"):  # issue 13: `skills share` gossiped private skills
+        check_exportable(private, store.now_ms())
     forgotten = await store.forget(skill.id)
     with pytest.raises(ExportRefused, match="expired"):
         check_exportable(forgotten, store.now_ms())

@@ -78,6 +78,7 @@ def test_the_token_is_required_and_checked(api: Api) -> None:
     for token in ("", "wrong", api.token + "x"):
         status, doc = api.call("GET", "/v1/status", token=token)
         assert status == 401 and "bearer token is required" in doc["error"]
+        assert "api.token" not in doc["error"] and "/" not in doc["error"]  # issue 13: it named the token's path
     assert api.call("GET", "/v1/health", token="")[0] == 200  # open: liveness only
     assert api.ok("GET", "/v1/status")["state"] == "running"
 
@@ -170,6 +171,10 @@ def test_skills_peers_weather_and_wallet(api: Api) -> None:
     listed = api.ok("POST", f"/v1/skills/{crystal_id}/publish", {"title": "Rotate logs"})
     assert listed["price_micro_usdc"] == price["price_micro_usdc"]
     assert [r["mine"] for r in api.ok("GET", "/v1/skills")] == [True]
+    assert api.ok("GET", "/v1/skills?query=rotate&limit=5&offset=0")[0]["stable_skill_id"] == listed["stable_skill_id"]
+    assert api.ok("GET", "/v1/skills?query=nothing-like-it") == []
+    status, doc = api.call("GET", "/v1/skills?limit=501")
+    assert status == 400 and "limit" in doc["error"]
     bounty = api.ok("POST", "/v1/bounties", {"description": "Backups to S3", "reward": "0.25", "days": 2})
     assert api.ok("GET", "/v1/bounties")[0]["bounty_id"] == bounty["bounty_id"]
     status, embedded = api.call("POST", "/v1/skills/buy", {"listing": "ops.something"})
@@ -191,7 +196,12 @@ def test_maintenance_sharing_connecting_and_funding(api: Api) -> None:
     assert api.ok("POST", "/v1/memory/consolidate")["dry_run"] is False
     status, doc = api.call("POST", "/v1/memory/no-such-crystal/unmerge")
     assert status == 400 and "was not merged" in doc["error"]
-    skill = api.ok("POST", "/v1/memory", {"text": "Flush DNS: resolvectl flush-caches", "type": "skill"})
+    private = api.ok("POST", "/v1/memory", {"text": "Drop caches: sync; echo 3 > drop_caches", "type": "skill"})
+    status, doc = api.call("POST", f"/v1/skills/{private['crystal']['id']}/share", {})
+    assert status == 403 and "it is private" in doc["error"]  # issue 13: private skills were gossiped
+    skill = api.ok(
+        "POST", "/v1/memory", {"text": "Flush DNS: resolvectl flush-caches", "type": "skill", "scope": "shared"}
+    )
     shared = api.ok("POST", f"/v1/skills/{skill['crystal']['id']}/share", {"title": "Flush DNS"})
     assert shared["stable_skill_id"] and shared["version"] == 1
     status, doc = api.call("POST", "/v1/skills/endorsements", {"listing": "12D3KooWx/ops.flush-dns"})
@@ -232,6 +242,11 @@ def test_a_body_that_is_not_json_is_refused(api: Api) -> None:
     assert status == 400 and "not JSON" in doc["error"]
     status, doc = api.call("POST", "/v1/memory", raw=b"[1, 2]")
     assert status == 400 and "JSON object" in doc["error"]
+    # Issue 13: nesting past the parser's recursion limit was a 500 with a traceback in the log.
+    status, doc = api.call("POST", "/v1/memory", raw=b'{"text": ' + b"[" * 5_000 + b"]" * 5_000 + b"}")
+    assert status == 400 and "nests too deeply" in doc["error"]
+    status, doc = api.call("POST", "/v1/memory", raw=b"\xff\xfe{")
+    assert status == 400 and "not JSON" in doc["error"]
 
 
 def test_only_loopback_unless_the_config_says_so(tmp_path: Path) -> None:

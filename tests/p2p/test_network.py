@@ -73,7 +73,12 @@ def _clear_weather(node: Node) -> bool:
 
 def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node]) -> None:
     manager, edge1, edge2, edge3 = network
-    skill = edge3.json("memory", "add", "To rotate logs run logrotate with force", "--type", "skill")
+    skill = edge3.json(
+        "memory", "add", "To rotate logs run logrotate with force", "--type", "skill", "--scope", "shared"
+    )
+    private = edge3.json("memory", "add", "Flush the page cache with sync", "--type", "skill")  # the default scope
+    refused = edge3.cli("skills", "share", private["crystal"]["id"])
+    assert refused.returncode == 2 and "private" in refused.stderr
     crystal_id = skill["crystal"]["id"]
 
     # Meshes form within a few heartbeats; share until the farthest node has it.
@@ -99,7 +104,9 @@ def test_skills_cross_relays_and_weather_halts_then_expires(network: list[Node])
         assert node.json("memory", "hormones")["cortisol"] >= 0.9
 
     # During the weather a skill from a provisional peer stops at the first hop.
-    halted = edge3.json("memory", "add", "To flush DNS run resolvectl flush-caches", "--type", "skill")
+    halted = edge3.json(
+        "memory", "add", "To flush DNS run resolvectl flush-caches", "--type", "skill", "--scope", "shared"
+    )
     assert edge3.cli("skills", "share", halted["crystal"]["id"]).returncode == 0
     counts = wait_for(
         lambda: edge2.json("status")["daemon"]["details"]["p2p"]["messages"]["bitterbot/skills/1"].get(
@@ -179,7 +186,9 @@ def test_a_management_attestation_makes_a_peer_verified_where_it_never_ran_its_s
     its signed attestation; edge1, which never ran anything of edge2's, then sees edge2 as verified."""
     manager, edge1, edge2 = line_of_three
     edge2_id = edge2.json("status")["identity"]["peer_id"]
-    skill = edge2.json("memory", "add", "Renew the TLS certificate with certbot renew", "--type", "skill")
+    skill = edge2.json(
+        "memory", "add", "Renew the TLS certificate with certbot renew", "--type", "skill", "--scope", "shared"
+    )
 
     def arrived() -> list[dict[str, Any]]:
         assert edge2.cli("skills", "share", skill["crystal"]["id"]).returncode == 0
