@@ -134,8 +134,9 @@ class HeldStatus(StrEnum):
     """Where a crystal held in quarantine stands (``memory.quarantine``)."""
 
     HELD = "held"
-    APPROVED = "approved"
-    REJECTED = "rejected"
+    APPROVED = "approved"  # by the person
+    REJECTED = "rejected"  # by the person: the same text is refused from now on
+    RELEASED = "released"  # its author became trusted here, and nothing in it reads like instructions
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ A crystal stored with ``NewCrystal.quarantine`` is ``quarantined``: left out of 
 unless the caller asks for held content, out of MEMORY.md, the bootstrap text and dream
 prompts, not embedded and not linked. Its ``quarantine`` row says who sent it and why it is
 held. The person then approves it (it becomes an ordinary crystal, embedded at once) or
-rejects it (it is forgotten, and the same text is refused if it comes again).
+rejects it (it is forgotten, and the same text is refused if it comes again). Content held
+only because its author had no standing is released by itself once the author is trusted
+here (``release_from``); content that reads like instructions waits for the person.
 """
 
 from __future__ import annotations
@@ -70,6 +72,34 @@ async def approve(store: MemoryStore, crystal_id: str, *, actor: str) -> Crystal
     await _decide(store, crystal_id, HeldStatus.APPROVED, actor=actor)
     await store.embed_backlog()  # this crystal, and nothing else unless something was pending anyway
     return await store.get(crystal_id)
+
+
+async def release_from(store: MemoryStore, sources: list[str], *, actor: str) -> int:
+    """Release what ``sources`` sent that is held only for their standing (no instruction-like flags),
+    now that they are trusted here; how many crystals. Embedded at once, like an approved one."""
+    if not sources:
+        return 0
+    now = store.now_ms()
+    marks = ", ".join("?" * len(sources))
+    async with store.transaction() as db:
+        async with db.execute(
+            "SELECT q.crystal_id, c.lifecycle FROM quarantine q JOIN crystals c ON c.id = q.crystal_id "
+            f"WHERE q.status = 'held' AND q.flags = '[]' AND q.source IN ({marks})",
+            sources,
+        ) as cursor:
+            rows = [(str(r[0]), Lifecycle(r[1])) for r in await cursor.fetchall()]
+        for crystal_id, lifecycle in rows:
+            await db.execute(
+                "UPDATE quarantine SET status = ?, decided_ms = ?, decided_by = ? WHERE crystal_id = ?",
+                (HeldStatus.RELEASED.value, now, actor, crystal_id),
+            )
+            await db.execute("UPDATE crystals SET quarantined = 0 WHERE id = ?", (crystal_id,))
+            await store.write_transition(
+                db, crystal_id, lifecycle, lifecycle, "released from quarantine: its author is trusted", actor, now
+            )
+    if rows:
+        await store.embed_backlog()
+    return len(rows)
 
 
 async def reject(store: MemoryStore, crystal_id: str, *, actor: str) -> None:

@@ -27,6 +27,7 @@ from marketplace.received_quota import bounties_bound, enforce_bound, listings_b
 from memory.endocrine import Endocrine
 from memory.hormones import NetworkOverride
 from memory.peer_quota import PeerContentQuota
+from memory.quarantine import release_from
 from memory.store import MemoryStore
 from node.control import Handler
 from node.daemon import NodeContext
@@ -37,7 +38,7 @@ from node.memory_part import MemoryPart
 from node.skills_commands import SkillsCommands
 from p2p.deliveries import Delivery
 from p2p.host import HostSettings, P2PHost, RequestHandler
-from p2p.ingest import apply_revocation, ingest_listing, standing_by_source
+from p2p.ingest import apply_revocation, ingest_listing, peer_source, standing_by_source
 from p2p.messages import (
     KIND_TRUST_ATTESTATION,
     KIND_WEATHER,
@@ -52,7 +53,7 @@ from p2p.messages import (
 )
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
-from p2p.trust import TrustBook, TrustLevel, TrustLimits, compute_trust
+from p2p.trust import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
@@ -376,7 +377,16 @@ class P2PPart:
         the event loop keeps serving while it runs."""
         computation = await asyncio.to_thread(compute_trust, self.trust.snapshot())
         self.trust.install(computation)
+        before = self._levels
         self._levels = {peer: t.level for peer, t in computation.peers.items()}
+        newly_trusted = [
+            peer_source(peer)
+            for peer, level in self._levels.items()
+            if level in STANDING_LEVELS and before.get(peer) not in STANDING_LEVELS
+        ]
+        released = await release_from(self.store(), newly_trusted, actor="trust")
+        if released:
+            log.info("p2p.quarantine_released", crystals=released, authors=len(newly_trusted))
         self.validator.trust_levels = dict(self._levels)
         self.validator.heard_attesters = computation.attesters | frozenset(
             peer for peer, level in self._levels.items() if level in (TrustLevel.TRUSTED, TrustLevel.VERIFIED)
