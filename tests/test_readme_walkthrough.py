@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 PORTS = (8545, 4101, 4102, 4103)
 

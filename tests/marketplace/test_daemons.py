@@ -22,6 +22,8 @@ from tests.conftest import CLI, clean_env, run_cli
 from tests.daemons import Node, wait_for
 from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 SKILL = "Restore a Postgres replica: pg_basebackup -R from the primary, then start it"
 
 

@@ -25,6 +25,8 @@ from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 SKILL = "Zero-downtime Postgres upgrade: pg_upgrade --link on a replica, then fail over"
 PRICE = 25_000  # 0.025 USDC
 

@@ -15,6 +15,8 @@ from marketplace.chain import Chain
 from marketplace.purchase import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST, Market, SellerLimits
 from tests.marketplace.test_purchase import Side, SilentSeller, close, trade
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000

@@ -312,6 +312,7 @@ def _note_then_kill_9(root: Path, project: Path) -> None:
         child.wait(timeout=10)
 
 
+@pytest.mark.slow
 async def test_scratch_notes_survive_kill_9_between_note_and_dream(tmp_path: Path) -> None:
     await asyncio.to_thread(_note_then_kill_9, tmp_path, PROJECT)
     store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())

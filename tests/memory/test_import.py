@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import sqlean
 
 from memory.embedders.hashing import HashingEmbedder
@@ -71,6 +72,7 @@ def test_jsonl_messages_and_bad_lines() -> None:
         assert parse_message(bad) is None
 
 
+@pytest.mark.slow
 def test_cli_import_is_incremental(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -109,6 +111,7 @@ async def _total(db: Path) -> int:
         await store.close()
 
 
+@pytest.mark.slow
 def test_kill_mid_import_loses_nothing_committed_and_resumes(tmp_path: Path) -> None:
     log = tmp_path / "chat.jsonl"
     total = 60_000

@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 
 class Api:
     def __init__(self, url: str, token: str) -> None:

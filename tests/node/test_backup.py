@@ -7,8 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import clean_env, run_cli
 from tests.daemons import Node
+
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
 ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
 MEMORIES = [

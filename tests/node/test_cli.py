@@ -16,6 +16,8 @@ import pytest
 
 from tests.conftest import CLI, clean_env, run_cli
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 # The daemon's stderr goes to a file, not a pipe: a debug-level daemon fills a 64 KB pipe long
 # before the test reads it, and would block on its next log line.
 _STDERR: dict[int, IO[str]] = {}

@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
 
 

@@ -9,12 +9,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from tests.conftest import clean_env
 from tests.daemons import Node
+
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
 TOOLS = {
     "memory_search", "memory_remember", "memory_forget", "memory_status",

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import clean_env, run_cli
+
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
 ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import configparser
 from pathlib import Path
 
+import pytest
+
 from node.errors import EXIT_ALREADY_RUNNING, EXIT_USAGE
 from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
 UNIT = Path(__file__).resolve().parents[2] / "configs" / "bitterbot-node.service"
 

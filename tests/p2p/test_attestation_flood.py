@@ -19,6 +19,8 @@ from p2p.topics import TRUST_TOPIC
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 ATTACKERS = 4
 KEYS_EACH = 10  # 40 keys in all
 PEAK_GROWTH_BUDGET_KB = 100 * 1024

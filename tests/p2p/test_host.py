@@ -20,6 +20,8 @@ from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import POLICY, MessageValidator, Outcome, RateLimit, Reason, ValidatorSettings, Verdict
 from tests.p2p.conftest import listing, skill_envelope, wall_ms, weather_envelope
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 SMALL_MESH = HostSettings(degree=3, degree_low=2, degree_high=6)
 
 

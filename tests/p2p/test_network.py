@@ -19,6 +19,8 @@ import pytest
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
 
+pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+
 
 def _line_of_nodes(tmp_path: Path, edges: int, **settings: str) -> Iterator[list[Node]]:
     """A management node, then ``edges`` edge nodes each bootstrapping from the one before it."""
