@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import aiosqlite
 
 from memory.connection import open_connection, select_in
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, MemoryError_, SchemaTooNew, StoreError
 from memory.governance import classify_sensitivity, is_visible
 from memory.lifecycle import can_transition
@@ -52,6 +52,11 @@ class LinkSettings:
     neighbours: int = 5
     related_threshold: float = 0.75
     updates_threshold: float = 0.92
+
+
+#: Called after a crystal is embedded, with the store, its id and its vector: how the graph
+#: (``memory.graph.auto_link``) links it to its neighbours without the store importing the graph.
+EmbeddedHook = Callable[["MemoryStore", str, Vectors], Awaitable[int]]
 
 
 class HormoneSource(Protocol):
@@ -88,6 +93,7 @@ class MemoryStore:
         embedder: Embedder,
         now_ms: Clock,
         links: LinkSettings,
+        on_embedded: EmbeddedHook | None = None,
     ) -> None:
         self.path = path
         self.writer = writer
@@ -96,6 +102,7 @@ class MemoryStore:
         self.embedder = embedder
         self.now_ms = now_ms
         self.links = links
+        self._on_embedded = on_embedded if links.enabled else None
         self.vectors = VectorIndex(embedder.id, embedder.dim)
         self._write_lock = asyncio.Lock()
         self._closed = False
@@ -115,9 +122,11 @@ class MemoryStore:
         *,
         now_ms: Clock = wall_clock_ms,
         links: LinkSettings | None = None,
+        on_embedded: EmbeddedHook | None = None,
         readers: int = 2,
     ) -> MemoryStore:
-        """Open (creating and migrating as needed) the database at ``path``."""
+        """Open (creating and migrating as needed) the database at ``path``. ``on_embedded`` (when
+        ``links`` are enabled) runs after each crystal is embedded: pass ``memory.graph.auto_link``."""
         private_dir(path.parent)
         private_file(path)
         writer = await open_connection(path)
@@ -139,7 +148,7 @@ class MemoryStore:
             for conn in opened:
                 await conn.close()
             raise
-        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings())
+        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings(), on_embedded)
 
     async def close(self) -> None:
         """Flush recorded accesses, checkpoint, close every connection."""
@@ -206,10 +215,8 @@ class MemoryStore:
             if vector is not None:
                 rowid = await self._rowid(db, crystal_id)
                 await self._store_vectors(db, [(rowid, crystal_id, vector[0])], previous={})
-        if vector is not None and self.links.enabled:
-            from memory.graph import auto_link  # graph builds on the store; import here to keep the layering
-
-            await auto_link(self, crystal_id, vector[0])
+        if vector is not None and self._on_embedded is not None:
+            await self._on_embedded(self, crystal_id, vector[0])
         return Remembered(await self.get(crystal_id), created=True)
 
     async def remember_many(
@@ -285,11 +292,9 @@ class MemoryStore:
                 await self._store_vectors(
                     db, [(int(r[0]), r[1], v) for r, v in zip(rows, vectors, strict=True)], previous=previous
                 )
-            if self.links.enabled:
-                from memory.graph import auto_link
-
+            if self._on_embedded is not None:
                 for row, vector in zip(rows, vectors, strict=True):
-                    await auto_link(self, row[1], vector)
+                    await self._on_embedded(self, row[1], vector)
             done += len(rows)
             if progress:
                 progress(len(rows))

@@ -13,7 +13,7 @@ import click
 
 from crypto.errors import KeyFileError, SealedDataError
 from crypto.identity import read_key_file_info
-from node.cli import handles_errors, location_options, read_passphrase, resolve
+from node.cli_common import handles_errors, location_options, read_passphrase, resolve
 from node.cli_transport import with_store
 from node.errors import UsageError
 from node.lockfile import DataDirLock

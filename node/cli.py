@@ -10,92 +10,25 @@ or the platform default). Errors a user can fix print one line and exit 2;
 from __future__ import annotations
 
 import asyncio
-import functools
-import getpass
 import json
-import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from crypto.errors import KeyFileError, KeyFileMissing
+from crypto.errors import KeyFileMissing
 from crypto.identity import Identity, load_identity, read_key_file_info, save_identity
 from node.api_token import ensure_token
-from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
-from node.errors import EXIT_FAILURE, EXIT_USAGE, NodeError, UsageError
+from node.cli_common import handles_errors, location_options, read_passphrase, resolve
+from node.errors import EXIT_FAILURE, UsageError
 from node.lockfile import DataDirLock
 from node.logs import configure_logging, get_logger
-from node.paths import NodePaths, choose_config_path, choose_data_dir
+from node.paths import NodePaths
 from node.status import probe_daemon
 
-F = TypeVar("F", bound=Callable[..., Any])
 log = get_logger("node.cli")
-
-
-def handles_errors(func: F) -> F:
-    """Turn the errors a user can fix into one line on stderr and the documented exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except NodeError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except KeyFileError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def location_options(func: F) -> F:
-    func = click.option(
-        "--data-dir",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=None,
-        help="Where the node keeps its files (default: the platform's user data dir).",
-    )(func)
-    func = click.option(
-        "--config",
-        "config_path",
-        type=click.Path(path_type=Path, dir_okay=True),
-        default=None,
-        help="TOML config file (default: $BITTERBOT_CONFIG, or <data dir>/config.toml, or built-in defaults).",
-    )(func)
-    return func
-
-
-def resolve(config_path: Path | None, data_dir: Path | None) -> tuple[LoadedConfig, NodePaths]:
-    environ = os.environ
-    loaded = load_config(choose_config_path(config_path, data_dir, environ), environ)
-    return loaded, NodePaths.of(choose_data_dir(data_dir, loaded.config, environ), loaded.config)
-
-
-def read_passphrase(passphrase_file: Path | None, *, prompt: str | None, confirm: bool = False) -> bytes | None:
-    """From ``--passphrase-file``, else ``$BITTERBOT_KEY_PASSPHRASE``, else a prompt on a terminal."""
-    if passphrase_file is not None:
-        try:
-            text = passphrase_file.read_text().rstrip("\r\n")
-        except OSError as exc:
-            raise UsageError(f"cannot read passphrase file {passphrase_file}: {exc.strerror}") from None
-        if not text:
-            raise UsageError(f"passphrase file {passphrase_file} is empty")
-        return text.encode()
-    if os.environ.get(ENV_KEY_PASSPHRASE):
-        return os.environ[ENV_KEY_PASSPHRASE].encode()
-    if prompt is None or not sys.stdin.isatty():
-        return None
-    first = getpass.getpass(prompt)
-    if confirm and getpass.getpass("Repeat passphrase: ") != first:
-        raise UsageError("the passphrases do not match")
-    if not first:
-        raise UsageError("an empty passphrase protects nothing")
-    return first.encode()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -171,7 +104,8 @@ def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path |
     loaded, paths = resolve(config_path, data_dir)
     configure_logging(loaded.config.log.level, loaded.config.log.format, parts=loaded.config.log.parts)
     paths.ensure_data_dir()
-    from node.daemon import Daemon, NodeContext
+    from node.context import NodeContext
+    from node.daemon import Daemon
 
     with DataDirLock(paths.lock_file):
         identity = _load_or_create_identity(paths, passphrase_file)

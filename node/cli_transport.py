@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
-from node.cli import resolve
+from node.cli_common import resolve
 from node.control import CommandUnavailable, ControlError
 from node.daemon_client import find_daemon
 from node.errors import UsageError

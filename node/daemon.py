@@ -11,37 +11,16 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from crypto.identity import Identity
-from node.config import Config, LoadedConfig
+from node.context import NodeContext
 from node.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from node.lifecycle import Part, PartStack, TaskSupervisor
 from node.logs import get_logger
-from node.paths import NodePaths
 from node.status import DaemonStatus, write_status
+from node.wiring import build_parts
 
 log = get_logger("node.daemon")
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class NodeContext:
-    """What every part may read: config, files, identity, clock."""
-
-    loaded: LoadedConfig
-    paths: NodePaths
-    identity: Identity
-    now_ms: Callable[[], int] = wall_clock_ms
-
-    @property
-    def config(self) -> Config:
-        return self.loaded.config
 
 
 class Daemon:
@@ -161,61 +140,6 @@ class Daemon:
         while True:
             await asyncio.sleep(interval_s)
             self._publish_status()
-
-
-def build_parts(
-    ctx: NodeContext, supervisor: TaskSupervisor, status: Callable[[], DaemonStatus] | None = None
-) -> list[Part]:
-    """The node's parts in start order: memory, then the network that feeds it and the market on
-    it, then the control socket (for a node run without the API) and the HTTP API (agents and the
-    CLI), which both serve the one command table the other parts contribute to."""
-    from node.control import ControlServer, Handler
-    from node.memory_part import MemoryPart
-    from node.metrics import MetricsPart, NodeMetrics
-
-    metrics = NodeMetrics()
-    memory = MemoryPart(ctx.config, ctx.paths, supervisor, metrics=metrics)
-    parts: list[Part] = [memory]
-    p2p_details = None
-    if ctx.config.p2p.enabled:
-        from node.market_part import MarketPart
-        from node.p2p_part import P2PPart
-
-        p2p = P2PPart(ctx, supervisor, memory)
-        p2p_details = p2p.details
-        parts += [p2p, MarketPart(ctx, supervisor, memory, p2p)]
-    metrics.watch(p2p=p2p_details, store=lambda: memory.store)
-    parts.append(MetricsPart(metrics, supervisor.spawn))
-
-    async def status_command(args: dict[str, Any]) -> dict[str, Any]:
-        if status is None:
-            raise ValueError("no status here")
-        return asdict(status())
-
-    def handlers() -> dict[str, Handler]:
-        table: dict[str, Handler] = {"status": status_command}
-        for part in parts:
-            commands = getattr(part, "commands", None)
-            if callable(commands):
-                table.update(commands())
-        return table
-
-    parts.append(ControlServer(ctx.paths.control_socket, handlers))
-    api = ctx.config.api
-    if api.enabled:
-        from node.api import ApiServer
-
-        parts.append(
-            ApiServer(
-                api.host,
-                api.port,
-                ctx.paths.api_token_file,
-                handlers,
-                metrics=metrics.render,
-                observe=metrics.observe_api_request,
-            )
-        )
-    return parts
 
 
 def _part_details(parts: list[Part]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import click
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.pricing import format_usdc, parse_usdc
-from node.cli import handles_errors, location_options, resolve
+from node.cli_common import handles_errors, location_options, resolve
 from node.cli_transport import call_daemon, daemon_or_store
 from node.errors import UsageError
 from node.p2p_cli import skills_group

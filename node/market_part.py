@@ -20,8 +20,8 @@ from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
 from marketplace.purchase import PROTOCOL, Market, PurchaseError, SellerLimits
 from marketplace.wallet import load_or_create_wallet
+from node.context import NodeContext
 from node.control import Handler
-from node.daemon import NodeContext
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
 from node.memory_part import MemoryPart

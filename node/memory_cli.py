@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.query import SearchMode, SortKey
-from node.cli import handles_errors, location_options, resolve
+from node.cli_common import handles_errors, location_options, resolve
 from node.cli_transport import daemon_or_store, with_store
 from node.errors import UsageError
 from node.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs

@@ -4,12 +4,13 @@ each validating its request model and calling ``node.memory_service``."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.consolidation import unmerge
 from memory.dream import working_memory_note
 from memory.errors import StoreError
-from memory.working_memory import bootstrap_text
+from memory.query import Weights
+from memory.working_memory import WorkingMemoryFiles, bootstrap_text
 from node import memory_service as service
 from node.actor import current_actor
 from node.control import Handler
@@ -28,11 +29,22 @@ from node.memory_service import crystal_json
 
 if TYPE_CHECKING:
     from memory.store import MemoryStore
-    from node.memory_part import MemoryPart
+
+
+class MemoryHost(Protocol):
+    """What the memory commands need of the part that runs them (``node.memory_part.MemoryPart``)."""
+
+    store: MemoryStore | None
+    files: WorkingMemoryFiles
+    weights: Weights
+
+    async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]: ...
+
+    async def dream_now(self) -> dict[str, Any]: ...
 
 
 class MemoryCommands:
-    def __init__(self, part: MemoryPart) -> None:
+    def __init__(self, part: MemoryHost) -> None:
         self._part = part
 
     def commands(self) -> dict[str, Handler]:

@@ -17,7 +17,7 @@ from memory.errors import StoreError
 from memory.hormones import Event
 from memory.scratch import ScratchError
 from memory.working_memory import bootstrap_text
-from node.cli import handles_errors, location_options, resolve
+from node.cli_common import handles_errors, location_options, resolve
 from node.cli_transport import daemon_or_store
 from node.errors import UsageError
 from node.memory_cli import memory_group, progress_bar

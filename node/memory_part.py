@@ -23,6 +23,7 @@ from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.base import Embedder
 from memory.endocrine import Endocrine
 from memory.errors import MemoryError_
+from memory.graph import auto_link
 from memory.hormones import HormoneSettings
 from memory.importance import DAY_MS, DecaySettings
 from memory.query import Weights
@@ -34,6 +35,7 @@ from node.control import Handler
 from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
+from node.memory_commands import MemoryCommands
 from node.metrics import NodeMetrics
 from node.paths import NodePaths
 
@@ -115,9 +117,9 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
     )
     embedder = embedder_from_config(config)
     if now_ms is None:
-        store = await MemoryStore.open(paths.memory_db, embedder, links=links)
+        store = await MemoryStore.open(paths.memory_db, embedder, links=links, on_embedded=auto_link)
     else:
-        store = await MemoryStore.open(paths.memory_db, embedder, links=links, now_ms=now_ms)
+        store = await MemoryStore.open(paths.memory_db, embedder, links=links, now_ms=now_ms, on_embedded=auto_link)
     try:
         await Endocrine.attach(store, hormone_settings(config))
     except BaseException:
@@ -156,8 +158,6 @@ class MemoryPart:
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
     def commands(self) -> dict[str, Handler]:
-        from node.memory_commands import MemoryCommands
-
         return MemoryCommands(self).commands()
 
     async def dream_now(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import click
 from marketplace.pricing import format_usdc
 from memory.errors import InvalidQuery
 from memory.query import parse_since
-from node.cli import handles_errors, location_options
+from node.cli_common import handles_errors, location_options
 from node.cli_transport import call_daemon
 from node.errors import UsageError
 

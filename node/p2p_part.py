@@ -29,8 +29,8 @@ from memory.hormones import NetworkOverride
 from memory.peer_quota import PeerContentQuota
 from memory.quarantine import release_from
 from memory.store import MemoryStore
+from node.context import NodeContext
 from node.control import Handler
-from node.daemon import NodeContext
 from node.errors import UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs

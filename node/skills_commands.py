@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
@@ -41,8 +41,30 @@ from p2p.messages import (
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC
 
 if TYPE_CHECKING:
-    from node.daemon import NodeContext
-    from node.p2p_part import P2PPart
+    from crypto.anchors import TrustAnchors
+    from crypto.envelope import Envelope
+    from memory.store import MemoryStore
+    from node.context import NodeContext
+    from p2p.host import P2PHost
+    from p2p.trust import TrustBook, TrustLevel
+
+
+class SkillsHost(Protocol):
+    """What the skills commands need of the part that gossips (``node.p2p_part.P2PPart``)."""
+
+    host: P2PHost | None
+    trust: TrustBook
+
+    @property
+    def anchors(self) -> TrustAnchors: ...
+
+    def store(self) -> MemoryStore: ...
+
+    def key_standing(self, key_hex: str) -> tuple[int, float]: ...
+
+    def level_of_key(self, key: bytes) -> TrustLevel: ...
+
+    async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope: ...
 
 
 def _optional_text(value: Any) -> str | None:
@@ -50,7 +72,7 @@ def _optional_text(value: Any) -> str | None:
 
 
 class SkillsCommands:
-    def __init__(self, p2p: P2PPart, ctx: NodeContext) -> None:
+    def __init__(self, p2p: SkillsHost, ctx: NodeContext) -> None:
         self._p2p = p2p
         self._ctx = ctx
 

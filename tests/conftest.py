@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory.embedders.hashing import HashingEmbedder
+from memory.graph import auto_link
 from memory.store import MemoryStore
 
 CLI = [sys.executable, "-m", "node"]
@@ -40,7 +41,7 @@ def data_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
     """A real store with the hashing embedder and the wall clock (tests/memory has one with a fake clock)."""
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder())
+    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), on_embedded=auto_link)
     try:
         yield s
     finally:

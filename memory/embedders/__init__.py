@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memory.embedders.base import Embedder
+from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import EmbedderError
 
 EMBEDDER_NAMES = ("minilm", "hashing", "openai")
-
-
-@dataclass(frozen=True, slots=True)
-class HttpEmbedderSettings:
-    url: str = ""
-    model: str = ""
-    api_key: str | None = None
-    dimensions: int = 0
-    timeout_s: float = 30.0
+__all__ = ["EMBEDDER_NAMES", "HttpEmbedderSettings", "make_embedder"]
 
 
 def make_embedder(name: str, http: HttpEmbedderSettings | None = None) -> Embedder:

@@ -10,15 +10,24 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from memory.embedders.base import Vectors, normalise_rows
 from memory.errors import EmbedderError
 
-if TYPE_CHECKING:
-    from memory.embedders import HttpEmbedderSettings
+
+@dataclass(frozen=True, slots=True)
+class HttpEmbedderSettings:
+    """Where an OpenAI-compatible embeddings endpoint is and how to call it."""
+
+    url: str = ""
+    model: str = ""
+    api_key: str | None = None
+    dimensions: int = 0
+    timeout_s: float = 30.0
+
 
 BATCH = 64
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from memory.embedders.hashing import HashingEmbedder
+from memory.graph import auto_link
 from memory.store import MemoryStore
 
 DAY = 86_400_000
@@ -32,7 +33,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def store(tmp_path: Path, clock: FakeClock) -> AsyncIterator[MemoryStore]:
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), now_ms=clock)
+    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
     try:
         yield s
     finally:

@@ -9,7 +9,8 @@ import pytest
 
 from crypto.identity import Identity
 from node.config import load_config
-from node.daemon import Daemon, NodeContext
+from node.context import NodeContext
+from node.daemon import Daemon
 from node.paths import NodePaths
 from node.status import read_status
 
