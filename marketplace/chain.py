@@ -26,27 +26,11 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
+from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds, TransactionReverted
+
 T = TypeVar("T")
 GAS_LIMIT = 300_000
 LOCK_STATES = {0: "none", 1: "locked", 2: "released", 3: "refunded"}
-
-
-class ChainError(Exception):
-    """A chain operation failed."""
-
-
-class ChainUnreachable(ChainError, ConnectionError):
-    """The JSON-RPC chain did not answer (down, wrong URL, network): try again later."""
-
-
-class TransactionReverted(ChainError):
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"transaction reverted: {reason}")
-        self.reason = reason
-
-
-class InsufficientFunds(TransactionReverted):
-    """Not enough USDC (or allowance) for the amount."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,8 @@ from crypto.errors import EnvelopeError, SealedDataTampered
 from crypto.identity import Identity, seal_to
 from crypto.windows import ReplayGuard
 from marketplace.bounties import live_bounties, matches
-from marketplace.chain import Account, Chain, ChainError, LockInfo, TransferAuthorization
+from marketplace.chain import Account, Chain, LockInfo, TransferAuthorization
+from marketplace.errors import ChainError, PurchaseError
 from marketplace.listings import listing_envelope
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.store import MemoryStore
@@ -75,10 +76,6 @@ class SellerLimits:
     request_burst: int = 5
     max_open_quotes: int = 100  # quotes not yet expired and not delivered, from everyone
     max_open_quotes_per_buyer: int = 3
-
-
-class PurchaseError(Exception):
-    """A purchase could not go on; the message says why and what happened to the money."""
 
 
 @dataclass(frozen=True, slots=True)

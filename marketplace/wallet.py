@@ -12,10 +12,7 @@ import stat
 from pathlib import Path
 
 from marketplace.chain import Account
-
-
-class WalletError(Exception):
-    pass
+from marketplace.errors import WalletError
 
 
 def load_or_create_wallet(path: Path) -> Account:

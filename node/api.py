@@ -1,11 +1,12 @@
 """The local HTTP API: JSON in and out, bearer token, loopback only unless the config says otherwise.
 
 Every route (``node.api_routes``) runs a command of the daemon's command table, the same
-table the control socket serves. Errors are JSON ``{"error": "..."}``: 401 without the
-right token, 400 for bad input (the message names the field; a body nested past 64
-levels too), 403 when governance keeps a crystal on this node, 404 for what does not
-exist, 502 when the chain does not answer, 503 when the part behind a route is off, 500
-(logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
+table the control socket serves. Errors are JSON ``{"error": "..."}`` with the status
+``node.error_status`` gives each error class: 401 without the right token, 400 for bad
+input (the message names the field; a body nested past 64 levels too), 403 when governance
+keeps a crystal on this node, 404 for what does not exist, 502 when the chain or a peer does
+not answer, 503 when the part behind a route is off (``"unavailable": true``) or not started,
+500 (logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
 need no token; ``GET /metrics`` (Prometheus text) does.
 """
 
@@ -20,11 +21,11 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from memory.errors import CrystalNotFound, ExportRefused, InvalidQuery
 from node.actor import AGENT, HEADER, acting_as
 from node.api_routes import ROUTES, Route
 from node.api_token import ensure_token
 from node.control import Handler
+from node.error_status import UNEXPECTED, http_status
 from node.json_input import json_object
 from node.logs import get_logger
 
@@ -33,8 +34,9 @@ MAX_BODY_BYTES = 1_048_576
 OPEN_PATHS = frozenset({"/v1/openapi.json", "/v1/health"})
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+def _error(status: int, message: str, *, unavailable: bool = False) -> web.Response:
+    """``unavailable``: the command's part is off on this node, so a client may do the work itself."""
+    return web.json_response({"error": message, **({"unavailable": True} if unavailable else {})}, status=status)
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -135,24 +137,19 @@ class ApiServer:
             return _error(400, str(exc))
         command = self._handlers().get(route.command)
         if command is None:
-            return _error(503, f"{route.command} is not available on this node (is its part enabled?)")
+            return _error(
+                503, f"{route.command} is not available on this node (is its part enabled?)", unavailable=True
+            )
         try:
             return web.json_response(await command(args), dumps=lambda o: json.dumps(o, default=str))
-        except ValidationError as exc:
-            return _error(400, _validation_message(exc))
-        except CrystalNotFound as exc:
-            return _error(404, str(exc))
-        except ExportRefused as exc:
-            return _error(403, str(exc))
-        except LookupError as exc:
-            return _error(404, str(exc).strip("'\""))
-        except (ValueError, TypeError, InvalidQuery) as exc:
-            return _error(400, str(exc) or type(exc).__name__)
-        except ConnectionError as exc:  # something the node depends on (the chain) is down: not our bug
-            return _error(502, str(exc) or type(exc).__name__)
         except Exception as exc:
-            log.error("api.command_failed", exc_info=True, command=route.command)
-            return _error(500, f"{route.command} failed: {exc}")
+            status = http_status(exc)
+            if status == UNEXPECTED:
+                log.error("api.command_failed", exc_info=True, command=route.command)
+                return _error(status, f"{route.command} failed: {exc}")
+            if isinstance(exc, ValidationError):
+                return _error(status, _validation_message(exc))
+            return _error(status, str(exc).strip("'\"") or type(exc).__name__)
 
     async def _arguments(self, request: web.Request, route: Route) -> dict[str, Any]:
         """Path parameters, plus the JSON body (POST) or the query string (GET, DELETE), validated."""

@@ -18,7 +18,8 @@ from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
 from node.cli_common import resolve
 from node.control import CommandUnavailable, ControlError
 from node.daemon_client import find_daemon
-from node.errors import UsageError
+from node.error_status import exit_code
+from node.errors import NodeError, UsageError
 from node.memory_requests import InvalidRequest
 
 if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a command opens the file
@@ -65,7 +66,7 @@ def call_daemon(
     try:
         return client.call(cmd, args, timeout=timeout)
     except ControlError as exc:
-        raise UsageError(str(exc)) from None
+        raise refusal(exc) from None
 
 
 def daemon_or_store(
@@ -87,5 +88,12 @@ def daemon_or_store(
         except CommandUnavailable:
             pass  # e.g. skills commands on a node running without P2P: the file is the only way
         except ControlError as exc:
-            raise UsageError(str(exc)) from None
+            raise refusal(exc) from None
     return with_store(config_path, data_dir, direct)
+
+
+def refusal(error: ControlError) -> NodeError:
+    """A daemon's refusal as the CLI's error, with the exit code ``node.error_status`` gives its status."""
+    refused = UsageError(str(error))
+    refused.exit_code = exit_code(error.status)
+    return refused

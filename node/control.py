@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memory.errors import ExportRefused
 from node.actor import AGENT, acting_as
+from node.error_status import UNEXPECTED, http_status
 from node.json_input import json_object
 from node.logs import get_logger
 
@@ -29,7 +29,12 @@ Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class ControlError(Exception):
-    """The daemon answered with an error, or could not be reached."""
+    """The daemon answered with an error (``status``: its HTTP status, ``node.error_status``), or could
+    not be reached."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class DaemonNotRunning(ControlError):
@@ -88,11 +93,14 @@ class ControlServer:
         try:
             with acting_as(str(request.get("actor", AGENT))):
                 return {"ok": True, "result": await handler(args)}
-        except (ValueError, KeyError, TypeError, LookupError, ConnectionError, ExportRefused) as exc:
-            return {"ok": False, "error": str(exc) or type(exc).__name__}
+        except KeyError as exc:  # a handler reading an argument the request lacks
+            return {"ok": False, "error": f"missing argument {exc}", "status": 400}
         except Exception as exc:
-            log.error("control.command_failed", exc_info=True, cmd=request["cmd"])
-            return {"ok": False, "error": f"{request['cmd']} failed: {exc}"}
+            status = http_status(exc)
+            if status == UNEXPECTED:
+                log.error("control.command_failed", exc_info=True, cmd=request["cmd"])
+                return {"ok": False, "error": f"{request['cmd']} failed: {exc}", "status": status}
+            return {"ok": False, "error": str(exc).strip("'\"") or type(exc).__name__, "status": status}
 
 
 def call(
@@ -121,5 +129,6 @@ def call(
     except ValueError:
         raise ControlError("the daemon sent an unreadable answer") from None
     if not answer.get("ok"):
-        raise (CommandUnavailable if answer.get("unavailable") else ControlError)(str(answer.get("error")))
+        kind = CommandUnavailable if answer.get("unavailable") else ControlError
+        raise kind(str(answer.get("error")), int(answer.get("status") or 400))
     return answer.get("result")

@@ -63,9 +63,8 @@ class DaemonClient:
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - our own loopback URL
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            if exc.code == 503:
-                raise CommandUnavailable(_error_message(exc, self.paths.api_token_file)) from None
-            raise ControlError(_error_message(exc, self.paths.api_token_file)) from None
+            message, unavailable = _refusal(exc, self.paths.api_token_file)
+            raise (CommandUnavailable if unavailable else ControlError)(message, exc.code) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ControlError(f"cannot reach the daemon's API at {base_url}: {reason}") from None
@@ -85,14 +84,16 @@ def _query_value(value: Any) -> Any:
     return value
 
 
-def _error_message(exc: urllib.error.HTTPError, token_file: Path) -> str:
+def _refusal(exc: urllib.error.HTTPError, token_file: Path) -> tuple[str, bool]:
+    """The daemon's message for a refusal, and whether it says the command's part is off here."""
     try:
-        message = str(json.loads(exc.read())["error"])
+        doc = json.loads(exc.read())
+        message, unavailable = str(doc["error"]), bool(doc.get("unavailable"))
     except (ValueError, KeyError, TypeError, OSError):
-        message = f"HTTP {exc.code}"
+        message, unavailable = f"HTTP {exc.code}", False
     if exc.code == 401:
-        return f"the daemon refused the token in {token_file} (was the data dir re-initialised?): {message}"
-    return message
+        message = f"the daemon refused the token in {token_file} (was the data dir re-initialised?): {message}"
+    return message, unavailable
 
 
 def find_daemon(paths: NodePaths, *, actor: str = CLI) -> DaemonClient | None:

@@ -125,7 +125,8 @@ def check_chain(config: Config) -> Check:
     chain = config.chain
     if not chain.url:
         return Check("chain", OK, "embedded development chain: needs nothing, but trades with no other node")
-    from marketplace.chain import Chain, ChainError
+    from marketplace.chain import Chain
+    from marketplace.errors import ChainError
 
     async def reach() -> int:
         client = await Chain.rpc(chain.url, chain.token_address, chain.escrow_address, dev=chain.dev)

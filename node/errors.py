@@ -3,7 +3,11 @@
     NodeError
     ├── ConfigError          a config file or environment override is wrong   -> exit 2
     ├── UsageError           a command was given something it cannot use       -> exit 2
-    └── AlreadyRunning       another daemon holds the data dir's lock          -> exit 3
+    ├── AlreadyRunning       another daemon holds the data dir's lock          -> exit 3
+    └── PartNotRunning       a part a command needs is off or not started      -> exit 2, HTTP 503
+
+What every error of every package means to a client (HTTP status, exit code) is decided in
+one table, ``node.error_status``.
 
 Key file problems (``crypto.errors.KeyFileError``) also exit 2. Any other
 failure of a running daemon exits 1. A clean stop exits 0.
@@ -47,3 +51,9 @@ class AlreadyRunning(NodeError):
             "stop it first, or give this one another --data-dir"
         )
         self.pid = pid
+
+
+class PartNotRunning(NodeError):
+    """A part a command needs is off or not started yet (the memory store, the p2p host): HTTP 503."""
+
+    exit_code = EXIT_USAGE

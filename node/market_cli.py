@@ -235,7 +235,8 @@ def chain_deploy(url: str, as_json: bool) -> None:
     """
     import asyncio
 
-    from marketplace.chain import Chain, ChainError
+    from marketplace.chain import Chain
+    from marketplace.errors import ChainError
 
     async def deploy() -> tuple[str, str]:
         chain = await Chain.rpc_dev(url)

@@ -14,14 +14,16 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
-from marketplace.chain import Chain, ChainError, ChainUnreachable
+from marketplace.chain import Chain
+from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
 from marketplace.ledger import ledger
 from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
-from marketplace.purchase import PROTOCOL, Market, PurchaseError, SellerLimits
+from marketplace.purchase import PROTOCOL, Market, SellerLimits
 from marketplace.wallet import load_or_create_wallet
 from node.context import NodeContext
 from node.control import Handler
+from node.errors import PartNotRunning
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
 from node.memory_part import MemoryPart
@@ -191,7 +193,7 @@ class MarketPart:
     async def _find_listing(self, wanted: str) -> ListingRow:
         store = self._memory.store
         if store is None:
-            raise ValueError("the memory store is not open")
+            raise PartNotRunning("the memory store is not open")
         me = self._ctx.identity.public_key.hex()
         seller_peer, _, skill_id = wanted.rpartition("/")
         rows = [
@@ -211,7 +213,7 @@ class MarketPart:
     async def _cmd_wallet(self, args: dict[str, Any]) -> dict[str, Any]:
         store = self._memory.store
         if store is None:
-            raise ValueError("the memory store is not open")
+            raise PartNotRunning("the memory store is not open")
         balance = None
         if self.market is not None:
             try:

@@ -14,6 +14,7 @@ from memory.working_memory import WorkingMemoryFiles, bootstrap_text
 from node import memory_service as service
 from node.actor import current_actor
 from node.control import Handler
+from node.errors import PartNotRunning
 from node.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
@@ -68,7 +69,7 @@ class MemoryCommands:
 
     def _store(self) -> MemoryStore:
         if self._part.store is None:
-            raise ValueError("the memory store is not open")
+            raise PartNotRunning("the memory store is not open")
         return self._part.store
 
     async def search(self, args: dict[str, Any]) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesize
 from memory.working_memory import WorkingMemoryFiles
 from node.config import Config
 from node.control import Handler
-from node.errors import UsageError
+from node.errors import PartNotRunning, UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
 from node.memory_commands import MemoryCommands
@@ -162,7 +162,7 @@ class MemoryPart:
 
     async def dream_now(self) -> dict[str, Any]:
         if self.store is None:
-            raise ValueError("the memory store is not open")
+            raise PartNotRunning("the memory store is not open")
         return await self._dream(self.store)
 
     async def start(self) -> None:
@@ -217,7 +217,7 @@ class MemoryPart:
 
     async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]:
         if self.store is None:
-            raise ValueError("the memory store is not open")
+            raise PartNotRunning("the memory store is not open")
         if dry_run:
             return (await consolidate_as_configured(self.store, self._config, dry_run=True)).to_dict()
         return (await self._consolidate(self.store)).to_dict()

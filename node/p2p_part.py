@@ -31,12 +31,13 @@ from memory.quarantine import release_from
 from memory.store import MemoryStore
 from node.context import NodeContext
 from node.control import Handler
-from node.errors import UsageError
+from node.errors import PartNotRunning, UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
 from node.skills_commands import SkillsCommands
 from p2p.deliveries import Delivery
+from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
 from p2p.ingest import apply_revocation, ingest_listing, peer_source, standing_by_source
 from p2p.messages import (
@@ -492,7 +493,7 @@ class P2PPart:
     async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope:
         """Sign ``body`` as this node and gossip it on ``topic``; returns the envelope sent."""
         if self.host is None:
-            raise ValueError("the p2p host is not running")
+            raise HostNotRunning()
         envelope = seal_envelope(self._ctx.identity, kind, pack_body(body), now_ms=now_ms or self._ctx.now_ms())
         await self.host.publish(topic, envelope.encode())
         return envelope
@@ -515,7 +516,7 @@ class P2PPart:
     def store(self) -> MemoryStore:
         store = self._memory.store
         if store is None:
-            raise ValueError("the memory store is not open")
+            raise PartNotRunning("the memory store is not open")
         return store
 
     def _load_state(self) -> None:

@@ -31,6 +31,7 @@ import trio
 
 from crypto.identity import Identity
 from p2p.deliveries import Delivery, DeliveryLanes
+from p2p.errors import HostNotRunning, RequestFailed
 from p2p.penalties import PenaltyBox
 from p2p.topics import ALL_TOPICS
 from p2p.validation import MessageValidator, Verdict
@@ -39,10 +40,6 @@ T = TypeVar("T")
 #: Answers a direct request: (peer id of the requester, request bytes) -> answer bytes.
 RequestHandler = Callable[[str, bytes], Coroutine[Any, Any, bytes]]
 _log = logging.getLogger("p2p.host")
-
-
-class RequestFailed(ConnectionError):
-    """A direct request could not be made or answered (no route, protocol refused, stream reset)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +249,7 @@ class P2PHost:
         """Run ``work`` on the trio thread and await its result here."""
         loop, token, nursery = self._loop, self._token, self._nursery
         if loop is None or token is None or nursery is None:
-            raise RuntimeError("the p2p host is not running")
+            raise HostNotRunning()
         future: asyncio.Future[T] = loop.create_future()
 
         async def run() -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.model import Crystal, content_hash
+from p2p.errors import SchemaError
 
 KIND_SKILL_LISTING = "skill.listing"
 KIND_SKILL_REVOCATION = "skill.revocation"
@@ -26,10 +27,6 @@ MAX_ATTESTED_PEERS = 256
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _SKILL_ID = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
-
-
-class SchemaError(ValueError):
-    """A body that does not match its kind's schema."""
 
 
 def _field(doc: dict[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:

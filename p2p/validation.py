@@ -40,6 +40,7 @@ from crypto.errors import (
 )
 from crypto.peer_id import peer_id_from_ed25519
 from crypto.windows import ReplayGuard, TimestampWindow
+from p2p.errors import SchemaError
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
@@ -48,7 +49,6 @@ from p2p.messages import (
     KIND_TRUST_ATTESTATION,
     KIND_WEATHER,
     MAX_BOUNTY_S,
-    SchemaError,
     SkillBounty,
     SkillEndorsement,
     SkillRevocation,

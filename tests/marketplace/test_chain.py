@@ -9,15 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from marketplace.chain import (
-    Account,
-    Chain,
-    ChainError,
-    ChainUnreachable,
-    InsufficientFunds,
-    TransactionReverted,
-    artifact,
-)
+from marketplace.chain import Account, Chain, artifact
+from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds, TransactionReverted
 from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,6 +9,7 @@ import pytest
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from marketplace.errors import WalletError
 from marketplace.listings import (
     endorsers_of,
     listing_envelope,
@@ -18,7 +19,7 @@ from marketplace.listings import (
     record_listing,
     revoke_listing,
 )
-from marketplace.wallet import WalletError, load_or_create_wallet, load_wallet
+from marketplace.wallet import load_or_create_wallet, load_wallet
 from memory.model import NewCrystal, SemanticType
 from memory.store import MemoryStore
 from p2p.messages import KIND_SKILL_ENDORSEMENT, SkillEndorsement, SkillRevocation, skill_endorsement_body

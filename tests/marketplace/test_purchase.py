@@ -14,9 +14,10 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace import purchase
 from marketplace.chain import Account, Chain
+from marketplace.errors import PurchaseError
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_listing
-from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market, PurchaseError
+from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.store import MemoryStore

@@ -14,7 +14,8 @@ import pytest
 
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
-from p2p.host import HostSettings, P2PHost, RequestFailed
+from p2p.errors import RequestFailed
+from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import POLICY, MessageValidator, Outcome, RateLimit, Reason, ValidatorSettings, Verdict

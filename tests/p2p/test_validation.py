@@ -215,7 +215,8 @@ def test_bounties_are_checked_for_schema_and_expiry(validator: MessageValidator)
 
 
 def test_a_listing_may_say_where_its_seller_listens() -> None:
-    from p2p.messages import SchemaError, parse_skill_listing
+    from p2p.errors import SchemaError
+    from p2p.messages import parse_skill_listing
 
     addrs = ("/ip4/127.0.0.1/tcp/4102/p2p/12D3KooWExample",)
     body = skill_listing_body(replace(listing(content=None), seller_addrs=addrs))

@@ -1,0 +1,49 @@
+"""What each error a command may raise means to a client: one table, read by the HTTP API, the
+control socket and the CLI (httpx keeps its exceptions and their mapping in one place the same way).
+
+Most specific first: the first class an error is an instance of decides. An error not in the table
+is a bug of ours: 500, logged with its traceback. Exit codes: every refusal exits 2, since the
+person can act on each (fix the input, enable or start a part, bring the chain back); a bug of
+ours exits 1.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from crypto.errors import CryptoError
+from marketplace.errors import ChainUnreachable, MarketError
+from memory.errors import CrystalNotFound, ExportRefused, MemoryError_
+from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning
+from p2p.errors import HostNotRunning, P2PError, RequestFailed
+
+UNEXPECTED = 500
+
+HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (PartNotRunning, 503),
+    (HostNotRunning, 503),
+    (CrystalNotFound, 404),
+    (ExportRefused, 403),
+    (ChainUnreachable, 502),  # before MarketError: the chain is down, not the request wrong
+    (RequestFailed, 502),  # before P2PError: the peer did not answer
+    (ValidationError, 400),
+    (MemoryError_, 400),  # InvalidQuery, and what else the store refuses
+    (MarketError, 400),  # a purchase refused, a reverted transaction, a wallet problem
+    (P2PError, 400),
+    (CryptoError, 400),
+    (LookupError, 404),  # from our code: "no live listing of …"
+    (ValueError, 400),
+    (TypeError, 400),
+    (ConnectionError, 502),
+    (TimeoutError, 504),
+)
+
+
+def http_status(error: BaseException) -> int:
+    """The HTTP status for ``error``; ``UNEXPECTED`` (500) when it is none of ours."""
+    return next((status for kind, status in HTTP_STATUS if isinstance(error, kind)), UNEXPECTED)
+
+
+def exit_code(status: int) -> int:
+    """The CLI's exit code for a refusal with HTTP ``status``."""
+    return EXIT_FAILURE if status == UNEXPECTED else EXIT_USAGE

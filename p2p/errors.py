@@ -1,0 +1,28 @@
+"""Every error the p2p package raises.
+
+P2PError
+├── SchemaError        a gossip body does not match its kind's schema (also a ValueError)
+├── RequestFailed      a direct request to a peer could not be made or answered (also a ConnectionError)
+└── HostNotRunning     the libp2p host is not started, or already stopped
+"""
+
+from __future__ import annotations
+
+
+class P2PError(Exception):
+    """Base of every error raised by ``p2p``."""
+
+
+class SchemaError(P2PError, ValueError):
+    """A body that does not match its kind's schema."""
+
+
+class RequestFailed(P2PError, ConnectionError):
+    """A direct request could not be made or answered (no route, protocol refused, stream reset)."""
+
+
+class HostNotRunning(P2PError):
+    """The libp2p host is not running: not started yet, or stopped."""
+
+    def __init__(self, message: str = "the p2p host is not running") -> None:
+        super().__init__(message)
