@@ -25,7 +25,7 @@ from node.actor import AGENT, HEADER, acting_as
 from node.api_routes import ROUTES, Route
 from node.api_token import ensure_token
 from node.control import Handler
-from node.error_status import UNEXPECTED, http_status
+from node.error_status import UNEXPECTED, http_status, message_of
 from node.json_input import json_object
 from node.logs import get_logger
 
@@ -149,7 +149,7 @@ class ApiServer:
                 return _error(status, f"{route.command} failed: {exc}")
             if isinstance(exc, ValidationError):
                 return _error(status, _validation_message(exc))
-            return _error(status, str(exc).strip("'\"") or type(exc).__name__)
+            return _error(status, message_of(exc))
 
     async def _arguments(self, request: web.Request, route: Route) -> dict[str, Any]:
         """Path parameters, plus the JSON body (POST) or the query string (GET, DELETE), validated."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from node.actor import AGENT, acting_as
-from node.error_status import UNEXPECTED, http_status
+from node.error_status import UNEXPECTED, http_status, message_of
 from node.json_input import json_object
 from node.logs import get_logger
 
@@ -100,7 +100,7 @@ class ControlServer:
             if status == UNEXPECTED:
                 log.error("control.command_failed", exc_info=True, cmd=request["cmd"])
                 return {"ok": False, "error": f"{request['cmd']} failed: {exc}", "status": status}
-            return {"ok": False, "error": str(exc).strip("'\"") or type(exc).__name__, "status": status}
+            return {"ok": False, "error": message_of(exc), "status": status}
 
 
 def call(

@@ -47,3 +47,10 @@ def http_status(error: BaseException) -> int:
 def exit_code(status: int) -> int:
     """The CLI's exit code for a refusal with HTTP ``status``."""
     return EXIT_FAILURE if status == UNEXPECTED else EXIT_USAGE
+
+
+def message_of(error: BaseException) -> str:
+    """What a client is told: the error's own words (a KeyError's key without the quotes repr adds)."""
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])
+    return str(error) or type(error).__name__

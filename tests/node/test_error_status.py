@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 from crypto.errors import SealedDataTampered
 from marketplace.errors import ChainUnreachable, InsufficientFunds, PurchaseError, WalletError
 from memory.errors import CrystalNotFound, ExportRefused, InvalidQuery, StoreError
-from node.error_status import UNEXPECTED, exit_code, http_status
+from node.error_status import UNEXPECTED, exit_code, http_status, message_of
 from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning
 from p2p.errors import HostNotRunning, RequestFailed, SchemaError
 
@@ -58,3 +58,9 @@ def test_a_validation_error_is_bad_input() -> None:
 def test_every_refusal_exits_2_and_only_a_bug_of_ours_exits_1() -> None:
     assert {exit_code(s) for s in (400, 403, 404, 502, 503, 504)} == {EXIT_USAGE}
     assert exit_code(UNEXPECTED) == EXIT_FAILURE
+
+
+def test_a_client_is_told_the_errors_own_words() -> None:
+    assert message_of(KeyError("crystal_id")) == "crystal_id"  # not "'crystal_id'"
+    assert message_of(CrystalNotFound("c1")) == "no crystal 'c1'"  # quotes of its own are kept
+    assert message_of(ValueError()) == "ValueError"
