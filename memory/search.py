@@ -195,9 +195,16 @@ async def _ranked(
             _keyword_leg(store, store.reader(), terms, where, params, pool, _has_extra_filters(request))
         )
     vector: list[tuple[int, float]] = []
-    if request.mode is not SearchMode.KEYWORD:
-        query_vector = await asyncio.to_thread(store.embedder.embed_query, request.query)
-        vector = await _vector_leg(store, query_vector, where, params, pool, _has_extra_filters(request))
+    try:
+        if request.mode is not SearchMode.KEYWORD:
+            query_vector = await asyncio.to_thread(store.embedder.embed_query, request.query)
+            vector = await _vector_leg(store, query_vector, where, params, pool, _has_extra_filters(request))
+    except BaseException:
+        # The vector leg failed (an embedder down): the keyword leg is ours to stop, not to orphan.
+        if keyword_task is not None:
+            keyword_task.cancel()
+            await asyncio.gather(keyword_task, return_exceptions=True)
+        raise
     keyword = await keyword_task if keyword_task else []
     fused = reciprocal_rank_fusion(
         [[r for r, _ in keyword], [r for r, _ in vector]],

@@ -238,7 +238,11 @@ class MemoryStore:
             # Write this batch on the SQLite thread while preparing the next on this one (hashing and
             # classifying are Python work that would otherwise add to the write time instead of overlapping).
             write = asyncio.ensure_future(self._write_batch(prepared))
-            upcoming = _prepare(batches[index + 1], self.now_ms()) if index + 1 < len(batches) else None
+            try:
+                upcoming = _prepare(batches[index + 1], self.now_ms()) if index + 1 < len(batches) else None
+            except BaseException:
+                await asyncio.gather(write, return_exceptions=True)  # this batch commits; then the error
+                raise
             batch_ids, batch_created = await write
             created += batch_created
             ids.extend(batch_ids)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
-from memory.errors import CrystalNotFound, SchemaTooNew, StoreError
+from memory.errors import CrystalNotFound, EmbedderError, SchemaTooNew, StoreError
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
+from memory.query import SearchRequest
 from memory.schema import SCHEMA_VERSION
+from memory.search import search
 from memory.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
@@ -234,5 +238,54 @@ async def test_context_is_embedded_with_the_text_but_is_not_the_text(tmp_path: P
         await store.remember_many([NewCrystal("the flat has a balcony", context="Ann: describe the flat")])
         await store.embed_backlog()
         assert embedder.seen[-1] == "Ann: describe the flat\nthe flat has a balcony"
+    finally:
+        await store.close()
+
+
+class QueryEmbedderDown(HashingEmbedder):
+    """Named fake for a remote embedder that fails at query time (documents embed as usual)."""
+
+    def embed_query(self, text: str) -> Vectors:
+        raise EmbedderError("the embedding endpoint did not answer")
+
+
+async def test_a_failing_vector_leg_leaves_no_keyword_task_behind(tmp_path: Path, clock: FakeClock) -> None:
+    """Issue 14: the keyword leg's task was orphaned when the embedder raised."""
+    store = await MemoryStore.open(tmp_path / "m.db", QueryEmbedderDown(), now_ms=clock)
+    try:
+        await store.remember(NewCrystal("the staging database lives on db2"))
+        before = asyncio.all_tasks()
+        with pytest.raises(EmbedderError, match="did not answer"):
+            await search(store, SearchRequest(query="staging database"))
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() - before == set()
+    finally:
+        await store.close()
+
+
+async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_committed(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: the write of batch n was orphaned when preparing batch n + 1 raised."""
+    from memory import store as store_module
+
+    real = store_module._prepare
+    calls = 0
+
+    def prepare_then_fail(items: Any, now_ms: int) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("preparing the second batch failed")
+        return real(items, now_ms)
+
+    monkeypatch.setattr(store_module, "_prepare", prepare_then_fail)
+    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
+    try:
+        before = asyncio.all_tasks()
+        with pytest.raises(RuntimeError, match="second batch"):
+            await store.remember_many([NewCrystal(f"fact number {i}") for i in range(10)], batch_size=5)
+        assert asyncio.all_tasks() - before == set()
+        assert (await store.stats())["total"] == 5  # the first batch was written whole
     finally:
         await store.close()
