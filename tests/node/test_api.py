@@ -60,8 +60,21 @@ def _api_url(node: Node) -> str | None:
     return str(details.get("api", {}).get("url") or "") or None
 
 
+def _routes_never_answered(api: Api) -> list[str]:
+    """The routes the daemon's own request counter never saw answer."""
+    from node.api_routes import ROUTES
+
+    request = urllib.request.Request(api.url + "/metrics")
+    request.add_header("Authorization", f"Bearer {api.token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+    answered = {line.split('command="', 1)[1].split('"', 1)[0] for line in text.splitlines()
+                if line.startswith("bitterbot_api_requests_total{")}  # fmt: skip
+    return sorted(route.command for route in ROUTES if route.command not in answered)
+
+
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Api]:
     node = Node(tmp_path_factory.mktemp("api"), "node", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing"))
     assert node.cli("init").returncode == 0
     token_file = node.data / "api.token"
@@ -70,7 +83,16 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     try:
         url = wait_for(lambda: _api_url(node), 60, "the API to listen")
         assert url.startswith("http://127.0.0.1:")
-        yield Api(url, token_file.read_text().strip())
+        api = Api(url, token_file.read_text().strip())
+        yield api
+        # After every test of this module, in whatever order they ran: each route answered at least once
+        # (checked only when the whole module was selected, so one test can still be run alone).
+        selected = {item.originalname for item in request.session.items
+                    if isinstance(item, pytest.Function) and item.module is request.module}  # fmt: skip
+        defined = {name for name in vars(request.module) if name.startswith("test_")}
+        if selected == defined:
+            missing = _routes_never_answered(api)
+            assert not missing, f"routes no test of this module exercised: {missing}"
     finally:
         log = node.stop()
     assert "Traceback" not in log, log
@@ -267,17 +289,3 @@ def test_quarantine_review_routes(api: Api) -> None:
         assert status == 404 and "not-held" in doc["error"], doc
     status, doc = api.call("GET", "/v1/memory/quarantine?status=maybe")
     assert status == 400 and "status" in doc["error"], doc
-
-
-def test_every_route_was_exercised_by_this_module(api: Api) -> None:
-    """Runs last: the daemon's own request counter shows each route answered at least once."""
-    from node.api_routes import ROUTES
-
-    request = urllib.request.Request(api.url + "/metrics")
-    request.add_header("Authorization", f"Bearer {api.token}")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        text = response.read().decode()
-    answered = {line.split('command="', 1)[1].split('"', 1)[0] for line in text.splitlines()
-                if line.startswith("bitterbot_api_requests_total{")}  # fmt: skip
-    missing = sorted(route.command for route in ROUTES if route.command not in answered)
-    assert not missing, missing
