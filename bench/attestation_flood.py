@@ -23,7 +23,8 @@ from bench.p2p_node import ForwardAnything
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from p2p.host import HostSettings, P2PHost, wall_ms
+from memory.clock import wall_clock_ms
+from p2p.host import HostSettings, P2PHost
 from p2p.messages import KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation, trust_attestation_body
 from p2p.penalties import PenaltyBox
 from p2p.topics import TRUST_TOPIC
@@ -41,7 +42,7 @@ def attestation(author: Identity) -> bytes:
     """One valid signed attestation rating the most peers a message may rate, all made up."""
     ratings = tuple((os.urandom(32), 1000) for _ in range(MAX_ATTESTED_PEERS))
     body = pack_body(trust_attestation_body(TrustAttestation(ratings)))
-    return seal_envelope(author, KIND_TRUST_ATTESTATION, body, now_ms=wall_ms()).encode()
+    return seal_envelope(author, KIND_TRUST_ATTESTATION, body, now_ms=wall_clock_ms()).encode()
 
 
 async def attest_once(address: str, author: Identity) -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +45,7 @@ from marketplace.bounties import live_bounties, matches
 from marketplace.chain import Account, Chain, LockInfo, TransferAuthorization
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.listings import listing_envelope
+from memory.clock import wall_clock_ms
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.store import MemoryStore
 from p2p.host import P2PHost
@@ -102,8 +102,7 @@ class _Deal:
         return int(self.quote["price_micro_usdc"])
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+_now_ms = wall_clock_ms  # a module global, so tests can move this module's time
 
 
 class Market:

@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import json
 import logging
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -23,6 +22,7 @@ from typing import Any, Protocol
 
 import aiosqlite
 
+from memory.clock import Clock, wall_clock_ms
 from memory.connection import open_connection, select_in
 from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, MemoryError_, SchemaTooNew, StoreError
@@ -36,12 +36,7 @@ from memory.vectors import VectorIndex
 
 _log = logging.getLogger("memory.store")
 
-Clock = Callable[[], int]
 Progress = Callable[[int], None]
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from crypto.identity import Identity
+from memory.clock import wall_clock_ms
 from node.config import Config, LoadedConfig
 from node.paths import NodePaths
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,6 +29,7 @@ import multiaddr
 import trio
 
 from crypto.identity import Identity
+from memory.clock import wall_clock_ms
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.penalties import PenaltyBox
@@ -72,10 +72,6 @@ class HostCounters:
     extra: dict[str, int] = field(default_factory=dict)
 
 
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class P2PHost:
     def __init__(
         self,
@@ -84,7 +80,7 @@ class P2PHost:
         penalties: PenaltyBox,
         settings: HostSettings,
         *,
-        now_ms: Callable[[], int] = wall_ms,
+        now_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self._identity = identity
         self.validator = validator
