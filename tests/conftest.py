@@ -9,10 +9,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.store import MemoryStore
+
+# No deadline per example: a deadline is a timed assertion, and on a loaded 2-core machine (two
+# test workers beside daemons) an example of the envelope properties took more than 200 ms.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 CLI = [sys.executable, "-m", "node"]
 
