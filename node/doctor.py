@@ -20,6 +20,7 @@ from pathlib import Path
 
 from node.config import Config
 from node.paths import NodePaths
+from node.ports import TcpEndpoint, busy_reason, dial_target, tcp_endpoint
 from node.status import probe_daemon
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -61,30 +62,29 @@ def check_data_dir(paths: NodePaths) -> list[Check]:
     return out
 
 
-def _port_check(name: str, host: str, port: int, ours: bool) -> Check:
-    if port == 0:
+def _port_check(name: str, endpoint: TcpEndpoint, ours: bool) -> Check:
+    where = f"{endpoint.host}:{endpoint.port}"
+    if endpoint.port == 0:
         return Check(name, OK, "a free port is picked at start (port 0)")
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers are no obstacle
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            if ours:
-                return Check(name, OK, f"{host}:{port} is in use by this node's running daemon")
-            return Check(name, FAIL, f"{host}:{port} is in use ({exc.strerror})",
-                         f"stop what uses port {port}, or give this node another port in its config")  # fmt: skip
-    return Check(name, OK, f"{host}:{port} is free")
+    busy = busy_reason(endpoint)
+    if busy is None:
+        return Check(name, OK, f"{where} is free")
+    if ours:
+        return Check(name, OK, f"{where} is in use by this node's running daemon")
+    return Check(name, FAIL, f"{where} is in use ({busy})",
+                 f"stop what uses port {endpoint.port}, or give this node another port in its config")  # fmt: skip
 
 
 def check_ports(config: Config, ours: bool) -> list[Check]:
     out = []
     if config.p2p.enabled:
         for address in config.p2p.listen:
-            parts = address.split("/")
-            if len(parts) >= 5 and parts[3] == "tcp":
-                out.append(_port_check(f"p2p port {parts[4]}", parts[2], int(parts[4]), ours))
+            endpoint = tcp_endpoint(address)
+            if endpoint is not None:
+                out.append(_port_check(f"p2p port {endpoint.port}", endpoint, ours))
     if config.api.enabled:
-        out.append(_port_check(f"api port {config.api.port}", config.api.host, config.api.port, ours))
+        api = TcpEndpoint.of_host(config.api.host, config.api.port)
+        out.append(_port_check(f"api port {config.api.port}", api, ours))
     return out
 
 
@@ -181,18 +181,19 @@ def check_disk(paths: NodePaths) -> Check:
 def check_bootstrap(config: Config) -> list[Check]:
     out = []
     for address in config.p2p.bootstrap if config.p2p.enabled else []:
-        parts = address.split("/")
-        if len(parts) < 5 or parts[3] != "tcp":
+        target = dial_target(address)
+        if target is None:
             out.append(Check("bootstrap", WARN, f"{address}: not a TCP address, not checked"))
             continue
+        host, port = target
         try:
-            with socket.create_connection((parts[2], int(parts[4])), timeout=3):
+            with socket.create_connection(target, timeout=3):
                 pass
         except OSError as exc:
-            detail = f"{parts[2]}:{parts[4]} does not answer ({exc.strerror or exc})"
+            detail = f"{host}:{port} does not answer ({exc.strerror or exc})"
             out.append(Check("bootstrap", FAIL, detail, "start that node, or fix [p2p] bootstrap"))
             continue
-        out.append(Check("bootstrap", OK, f"{parts[2]}:{parts[4]} answers"))
+        out.append(Check("bootstrap", OK, f"{host}:{port} answers"))
     if config.p2p.enabled and not config.p2p.bootstrap:
         out.append(Check("bootstrap", WARN, "no bootstrap peers: this node waits for others to dial it",
                          "add a peer's address to [p2p] bootstrap, or `bitterbot-node connect ADDR`"))  # fmt: skip

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 from typing import Any
 
 from crypto.anchors import TrustAnchors
@@ -35,6 +34,7 @@ from node.errors import PartNotRunning, UsageError
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
+from node.ports import busy_reason, tcp_endpoint
 from node.skills_commands import SkillsCommands
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
@@ -69,22 +69,13 @@ def _check_ports_free(listen: list[str]) -> None:
     """py-libp2p binds with SO_REUSEPORT, so a second node on a busy port would start and share
     it silently; refuse instead, naming the port and the fix."""
     for address in listen:
-        parts = address.split("/")
-        if len(parts) < 5 or parts[3] != "tcp" or parts[4] == "0":
-            continue
-        host = parts[2] if parts[1] in ("ip4", "ip6") else "0.0.0.0"  # noqa: S104 - probing, not serving
-        family = socket.AF_INET6 if parts[1] == "ip6" else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            # SO_REUSEADDR: connections of this node's previous run lingering in TIME_WAIT do not
-            # count, a socket listening on the port does (as for the real listener).
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, int(parts[4])))
-            except OSError as exc:
-                raise UsageError(
-                    f"p2p.listen {address}: port {parts[4]} is in use ({exc.strerror}); "
-                    "another node on this machine needs its own port (set [p2p] listen)"
-                ) from None
+        endpoint = tcp_endpoint(address)
+        busy = busy_reason(endpoint) if endpoint is not None else None
+        if endpoint is not None and busy is not None:
+            raise UsageError(
+                f"p2p.listen {address}: port {endpoint.port} is in use ({busy}); "
+                "another node on this machine needs its own port (set [p2p] listen)"
+            )
 
 
 class P2PPart:
