@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from memory.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.store import MemoryStore
@@ -45,9 +46,15 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    """A real store with the hashing embedder and the wall clock (tests/memory has one with a fake clock)."""
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), on_embedded=auto_link)
+def clock() -> Clock:
+    """The store's clock: the wall clock here; tests/memory overrides it with a FakeClock it moves."""
+    return wall_clock_ms
+
+
+@pytest.fixture
+async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
+    """A real store with the hashing embedder, graph links, and the ``clock`` fixture's time."""
+    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
     try:
         yield s
     finally:
