@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from memory.governance import classify_sensitivity
 from memory.model import (
     Bounty,
     Crystal,
@@ -20,6 +22,7 @@ from memory.model import (
     Sensitivity,
     SkillVersion,
     Verification,
+    content_hash,
 )
 
 COLUMNS = (
@@ -120,3 +123,27 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         context=context,
         quarantined=bool(quarantined),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    items: Sequence[NewCrystal]
+    hashes: list[str]
+    params: list[tuple[Any, ...]]
+    now_ms: int
+
+
+def prepare_batch(items: Sequence[NewCrystal], now_ms: int) -> PreparedBatch:
+    """Hash, classify and lay out a batch (pure Python work, done off the write path)."""
+    hashes = [content_hash(n.text) for n in items]
+    params = [
+        insert_params(
+            n,
+            crystal_id=new_crystal_id(now_ms),
+            content_hash=h,
+            now_ms=now_ms,
+            sensitivity=n.sensitivity or classify_sensitivity(n.text),
+        )
+        for n, h in zip(items, hashes, strict=True)
+    ]
+    return PreparedBatch(items, hashes, params, now_ms)

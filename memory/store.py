@@ -25,13 +25,22 @@ import aiosqlite
 from memory.clock import Clock, wall_clock_ms
 from memory.connection import open_connection, select_in
 from memory.embedders.base import Embedder, Vectors
-from memory.errors import CrystalNotFound, MemoryError_, SchemaTooNew, StoreError
+from memory.errors import CrystalNotFound, MemoryError_, StoreError
 from memory.governance import classify_sensitivity, is_visible
 from memory.lifecycle import can_transition
+from memory.migrations import migrate
 from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
 from memory.private_files import private_dir, private_file
-from memory.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id
-from memory.schema import MIGRATIONS, SCHEMA_VERSION
+from memory.rows import (
+    INSERT_SQL,
+    SELECT_COLUMNS,
+    PreparedBatch,
+    crystal_from_row,
+    insert_params,
+    new_crystal_id,
+    prepare_batch,
+)
+from memory.schema import SCHEMA_VERSION
 from memory.vectors import VectorIndex
 
 _log = logging.getLogger("memory.store")
@@ -127,7 +136,7 @@ class MemoryStore:
         writer = await open_connection(path)
         opened: list[aiosqlite.Connection] = [writer]
         try:
-            await _migrate(writer)
+            await migrate(writer)
             await VectorIndex(embedder.id, embedder.dim).ensure(writer)
             await writer.execute(
                 "INSERT INTO meta (key, value) VALUES ('active_embedder', ?) "
@@ -227,14 +236,14 @@ class MemoryStore:
         if self.hormone_source is not None:
             items = self.hormone_source.stamp_many(items)
         batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
-        prepared = _prepare(batches[0], self.now_ms()) if batches else None
+        prepared = prepare_batch(batches[0], self.now_ms()) if batches else None
         for index in range(len(batches)):
             assert prepared is not None
             # Write this batch on the SQLite thread while preparing the next on this one (hashing and
             # classifying are Python work that would otherwise add to the write time instead of overlapping).
             write = asyncio.ensure_future(self._write_batch(prepared))
             try:
-                upcoming = _prepare(batches[index + 1], self.now_ms()) if index + 1 < len(batches) else None
+                upcoming = prepare_batch(batches[index + 1], self.now_ms()) if index + 1 < len(batches) else None
             except BaseException:
                 await asyncio.gather(write, return_exceptions=True)  # this batch commits; then the error
                 raise
@@ -254,7 +263,7 @@ class MemoryStore:
         async with self._write_lock:
             await self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
-    async def _write_batch(self, prepared: _PreparedBatch) -> tuple[list[str], int]:
+    async def _write_batch(self, prepared: PreparedBatch) -> tuple[list[str], int]:
         async with self.transaction() as db:
             known = await self._ids_by_hash(db, prepared.hashes)
             fresh: list[tuple[Any, ...]] = []
@@ -591,30 +600,6 @@ class MemoryStore:
         return {r[0]: r[1] for r in rows}
 
 
-@dataclass(frozen=True, slots=True)
-class _PreparedBatch:
-    items: Sequence[NewCrystal]
-    hashes: list[str]
-    params: list[tuple[Any, ...]]
-    now_ms: int
-
-
-def _prepare(items: Sequence[NewCrystal], now_ms: int) -> _PreparedBatch:
-    """Hash, classify and lay out a batch (pure Python work, done off the write path)."""
-    hashes = [content_hash(n.text) for n in items]
-    params = [
-        insert_params(
-            n,
-            crystal_id=new_crystal_id(now_ms),
-            content_hash=h,
-            now_ms=now_ms,
-            sensitivity=n.sensitivity or classify_sensitivity(n.text),
-        )
-        for n, h in zip(items, hashes, strict=True)
-    ]
-    return _PreparedBatch(items, hashes, params, now_ms)
-
-
 async def _hold(db: aiosqlite.Connection, items: list[tuple[str, str, NewCrystal]], now: int) -> None:
     """Record why each (crystal id, content hash, new crystal) is held in quarantine."""
     rows = [
@@ -640,44 +625,3 @@ async def _delete_old_vector(db: aiosqlite.Connection, old_embedder_id: str, row
         exists = await cursor.fetchone()
     if exists:
         await old.delete(db, [rowid])
-
-
-async def _migrate(db: aiosqlite.Connection) -> None:
-    await db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    async with db.execute("SELECT value FROM meta WHERE key = 'schema_version'") as cursor:
-        row = await cursor.fetchone()
-    version = int(row[0]) if row else 0
-    if version > SCHEMA_VERSION:
-        raise SchemaTooNew(version, SCHEMA_VERSION)
-    for target in range(version, SCHEMA_VERSION):
-        # executescript commits on its own; run each migration's statements in one explicit transaction instead.
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _split_sql(MIGRATIONS[target]):
-                await db.execute(statement)
-            await db.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(target + 1),),
-            )
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
-        await db.execute("COMMIT")
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements; triggers (BEGIN … END;) stay whole."""
-    import sqlite3
-
-    statements, current = [], ""
-    for line in script.splitlines(keepends=True):
-        if line.strip().startswith("--") and not current.strip():
-            continue
-        current += line
-        if sqlite3.complete_statement(current):
-            statements.append(current.strip())
-            current = ""
-    if current.strip():
-        statements.append(current.strip())
-    return statements

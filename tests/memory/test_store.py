@@ -188,13 +188,13 @@ async def test_closed_store_says_so(tmp_path: Path) -> None:
 
 
 async def test_a_version_1_database_migrates_to_the_current_schema(tmp_path: Path, clock: FakeClock) -> None:
+    from memory.migrations import split_sql
     from memory.schema import MIGRATIONS
-    from memory.store import _split_sql
 
     path = tmp_path / "v1.db"
     with sqlite3.connect(path) as raw:  # a v1 file, as the first release wrote it, with one crystal
         raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        for statement in _split_sql(MIGRATIONS[0]):
+        for statement in split_sql(MIGRATIONS[0]):
             raw.execute(statement)
         raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
     store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
@@ -267,9 +267,8 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 14: the write of batch n was orphaned when preparing batch n + 1 raised."""
-    from memory import store as store_module
+    from memory.rows import prepare_batch as real
 
-    real = store_module._prepare
     calls = 0
 
     def prepare_then_fail(items: Any, now_ms: int) -> Any:
@@ -279,7 +278,7 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
             raise RuntimeError("preparing the second batch failed")
         return real(items, now_ms)
 
-    monkeypatch.setattr(store_module, "_prepare", prepare_then_fail)
+    monkeypatch.setattr("memory.store.prepare_batch", prepare_then_fail)
     store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
     try:
         before = asyncio.all_tasks()
