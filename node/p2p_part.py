@@ -17,7 +17,7 @@ from typing import Any
 
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
-from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+from crypto.peer_id import ed25519_from_peer_id
 from marketplace.bounties import purge_expired_bounties, record_bounty
 from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
@@ -30,11 +30,11 @@ from memory.quarantine import release_from
 from memory.store import MemoryStore
 from node.context import NodeContext
 from node.control import Handler
-from node.errors import PartNotRunning, UsageError
+from node.errors import PartNotRunning
 from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
 from node.memory_part import MemoryPart
-from node.ports import busy_reason, tcp_endpoint
+from node.ports import refuse_busy_listen
 from node.skills_commands import SkillsCommands
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
@@ -52,30 +52,13 @@ from p2p.messages import (
     trust_attestation_body,
     weather_body,
 )
+from p2p.peer_listing import PEERS_LISTED, peer_rows
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
-PEERS_LISTED = 500  # rows `peers` returns unless asked for a limit
-
-
-def _optional_text(value: Any) -> str | None:
-    return str(value) if value else None
-
-
-def _check_ports_free(listen: list[str]) -> None:
-    """py-libp2p binds with SO_REUSEPORT, so a second node on a busy port would start and share
-    it silently; refuse instead, naming the port and the fix."""
-    for address in listen:
-        endpoint = tcp_endpoint(address)
-        busy = busy_reason(endpoint) if endpoint is not None else None
-        if endpoint is not None and busy is not None:
-            raise UsageError(
-                f"p2p.listen {address}: port {endpoint.port} is in use ({busy}); "
-                "another node on this machine needs its own port (set [p2p] listen)"
-            )
 
 
 class P2PPart:
@@ -170,7 +153,7 @@ class P2PPart:
         self.host.on_reject = self._rejected
         for protocol, handler in self._services.items():
             self.host.serve(protocol, handler)
-        _check_ports_free(cfg.listen)
+        refuse_busy_listen(cfg.listen)
         await self.host.start()
         log.info("p2p.listening", peer_id=self._ctx.identity.peer_id, addrs=",".join(self.host.listen_addrs))
         self._supervisor.spawn("p2p-deliveries", self._consume())
@@ -408,42 +391,12 @@ class P2PPart:
     # --- commands --------------------------------------------------------------------------
 
     async def _cmd_peers(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        """Connected peers and those this node has evidence about or hears attestations from, with
-        trust level, scores and penalty points, as of the last trust round (never recomputed here:
-        a request must not cost an EigenTrust run)."""
-        assert self.host is not None
-        computed = self.trust.last.peers
-        rows: dict[str, dict[str, Any]] = {}
-
-        def row(peer_id: str, key: bytes | None) -> dict[str, Any]:
-            trust = computed.get(key) if key else None
-            level = trust.level if trust else (self.validator.level_of(key) if key else TrustLevel.PROVISIONAL)
-            return {
-                "peer_id": peer_id,
-                "connected": False,
-                "banned_until_ms": None,
-                "penalty_points": 0.0,
-                "addrs": [],
-                "level": level.value,
-                "local": trust.local if trust else 0.0,
-                "global": trust.global_ if trust else 0.0,
-                "combined": trust.combined if trust else 0.0,
-            }
-
-        for snap in await self.host.peers():
-            entry = row(snap.peer_id, ed25519_from_peer_id(snap.peer_id))
-            entry.update(
-                connected=snap.banned_until_ms is None,
-                banned_until_ms=snap.banned_until_ms,
-                penalty_points=snap.penalty_points,
-                addrs=list(snap.addrs),
-            )
-            rows[snap.peer_id] = entry
-        for key in set(self.trust.outcomes) | set(self.trust.attestations):
-            peer_id = peer_id_from_ed25519(key)
-            rows.setdefault(peer_id, row(peer_id, key))
-        ordered = sorted(rows.values(), key=lambda r: (not r["connected"], -r["combined"], r["peer_id"]))
-        return ordered[: int(args.get("limit") or PEERS_LISTED)]
+        """Peers with trust levels, as of the last trust round (``p2p.peer_listing``): a request must
+        not cost an EigenTrust run."""
+        if self.host is None:
+            raise HostNotRunning()
+        snapshots = await self.host.peers()
+        return peer_rows(snapshots, self.trust, self.validator.level_of, limit=int(args.get("limit") or PEERS_LISTED))
 
     async def _cmd_weather_broadcast(self, args: dict[str, Any]) -> dict[str, Any]:
         if self._ctx.config.node.role != "management":
@@ -476,7 +429,8 @@ class P2PPart:
         }
 
     async def _cmd_connect(self, args: dict[str, Any]) -> dict[str, Any]:
-        assert self.host is not None
+        if self.host is None:
+            raise HostNotRunning()
         return {"peer_id": await self.host.connect(str(args["address"]))}
 
     # --- helpers ---------------------------------------------------------------------------

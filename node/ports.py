@@ -6,6 +6,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
+from node.errors import UsageError
+
 
 @dataclass(frozen=True, slots=True)
 class TcpEndpoint:
@@ -62,3 +64,16 @@ def busy_reason(endpoint: TcpEndpoint) -> str | None:
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
+
+
+def refuse_busy_listen(listen: list[str]) -> None:
+    """py-libp2p binds with SO_REUSEPORT, so a second node on a busy port would start and share
+    it silently; refuse instead, naming the port and the fix."""
+    for address in listen:
+        endpoint = tcp_endpoint(address)
+        busy = busy_reason(endpoint) if endpoint is not None else None
+        if endpoint is not None and busy is not None:
+            raise UsageError(
+                f"p2p.listen {address}: port {endpoint.port} is in use ({busy}); "
+                "another node on this machine needs its own port (set [p2p] listen)"
+            )

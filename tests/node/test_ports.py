@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from node.ports import TcpEndpoint, busy_reason, dial_target, tcp_endpoint
+from node.errors import UsageError
+from node.ports import TcpEndpoint, busy_reason, dial_target, refuse_busy_listen, tcp_endpoint
 
 
 @pytest.mark.parametrize(
@@ -46,3 +47,13 @@ def test_a_dial_target_keeps_a_dns_name() -> None:
     assert dial_target("/dns4/node.example/tcp/4001/p2p/12D3KooW") == ("node.example", 4001)
     assert dial_target("/ip6/::1/tcp/4001") == ("::1", 4001)
     assert dial_target("/ip4/127.0.0.1/udp/4001") is None
+
+
+def test_run_refuses_a_busy_listen_port_and_names_it() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(UsageError, match=f"port {port} is in use"):
+            refuse_busy_listen([f"/ip4/127.0.0.1/tcp/{port}"])
+    refuse_busy_listen([f"/ip4/127.0.0.1/tcp/{port}", "/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/1/quic"])
