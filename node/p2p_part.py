@@ -232,7 +232,7 @@ class P2PPart:
         elif isinstance(message, SkillListing):
             await record_listing(self.store(), message, envelope)
             self.evicted["listings"] += await enforce_bound(
-                self.store(), self._listings_bound, author.hex(), self.key_standing, self._me_hex
+                self.store(), self._listings_bound, author.hex(), self.trust.standing_of, self._me_hex
             )
             if self._levels.get(author) is TrustLevel.UNTRUSTED:
                 log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
@@ -240,7 +240,7 @@ class P2PPart:
             standing = self.level_of_key(author) in (TrustLevel.TRUSTED, TrustLevel.VERIFIED)
             result = await ingest_listing(
                 self.store(), message, author, author_has_standing=standing, quota=self._quota,
-                standing=standing_by_source(self.trust.standing),
+                standing=standing_by_source(self.trust.standing_of),
             )  # fmt: skip
             if result.evicted.crystals:
                 self.evicted["crystals"] += result.evicted.crystals
@@ -267,7 +267,7 @@ class P2PPart:
             await record_bounty(self.store(), message, envelope)
             self.ingested["bounties"] += 1
             self.evicted["bounties"] += await enforce_bound(
-                self.store(), self._bounties_bound, author.hex(), self.key_standing, self._me_hex
+                self.store(), self._bounties_bound, author.hex(), self.trust.standing_of, self._me_hex
             )
         elif isinstance(message, SkillEndorsement):
             await record_endorsement(self.store(), message, envelope)
@@ -442,13 +442,6 @@ class P2PPart:
         envelope = seal_envelope(self._ctx.identity, kind, pack_body(body), now_ms=now_ms or self._ctx.now_ms())
         await self.host.publish(topic, envelope.encode())
         return envelope
-
-    def key_standing(self, key_hex: str) -> tuple[int, float]:
-        """How far a key (hex) is trusted here, for ordering and quotas: (level order, combined score)."""
-        try:
-            return self.trust.standing(bytes.fromhex(key_hex))
-        except ValueError:
-            return (-1, 0.0)
 
     def level_of_key(self, key: bytes) -> TrustLevel:
         """A peer's trust level as of the last trust round (management keys are verified)."""

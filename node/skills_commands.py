@@ -60,8 +60,6 @@ class SkillsHost(Protocol):
 
     def store(self) -> MemoryStore: ...
 
-    def key_standing(self, key_hex: str) -> tuple[int, float]: ...
-
     def level_of_key(self, key: bytes) -> TrustLevel: ...
 
     async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope: ...
@@ -165,7 +163,8 @@ class SkillsCommands:
         store = self._p2p.store()
         anchors = self._p2p.anchors
         page = await listings_page(
-            store, standing=self._p2p.key_standing, me=self._ctx.identity.public_key.hex(), now_ms=self._ctx.now_ms(),
+            store, standing=self._p2p.trust.standing_of, me=self._ctx.identity.public_key.hex(),
+            now_ms=self._ctx.now_ms(),
             query=str(args.get("query") or ""), limit=int(args.get("limit") or 50), offset=int(args.get("offset") or 0),
         )  # fmt: skip
         rows = []
@@ -243,7 +242,7 @@ class SkillsCommands:
         """Live bounties, a page at a time: by the author's trust here, then reward; with how many listings
         answer each."""
         page = await bounties_page(
-            self._p2p.store(), standing=self._p2p.key_standing, now_ms=self._ctx.now_ms(),
+            self._p2p.store(), standing=self._p2p.trust.standing_of, now_ms=self._ctx.now_ms(),
             limit=int(args.get("limit") or 50), offset=int(args.get("offset") or 0),
         )  # fmt: skip
         me = self._ctx.identity.public_key.hex()

@@ -44,14 +44,11 @@ class IngestResult:
     evicted: Evicted = field(default_factory=Evicted)  # what the quotas deleted to make room
 
 
-def standing_by_source(standing_of_key: Callable[[bytes], tuple[int, float]]) -> Standing:
-    """A quota's ranking of sources from a ranking of author keys; a source that names no key ranks lowest."""
+def standing_by_source(standing_of_hex: Callable[[str], tuple[int, float]]) -> Standing:
+    """A quota's ranking of sources (``peer:<key hex>``) from a ranking of hex keys (``TrustBook.standing_of``)."""
 
     def standing(source: str) -> tuple[int, float]:
-        try:
-            return standing_of_key(bytes.fromhex(source.removeprefix("peer:")))
-        except ValueError:
-            return (-1, 0.0)
+        return standing_of_hex(source.removeprefix("peer:"))
 
     return standing
 

@@ -234,6 +234,13 @@ class TrustBook:
             return (_LEVEL_ORDER[TrustLevel.PROVISIONAL], 0.0)
         return (_LEVEL_ORDER[known.level], known.combined)
 
+    def standing_of(self, key_hex: str) -> tuple[int, float]:
+        """``standing`` of a key written in hex (a quota's or a listing's); a malformed key ranks lowest."""
+        try:
+            return self.standing(bytes.fromhex(key_hex))
+        except ValueError:
+            return (-1, 0.0)
+
     def is_heard(self, attester: bytes) -> bool:
         """Whether an attestation by ``attester`` counts: a management key, or a peer with standing."""
         return attester in self.management or attester in self.last.attesters or self._standing(attester)

@@ -182,14 +182,14 @@ async def test_a_flood_of_fresh_keys_is_bounded_by_the_total_quota_and_a_verifie
     book = TrustBook(b"m" * 32, frozenset({honest}))  # a management key: verified here
     quota = PeerContentQuota(total_crystals=50)
     kept = await ingest_listing(
-        store, listing(V1), honest, author_has_standing=True, quota=quota, standing=standing_by_source(book.standing)
+        store, listing(V1), honest, author_has_standing=True, quota=quota, standing=standing_by_source(book.standing_of)
     )
     for i in range(120):
         text = f"stranger {i}: to speed up builds, run make -j{i}"
         item = listing(text, stable_skill_id=f"spam.{i}", content_hash=content_hash(text))
         result = await ingest_listing(
             store, item, i.to_bytes(32, "big"), author_has_standing=False, quota=quota,
-            standing=standing_by_source(book.standing),
+            standing=standing_by_source(book.standing_of),
         )  # fmt: skip
         assert result.outcome is Ingested.CREATED
     usage = await usage_by_source(store.reader())

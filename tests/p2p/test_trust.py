@@ -217,3 +217,9 @@ def test_an_oversized_or_damaged_book_is_refused_and_a_large_one_trimmed(tmp_pat
     path.write_bytes(b" " * (limits.max_file_bytes() + 1))
     with pytest.raises(ValueError, match="larger than the limits allow"):
         TrustBook.load(path, A, frozenset(), limits)
+
+
+def test_standing_of_a_hex_key_orders_levels_and_ranks_a_malformed_key_lowest() -> None:
+    book = TrustBook(me=A, management=frozenset({M}))
+    assert book.standing_of(M.hex()) > book.standing_of(B.hex()) > book.standing_of("not hex")
+    assert book.standing_of("not hex") == (-1, 0.0)
