@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import aiosqlite
+
 from memory.errors import CrystalNotFound, InvalidQuery
 from memory.model import Crystal, HeldStatus, Lifecycle
 from memory.rows import SELECT_COLUMNS, crystal_from_row
@@ -89,14 +91,7 @@ async def release_from(store: MemoryStore, sources: list[str], *, actor: str) ->
         ) as cursor:
             rows = [(str(r[0]), Lifecycle(r[1])) for r in await cursor.fetchall()]
         for crystal_id, lifecycle in rows:
-            await db.execute(
-                "UPDATE quarantine SET status = ?, decided_ms = ?, decided_by = ? WHERE crystal_id = ?",
-                (HeldStatus.RELEASED.value, now, actor, crystal_id),
-            )
-            await db.execute("UPDATE crystals SET quarantined = 0 WHERE id = ?", (crystal_id,))
-            await store.write_transition(
-                db, crystal_id, lifecycle, lifecycle, "released from quarantine: its author is trusted", actor, now
-            )
+            await _settle(store, db, crystal_id, lifecycle, HeldStatus.RELEASED, actor=actor, now=now)
     if rows:
         await store.embed_backlog()
     return len(rows)
@@ -118,15 +113,27 @@ async def _decide(store: MemoryStore, crystal_id: str, status: HeldStatus, *, ac
             row = await cursor.fetchone()
         if row is None:
             raise CrystalNotFound(crystal_id)
-        await db.execute(
-            "UPDATE quarantine SET status = ?, decided_ms = ?, decided_by = ? WHERE crystal_id = ?",
-            (status.value, now, actor, crystal_id),
-        )
-        lifecycle = Lifecycle(row[0])
-        if status is HeldStatus.APPROVED:
-            await db.execute("UPDATE crystals SET quarantined = 0 WHERE id = ?", (crystal_id,))
-            await store.write_transition(db, crystal_id, lifecycle, lifecycle, "approved from quarantine", actor, now)
-        else:
-            await store.write_transition(
-                db, crystal_id, lifecycle, Lifecycle.EXPIRED, "rejected from quarantine", actor, now
-            )
+        await _settle(store, db, crystal_id, Lifecycle(row[0]), status, actor=actor, now=now)
+
+
+_WHY = {
+    HeldStatus.APPROVED: "approved from quarantine",
+    HeldStatus.RELEASED: "released from quarantine: its author is trusted",
+    HeldStatus.REJECTED: "rejected from quarantine",
+}
+
+
+async def _settle(
+    store: MemoryStore, db: aiosqlite.Connection, crystal_id: str, lifecycle: Lifecycle, status: HeldStatus,
+    *, actor: str, now: int,
+) -> None:  # fmt: skip
+    """Record the decision on a held crystal: approved or released, it is the agent's; rejected, expired."""
+    await db.execute(
+        "UPDATE quarantine SET status = ?, decided_ms = ?, decided_by = ? WHERE crystal_id = ?",
+        (status.value, now, actor, crystal_id),
+    )
+    if status is HeldStatus.REJECTED:
+        await store.write_transition(db, crystal_id, lifecycle, Lifecycle.EXPIRED, _WHY[status], actor, now)
+        return
+    await db.execute("UPDATE crystals SET quarantined = 0 WHERE id = ?", (crystal_id,))
+    await store.write_transition(db, crystal_id, lifecycle, lifecycle, _WHY[status], actor, now)
