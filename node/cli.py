@@ -14,7 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,10 +23,14 @@ from crypto.identity import Identity, load_identity, read_key_file_info, save_id
 from node.api_token import ensure_token
 from node.cli_common import handles_errors, location_options, read_passphrase, resolve
 from node.errors import EXIT_FAILURE, UsageError
+from node.exit_watchdog import arm_exit_watchdog
 from node.lockfile import DataDirLock
 from node.logs import configure_logging, get_logger
 from node.paths import NodePaths
 from node.status import probe_daemon
+
+if TYPE_CHECKING:
+    from node.daemon import Daemon
 
 log = get_logger("node.cli")
 
@@ -110,8 +114,14 @@ def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path |
     with DataDirLock(paths.lock_file):
         identity = _load_or_create_identity(paths, passphrase_file)
         daemon = Daemon(NodeContext(loaded, paths, identity))
-        code = asyncio.run(daemon.run())
+        code = asyncio.run(_run_then_bound_exit(daemon, loaded.config.node.shutdown_timeout_s))
     sys.exit(code)
+
+
+async def _run_then_bound_exit(daemon: Daemon, grace_s: float) -> int:
+    code = await daemon.run()
+    arm_exit_watchdog(grace_s, code)  # asyncio's and the interpreter's thread joins come next
+    return code
 
 
 @cli.command()

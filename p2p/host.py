@@ -92,6 +92,7 @@ class P2PHost:
         self.deliveries = DeliveryLanes(settings.event_queue)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._thread_ended: asyncio.Event | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
         self._stop: trio.Event | None = None
@@ -107,6 +108,7 @@ class P2PHost:
     async def start(self) -> None:
         """Start the thread and wait until the host listens and has subscribed to every topic."""
         self._loop = asyncio.get_running_loop()
+        self._thread_ended = asyncio.Event()
         ready: asyncio.Future[list[str]] = self._loop.create_future()
         self._thread = threading.Thread(target=self._thread_main, args=(ready,), name="libp2p", daemon=True)
         self._thread.start()
@@ -125,10 +127,16 @@ class P2PHost:
             stop = self._stop
             with contextlib.suppress(trio.RunFinishedError):  # already finished on its own
                 self._token.run_sync_soon(stop.set)
-        await asyncio.to_thread(thread.join, 15)
-        self._thread = None
-        if thread.is_alive():
-            raise RuntimeError("the libp2p thread did not stop within 15 s")
+        # Awaited on the loop, not joined from a worker thread: a stop that is itself cancelled
+        # (the daemon's shutdown budget ran out) leaves no thread behind for asyncio to join.
+        ended = self._thread_ended
+        try:
+            if ended is not None:
+                await asyncio.wait_for(ended.wait(), 15)
+        except TimeoutError:
+            raise RuntimeError("the libp2p thread did not stop within 15 s") from None
+        finally:
+            self._thread = None
 
     async def publish(self, topic: str, data: bytes) -> None:
         await self._call(lambda: self._pubsub.publish(topic, data))
@@ -274,6 +282,11 @@ class P2PHost:
         except BaseException as exc:  # noqa: BLE001 - reported to the starter, then logged
             _log.error("p2p.thread_failed", extra={"fields": {"error": repr(exc)}})
             loop.call_soon_threadsafe(_settle, ready, None, exc)
+        finally:
+            ended = self._thread_ended
+            if ended is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
+                    loop.call_soon_threadsafe(ended.set)
 
     async def _trio_main(self, ready: asyncio.Future[list[str]]) -> None:
         from libp2p import new_host

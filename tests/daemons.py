@@ -57,6 +57,9 @@ class Node:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                tail = "\n".join(self.log_tail(40))
+                raise AssertionError(f"{self.data.name} did not stop within 15 s; its log ends:\n{tail}") from None
             finally:
                 self.proc.kill()
         log = ""
