@@ -32,12 +32,12 @@ from bench.memory_store import synthetic_texts
 from bench.timing import percentiles_ms
 from memory.model import NewCrystal
 from memory.store import MemoryStore
-from node import memory_service as service
+from node.commands import memory_service as service
+from node.commands.memory_requests import SearchArgs
 from node.config import load_config
-from node.memory_part import open_store, search_weights
-from node.memory_requests import SearchArgs
+from node.parts.memory import open_store, search_weights
 from node.paths import NodePaths
-from node.status import read_status
+from node.runtime.status import read_status
 
 SIZE = 5_000
 QUICK_SIZE = 1_000
@@ -151,7 +151,7 @@ def _cli_times(data: Path, env: dict[str, str], queries: list[str]) -> dict[str,
     for i in range(CLI_RUNS):
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-c", "from node.cli import register_commands; register_commands()"],
+            [sys.executable, "-c", "from node.cli.main import register_commands; register_commands()"],
             env=env, check=True, capture_output=True,
         )  # fmt: skip
         floor.append(time.perf_counter() - started)

@@ -1,3 +1,3 @@
-from node.cli import main
+from node.cli.main import main
 
 main()

@@ -62,7 +62,7 @@ def _api_url(node: Node) -> str | None:
 
 def _routes_never_answered(api: Api) -> list[str]:
     """The routes the daemon's own request counter never saw answer."""
-    from node.api_routes import ROUTES
+    from node.commands.routes import ROUTES
 
     request = urllib.request.Request(api.url + "/metrics")
     request.add_header("Authorization", f"Bearer {api.token}")

@@ -148,7 +148,7 @@ def test_without_the_api_the_cli_uses_the_control_socket_and_falls_back_for_miss
 
 
 def test_every_command_speaks_json() -> None:
-    from node.cli import register_commands
+    from node.cli.main import register_commands
 
     def leaves(command: click.Command, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], click.Command]]:
         if isinstance(command, click.Group):

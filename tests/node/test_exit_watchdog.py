@@ -9,7 +9,7 @@ import textwrap
 STUCK_AFTER_STOP = textwrap.dedent(
     """
     import asyncio, threading
-    from node.exit_watchdog import arm_exit_watchdog
+    from node.runtime.exit_watchdog import arm_exit_watchdog
     from node.logs import configure_logging
 
     configure_logging("info", "text")

@@ -9,10 +9,10 @@ import pytest
 
 from crypto.identity import Identity
 from node.config import load_config
-from node.context import NodeContext
-from node.daemon import Daemon
 from node.paths import NodePaths
-from node.status import read_status
+from node.runtime.context import NodeContext
+from node.runtime.daemon import Daemon
+from node.runtime.status import read_status
 
 
 class Recorder:

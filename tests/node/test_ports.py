@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from node.errors import UsageError
-from node.ports import TcpEndpoint, busy_reason, dial_target, refuse_busy_listen, tcp_endpoint
+from node.runtime.ports import TcpEndpoint, busy_reason, dial_target, refuse_busy_listen, tcp_endpoint
 
 
 @pytest.mark.parametrize(

@@ -6,15 +6,15 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from node.api import ApiServer
-from node.context import NodeContext
-from node.control import ControlServer, Handler
-from node.lifecycle import Part, TaskSupervisor
-from node.market_part import MarketPart
-from node.memory_part import MemoryPart
-from node.metrics import MetricsPart, NodeMetrics
-from node.p2p_part import P2PPart
-from node.status import DaemonStatus
+from node.parts.market import MarketPart
+from node.parts.memory import MemoryPart
+from node.parts.metrics import MetricsPart, NodeMetrics
+from node.parts.p2p import P2PPart
+from node.runtime.context import NodeContext
+from node.runtime.lifecycle import Part, TaskSupervisor
+from node.runtime.status import DaemonStatus
+from node.servers.api import ApiServer
+from node.servers.control import ControlServer, Handler
 
 
 def build_parts(

@@ -18,9 +18,9 @@ from marketplace.reputation import reputation_in
 from marketplace.wallet import load_or_create_wallet
 from memory.governance import check_exportable
 from memory.model import KNOWLEDGE_TYPES
-from node.actor import current_actor
-from node.control import Handler
-from node.skills_service import price_report, price_settings, record_report
+from node.commands.skills_service import price_report, price_settings, record_report
+from node.runtime.actor import current_actor
+from node.servers.control import Handler
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
@@ -44,13 +44,13 @@ if TYPE_CHECKING:
     from crypto.anchors import TrustAnchors
     from crypto.envelope import Envelope
     from memory.store import MemoryStore
-    from node.context import NodeContext
+    from node.runtime.context import NodeContext
     from p2p.host import P2PHost
     from p2p.trust import TrustBook, TrustLevel
 
 
 class SkillsHost(Protocol):
-    """What the skills commands need of the part that gossips (``node.p2p_part.P2PPart``)."""
+    """What the skills commands need of the part that gossips (``node.parts.p2p.P2PPart``)."""
 
     host: P2PHost | None
     trust: TrustBook

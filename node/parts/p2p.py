@@ -28,14 +28,14 @@ from memory.hormones import NetworkOverride
 from memory.peer_quota import PeerContentQuota
 from memory.quarantine import release_from
 from memory.store import MemoryStore
-from node.context import NodeContext
-from node.control import Handler
+from node.commands.skills import SkillsCommands
 from node.errors import PartNotRunning
-from node.lifecycle import TaskSupervisor
 from node.logs import get_logger, route_library_logs
-from node.memory_part import MemoryPart
-from node.ports import refuse_busy_listen
-from node.skills_commands import SkillsCommands
+from node.parts.memory import MemoryPart
+from node.runtime.context import NodeContext
+from node.runtime.lifecycle import TaskSupervisor
+from node.runtime.ports import refuse_busy_listen
+from node.servers.control import Handler
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler

@@ -19,12 +19,12 @@ from memory.model import Origin, Scope, SemanticType
 from memory.query import SearchMode
 from memory.store import MemoryStore
 from memory.working_memory import WorkingMemoryFiles
-from node.actor import AGENT
+from node.clients.daemon import DaemonClient, find_daemon
 from node.config import Config
-from node.control import ControlError, Handler
-from node.daemon_client import DaemonClient, find_daemon
 from node.logs import get_logger
 from node.paths import NodePaths
+from node.runtime.actor import AGENT
+from node.servers.control import ControlError, Handler
 
 log = get_logger("node.mcp")
 
@@ -55,7 +55,7 @@ class _Standalone:
     """What ``MemoryCommands`` needs of the memory part, for a store this process opened itself."""
 
     def __init__(self, store: MemoryStore, files: WorkingMemoryFiles, config: Config) -> None:
-        from node.memory_part import search_weights
+        from node.parts.memory import search_weights
 
         self.store: MemoryStore | None = store
         self.files = files
@@ -214,8 +214,8 @@ async def serve(config: Config, paths: NodePaths) -> None:
         backend = DaemonBackend(client)
         log.info("mcp.via_daemon", transport=client.transport)
     except (ControlError, OSError):
-        from node.memory_commands import MemoryCommands
-        from node.memory_part import open_store, working_memory_files
+        from node.commands.memory import MemoryCommands
+        from node.parts.memory import open_store, working_memory_files
 
         paths.ensure_data_dir()
         store = await open_store(config, paths)

@@ -28,8 +28,8 @@ import sqlean
 
 from crypto.errors import SealedDataError
 from crypto.stream import StreamKey, decrypt_file, encrypt_file
-from node.json_input import json_object
 from node.paths import NodePaths
+from node.servers.json_input import json_object
 
 FORMAT = "bitterbot-node/backup"
 VERSION = 1

@@ -2,7 +2,7 @@
 
 The daemon's command table (the HTTP API, the control socket, the MCP server) and the CLI
 (opening the store directly when no daemon runs) call these same functions, with the request
-models of ``node.memory_requests``.
+models of ``node.commands.memory_requests``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from memory.model import Crystal, Lifespan, NewCrystal
 from memory.query import SearchRequest, Weights, parse_since
 from memory.search import search
 from memory.store import MemoryStore
-from node.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
+from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
 
 def crystal_json(crystal: Crystal) -> dict[str, Any]:

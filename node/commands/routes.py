@@ -1,7 +1,7 @@
 """The local HTTP API's routes: path, method, the daemon command behind it, its request model.
 
-One table, read by the server (``node.api``) to dispatch and by the OpenAPI document to
-describe; the CLI's client (``node.daemon_client``) reads it to know where each command lives.
+One table, read by the server (``node.servers.api``) to dispatch and by the OpenAPI document to
+describe; the CLI's client (``node.clients.daemon``) reads it to know where each command lives.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from node.memory_requests import (
+from node.commands.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
     EventArgs,

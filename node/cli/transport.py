@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
-from node.cli_common import resolve
-from node.control import CommandUnavailable, ControlError
-from node.daemon_client import find_daemon
+from node.cli.common import resolve
+from node.clients.daemon import find_daemon
+from node.commands.memory_requests import InvalidRequest
 from node.error_status import exit_code
 from node.errors import NodeError, UsageError
-from node.memory_requests import InvalidRequest
+from node.servers.control import CommandUnavailable, ControlError
 
 if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a command opens the file
     from memory.store import MemoryStore
@@ -34,7 +34,7 @@ def with_store(config_path: Path | None, data_dir: Path | None, action: Callable
     paths.ensure_data_dir()
 
     async def go() -> T:
-        from node.memory_part import open_store
+        from node.parts.memory import open_store
 
         store = await open_store(loaded.config, paths)
         try:

@@ -17,10 +17,10 @@ from memory.errors import StoreError
 from memory.hormones import Event
 from memory.scratch import ScratchError
 from memory.working_memory import bootstrap_text
-from node.cli_common import handles_errors, location_options, resolve
-from node.cli_transport import daemon_or_store
+from node.cli.common import handles_errors, location_options, resolve
+from node.cli.memory import memory_group, progress_bar
+from node.cli.transport import daemon_or_store
 from node.errors import UsageError
-from node.memory_cli import memory_group, progress_bar
 
 if TYPE_CHECKING:  # the store and the cycles load only when a command runs on the file itself
     from memory.store import MemoryStore
@@ -37,7 +37,7 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         from memory.consolidation import CONSOLIDATION_STEPS
-        from node.memory_part import consolidate_as_configured
+        from node.parts.memory import consolidate_as_configured
 
         with progress_bar(CONSOLIDATION_STEPS, "consolidating") as bar:
             report = await consolidate_as_configured(
@@ -90,14 +90,14 @@ def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: 
 @handles_errors
 def memory_note(config_path: Path | None, data_dir: Path | None, text: str, importance: float, as_json: bool) -> None:
     """Write a working-memory note: appended to scratch.md durably, searchable at once."""
-    from node.memory_part import working_memory_files
+    from node.parts.memory import working_memory_files
 
     _, paths = resolve(config_path, data_dir)
     files = working_memory_files(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         from memory.dream import working_memory_note
-        from node.memory_service import crystal_json
+        from node.commands.memory_service import crystal_json
 
         try:
             return crystal_json(await working_memory_note(store, files, text, importance))
@@ -127,7 +127,7 @@ def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_wi
     _, paths = resolve(config_path, data_dir)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.memory_part import working_memory_files
+        from node.parts.memory import working_memory_files
 
         return {"text": bootstrap_text(working_memory_files(paths), context_window)}
 
@@ -141,14 +141,14 @@ def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_wi
 @handles_errors
 def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Run the dream cycle now: fold scratch notes and new memories into MEMORY.md."""
-    from node.memory_part import working_memory_files
+    from node.parts.memory import working_memory_files
 
     loaded, paths = resolve(config_path, data_dir)
     files = working_memory_files(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
         from memory.dream import dream
-        from node.memory_part import synthesizer_from_config, world_lines
+        from node.parts.memory import synthesizer_from_config, world_lines
 
         synthesizer = synthesizer_from_config(loaded.config)
         report = await dream(
@@ -176,7 +176,7 @@ def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bo
     """Show the hormonal state (effective levels, and any network override)."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from node import memory_service as service
+        from node.commands import memory_service as service
 
         return service.hormone_doc(store)
 
@@ -199,7 +199,7 @@ def memory_event(config_path: Path | None, data_dir: Path | None, events: tuple[
     """Tell the node what just happened (reward, error, social, achievement, urgency)."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from node import memory_service as service
+        from node.commands import memory_service as service
 
         return await service.observe_events(store, [Event(e) for e in events])
 

@@ -30,14 +30,14 @@ from memory.query import Weights
 from memory.store import LinkSettings, MemoryStore
 from memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from memory.working_memory import WorkingMemoryFiles
+from node.commands.memory import MemoryCommands
 from node.config import Config
-from node.control import Handler
 from node.errors import PartNotRunning, UsageError
-from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
-from node.memory_commands import MemoryCommands
-from node.metrics import NodeMetrics
+from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
+from node.runtime.lifecycle import TaskSupervisor
+from node.servers.control import Handler
 
 log = get_logger("node.memory")
 BACKLOG_IDLE_S = 5.0

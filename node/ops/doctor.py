@@ -20,8 +20,8 @@ from pathlib import Path
 
 from node.config import Config
 from node.paths import NodePaths
-from node.ports import TcpEndpoint, busy_reason, dial_target, tcp_endpoint
-from node.status import probe_daemon
+from node.runtime.ports import TcpEndpoint, busy_reason, dial_target, tcp_endpoint
+from node.runtime.status import probe_daemon
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 SKEW_WARN_S = 30  # envelopes from the future are refused beyond 60 s (wire.max_ahead_s default)
@@ -108,7 +108,7 @@ def check_sqlite() -> Check:
 
 
 def check_embedder(config: Config) -> Check:
-    from node.memory_part import embedder_from_config
+    from node.parts.memory import embedder_from_config
 
     try:
         embedder = embedder_from_config(config)

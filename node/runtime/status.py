@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from node.lockfile import lock_holder
+from node.runtime.lockfile import lock_holder
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The local HTTP API: JSON in and out, bearer token, loopback only unless the config says otherwise.
 
-Every route (``node.api_routes``) runs a command of the daemon's command table, the same
+Every route (``node.commands.routes``) runs a command of the daemon's command table, the same
 table the control socket serves. Errors are JSON ``{"error": "..."}`` with the status
 ``node.error_status`` gives each error class: 401 without the right token, 400 for bad
 input (the message names the field; a body nested past 64 levels too), 403 when governance
@@ -21,13 +21,13 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from node.actor import AGENT, HEADER, acting_as
-from node.api_routes import ROUTES, Route
-from node.api_token import ensure_token
-from node.control import Handler
+from node.commands.routes import ROUTES, Route
 from node.error_status import UNEXPECTED, http_status, message_of
-from node.json_input import json_object
 from node.logs import get_logger
+from node.runtime.actor import AGENT, HEADER, acting_as
+from node.servers.api_token import ensure_token
+from node.servers.control import Handler
+from node.servers.json_input import json_object
 
 log = get_logger("node.api")
 MAX_BODY_BYTES = 1_048_576

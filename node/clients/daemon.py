@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from node.actor import CLI, HEADER
-from node.api_routes import ROUTES, Route
-from node.control import CommandUnavailable, ControlError, call
+from node.commands.routes import ROUTES, Route
 from node.paths import NodePaths
-from node.status import probe_daemon
+from node.runtime.actor import CLI, HEADER
+from node.runtime.status import probe_daemon
+from node.servers.control import CommandUnavailable, ControlError, call
 
 ROUTE_OF_COMMAND: dict[str, Route] = {route.command: route for route in ROUTES}
 

@@ -1,7 +1,7 @@
 """The requests of the memory operations (pydantic): what the HTTP API, the CLI and the MCP
 server accept. A bad field is refused with a message naming it, before the store is touched.
 
-Kept apart from ``node.memory_service`` so that describing a request (the API's route table,
+Kept apart from ``node.commands.memory_service`` so that describing a request (the API's route table,
 the CLI's client) does not load the store.
 """
 

@@ -13,11 +13,11 @@ import click
 
 from crypto.errors import KeyFileError, SealedDataError
 from crypto.identity import read_key_file_info
-from node.cli_common import handles_errors, location_options, read_passphrase, resolve
-from node.cli_transport import with_store
+from node.cli.common import handles_errors, location_options, read_passphrase, resolve
+from node.cli.memory import memory_group
+from node.cli.transport import with_store
 from node.errors import UsageError
-from node.lockfile import DataDirLock
-from node.memory_cli import memory_group
+from node.runtime.lockfile import DataDirLock
 
 if TYPE_CHECKING:  # backups, their ciphers and the store load only when a backup command runs
     from crypto.stream import StreamKey
@@ -74,7 +74,7 @@ def backup(
         peer_id = read_key_file_info(paths.key_file).peer_id
     except KeyFileError:
         peer_id = ""
-    from node.backup import BackupError, create_backup
+    from node.ops.backup import BackupError, create_backup
 
     try:
         report = create_backup(paths, out, key, config_file=loaded.path, include_keys=include_keys, peer_id=peer_id)
@@ -109,7 +109,7 @@ def restore(
     """Restore a backup into the data dir, after checking all of it (tags, digests, SQLite integrity)."""
     _, paths = resolve(config_path, data_dir)
     key = _key(passphrase_file, backup_key_file, confirm=False)
-    from node.backup import BackupError, restore_backup
+    from node.ops.backup import BackupError, restore_backup
 
     paths.ensure_data_dir()
     with DataDirLock(paths.lock_file):  # no daemon may run on the data dir being restored
@@ -140,7 +140,7 @@ def memory_export(
         raise UsageError(f"{out} exists; choose a new name")
 
     async def go(store: MemoryStore, sink: TextIO) -> tuple[int, int]:
-        from node.memory_service import crystal_json
+        from node.commands.memory_service import crystal_json
 
         written = skipped = 0
         async for crystal in store.iter_live():

@@ -20,17 +20,17 @@ import click
 
 from crypto.errors import KeyFileMissing
 from crypto.identity import Identity, load_identity, read_key_file_info, save_identity
-from node.api_token import ensure_token
-from node.cli_common import handles_errors, location_options, read_passphrase, resolve
+from node.cli.common import handles_errors, location_options, read_passphrase, resolve
 from node.errors import EXIT_FAILURE, UsageError
-from node.exit_watchdog import arm_exit_watchdog
-from node.lockfile import DataDirLock
 from node.logs import configure_logging, get_logger
 from node.paths import NodePaths
-from node.status import probe_daemon
+from node.runtime.exit_watchdog import arm_exit_watchdog
+from node.runtime.lockfile import DataDirLock
+from node.runtime.status import probe_daemon
+from node.servers.api_token import ensure_token
 
 if TYPE_CHECKING:
-    from node.daemon import Daemon
+    from node.runtime.daemon import Daemon
 
 log = get_logger("node.cli")
 
@@ -108,8 +108,8 @@ def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path |
     loaded, paths = resolve(config_path, data_dir)
     configure_logging(loaded.config.log.level, loaded.config.log.format, parts=loaded.config.log.parts)
     paths.ensure_data_dir()
-    from node.context import NodeContext
-    from node.daemon import Daemon
+    from node.runtime.context import NodeContext
+    from node.runtime.daemon import Daemon
 
     with DataDirLock(paths.lock_file):
         identity = _load_or_create_identity(paths, passphrase_file)
@@ -226,7 +226,7 @@ def doctor(config_path: Path | None, data_dir: Path | None, as_json: bool) -> No
     """Check what usually goes wrong in the first hour, and say how to fix each (exit 1 if any fails)."""
     from dataclasses import asdict
 
-    from node.doctor import FAIL, run_checks
+    from node.ops.doctor import FAIL, run_checks
 
     loaded, paths = resolve(config_path, data_dir)  # a broken config is the first finding (exit 2)
     checks = run_checks(loaded.config, paths)
@@ -253,7 +253,7 @@ def mcp(config_path: Path | None, data_dir: Path | None) -> None:
     """
     import asyncio
 
-    from node.mcp_server import serve
+    from node.servers.mcp import serve
 
     loaded, paths = resolve(config_path, data_dir)
     configure_logging(
@@ -269,13 +269,13 @@ def main() -> None:
 
 def register_commands() -> click.Group:
     """Add the command groups defined in their own modules (they build on this one's helpers)."""
-    from node import memory_dynamics_cli  # noqa: F401 - adds its commands to memory_group
-    from node.memory_cli import memory_group  # registered here: memory_cli builds on this module's helpers
+    from node.cli import memory_dynamics as memory_dynamics_cli  # noqa: F401 - adds its commands to memory_group
+    from node.cli.memory import memory_group  # registered here: memory_cli builds on this module's helpers
 
     cli.add_command(memory_group)
-    from node.backup_cli import backup, restore  # also adds memory export to the memory group
-    from node.market_cli import chain_group, wallet_group  # also adds skills record|price|buy to the skills group
-    from node.p2p_cli import connect, peers, skills_group, weather_group
+    from node.cli.backup import backup, restore  # also adds memory export to the memory group
+    from node.cli.market import chain_group, wallet_group  # also adds skills record|price|buy to the skills group
+    from node.cli.network import connect, peers, skills_group, weather_group
 
     for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore):
         cli.add_command(command)

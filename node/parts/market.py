@@ -21,13 +21,13 @@ from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
 from marketplace.purchase import PROTOCOL, Market, SellerLimits
 from marketplace.wallet import load_or_create_wallet
-from node.context import NodeContext
-from node.control import Handler
 from node.errors import PartNotRunning
-from node.lifecycle import TaskSupervisor
 from node.logs import get_logger
-from node.memory_part import MemoryPart
-from node.p2p_part import P2PPart
+from node.parts.memory import MemoryPart
+from node.parts.p2p import P2PPart
+from node.runtime.context import NodeContext
+from node.runtime.lifecycle import TaskSupervisor
+from node.servers.control import Handler
 from p2p.messages import parse_skill_listing
 
 log = get_logger("node.market")

@@ -16,10 +16,10 @@ import click
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.pricing import format_usdc, parse_usdc
-from node.cli_common import handles_errors, location_options, resolve
-from node.cli_transport import call_daemon, daemon_or_store
+from node.cli.common import handles_errors, location_options, resolve
+from node.cli.network import skills_group
+from node.cli.transport import call_daemon, daemon_or_store
 from node.errors import UsageError
-from node.p2p_cli import skills_group
 from node.paths import NodePaths
 
 if TYPE_CHECKING:  # the store and the market's queries load only when a command runs on the file itself
@@ -41,7 +41,7 @@ def skills_record(
     reward_milli = round(score * 1000)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.skills_service import record_report
+        from node.commands.skills_service import record_report
 
         try:
             return await record_report(store, crystal_id, success=success, reward_milli=reward_milli, actor="cli")
@@ -83,7 +83,7 @@ def skills_price(
     market = loaded.config.marketplace
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.skills_service import price_report, price_settings
+        from node.commands.skills_service import price_report, price_settings
 
         reputation, me = _reputation(paths)
         settings = price_settings(market)

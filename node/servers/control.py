@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from node.actor import AGENT, acting_as
 from node.error_status import UNEXPECTED, http_status, message_of
-from node.json_input import json_object
 from node.logs import get_logger
+from node.runtime.actor import AGENT, acting_as
+from node.servers.json_input import json_object
 
 log = get_logger("node.control")
 MAX_REQUEST_BYTES = 1_048_576

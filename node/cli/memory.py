@@ -2,7 +2,7 @@
 
 With a daemon running, each command is a request to its API; with none, the command
 opens the store file itself and calls the same service functions the daemon calls
-(``node.memory_service``), so both ways answer alike (``node.cli_transport``).
+(``node.commands.memory_service``), so both ways answer alike (``node.cli.transport``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pydantic import BaseModel, ValidationError
 
 from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.query import SearchMode, SortKey
-from node.cli_common import handles_errors, location_options, resolve
-from node.cli_transport import daemon_or_store, with_store
+from node.cli.common import handles_errors, location_options, resolve
+from node.cli.transport import daemon_or_store, with_store
+from node.commands.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 from node.errors import UsageError
-from node.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
     from memory.store import MemoryStore
@@ -79,7 +79,7 @@ def memory_add(
     args = request_of(RememberArgs, text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
 
     async def direct(store: MemoryStore) -> dict[str, Any]:
-        from node import memory_service as service
+        from node.commands import memory_service as service
 
         return await service.remember(store, args, actor="cli")
 
@@ -130,8 +130,8 @@ def memory_search(
     )  # fmt: skip
 
     async def direct(store: MemoryStore) -> list[dict[str, Any]]:
-        from node import memory_service as service
-        from node.memory_part import search_weights
+        from node.commands import memory_service as service
+        from node.parts.memory import search_weights
 
         return await service.search_memory(store, args, search_weights(loaded.config))
 
@@ -165,7 +165,7 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
     args = request_of(ShowArgs, id=crystal_id)
 
     async def direct(store: MemoryStore) -> dict[str, Any]:
-        from node import memory_service as service
+        from node.commands import memory_service as service
 
         return await service.show(store, args)
 
@@ -209,7 +209,7 @@ def memory_quarantine(
     args = request_of(QuarantineArgs, status=status, limit=limit)
 
     async def direct(store: MemoryStore) -> list[dict[str, Any]]:
-        from node import memory_service as service
+        from node.commands import memory_service as service
 
         return await service.quarantine_list(store, args)
 
@@ -235,7 +235,7 @@ def _decide(command: str, verb: str) -> Callable[..., None]:
         args = request_of(ShowArgs, id=crystal_id)
 
         async def direct(store: MemoryStore) -> dict[str, Any]:
-            from node import memory_service as service
+            from node.commands import memory_service as service
 
             if command == "memory.quarantine.approve":
                 return await service.quarantine_approve(store, args, actor="cli")
@@ -266,7 +266,7 @@ def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: s
     args = request_of(ForgetArgs, id=crystal_id, reason=reason)
 
     async def direct(store: MemoryStore) -> dict[str, Any]:
-        from node import memory_service as service
+        from node.commands import memory_service as service
 
         return await service.forget(store, args, actor="cli")
 

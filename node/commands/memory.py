@@ -1,5 +1,5 @@
 """The daemon's memory commands (HTTP API, control socket, MCP server): one handler per operation,
-each validating its request model and calling ``node.memory_service``."""
+each validating its request model and calling ``node.commands.memory_service``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ from memory.dream import working_memory_note
 from memory.errors import StoreError
 from memory.query import Weights
 from memory.working_memory import WorkingMemoryFiles, bootstrap_text
-from node import memory_service as service
-from node.actor import current_actor
-from node.control import Handler
-from node.errors import PartNotRunning
-from node.memory_requests import (
+from node.commands import memory_service as service
+from node.commands.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
     EventArgs,
@@ -26,14 +23,17 @@ from node.memory_requests import (
     SearchArgs,
     ShowArgs,
 )
-from node.memory_service import crystal_json
+from node.commands.memory_service import crystal_json
+from node.errors import PartNotRunning
+from node.runtime.actor import current_actor
+from node.servers.control import Handler
 
 if TYPE_CHECKING:
     from memory.store import MemoryStore
 
 
 class MemoryHost(Protocol):
-    """What the memory commands need of the part that runs them (``node.memory_part.MemoryPart``)."""
+    """What the memory commands need of the part that runs them (``node.parts.memory.MemoryPart``)."""
 
     store: MemoryStore | None
     files: WorkingMemoryFiles

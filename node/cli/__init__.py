@@ -1,0 +1,1 @@
+"""The `bitterbot-node` command line: one module per command group."""

@@ -1,0 +1,1 @@
+"""How a caller reaches a node: the running daemon's API or control socket."""

@@ -1,0 +1,1 @@
+"""Every command of the node, defined once: its request model, its handler, its route."""

@@ -1,0 +1,1 @@
+"""Keeping a node safe and healthy: backups, restores and the doctor's checks."""

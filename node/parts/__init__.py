@@ -1,0 +1,1 @@
+"""What a running node is made of: memory, the P2P network, the market, metrics."""

@@ -1,0 +1,1 @@
+"""How commands reach a running daemon: the HTTP API, the control socket, the MCP server."""
