@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from bench.memory_store import synthetic_texts
 from bench.timing import percentiles_ms
 from memory.model import NewCrystal
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from node.commands import memory_service as service
 from node.commands.memory_requests import SearchArgs
 from node.config import load_config

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from bench.memory_store import DIM, SyntheticEmbedder, synthetic_texts
-from memory.consolidation import consolidate
-from memory.importance import DAY_MS
+from memory.dynamics.consolidation import consolidate
+from memory.dynamics.importance import DAY_MS
 from memory.model import Hormones, Lifespan, NewCrystal
-from memory.store import LinkSettings, MemoryStore
+from memory.storage.store import LinkSettings, MemoryStore
 
 SIZE = 100_000
 QUICK_SIZE = 10_000

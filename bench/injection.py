@@ -1,4 +1,4 @@
-"""The instruction detector (``memory.injection``) on its corpus: false positives and negatives,
+"""The instruction detector (``memory.governance.injection``) on its corpus: false positives and negatives,
 for the part it was written against (dev) and a part written after it and not tuned on (holdout).
 The baseline is flagging nothing (what main did: every peer text went to the prompt unmarked)."""
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memory.injection import instruction_flags
+from memory.governance.injection import instruction_flags
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "memory" / "data" / "instruction_corpus.jsonl"
 

@@ -24,9 +24,9 @@ from typing import Any
 from memory.embedders import make_embedder
 from memory.importer import neighbour_context
 from memory.model import NewCrystal, Origin, SemanticType
-from memory.query import SearchMode, SearchRequest, Weights
-from memory.search import search
-from memory.store import LinkSettings, MemoryStore
+from memory.retrieval.query import SearchMode, SearchRequest, Weights
+from memory.retrieval.search import search
+from memory.storage.store import LinkSettings, MemoryStore
 
 DATA = Path(
     os.environ.get("LOCOMO_PATH", Path(__file__).resolve().parents[2] / "shared/data/locomo-dev/locomo-dev.json")

@@ -31,10 +31,10 @@ import sqlite_vec
 from bench.timing import percentiles_ms
 from memory.embedders.base import Vectors, normalise_rows
 from memory.model import NewCrystal
-from memory.query import SearchRequest, fts_query
-from memory.search import search
-from memory.store import LinkSettings, MemoryStore
-from memory.vectors import coarse_knn_sql, vector_blob
+from memory.retrieval.query import SearchRequest, fts_query
+from memory.retrieval.search import search
+from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.vectors import coarse_knn_sql, vector_blob
 
 DIM = 384
 QUERIES = 200

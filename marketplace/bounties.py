@@ -21,7 +21,7 @@ from typing import Any
 
 from crypto.envelope import Envelope
 from marketplace.words import any_of, significant_words
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.messages import SkillBounty
 
 

@@ -28,7 +28,7 @@ from marketplace.bounties import BountyRow, bounties_answered_by, bounty_terms, 
 from marketplace.listings import ListingRow, live_listings
 from marketplace.received_quota import KeyStanding
 from marketplace.words import any_of
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 MAX_PAGE = 500
 T = TypeVar("T")

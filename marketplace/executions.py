@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from memory.errors import CrystalNotFound
 from memory.model import KNOWLEDGE_TYPES
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 
 @dataclass(frozen=True, slots=True)

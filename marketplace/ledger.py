@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crypto.envelope import decode_envelope
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 DAY_MS = 86_400_000
 TREND_DAYS = 7

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crypto.envelope import Envelope
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.messages import SkillEndorsement, SkillListing, SkillRevocation
 
 

@@ -9,7 +9,7 @@ from marketplace.listings import listings_in_category
 from marketplace.pricing import PriceBreakdown, PriceInputs, PriceSettings, price
 from marketplace.quality import refusals
 from memory.model import Crystal
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 
 async def price_of(

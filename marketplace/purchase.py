@@ -47,7 +47,7 @@ from marketplace.errors import ChainError, PurchaseError
 from marketplace.listings import listing_envelope
 from memory.clock import wall_clock_ms
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
 from p2p.ingest import peer_source
 from p2p.messages import SkillListing, parse_skill_listing

@@ -15,7 +15,7 @@ from itertools import groupby
 
 import aiosqlite
 
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 #: How much a key (hex) is trusted here, higher kept longer: e.g. (level order, combined score).
 KeyStanding = Callable[[str], tuple[int, float]]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from memory.embedders.base import Vectors
 from memory.model import AssociationType
-from memory.store import LinkSettings, MemoryStore
+from memory.storage.store import LinkSettings, MemoryStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,7 @@ class Bounty:
 
 
 class HeldStatus(StrEnum):
-    """Where a crystal held in quarantine stands (``memory.quarantine``)."""
+    """Where a crystal held in quarantine stands (``memory.governance.quarantine``)."""
 
     HELD = "held"
     APPROVED = "approved"  # by the person
@@ -144,7 +144,7 @@ class Quarantine:
     """Why a crystal from a peer is held back from the agent until the person reviews it."""
 
     reason: str  # e.g. "author below trusted"
-    flags: tuple[str, ...] = ()  # instruction-like findings in its text (memory.injection)
+    flags: tuple[str, ...] = ()  # instruction-like findings in its text (memory.governance.injection)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +188,7 @@ class NewCrystal:
     # together with ``text`` so a short reply like "yes, last May" is still findable by meaning.
     # Never returned as the crystal's text and not part of its content hash.
     context: str | None = None
-    # Set for content from peers that the agent must not see unasked (``memory.quarantine``).
+    # Set for content from peers that the agent must not see unasked (``memory.governance.quarantine``).
     quarantine: Quarantine | None = None
 
     def __post_init__(self) -> None:

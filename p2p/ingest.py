@@ -6,10 +6,10 @@ versions and revocations are matched to their publisher only) and the attributio
 ``created`` by ``peer:<key>``. It is stored ``shared`` and goes through the same
 governance as anything else (sensitivity is classified from its text).
 
-It is held in quarantine (``memory.quarantine``) when its author has no standing here
+It is held in quarantine (``memory.governance.quarantine``) when its author has no standing here
 (below ``trusted``) or when its text reads like instructions to the agent
-(``memory.injection``), whoever sent it. A text the person rejected before is refused.
-Each new crystal is followed by the peer content quotas (``memory.peer_quota``): past
+(``memory.governance.injection``), whoever sent it. A text the person rejected before is refused.
+Each new crystal is followed by the peer content quotas (``memory.governance.peer_quota``): past
 them, the least trusted authors' oldest crystals are deleted.
 """
 
@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from memory.injection import instruction_flags
+from memory.governance.injection import instruction_flags
+from memory.governance.peer_quota import Evicted, PeerContentQuota, Standing, enforce
+from memory.governance.quarantine import was_rejected
 from memory.model import NewCrystal, Origin, Quarantine, Scope, SemanticType, SkillVersion, content_hash
-from memory.peer_quota import Evicted, PeerContentQuota, Standing, enforce
-from memory.quarantine import was_rejected
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.messages import SkillListing, SkillRevocation
 
 

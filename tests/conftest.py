@@ -14,7 +14,7 @@ from hypothesis import settings
 from memory.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 # No deadline per example: a deadline is a timed assertion, and on a loaded 2-core machine (two
 # test workers beside daemons) an example of the envelope properties took more than 200 ms.

@@ -21,7 +21,7 @@ from node.runtime.lockfile import DataDirLock
 
 if TYPE_CHECKING:  # backups, their ciphers and the store load only when a backup command runs
     from crypto.stream import StreamKey
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
 
 
 def _key(passphrase_file: Path | None, key_file: Path | None, *, confirm: bool) -> StreamKey:

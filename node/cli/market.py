@@ -23,7 +23,7 @@ from node.errors import UsageError
 from node.paths import NodePaths
 
 if TYPE_CHECKING:  # the store and the market's queries load only when a command runs on the file itself
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
 
 
 @skills_group.command("record")

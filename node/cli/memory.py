@@ -18,14 +18,14 @@ from click.termui import progressbar
 from pydantic import BaseModel, ValidationError
 
 from memory.model import HeldStatus, Origin, Scope, SemanticType
-from memory.query import SearchMode, SortKey
+from memory.retrieval.query import SearchMode, SortKey
 from node.cli.common import handles_errors, location_options, resolve
 from node.cli.transport import daemon_or_store, with_store
 from node.commands.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 from node.errors import UsageError
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
 
 R = TypeVar("R", bound=BaseModel)
 

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from memory.dynamics.hormones import Event
 from memory.errors import StoreError
-from memory.hormones import Event
-from memory.scratch import ScratchError
-from memory.working_memory import bootstrap_text
+from memory.working_memory.memory_md import bootstrap_text
+from memory.working_memory.scratch import ScratchError
 from node.cli.common import handles_errors, location_options, resolve
 from node.cli.memory import memory_group, progress_bar
 from node.cli.transport import daemon_or_store
 from node.errors import UsageError
 
 if TYPE_CHECKING:  # the store and the cycles load only when a command runs on the file itself
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
 
 
 @memory_group.command("consolidate")
@@ -36,7 +36,7 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
     loaded, _ = resolve(config_path, data_dir)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.consolidation import CONSOLIDATION_STEPS
+        from memory.dynamics.consolidation import CONSOLIDATION_STEPS
         from node.parts.memory import consolidate_as_configured
 
         with progress_bar(CONSOLIDATION_STEPS, "consolidating") as bar:
@@ -68,7 +68,7 @@ def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: 
     """Undo a merge: restore CRYSTAL_ID (archived by a merge) to what it was."""
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.consolidation import unmerge
+        from memory.dynamics.consolidation import unmerge
 
         try:
             return {"restored": crystal_id, "merged_into": await unmerge(store, crystal_id, actor="cli")}
@@ -96,7 +96,7 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
     files = working_memory_files(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.dream import working_memory_note
+        from memory.working_memory.dream import working_memory_note
         from node.commands.memory_service import crystal_json
 
         try:
@@ -147,7 +147,7 @@ def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool)
     files = working_memory_files(paths)
 
     async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.dream import dream
+        from memory.working_memory.dream import dream
         from node.parts.memory import synthesizer_from_config, world_lines
 
         synthesizer = synthesizer_from_config(loaded.config)

@@ -12,7 +12,7 @@ import click
 
 from marketplace.pricing import format_usdc
 from memory.errors import InvalidQuery
-from memory.query import parse_since
+from memory.retrieval.query import parse_since
 from node.cli.common import handles_errors, location_options
 from node.cli.transport import call_daemon
 from node.errors import UsageError

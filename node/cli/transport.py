@@ -23,7 +23,7 @@ from node.errors import NodeError, UsageError
 from node.servers.control import CommandUnavailable, ControlError
 
 if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a command opens the file
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
 
 T = TypeVar("T")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory.consolidation import unmerge
-from memory.dream import working_memory_note
+from memory.dynamics.consolidation import unmerge
 from memory.errors import StoreError
-from memory.query import Weights
-from memory.working_memory import WorkingMemoryFiles, bootstrap_text
+from memory.retrieval.query import Weights
+from memory.working_memory.dream import working_memory_note
+from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
 from node.commands import memory_service as service
 from node.commands.memory_requests import (
     BootstrapArgs,
@@ -29,7 +29,7 @@ from node.runtime.actor import current_actor
 from node.servers.control import Handler
 
 if TYPE_CHECKING:
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
 
 
 class MemoryHost(Protocol):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.hormones import Event
+from memory.dynamics.hormones import Event
 from memory.model import HeldStatus, Origin, Scope, SemanticType
-from memory.query import SearchMode, SortKey
+from memory.retrieval.query import SearchMode, SortKey
 
 
 class InvalidRequest(ValueError):

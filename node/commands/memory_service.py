@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from memory import quarantine
-from memory.endocrine import Endocrine
+from memory.dynamics.endocrine import Endocrine
+from memory.dynamics.hormones import Event
+from memory.governance import quarantine
 from memory.graph import associations, attribution_chain, derivation_tree
-from memory.hormones import Event
 from memory.model import Crystal, Lifespan, NewCrystal
-from memory.query import SearchRequest, Weights, parse_since
-from memory.search import search
-from memory.store import MemoryStore
+from memory.retrieval.query import SearchRequest, Weights, parse_since
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
 

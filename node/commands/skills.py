@@ -16,7 +16,7 @@ from marketplace.offer import price_of
 from marketplace.pricing import parse_usdc
 from marketplace.reputation import reputation_in
 from marketplace.wallet import load_or_create_wallet
-from memory.governance import check_exportable
+from memory.governance.rules import check_exportable
 from memory.model import KNOWLEDGE_TYPES
 from node.commands.skills_service import price_report, price_settings, record_report
 from node.runtime.actor import current_actor
@@ -43,7 +43,7 @@ from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC
 if TYPE_CHECKING:
     from crypto.anchors import TrustAnchors
     from crypto.envelope import Envelope
-    from memory.store import MemoryStore
+    from memory.storage.store import MemoryStore
     from node.runtime.context import NodeContext
     from p2p.host import P2PHost
     from p2p.trust import TrustBook, TrustLevel

@@ -10,7 +10,7 @@ from marketplace.executions import record_execution
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from node.config import MarketplaceSection
 
 

@@ -17,19 +17,19 @@ from typing import Any
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.ledger import ledger, niche_line
-from memory.consolidation import ConsolidationReport, consolidate
-from memory.dream import dream
+from memory.dynamics.consolidation import ConsolidationReport, consolidate
+from memory.dynamics.endocrine import Endocrine
+from memory.dynamics.hormones import HormoneSettings
+from memory.dynamics.importance import DAY_MS, DecaySettings
 from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.base import Embedder
-from memory.endocrine import Endocrine
 from memory.errors import MemoryError_
 from memory.graph import auto_link
-from memory.hormones import HormoneSettings
-from memory.importance import DAY_MS, DecaySettings
-from memory.query import Weights
-from memory.store import LinkSettings, MemoryStore
-from memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
-from memory.working_memory import WorkingMemoryFiles
+from memory.retrieval.query import Weights
+from memory.storage.store import LinkSettings, MemoryStore
+from memory.working_memory.dream import dream
+from memory.working_memory.memory_md import WorkingMemoryFiles
+from memory.working_memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from node.commands.memory import MemoryCommands
 from node.config import Config
 from node.errors import PartNotRunning, UsageError

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.validation import POLICY, Reason
 
 REFRESH_S = 15.0

@@ -23,11 +23,11 @@ from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_endorsement, record_listing, revoke_listing
 from marketplace.received_quota import bounties_bound, enforce_bound, listings_bound
-from memory.endocrine import Endocrine
-from memory.hormones import NetworkOverride
-from memory.peer_quota import PeerContentQuota
-from memory.quarantine import release_from
-from memory.store import MemoryStore
+from memory.dynamics.endocrine import Endocrine
+from memory.dynamics.hormones import NetworkOverride
+from memory.governance.peer_quota import PeerContentQuota
+from memory.governance.quarantine import release_from
+from memory.storage.store import MemoryStore
 from node.commands.skills import SkillsCommands
 from node.errors import PartNotRunning
 from node.logs import get_logger, route_library_logs
@@ -102,7 +102,7 @@ class P2PPart:
         self._listings_bound = listings_bound(cfg.p2p.listings_per_seller, cfg.p2p.listings_total)
         self._bounties_bound = bounties_bound(cfg.p2p.bounties_per_author, cfg.p2p.bounties_total)
         self._me_hex = ctx.identity.public_key.hex()
-        #: What the quotas deleted since start: peer crystals and their bytes (``memory.peer_quota``),
+        #: What the quotas deleted since start: peer crystals and their bytes (``memory.governance.peer_quota``),
         #: listings and bounties (``marketplace.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
         self.host: P2PHost | None = None

@@ -16,9 +16,9 @@ from pydantic import ValidationError
 
 from memory.errors import MemoryError_
 from memory.model import Origin, Scope, SemanticType
-from memory.query import SearchMode
-from memory.store import MemoryStore
-from memory.working_memory import WorkingMemoryFiles
+from memory.retrieval.query import SearchMode
+from memory.storage.store import MemoryStore
+from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.clients.daemon import DaemonClient, find_daemon
 from node.config import Config
 from node.logs import get_logger

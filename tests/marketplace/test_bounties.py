@@ -21,7 +21,7 @@ from marketplace.listings import record_listing
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
 from memory.model import NewCrystal, Scope, SemanticType, SkillVersion
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.messages import KIND_BOUNTY, KIND_SKILL_LISTING, SkillBounty, SkillListing, bounty_body, skill_listing_body
 
 BUYER = Identity.from_seed(b"b" * 32)

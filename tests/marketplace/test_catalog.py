@@ -12,7 +12,7 @@ from marketplace.bounties import bounties_answered_by, live_bounties, matches, r
 from marketplace.catalog import listings_page
 from marketplace.listings import live_listings, record_listing
 from marketplace.received_quota import bounties_bound, enforce_bound, listings_bound
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.messages import KIND_BOUNTY, KIND_SKILL_LISTING, SkillBounty, SkillListing, bounty_body, skill_listing_body
 
 DAY = 86_400_000

@@ -21,7 +21,7 @@ from marketplace.listings import (
 )
 from marketplace.wallet import load_or_create_wallet, load_wallet
 from memory.model import NewCrystal, SemanticType
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.messages import KIND_SKILL_ENDORSEMENT, SkillEndorsement, SkillRevocation, skill_endorsement_body
 from tests.p2p.conftest import NOW, listing, skill_envelope
 

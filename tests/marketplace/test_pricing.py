@@ -11,7 +11,7 @@ from marketplace.pricing import PriceInputs, PriceSettings, format_usdc, price, 
 from marketplace.quality import refusals
 from memory.errors import CrystalNotFound
 from memory.model import NewCrystal, Scope, SemanticType
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 
 def test_every_factor_by_hand() -> None:

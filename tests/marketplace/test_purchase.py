@@ -20,7 +20,7 @@ from marketplace.listings import record_listing
 from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
 from p2p.penalties import PenaltyBox

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from memory.consolidation import consolidate, unmerge
+from memory.dynamics.consolidation import consolidate, unmerge
+from memory.dynamics.importance import DecaySettings, access_strength, importance
 from memory.errors import CrystalNotFound, StoreError
 from memory.graph import derivation_tree
-from memory.importance import DecaySettings, access_strength, importance
 from memory.model import Hormones, Lifecycle, Lifespan, NewCrystal, Scope, SemanticType
-from memory.query import SearchRequest
-from memory.search import search
-from memory.store import MemoryStore
+from memory.retrieval.query import SearchRequest
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
 NEAR_A = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa one"

@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from memory.consolidation import consolidate
-from memory.dream import DreamReport, dream, working_memory_note
+from memory.dynamics.consolidation import consolidate
+from memory.dynamics.endocrine import Endocrine
+from memory.dynamics.hormones import Event
 from memory.embedders.hashing import HashingEmbedder
-from memory.endocrine import Endocrine
-from memory.hormones import Event
 from memory.model import Hormones, Lifecycle, NewCrystal, SemanticType
-from memory.query import SearchMode, SearchRequest
-from memory.search import search
-from memory.store import MemoryStore
-from memory.synthesis import ChatSettings, ChatSynthesizer, DreamInput, ExtractiveSynthesizer, Sections
-from memory.working_memory import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
+from memory.retrieval.query import SearchMode, SearchRequest
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
+from memory.working_memory.dream import DreamReport, dream, working_memory_note
+from memory.working_memory.memory_md import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
+from memory.working_memory.synthesis import ChatSettings, ChatSynthesizer, DreamInput, ExtractiveSynthesizer, Sections
 from tests.memory.conftest import DAY, FakeClock
 
 EXTRACTIVE = ExtractiveSynthesizer()
@@ -131,7 +131,7 @@ async def test_collapse_guards_reject_a_bad_rewrite_and_keep_the_old_state(
     await store.set_meta("working_memory_seeded", "test")
     old_text = files.read_text()
     files.scratch.append("kept until a dream succeeds", 0.5, store.now_ms())
-    with caplog.at_level(logging.WARNING, logger="memory.dream"):
+    with caplog.at_level(logging.WARNING, logger="memory.working_memory.dream"):
         report = await dream(store, files, ScriptedSynthesizer(rewrite))
     assert not report.accepted and report.rejected_because is not None and report.rejected_because.startswith(reason)
     assert files.read_text() == old_text
@@ -230,7 +230,7 @@ async def test_a_failing_chat_endpoint_keeps_the_old_memory_and_logs(
     old_text = files.read_text()
     await working_memory_note(store, files, "Second note", 0.5)
     chat_server.mode = mode
-    with caplog.at_level(logging.WARNING, logger="memory.dream"):
+    with caplog.at_level(logging.WARNING, logger="memory.working_memory.dream"):
         report = await dream(store, files, _chat(chat_server))
     assert not report.accepted
     assert report.rejected_because is not None and report.rejected_because.startswith("synthesis failed")
@@ -285,10 +285,10 @@ async def test_due_replays_are_dreamt_and_move_to_the_next_interval(
 NOTE_THEN_HANG = """
 import asyncio, sys, time
 from pathlib import Path
-from memory.dream import working_memory_note
+from memory.working_memory.dream import working_memory_note
 from memory.embedders.hashing import HashingEmbedder
-from memory.store import MemoryStore
-from memory.working_memory import WorkingMemoryFiles
+from memory.storage.store import MemoryStore
+from memory.working_memory.memory_md import WorkingMemoryFiles
 
 async def main() -> None:
     root = Path(sys.argv[1])

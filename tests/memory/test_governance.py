@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import ExportRefused
-from memory.governance import check_exportable, classify_sensitivity
+from memory.governance.rules import check_exportable, classify_sensitivity
 from memory.model import NewCrystal, Scope, SemanticType, Sensitivity
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 
 from memory.graph import associations, attribution_chain, derivation_tree, link, link_type
 from memory.model import AssociationType, NewCrystal
-from memory.store import LinkSettings, MemoryStore
+from memory.storage.store import LinkSettings, MemoryStore
 
 
 def test_link_type_thresholds() -> None:

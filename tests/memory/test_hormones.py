@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.embedders.hashing import HashingEmbedder
-from memory.endocrine import META_KEY, Endocrine
-from memory.hormones import (
+from memory.dynamics.endocrine import META_KEY, Endocrine
+from memory.dynamics.hormones import (
     Event,
     HormonalState,
     HormoneSettings,
@@ -23,10 +22,11 @@ from memory.hormones import (
     spiked,
     valence,
 )
+from memory.embedders.hashing import HashingEmbedder
 from memory.model import Hormones, NewCrystal, Origin
-from memory.query import SearchRequest, Weights
-from memory.search import modulated, search
-from memory.store import MemoryStore
+from memory.retrieval.query import SearchRequest, Weights
+from memory.retrieval.search import modulated, search
+from memory.storage.store import MemoryStore
 from tests.memory.conftest import T0, FakeClock
 
 S = HormoneSettings()

@@ -15,7 +15,7 @@ import sqlean
 from memory.embedders.hashing import HashingEmbedder
 from memory.importer import crystals_from_file, find_sources, parse_message
 from memory.model import NewCrystal
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 from tests.conftest import CLI, clean_env, run_cli
 
 HASHING = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
@@ -49,8 +49,8 @@ def test_jsonl_messages_carry_their_neighbours_as_context(tmp_path: Path) -> Non
 
 
 async def test_context_words_find_a_crystal_by_keyword(store: MemoryStore) -> None:
-    from memory.query import SearchMode, SearchRequest
-    from memory.search import search
+    from memory.retrieval.query import SearchMode, SearchRequest
+    from memory.retrieval.search import search
 
     await store.remember(NewCrystal("yes, in May", context="Ann: are you moving to Lisbon?"))
     await store.remember(NewCrystal("Lisbon is the capital of Portugal"))

@@ -3,12 +3,12 @@ crystals go first, and what the node bought or the person approved is never touc
 
 from __future__ import annotations
 
+from memory.governance.peer_quota import Evicted, PeerContentQuota, enforce, usage_by_source
+from memory.governance.quarantine import approve
 from memory.model import NewCrystal, Origin, Quarantine, Scope, SemanticType
-from memory.peer_quota import Evicted, PeerContentQuota, enforce, usage_by_source
-from memory.quarantine import approve
-from memory.query import SearchMode, SearchRequest
-from memory.search import search
-from memory.store import MemoryStore
+from memory.retrieval.query import SearchMode, SearchRequest
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeClock
 
 TRUSTED = "peer:" + "aa" * 32

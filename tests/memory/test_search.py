@@ -10,9 +10,9 @@ import pytest
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Lifecycle, NewCrystal, Origin, Scope, SemanticType, Sensitivity
-from memory.query import SearchMode, SearchRequest, SortKey, fts_query, parse_since, reciprocal_rank_fusion
-from memory.search import search
-from memory.store import MemoryStore
+from memory.retrieval.query import SearchMode, SearchRequest, SortKey, fts_query, parse_since, reciprocal_rank_fusion
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
 CORPUS = [

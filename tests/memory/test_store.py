@@ -14,10 +14,10 @@ from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound, EmbedderError, SchemaTooNew, StoreError
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
-from memory.query import SearchRequest
-from memory.schema import SCHEMA_VERSION
-from memory.search import search
-from memory.store import MemoryStore
+from memory.retrieval.query import SearchRequest
+from memory.retrieval.search import search
+from memory.storage.schema import SCHEMA_VERSION
+from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
 
@@ -157,7 +157,7 @@ async def test_changing_the_embedder_re_embeds_into_a_new_space_without_mixing(
         assert await new.embed_backlog(limit=20) == 20  # interrupted half way…
         assert await new.backlog_size() == 30
         assert await new.embed_backlog() == 30  # …and resumed
-        from memory.vectors import VectorIndex
+        from memory.storage.vectors import VectorIndex
 
         assert await VectorIndex("hashing-v1-384", 384).count(new.reader()) == 0  # old space emptied as rows moved
         assert await new.vectors.count(new.reader()) == 50
@@ -188,8 +188,8 @@ async def test_closed_store_says_so(tmp_path: Path) -> None:
 
 
 async def test_a_version_1_database_migrates_to_the_current_schema(tmp_path: Path, clock: FakeClock) -> None:
-    from memory.migrations import split_sql
-    from memory.schema import MIGRATIONS
+    from memory.storage.migrations import split_sql
+    from memory.storage.schema import MIGRATIONS
 
     path = tmp_path / "v1.db"
     with sqlite3.connect(path) as raw:  # a v1 file, as the first release wrote it, with one crystal
@@ -200,8 +200,8 @@ async def test_a_version_1_database_migrates_to_the_current_schema(tmp_path: Pat
     store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
     try:
         await store.remember_many([NewCrystal("written after the migration")])
-        from memory.query import SearchMode, SearchRequest
-        from memory.search import search
+        from memory.retrieval.query import SearchMode, SearchRequest
+        from memory.retrieval.search import search
 
         hits = await search(store, SearchRequest("migration", mode=SearchMode.KEYWORD))
         assert [h.crystal.text for h in hits] == ["written after the migration"]
@@ -267,7 +267,7 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 14: the write of batch n was orphaned when preparing batch n + 1 raised."""
-    from memory.rows import prepare_batch as real
+    from memory.storage.rows import prepare_batch as real
 
     calls = 0
 
@@ -278,7 +278,7 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
             raise RuntimeError("preparing the second batch failed")
         return real(items, now_ms)
 
-    monkeypatch.setattr("memory.store.prepare_batch", prepare_then_fail)
+    monkeypatch.setattr("memory.storage.store.prepare_batch", prepare_then_fail)
     store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
     try:
         before = asyncio.all_tasks()

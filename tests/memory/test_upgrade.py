@@ -9,9 +9,9 @@ import pytest
 import sqlean
 
 from memory.embedders.hashing import HashingEmbedder
-from memory.quarantine import held
-from memory.schema import SCHEMA_VERSION
-from memory.store import MemoryStore
+from memory.governance.quarantine import held
+from memory.storage.schema import SCHEMA_VERSION
+from memory.storage.store import MemoryStore
 from p2p.trust import TrustBook
 
 UPGRADE = Path(__file__).resolve().parents[3] / "shared" / "data" / "upgrade-from-v9"

@@ -10,8 +10,8 @@ import pytest
 from memory.embedders.base import normalise_rows
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal
-from memory.store import LinkSettings, MemoryStore
-from memory.vectors import VectorIndex, binary_codes
+from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.vectors import VectorIndex, binary_codes
 
 
 def unit(rng: np.random.Generator, n: int, dim: int = 64) -> np.ndarray:

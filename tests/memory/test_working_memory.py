@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.scratch import HEADER, ScratchError, ScratchLog
-from memory.working_memory import (
+from memory.working_memory.memory_md import (
     MARKER,
     SECTIONS,
     TRUNCATED,
@@ -19,6 +18,7 @@ from memory.working_memory import (
     chunk_words,
     parse,
 )
+from memory.working_memory.scratch import HEADER, ScratchError, ScratchLog
 from tests.memory.conftest import T0
 
 

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from marketplace.executions import executions_by_source, record_execution
-from memory.dream import dream
 from memory.errors import CrystalNotFound
-from memory.governance import check_exportable
+from memory.governance.peer_quota import PeerContentQuota, usage_by_source
+from memory.governance.quarantine import approve, held, reject, release_from
+from memory.governance.rules import check_exportable
 from memory.model import HeldStatus, Lifecycle, NewCrystal, Origin, Scope, SemanticType, content_hash
-from memory.peer_quota import PeerContentQuota, usage_by_source
-from memory.quarantine import approve, held, reject, release_from
-from memory.query import SearchMode, SearchRequest
-from memory.search import search
-from memory.store import MemoryStore
-from memory.synthesis import DreamInput, ExtractiveSynthesizer, Sections
-from memory.synthesis import _prompt as chat_prompt
-from memory.working_memory import WorkingMemoryFiles, bootstrap_text
+from memory.retrieval.query import SearchMode, SearchRequest
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
+from memory.working_memory.dream import dream
+from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
+from memory.working_memory.synthesis import DreamInput, ExtractiveSynthesizer, Sections
+from memory.working_memory.synthesis import _prompt as chat_prompt
 from p2p.ingest import Ingested, apply_revocation, ingest_listing, standing_by_source
 from p2p.messages import SkillRevocation
 from p2p.trust import TrustBook

@@ -23,15 +23,15 @@ from typing import Any, Protocol
 import aiosqlite
 
 from memory.clock import Clock, wall_clock_ms
-from memory.connection import open_connection, select_in
 from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, MemoryError_, StoreError
-from memory.governance import classify_sensitivity, is_visible
-from memory.lifecycle import can_transition
-from memory.migrations import migrate
+from memory.governance.rules import classify_sensitivity, is_visible
 from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
-from memory.private_files import private_dir, private_file
-from memory.rows import (
+from memory.storage.connection import open_connection, select_in
+from memory.storage.lifecycle import can_transition
+from memory.storage.migrations import migrate
+from memory.storage.private_files import private_dir, private_file
+from memory.storage.rows import (
     INSERT_SQL,
     SELECT_COLUMNS,
     PreparedBatch,
@@ -40,8 +40,8 @@ from memory.rows import (
     new_crystal_id,
     prepare_batch,
 )
-from memory.schema import SCHEMA_VERSION
-from memory.vectors import VectorIndex
+from memory.storage.schema import SCHEMA_VERSION
+from memory.storage.vectors import VectorIndex
 
 _log = logging.getLogger("memory.store")
 
@@ -64,7 +64,7 @@ EmbeddedHook = Callable[["MemoryStore", str, Vectors], Awaitable[int]]
 
 
 class HormoneSource(Protocol):
-    """The hormonal state, as the store and search use it (``memory.endocrine.Endocrine``)."""
+    """The hormonal state, as the store and search use it (``memory.dynamics.endocrine.Endocrine``)."""
 
     def levels(self) -> Hormones: ...
 

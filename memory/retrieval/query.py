@@ -63,7 +63,7 @@ class SearchRequest:
     origins: frozenset[Origin] | None = None
     lifecycles: frozenset[Lifecycle] | None = None  # None: every visible lifecycle
     include_archived: bool = False
-    # Peer content held in quarantine (``memory.quarantine``): never in a search unless asked for,
+    # Peer content held in quarantine (``memory.governance.quarantine``): never in a search unless asked for,
     # and then marked by its crystal's ``quarantined``, ``origin`` and ``source``.
     include_held: bool = False
     caller: CallerScope = CallerScope.LOCAL

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.private_files import FILE_MODE, private_dir
+from memory.storage.private_files import FILE_MODE, private_dir
 
 MAX_NOTE_CHARS = 2_000
 _LINE = re.compile(

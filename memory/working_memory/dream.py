@@ -24,17 +24,17 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from memory.consolidation import REPLAY_INTERVALS_DAYS
-from memory.governance import classify_sensitivity
-from memory.hormones import notable
-from memory.importance import DAY_MS
+from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
+from memory.dynamics.hormones import notable
+from memory.dynamics.importance import DAY_MS
+from memory.governance.rules import classify_sensitivity
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
-from memory.query import fts_terms
-from memory.rows import SELECT_COLUMNS, crystal_from_row
-from memory.scratch import iso_utc
-from memory.store import HormoneSource, MemoryStore
-from memory.synthesis import DreamInput, SynthesisError, Synthesizer, one_line
-from memory.working_memory import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, parse
+from memory.retrieval.query import fts_terms
+from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
+from memory.storage.store import HormoneSource, MemoryStore
+from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, parse
+from memory.working_memory.scratch import iso_utc
+from memory.working_memory.synthesis import DreamInput, SynthesisError, Synthesizer, one_line
 
 SEEDED_KEY = "working_memory_seeded"
 LAST_DREAM_KEY = "last_dream_ms"

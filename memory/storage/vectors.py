@@ -26,9 +26,9 @@ from collections.abc import Sequence
 import aiosqlite
 import numpy as np
 
-from memory.connection import select_in
 from memory.embedders.base import Vectors
 from memory.errors import EmbedderError
+from memory.storage.connection import select_in
 
 OVERSAMPLE = 4
 MIN_CANDIDATES = 200

@@ -1,6 +1,6 @@
 """The node's live hormonal state: kept in memory, persisted in the store's meta table.
 
-The arithmetic is in ``memory.hormones``; this class holds the current state,
+The arithmetic is in ``memory.dynamics.hormones``; this class holds the current state,
 saves it after every change (so it survives a restart) and is what the store
 asks when it stamps a new crystal and what search asks for its modulation.
 """
@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.hormones import (
+from memory.dynamics.hormones import (
     Event,
     HormonalState,
     HormoneSettings,
@@ -26,7 +26,7 @@ from memory.hormones import (
     with_override,
 )
 from memory.model import Hormones, NewCrystal, Origin
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 META_KEY = "hormonal_state"
 #: Text from these origins is what a person or the agent just said: its events move the state.

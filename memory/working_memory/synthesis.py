@@ -19,8 +19,8 @@ from typing import Protocol
 
 from memory.errors import MemoryError_
 from memory.model import Crystal, Hormones
-from memory.scratch import ScratchNote
-from memory.working_memory import SECTIONS, WorkingMemory, parse_sections
+from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
+from memory.working_memory.scratch import ScratchNote
 
 BULLET_CHARS = 200
 #: How many bullets each section keeps at most.

@@ -1,7 +1,7 @@
 """The consolidation engine: four phases over the whole store, in one write transaction.
 
-1. **Rescore**: importance recalculated from scratch (``memory.importance``), with the
-   emotion decay resistance the hormonal state gives (``memory.hormones``).
+1. **Rescore**: importance recalculated from scratch (``memory.dynamics.importance``), with the
+   emotion decay resistance the hormonal state gives (``memory.dynamics.hormones``).
 2. **Expire**: past their TTL, or decayed below the forget threshold -> expired.
 3. **Merge**: near-duplicates (graph edges whose stored vectors are at least the
    merge threshold alike, one of them a merge candidate above the promote
@@ -26,11 +26,11 @@ from typing import Any
 import aiosqlite
 import numpy as np
 
+from memory.dynamics.hormones import consolidation_modulation
+from memory.dynamics.importance import DAY_MS, DECAYING_SQL, IMPORTANCE_SQL, STRENGTH_SQL, DecaySettings
 from memory.errors import StoreError
-from memory.hormones import consolidation_modulation
-from memory.importance import DAY_MS, DECAYING_SQL, IMPORTANCE_SQL, STRENGTH_SQL, DecaySettings
 from memory.model import Hormones, Lifecycle
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 ACTOR = "consolidation"
 #: Crystals consolidation works on. Frozen ones are pinned: rescored, never moved.

@@ -1,4 +1,4 @@
-"""The migration runner: applies ``memory.schema.MIGRATIONS`` in order, each in its own transaction."""
+"""The migration runner: applies ``memory.storage.schema.MIGRATIONS`` in order, each in its own transaction."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sqlite3
 import aiosqlite
 
 from memory.errors import SchemaTooNew
-from memory.schema import MIGRATIONS, SCHEMA_VERSION
+from memory.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 async def migrate(db: aiosqlite.Connection) -> None:

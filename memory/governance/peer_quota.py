@@ -20,7 +20,7 @@ from itertools import groupby
 
 import aiosqlite
 
-from memory.store import MemoryStore
+from memory.storage.store import MemoryStore
 
 #: Rows counted by a quota; the partial index ``crystals_peer_content`` covers exactly these.
 _COUNTED = (

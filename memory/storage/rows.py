@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.governance import classify_sensitivity
+from memory.governance.rules import classify_sensitivity
 from memory.model import (
     Bounty,
     Crystal,

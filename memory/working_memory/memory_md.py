@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.private_files import FILE_MODE, private_dir
-from memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
+from memory.storage.private_files import FILE_MODE, private_dir
+from memory.working_memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
 
 SECTIONS = (
     "Phenotype",  # who the person is: preferences, traits, how they like to work

@@ -1,6 +1,6 @@
 """The hormonal state: three levels that decay toward homeostasis and modulate memory.
 
-Plain data and plain functions; ``memory.endocrine`` keeps the live state and
+Plain data and plain functions; ``memory.dynamics.endocrine`` keeps the live state and
 persists it. The numbers below are the documented model:
 
 - Each level decays exponentially toward its homeostasis with its half-life

@@ -1,7 +1,7 @@
 """Running a search against the store: every mode, every filter, governance on every path.
 
 Hybrid: BM25 over FTS5 and KNN over the active embedder's vec0 table, each
-taking a candidate pool, fused by reciprocal rank (``memory.query``). The KNN
+taking a candidate pool, fused by reciprocal rank (``memory.retrieval.query``). The KNN
 runs alone and its rowids are filtered afterwards; because filters can remove
 candidates, the KNN asks for more when filters are active.
 """
@@ -14,11 +14,11 @@ from typing import Any
 
 import aiosqlite
 
+from memory.dynamics.hormones import retrieval_modulation
 from memory.embedders.base import Vectors
-from memory.governance import visibility_sql
-from memory.hormones import retrieval_modulation
+from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
-from memory.query import (
+from memory.retrieval.query import (
     Explain,
     SearchHit,
     SearchMode,
@@ -32,8 +32,8 @@ from memory.query import (
     recency_factor,
     reciprocal_rank_fusion,
 )
-from memory.rows import SELECT_COLUMNS, crystal_from_row
-from memory.store import MemoryStore
+from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
+from memory.storage.store import MemoryStore
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000
@@ -158,7 +158,7 @@ async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     """Run ``request``. Unless ``request.touch`` is False each hit counts as an access; the count is
     written by the store's flusher just after (durable by ``flush_access`` or close), so the write
     is not part of the search's latency. With a hormonal state attached, its retrieval
-    modulation scales the importance and recency weights (``memory.hormones``)."""
+    modulation scales the importance and recency weights (``memory.dynamics.hormones``)."""
     now = store.now_ms()
     if store.hormone_source is not None:
         request = replace(request, weights=modulated(request.weights, store.hormone_source.levels()))

@@ -18,8 +18,8 @@ import aiosqlite
 
 from memory.errors import CrystalNotFound, InvalidQuery
 from memory.model import Crystal, HeldStatus, Lifecycle
-from memory.rows import SELECT_COLUMNS, crystal_from_row
-from memory.store import MemoryStore
+from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
+from memory.storage.store import MemoryStore
 
 
 @dataclass(frozen=True, slots=True)

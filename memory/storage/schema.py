@@ -2,7 +2,7 @@
 
 ``MIGRATIONS[n]`` takes a database from version n to n+1; the version lives in
 ``meta.schema_version``. Vector tables are not here: there is one per embedder
-(``vec_<slug>``, see ``memory.vectors``), created when that embedder is first used.
+(``vec_<slug>``, see ``memory.storage.vectors``), created when that embedder is first used.
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ WHERE origin = 'peer' AND lifecycle != 'expired'
 UPDATE crystals SET quarantined = 1 WHERE id IN (SELECT crystal_id FROM quarantine);
 """
 
-# v11: quotas on what peers may store here (memory.peer_quota). ``text_bytes`` is the UTF-8 size of
+# v11: quotas on what peers may store here (memory.governance.peer_quota). ``text_bytes`` is the UTF-8 size of
 # the text, kept at insert (the text never changes), so a quota sums an index instead of reading
 # every text; the partial index covers exactly the content a quota counts.
 SCHEMA_V11 = """

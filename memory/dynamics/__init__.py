@@ -1,0 +1,1 @@
+"""What changes memory over time: hormones, importance decay and consolidation."""

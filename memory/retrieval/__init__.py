@@ -1,0 +1,1 @@
+"""Finding crystals: query building and fusion (pure), and running a search on the store."""
