@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from crypto.errors import CryptoError
 from marketplace.errors import ChainUnreachable, MarketError
 from memory.errors import CrystalNotFound, ExportRefused, MemoryError_
-from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning
+from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning, PartOff, UnknownCommand
 from p2p.errors import HostNotRunning, P2PError, RequestFailed
 
 UNEXPECTED = 500
@@ -50,7 +50,17 @@ def exit_code(status: int) -> int:
 
 
 def message_of(error: BaseException) -> str:
-    """What a client is told: the error's own words (a KeyError's key without the quotes repr adds)."""
+    """What a client is told: the error's own words (a KeyError's key without the quotes repr adds;
+    for a refused request, the first field pydantic refused and why)."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}"
     if isinstance(error, KeyError) and error.args:
         return str(error.args[0])
     return str(error) or type(error).__name__
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the command's part is not on this node (or the daemon does not know the
+    command), so that a client may run it in-process on the files instead."""
+    return isinstance(error, PartOff | UnknownCommand)

@@ -4,7 +4,11 @@
     ├── ConfigError          a config file or environment override is wrong   -> exit 2
     ├── UsageError           a command was given something it cannot use       -> exit 2
     ├── AlreadyRunning       another daemon holds the data dir's lock          -> exit 3
-    └── PartNotRunning       a part a command needs is off or not started      -> exit 2, HTTP 503
+    ├── PartNotRunning       a part a command needs is off or not started      -> exit 2, HTTP 503
+    │   └── PartOff          ... and is off on this node by config: a client may run the command
+    │                        in-process on the files instead (answers say ``"unavailable": true``)
+    ├── DaemonRequired       a command only a running daemon can run, and none runs -> exit 2
+    └── UnknownCommand       no command has this name (a client newer than its daemon) -> HTTP 404
 
 What every error of every package means to a client (HTTP status, exit code) is decided in
 one table, ``node.error_status``.
@@ -55,5 +59,25 @@ class AlreadyRunning(NodeError):
 
 class PartNotRunning(NodeError):
     """A part a command needs is off or not started yet (the memory store, the p2p host): HTTP 503."""
+
+    exit_code = EXIT_USAGE
+
+
+class PartOff(PartNotRunning):
+    """The part that serves a command is not part of this node (e.g. P2P disabled)."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(f"{command} is not available on this node (is its part enabled?)")
+
+
+class DaemonRequired(UsageError):
+    """A command that needs the running daemon (the network, the market), and none runs here."""
+
+    def __init__(self, command: str, data_dir: str) -> None:
+        super().__init__(f"{command} needs the running daemon: no daemon runs on {data_dir} (bitterbot-node run)")
+
+
+class UnknownCommand(NodeError, LookupError):
+    """No command has this name (a client newer or older than the daemon it talks to)."""
 
     exit_code = EXIT_USAGE

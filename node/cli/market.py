@@ -18,7 +18,7 @@ from crypto.identity import read_key_file_info
 from marketplace.pricing import format_usdc, parse_usdc
 from node.cli.common import handles_errors, location_options, resolve
 from node.cli.network import skills_group
-from node.cli.transport import call_daemon, daemon_or_store
+from node.cli.transport import run_command
 from node.errors import UsageError
 from node.paths import NodePaths
 
@@ -49,7 +49,7 @@ def skills_record(
             raise UsageError(str(exc)) from None
 
     args = {"crystal_id": crystal_id, "success": success, "reward": score}
-    doc = daemon_or_store(config_path, data_dir, "skills.record", args, go)
+    doc = run_command(config_path, data_dir, "skills.record", args)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -79,17 +79,9 @@ def skills_price(
     config_path: Path | None, data_dir: Path | None, crystal_id: str, explain: bool, as_json: bool
 ) -> None:
     """The USDC price this node would ask for a skill, and whether it may be listed."""
-    loaded, paths = resolve(config_path, data_dir)
-    market = loaded.config.marketplace
+    market = resolve(config_path, data_dir)[0].config.marketplace
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.commands.skills_service import price_report, price_settings
-
-        reputation, me = _reputation(paths)
-        settings = price_settings(market)
-        return await price_report(store, crystal_id, settings, reputation_milli=reputation, me=me)
-
-    doc = daemon_or_store(config_path, data_dir, "skills.price", {"crystal_id": crystal_id}, go)
+    doc = run_command(config_path, data_dir, "skills.price", {"crystal_id": crystal_id})
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -139,7 +131,7 @@ def skills_buy(
             parse_usdc(max_price)
         except ValueError as exc:
             raise UsageError(f"--max-price: {exc}") from None
-    result = call_daemon(config_path, data_dir, "skills.buy", {"listing": listing, "max_price": max_price}, timeout=180)
+    result = run_command(config_path, data_dir, "skills.buy", {"listing": listing, "max_price": max_price})
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
@@ -160,7 +152,7 @@ def wallet_group(ctx: click.Context, config_path: Path | None, data_dir: Path | 
     """This node's USDC wallet and earnings ledger (through the running daemon)."""
     if ctx.invoked_subcommand is not None:
         return
-    doc = call_daemon(config_path, data_dir, "wallet")
+    doc = run_command(config_path, data_dir, "wallet")
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -211,7 +203,7 @@ def wallet_fund(config_path: Path | None, data_dir: Path | None, amount: str, as
         parse_usdc(amount)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    doc = call_daemon(config_path, data_dir, "wallet.fund", {"amount": amount})
+    doc = run_command(config_path, data_dir, "wallet.fund", {"amount": amount})
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,9 +20,10 @@ from pydantic import BaseModel, ValidationError
 
 from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
-from node.cli.common import handles_errors, location_options, resolve
-from node.cli.transport import daemon_or_store, with_store
+from node.cli.common import handles_errors, location_options
+from node.cli.transport import run_command, with_store
 from node.commands.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
+from node.commands.progress import reporting
 from node.errors import UsageError
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
@@ -78,12 +80,7 @@ def memory_add(
     """Remember TEXT (deduplicated: the same text is stored once)."""
     args = request_of(RememberArgs, text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
 
-    async def direct(store: MemoryStore) -> dict[str, Any]:
-        from node.commands import memory_service as service
-
-        return await service.remember(store, args, actor="cli")
-
-    doc = daemon_or_store(config_path, data_dir, "memory.remember", wire(args), direct)
+    doc = run_command(config_path, data_dir, "memory.remember", args)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -122,20 +119,12 @@ def memory_search(
     as_json: bool,
 ) -> None:
     """Search memory (the local agent's view: everything not expired, nothing held in quarantine unless --held)."""
-
-    loaded, _ = resolve(config_path, data_dir)
     args = request_of(
         SearchArgs, query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
         sort=sort, include_archived=include_archived, include_held=include_held, explain=explain,
     )  # fmt: skip
 
-    async def direct(store: MemoryStore) -> list[dict[str, Any]]:
-        from node.commands import memory_service as service
-        from node.parts.memory import search_weights
-
-        return await service.search_memory(store, args, search_weights(loaded.config))
-
-    hits = daemon_or_store(config_path, data_dir, "memory.search", wire(args), direct)
+    hits = run_command(config_path, data_dir, "memory.search", args)
     if as_json:
         click.echo(json.dumps(hits, indent=2))
         return
@@ -164,12 +153,7 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
 
     args = request_of(ShowArgs, id=crystal_id)
 
-    async def direct(store: MemoryStore) -> dict[str, Any]:
-        from node.commands import memory_service as service
-
-        return await service.show(store, args)
-
-    doc = daemon_or_store(config_path, data_dir, "memory.show", wire(args), direct)
+    doc = run_command(config_path, data_dir, "memory.show", args)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -208,12 +192,7 @@ def memory_quarantine(
         return
     args = request_of(QuarantineArgs, status=status, limit=limit)
 
-    async def direct(store: MemoryStore) -> list[dict[str, Any]]:
-        from node.commands import memory_service as service
-
-        return await service.quarantine_list(store, args)
-
-    items = daemon_or_store(config_path, data_dir, "memory.quarantine", wire(args), direct)
+    items = run_command(config_path, data_dir, "memory.quarantine", args)
     if as_json:
         click.echo(json.dumps(items, indent=2))
         return
@@ -234,14 +213,7 @@ def _decide(command: str, verb: str) -> Callable[..., None]:
     def decide(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
         args = request_of(ShowArgs, id=crystal_id)
 
-        async def direct(store: MemoryStore) -> dict[str, Any]:
-            from node.commands import memory_service as service
-
-            if command == "memory.quarantine.approve":
-                return await service.quarantine_approve(store, args, actor="cli")
-            return await service.quarantine_reject(store, args, actor="cli")
-
-        doc = daemon_or_store(config_path, data_dir, command, wire(args), direct)
+        doc = run_command(config_path, data_dir, command, args)
         click.echo(json.dumps(doc, indent=2) if as_json else f"{verb} {crystal_id}")
 
     return decide
@@ -265,12 +237,7 @@ def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: s
     """Soft-delete a crystal: never returned again, recorded in the audit log."""
     args = request_of(ForgetArgs, id=crystal_id, reason=reason)
 
-    async def direct(store: MemoryStore) -> dict[str, Any]:
-        from node.commands import memory_service as service
-
-        return await service.forget(store, args, actor="cli")
-
-    doc = daemon_or_store(config_path, data_dir, "memory.forget", wire(args), direct)
+    doc = run_command(config_path, data_dir, "memory.forget", args)
     click.echo(json.dumps(doc, indent=2) if as_json else f"forgot {doc['forgotten']}")
 
 
@@ -280,7 +247,7 @@ def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: s
 @handles_errors
 def memory_stats(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Counts by lifecycle, type, origin and sensitivity; embedding backlog; file size."""
-    stats = daemon_or_store(config_path, data_dir, "memory.stats", {}, lambda s: s.stats())
+    stats = run_command(config_path, data_dir, "memory.stats", {})
     if as_json:
         click.echo(json.dumps(stats, indent=2))
         return
@@ -296,6 +263,26 @@ def memory_stats(config_path: Path | None, data_dir: Path | None, as_json: bool)
 def progress_bar(length: int, label: str) -> Any:
     """A progress bar on stderr, so --json output on stdout stays clean."""
     return progressbar(length=length, label=label, file=sys.stderr, show_pos=True)
+
+
+@contextmanager
+def progress_bar_on_first_step(length: int, label: str) -> Iterator[None]:
+    """A progress bar for a command run here on the files (``node.commands.progress``); it appears at
+    the first step reported, so a command the daemon runs (which reports none back) shows none."""
+    bars: list[Any] = []
+
+    def step(_: str) -> None:
+        if not bars:
+            bars.append(progress_bar(length, label).__enter__())
+        bars[0].update(1)
+
+    token = reporting.set(step)
+    try:
+        yield
+    finally:
+        reporting.reset(token)
+        if bars:
+            bars[0].__exit__(None, None, None)
 
 
 @memory_group.command("import")

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from memory.dynamics.hormones import Event
-from memory.errors import StoreError
-from memory.working_memory.memory_md import bootstrap_text
-from memory.working_memory.scratch import ScratchError
 from node.cli.common import handles_errors, location_options, resolve
-from node.cli.memory import memory_group, progress_bar
-from node.cli.transport import daemon_or_store
+from node.cli.memory import memory_group, progress_bar_on_first_step
+from node.cli.transport import run_command
 from node.errors import UsageError
 
 if TYPE_CHECKING:  # the store and the cycles load only when a command runs on the file itself
-    from memory.storage.store import MemoryStore
+    pass
 
 
 @memory_group.command("consolidate")
@@ -33,19 +30,10 @@ if TYPE_CHECKING:  # the store and the cycles load only when a command runs on t
 @handles_errors
 def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run: bool, as_json: bool) -> None:
     """Run one consolidation cycle now: rescore, expire, merge, write."""
-    loaded, _ = resolve(config_path, data_dir)
+    from memory.dynamics.consolidation import CONSOLIDATION_STEPS
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.dynamics.consolidation import CONSOLIDATION_STEPS
-        from node.parts.memory import consolidate_as_configured
-
-        with progress_bar(CONSOLIDATION_STEPS, "consolidating") as bar:
-            report = await consolidate_as_configured(
-                store, loaded.config, dry_run=dry_run, progress=lambda step: bar.update(1)
-            )
-        return report.to_dict()
-
-    report = daemon_or_store(config_path, data_dir, "memory.consolidate", {"dry_run": dry_run}, go)
+    with progress_bar_on_first_step(CONSOLIDATION_STEPS, "consolidating"):
+        report = run_command(config_path, data_dir, "memory.consolidate", {"dry_run": dry_run})
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -67,15 +55,7 @@ def memory_consolidate(config_path: Path | None, data_dir: Path | None, dry_run:
 def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
     """Undo a merge: restore CRYSTAL_ID (archived by a merge) to what it was."""
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.dynamics.consolidation import unmerge
-
-        try:
-            return {"restored": crystal_id, "merged_into": await unmerge(store, crystal_id, actor="cli")}
-        except StoreError as exc:
-            raise UsageError(str(exc)) from None
-
-    doc = daemon_or_store(config_path, data_dir, "memory.unmerge", {"id": crystal_id}, go)
+    doc = run_command(config_path, data_dir, "memory.unmerge", {"id": crystal_id})
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -95,16 +75,7 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
     _, paths = resolve(config_path, data_dir)
     files = working_memory_files(paths)
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.working_memory.dream import working_memory_note
-        from node.commands.memory_service import crystal_json
-
-        try:
-            return crystal_json(await working_memory_note(store, files, text, importance))
-        except ScratchError as exc:
-            raise UsageError(str(exc)) from None
-
-    crystal = daemon_or_store(config_path, data_dir, "wm.note", {"text": text, "importance": importance}, go)
+    crystal = run_command(config_path, data_dir, "wm.note", {"text": text, "importance": importance})
     if as_json:
         click.echo(json.dumps(crystal, indent=2))
     else:
@@ -124,14 +95,7 @@ def memory_note(config_path: Path | None, data_dir: Path | None, text: str, impo
 @handles_errors
 def memory_bootstrap(config_path: Path | None, data_dir: Path | None, context_window: int, as_json: bool) -> None:
     """Print the working-memory text an agent puts in its system prompt."""
-    _, paths = resolve(config_path, data_dir)
-
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.parts.memory import working_memory_files
-
-        return {"text": bootstrap_text(working_memory_files(paths), context_window)}
-
-    doc = daemon_or_store(config_path, data_dir, "wm.bootstrap", {"context_window": context_window}, go)
+    doc = run_command(config_path, data_dir, "wm.bootstrap", {"context_window": context_window})
     click.echo(json.dumps(doc, indent=2) if as_json else doc["text"], nl=as_json)
 
 
@@ -143,20 +107,8 @@ def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool)
     """Run the dream cycle now: fold scratch notes and new memories into MEMORY.md."""
     from node.parts.memory import working_memory_files
 
-    loaded, paths = resolve(config_path, data_dir)
-    files = working_memory_files(paths)
-
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from memory.working_memory.dream import dream
-        from node.parts.memory import synthesizer_from_config, world_lines
-
-        synthesizer = synthesizer_from_config(loaded.config)
-        report = await dream(
-            store, files, synthesizer, hormones=store.hormone_source, world=await world_lines(store, paths)
-        )
-        return report.to_dict()
-
-    report = daemon_or_store(config_path, data_dir, "wm.dream", {}, go, timeout=600)
+    files = working_memory_files(resolve(config_path, data_dir)[1])
+    report = run_command(config_path, data_dir, "wm.dream", {})
     if as_json:
         click.echo(json.dumps(report, indent=2))
     elif report["accepted"]:
@@ -175,12 +127,7 @@ def memory_dream(config_path: Path | None, data_dir: Path | None, as_json: bool)
 def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Show the hormonal state (effective levels, and any network override)."""
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.commands import memory_service as service
-
-        return service.hormone_doc(store)
-
-    doc = daemon_or_store(config_path, data_dir, "memory.hormones", {}, go)
+    doc = run_command(config_path, data_dir, "memory.hormones", {})
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -198,10 +145,5 @@ def memory_hormones(config_path: Path | None, data_dir: Path | None, as_json: bo
 def memory_event(config_path: Path | None, data_dir: Path | None, events: tuple[str, ...], as_json: bool) -> None:
     """Tell the node what just happened (reward, error, social, achievement, urgency)."""
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.commands import memory_service as service
-
-        return await service.observe_events(store, [Event(e) for e in events])
-
-    doc = daemon_or_store(config_path, data_dir, "memory.event", {"events": list(events)}, go)
+    doc = run_command(config_path, data_dir, "memory.event", {"events": list(events)})
     click.echo(json.dumps(doc, indent=2) if as_json else f"now: {json.dumps(doc)}")

@@ -14,7 +14,7 @@ from marketplace.pricing import format_usdc
 from memory.errors import InvalidQuery
 from memory.retrieval.query import parse_since
 from node.cli.common import handles_errors, location_options
-from node.cli.transport import call_daemon
+from node.cli.transport import run_command
 from node.errors import UsageError
 
 
@@ -28,7 +28,7 @@ def _when(ms: int | None) -> str:
 @handles_errors
 def peers(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """Connected and known peers: trust level, local/global/combined trust, penalties."""
-    rows = call_daemon(config_path, data_dir, "peers")
+    rows = run_command(config_path, data_dir, "peers")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -53,7 +53,7 @@ def peers(config_path: Path | None, data_dir: Path | None, as_json: bool) -> Non
 @handles_errors
 def connect(config_path: Path | None, data_dir: Path | None, address: str, as_json: bool) -> None:
     """Dial a peer now, by its full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)."""
-    result = call_daemon(config_path, data_dir, "p2p.connect", {"address": address})
+    result = run_command(config_path, data_dir, "p2p.connect", {"address": address})
     click.echo(json.dumps(result, indent=2) if as_json else f"connected to {result['peer_id']}")
 
 
@@ -79,7 +79,7 @@ def weather_broadcast(
         raise UsageError(str(exc)) from None
     if duration_ms < 1_000:
         raise UsageError("--duration must be at least 1s")
-    result = call_daemon(
+    result = run_command(
         config_path,
         data_dir,
         "weather.broadcast",
@@ -97,7 +97,7 @@ def weather_broadcast(
 @handles_errors
 def weather_show(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """The weather this node obeys now."""
-    result = call_daemon(config_path, data_dir, "weather.show")
+    result = run_command(config_path, data_dir, "weather.show")
     if as_json:
         click.echo(json.dumps(result, indent=2))
     elif not result["active"]:
@@ -124,7 +124,7 @@ def skills_share(
     config_path: Path | None, data_dir: Path | None, crystal_id: str, title: str | None, as_json: bool
 ) -> None:
     """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""
-    result = call_daemon(config_path, data_dir, "skills.share", {"crystal_id": crystal_id, "title": title})
+    result = run_command(config_path, data_dir, "skills.share", {"crystal_id": crystal_id, "title": title})
     click.echo(json.dumps(result, indent=2) if as_json else f"shared {result['stable_skill_id']} v{result['version']}")
 
 
@@ -138,7 +138,7 @@ def skills_revoke(
     config_path: Path | None, data_dir: Path | None, stable_skill_id: str, reason: str, as_json: bool
 ) -> None:
     """Revoke a skill this node published: every node marks it deprecated."""
-    result = call_daemon(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
+    result = run_command(config_path, data_dir, "skills.revoke", {"stable_skill_id": stable_skill_id, "reason": reason})
     click.echo(json.dumps(result, indent=2) if as_json else f"revoked {result['stable_skill_id']}")
 
 
@@ -158,7 +158,7 @@ def skills_publish(
     as_json: bool,
 ) -> None:
     """List a proven skill for sale: the quality gate, the price, a signed listing on the network."""
-    result = call_daemon(
+    result = run_command(
         config_path, data_dir, "skills.publish", {"crystal_id": crystal_id, "title": title, "description": description}
     )
     if as_json:
@@ -188,7 +188,7 @@ def skills_list(
 ) -> None:
     """What the network offers (or what matches QUERY): skill, price, seller and the seller's trust level.
     Sellers trusted here come first, then the most relevant, then the newest."""
-    rows = call_daemon(config_path, data_dir, "skills.list", {"query": query, "limit": limit, "offset": offset})
+    rows = run_command(config_path, data_dir, "skills.list", {"query": query, "limit": limit, "offset": offset})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -220,7 +220,7 @@ def skills_endorse(config_path: Path | None, data_dir: Path | None, listing: str
 
     Every node then marks that version [verified]; a newer version needs a new endorsement.
     """
-    result = call_daemon(config_path, data_dir, "skills.endorse", {"listing": listing})
+    result = run_command(config_path, data_dir, "skills.endorse", {"listing": listing})
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
@@ -257,7 +257,7 @@ def skills_bounty(
     """
     args = {"description": description, "reward": reward, "tags": list(tags), "category": category, "days": days,
             "bounty_id": bounty_id}  # fmt: skip
-    result = call_daemon(config_path, data_dir, "bounties.post", args)
+    result = run_command(config_path, data_dir, "bounties.post", args)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
@@ -275,7 +275,7 @@ def skills_bounty(
 def skills_bounties(config_path: Path | None, data_dir: Path | None, limit: int, offset: int, as_json: bool) -> None:
     """Live bounties on the network: authors trusted here first, then the largest reward; with how many
     listings answer each."""
-    rows = call_daemon(config_path, data_dir, "bounties.list", {"limit": limit, "offset": offset})
+    rows = run_command(config_path, data_dir, "bounties.list", {"limit": limit, "offset": offset})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

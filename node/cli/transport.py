@@ -1,31 +1,44 @@
-"""Where a CLI command runs: in the running daemon (through its API) or, when none runs, here.
+"""Where a CLI command runs: in the running daemon, or here on the files (``node.clients.connect``).
 
-Commands that change memory go through the daemon when it runs, so one process owns
-the working-memory files, the consolidation and dream locks and the metrics; with no
-daemon the CLI opens the memory file itself, which is then safe because nobody else
-has it open. Network and market commands need the daemon. Bulk work (import, export,
-re-embed) opens the file directly either way: SQLite WAL lets it run beside a daemon.
+A command is named and its arguments are validated against its request model before anything
+is opened; refusals become one line and an exit code (``node.error_status``). Bulk work (import,
+export, re-embed) is not a command: it opens the file directly (``with_store``), which SQLite
+WAL lets run beside a daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memory.errors import CrystalNotFound, InvalidQuery, MemoryError_
+from pydantic import BaseModel, ValidationError
+
 from node.cli.common import resolve
-from node.clients.daemon import find_daemon
-from node.commands.memory_requests import InvalidRequest
-from node.error_status import exit_code
+from node.clients.base import ControlError
+from node.clients.connect import call_node
+from node.commands.catalog import command as command_named
+from node.error_status import UNEXPECTED, exit_code, http_status, message_of
 from node.errors import NodeError, UsageError
-from node.servers.control import CommandUnavailable, ControlError
 
 if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a command opens the file
     from memory.storage.store import MemoryStore
 
 T = TypeVar("T")
+
+
+def run_command(
+    config_path: Path | None, data_dir: Path | None, name: str, args: dict[str, Any] | BaseModel | None = None
+) -> Any:
+    """Run the command ``name`` (in the daemon when one runs) and return its JSON-shaped answer."""
+    command = command_named(name)
+    loaded, paths = resolve(config_path, data_dir)
+    with refusals_as_usage_errors():
+        given = args if isinstance(args, BaseModel) else {k: v for k, v in (args or {}).items() if v is not None}
+        request = given if isinstance(given, BaseModel) else command.parse(given)
+        return asyncio.run(call_node(loaded.config, paths, command, request))
 
 
 def with_store(config_path: Path | None, data_dir: Path | None, action: Callable[[MemoryStore], Awaitable[T]]) -> T:
@@ -42,58 +55,37 @@ def with_store(config_path: Path | None, data_dir: Path | None, action: Callable
         finally:
             await store.close()
 
-    try:
+    with refusals_as_usage_errors():
         return asyncio.run(go())
-    except (InvalidQuery, CrystalNotFound, InvalidRequest) as exc:
-        raise UsageError(str(exc)) from None
-    except MemoryError_ as exc:
-        raise UsageError(f"memory: {exc}") from None
 
 
-def call_daemon(
-    config_path: Path | None,
-    data_dir: Path | None,
-    cmd: str,
-    args: dict[str, Any] | None = None,
-    *,
-    timeout: float = 30,
-) -> Any:
-    """One command to the running daemon; no daemon, or its refusal, is a usage error (exit 2)."""
-    _, paths = resolve(config_path, data_dir)
-    client = find_daemon(paths)
-    if client is None:
-        raise UsageError(f"no daemon is running on {paths.data_dir}: start it with `bitterbot-node run`")
+@contextmanager
+def refusals_as_usage_errors() -> Iterator[None]:
+    """A refusal (the daemon's, or one raised here) becomes one line and its exit code; a bug of
+    ours (``UNEXPECTED``) keeps its traceback."""
     try:
-        return client.call(cmd, args, timeout=timeout)
+        yield
     except ControlError as exc:
-        raise refusal(exc) from None
+        raise refusal(exc.status, str(exc)) from None
+    except NodeError:
+        raise
+    except Exception as exc:
+        status = http_status(exc)
+        if status == UNEXPECTED:
+            raise
+        raise refusal(status, message_of(exc)) from None
 
 
-def daemon_or_store(
-    config_path: Path | None,
-    data_dir: Path | None,
-    cmd: str,
-    args: dict[str, Any],
-    direct: Callable[[MemoryStore], Awaitable[T]],
-    *,
-    timeout: float = 60,
-) -> Any:
-    """``cmd`` in the running daemon; with no daemon (or one without the part that serves
-    ``cmd``), ``direct`` on the memory file here. Both answer with the same JSON shape."""
-    _, paths = resolve(config_path, data_dir)
-    client = find_daemon(paths)
-    if client is not None:
-        try:
-            return client.call(cmd, args, timeout=timeout)
-        except CommandUnavailable:
-            pass  # e.g. skills commands on a node running without P2P: the file is the only way
-        except ControlError as exc:
-            raise refusal(exc) from None
-    return with_store(config_path, data_dir, direct)
-
-
-def refusal(error: ControlError) -> NodeError:
-    """A daemon's refusal as the CLI's error, with the exit code ``node.error_status`` gives its status."""
-    refused = UsageError(str(error))
-    refused.exit_code = exit_code(error.status)
+def refusal(status: int, message: str) -> NodeError:
+    """A refusal as the CLI's error, with the exit code ``node.error_status`` gives its status."""
+    refused = UsageError(message)
+    refused.exit_code = exit_code(status)
     return refused
+
+
+def request_of(model: type[BaseModel], **fields: Any) -> Any:
+    """Build a request from command-line values; a refused value is a usage error (exit 2)."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise UsageError(message_of(exc)) from None

@@ -1,17 +1,15 @@
-"""The daemon's memory commands (HTTP API, control socket, MCP server): one handler per operation,
-each validating its request model and calling ``node.commands.memory_service``."""
+"""The memory commands: search, remember, show, forget, quarantine, hormones, consolidation, dreams.
+
+Each runs on a ``MemoryHost``: the daemon's memory part, or the local client's part opened on
+the files when no daemon runs (every one here is ``local``). The store and the service functions
+are imported inside the handlers: describing these commands must stay cheap for the CLI.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory.dynamics.consolidation import unmerge
-from memory.errors import StoreError
-from memory.retrieval.query import Weights
-from memory.working_memory.dream import working_memory_note
-from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
-from node.commands import memory_service as service
 from node.commands.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
@@ -23,112 +21,170 @@ from node.commands.memory_requests import (
     SearchArgs,
     ShowArgs,
 )
-from node.commands.memory_service import crystal_json
-from node.errors import PartNotRunning
+from node.commands.registry import CommandSet, HttpRoute, NoArgs
 from node.runtime.actor import current_actor
-from node.servers.control import Handler
 
 if TYPE_CHECKING:
+    from memory.retrieval.query import Weights
     from memory.storage.store import MemoryStore
+    from memory.working_memory.memory_md import WorkingMemoryFiles
+    from node.parts.metrics import NodeMetrics
 
 
 class MemoryHost(Protocol):
     """What the memory commands need of the part that runs them (``node.parts.memory.MemoryPart``)."""
 
-    store: MemoryStore | None
     files: WorkingMemoryFiles
     weights: Weights
+    metrics: NodeMetrics | None
+
+    def running_store(self) -> MemoryStore: ...
 
     async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]: ...
 
     async def dream_now(self) -> dict[str, Any]: ...
 
 
-class MemoryCommands:
-    def __init__(self, part: MemoryHost) -> None:
-        self._part = part
+MEMORY = CommandSet("memory")
+commands = MEMORY.command
 
-    def commands(self) -> dict[str, Handler]:
-        return {
-            "memory.search": self.search,
-            "memory.remember": self.remember,
-            "memory.show": self.show,
-            "memory.forget": self.forget,
-            "memory.stats": self.stats,
-            "memory.consolidate": self.consolidate,
-            "memory.unmerge": self.unmerge,
-            "memory.quarantine": self.quarantine,
-            "memory.quarantine.approve": self.approve,
-            "memory.quarantine.reject": self.reject,
-            "memory.hormones": self.hormones,
-            "memory.event": self.event,
-            "wm.note": self.note,
-            "wm.bootstrap": self.bootstrap,
-            "wm.dream": self.dream,
-        }
 
-    def _store(self) -> MemoryStore:
-        if self._part.store is None:
-            raise PartNotRunning("the memory store is not open")
-        return self._part.store
+@commands("memory.search", SearchArgs, route=HttpRoute("POST", "/v1/memory/search", "memory"), local=True)
+async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
+    """Search memory (every mode and filter)."""
+    from node.commands import memory_service as service
 
-    async def search(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        request = SearchArgs.model_validate(args)
-        started = time.perf_counter()
-        hits = await service.search_memory(self._store(), request, self._part.weights)
-        metrics = getattr(self._part, "metrics", None)
-        if metrics is not None:
-            metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
-        return hits
+    started = time.perf_counter()
+    hits = await service.search_memory(host.running_store(), request, host.weights)
+    if host.metrics is not None:
+        host.metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
+    return hits
 
-    async def remember(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.remember(self._store(), RememberArgs.model_validate(args), actor=current_actor())
 
-    async def show(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.show(self._store(), ShowArgs.model_validate(args))
+@commands("memory.remember", RememberArgs, route=HttpRoute("POST", "/v1/memory", "memory"), local=True)
+async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
+    """Remember a text (stored once)."""
+    from node.commands import memory_service as service
 
-    async def forget(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.forget(self._store(), ForgetArgs.model_validate(args), actor=current_actor())
+    return await service.remember(host.running_store(), request, actor=current_actor())
 
-    async def stats(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await self._store().stats()
 
-    async def consolidate(self, args: dict[str, Any]) -> dict[str, Any]:
-        request = ConsolidateArgs.model_validate(args)
-        return await self._part.consolidate_now(dry_run=request.dry_run)
+@commands("memory.stats", NoArgs, route=HttpRoute("GET", "/v1/memory/stats", "memory"), local=True)
+async def stats(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
+    """Counts by lifecycle, type, origin; backlog."""
+    return await host.running_store().stats()
 
-    async def unmerge(self, args: dict[str, Any]) -> dict[str, Any]:
-        request = ShowArgs.model_validate(args)
-        try:
-            winner = await unmerge(self._store(), request.id, actor=current_actor())
-        except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
-            raise ValueError(str(exc)) from None
-        return {"restored": request.id, "merged_into": winner}
 
-    async def quarantine(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        return await service.quarantine_list(self._store(), QuarantineArgs.model_validate(args))
+@commands("memory.quarantine", QuarantineArgs, route=HttpRoute("GET", "/v1/memory/quarantine", "memory"), local=True)
+async def quarantine(host: MemoryHost, request: QuarantineArgs) -> list[dict[str, Any]]:
+    """Peer content held back from the agent (or approved, rejected)."""
+    from node.commands import memory_service as service
 
-    async def approve(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.quarantine_approve(self._store(), ShowArgs.model_validate(args), actor=current_actor())
+    return await service.quarantine_list(host.running_store(), request)
 
-    async def reject(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await service.quarantine_reject(self._store(), ShowArgs.model_validate(args), actor=current_actor())
 
-    async def hormones(self, args: dict[str, Any]) -> dict[str, Any]:
-        return service.hormone_doc(self._store())
+@commands(
+    "memory.quarantine.approve", ShowArgs, route=HttpRoute("POST", "/v1/memory/{id}/approve", "memory"), local=True
+)
+async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """Release held content."""
+    from node.commands import memory_service as service
 
-    async def event(self, args: dict[str, Any]) -> dict[str, Any]:
-        request = EventArgs.model_validate(args)
-        return await service.observe_events(self._store(), request.events)
+    return await service.quarantine_approve(host.running_store(), request, actor=current_actor())
 
-    async def note(self, args: dict[str, Any]) -> dict[str, Any]:
-        request = NoteArgs.model_validate(args)
-        crystal = await working_memory_note(self._store(), self._part.files, request.text, request.importance)
-        return crystal_json(crystal)
 
-    async def bootstrap(self, args: dict[str, Any]) -> dict[str, Any]:
-        request = BootstrapArgs.model_validate(args)
-        return {"text": bootstrap_text(self._part.files, request.context_window)}
+@commands("memory.quarantine.reject", ShowArgs, route=HttpRoute("POST", "/v1/memory/{id}/reject", "memory"), local=True)
+async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """Reject held content."""
+    from node.commands import memory_service as service
 
-    async def dream(self, args: dict[str, Any]) -> dict[str, Any]:
-        return await self._part.dream_now()
+    return await service.quarantine_reject(host.running_store(), request, actor=current_actor())
+
+
+@commands("memory.show", ShowArgs, route=HttpRoute("GET", "/v1/memory/{id}", "memory"), local=True)
+async def show(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """One crystal with links, provenance, audit."""
+    from node.commands import memory_service as service
+
+    return await service.show(host.running_store(), request)
+
+
+@commands("memory.forget", ForgetArgs, route=HttpRoute("DELETE", "/v1/memory/{id}", "memory"), local=True)
+async def forget(host: MemoryHost, request: ForgetArgs) -> dict[str, Any]:
+    """Forget a crystal (audited)."""
+    from node.commands import memory_service as service
+
+    return await service.forget(host.running_store(), request, actor=current_actor())
+
+
+@commands(
+    "memory.consolidate",
+    ConsolidateArgs,
+    route=HttpRoute("POST", "/v1/memory/consolidate", "memory"),
+    local=True,
+    timeout_s=600,
+)
+async def consolidate(host: MemoryHost, request: ConsolidateArgs) -> dict[str, Any]:
+    """Run a consolidation cycle now."""
+    return await host.consolidate_now(dry_run=request.dry_run)
+
+
+@commands("memory.unmerge", ShowArgs, route=HttpRoute("POST", "/v1/memory/{id}/unmerge", "memory"), local=True)
+async def unmerge(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """Undo a merge."""
+    from memory.dynamics.consolidation import unmerge as undo_merge
+    from memory.errors import StoreError
+
+    try:
+        winner = await undo_merge(host.running_store(), request.id, actor=current_actor())
+    except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
+        raise ValueError(str(exc)) from None
+    return {"restored": request.id, "merged_into": winner}
+
+
+@commands("memory.hormones", NoArgs, route=HttpRoute("GET", "/v1/hormones", "memory"), local=True)
+async def hormones(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
+    """The hormonal state."""
+    from node.commands import memory_service as service
+
+    return service.hormone_doc(host.running_store())
+
+
+@commands("memory.event", EventArgs, route=HttpRoute("POST", "/v1/hormones/events", "memory"), local=True)
+async def event(host: MemoryHost, request: EventArgs) -> dict[str, Any]:
+    """Tell the node what happened."""
+    from node.commands import memory_service as service
+
+    return await service.observe_events(host.running_store(), request.events)
+
+
+@commands("wm.note", NoteArgs, route=HttpRoute("POST", "/v1/working-memory/notes", "working memory"), local=True)
+async def note(host: MemoryHost, request: NoteArgs) -> dict[str, Any]:
+    """A working-memory note (durable, searchable)."""
+    from memory.working_memory.dream import working_memory_note
+    from node.commands.memory_service import crystal_json
+
+    crystal = await working_memory_note(host.running_store(), host.files, request.text, request.importance)
+    return crystal_json(crystal)
+
+
+@commands(
+    "wm.bootstrap", BootstrapArgs, route=HttpRoute("GET", "/v1/working-memory/bootstrap", "working memory"), local=True
+)
+async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
+    """The text for an agent's system prompt."""
+    from memory.working_memory.memory_md import bootstrap_text
+
+    return {"text": bootstrap_text(host.files, request.context_window)}
+
+
+@commands(
+    "wm.dream",
+    NoArgs,
+    route=HttpRoute("POST", "/v1/working-memory/dream", "working memory"),
+    local=True,
+    timeout_s=600,
+)
+async def dream(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
+    """Run the dream cycle now."""
+    return await host.dream_now()

@@ -27,7 +27,6 @@ from node.parts.memory import MemoryPart
 from node.parts.p2p import P2PPart
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
-from node.servers.control import Handler
 from p2p.messages import parse_skill_listing
 
 log = get_logger("node.market")
@@ -75,9 +74,6 @@ class MarketPart:
             "last_round": dict(self._last_round),
             "summary": f"wallet {self._wallet.address} on {where}, {state}",
         }
-
-    def commands(self) -> dict[str, Handler]:
-        return {"skills.buy": self._cmd_buy, "wallet": self._cmd_wallet, "wallet.fund": self._cmd_fund}
 
     # --- chain and rounds ----------------------------------------------------------------
 
@@ -151,20 +147,19 @@ class MarketPart:
             raise ValueError(f"the marketplace has no chain: {self._chain_error}")
         return self.market
 
-    async def _cmd_buy(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def buy_listing(self, listing: str, max_price: str | None) -> dict[str, Any]:
         """Buy a listed skill: ``listing`` is a stable skill id, or ``<seller peer id>/<skill id>``."""
         market = self._ready()
         if not self._ctx.config.chain.url:
             raise ValueError(EMBEDDED_CANNOT_TRADE)
-        row = await self._find_listing(str(args["listing"]))
+        row = await self._find_listing(listing)
         await self._learn_seller_addrs(row)
-        max_price = args.get("max_price")
         try:
             result = await market.buy(
                 peer_id_from_ed25519(bytes.fromhex(row.seller)),
                 bytes.fromhex(row.seller),
                 row.stable_skill_id,
-                max_price=parse_usdc(str(max_price)) if max_price else None,
+                max_price=parse_usdc(max_price) if max_price else None,
             )
         except PurchaseError as exc:
             raise ValueError(str(exc)) from None
@@ -210,7 +205,7 @@ class MarketPart:
             raise ValueError(f"{skill_id} is listed by {len(rows)} sellers; name one: {sellers}")
         return rows[0]
 
-    async def _cmd_wallet(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def wallet_report(self) -> dict[str, Any]:
         store = self._memory.store
         if store is None:
             raise PartNotRunning("the memory store is not open")
@@ -236,10 +231,10 @@ class MarketPart:
             "recent_purchases": purchases,
         }
 
-    async def _cmd_fund(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def fund_wallet(self, usdc: str) -> dict[str, Any]:
         """Mint development USDC (and gas) to this node's wallet: development chains only."""
         market = self._ready()
-        amount = parse_usdc(str(args["amount"]))
+        amount = parse_usdc(usdc)
         try:
             await market.chain.fund(self._wallet.address, amount)
         except ChainUnreachable:

@@ -30,14 +30,13 @@ from memory.storage.store import LinkSettings, MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
-from node.commands.memory import MemoryCommands
+from node.commands.progress import current_reporter
 from node.config import Config
 from node.errors import PartNotRunning, UsageError
 from node.logs import get_logger
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor
-from node.servers.control import Handler
 
 log = get_logger("node.memory")
 BACKLOG_IDLE_S = 5.0
@@ -142,7 +141,12 @@ class MemoryPart:
     name = "memory"
 
     def __init__(
-        self, config: Config, paths: NodePaths, supervisor: TaskSupervisor, *, metrics: NodeMetrics | None = None
+        self,
+        config: Config,
+        paths: NodePaths,
+        supervisor: TaskSupervisor | None,
+        *,
+        metrics: NodeMetrics | None = None,
     ) -> None:
         self._config = config
         self._paths = paths
@@ -157,16 +161,23 @@ class MemoryPart:
         self.metrics = metrics
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
-    def commands(self) -> dict[str, Handler]:
-        return MemoryCommands(self).commands()
-
-    async def dream_now(self) -> dict[str, Any]:
+    def running_store(self) -> MemoryStore:
         if self.store is None:
             raise PartNotRunning("the memory store is not open")
-        return await self._dream(self.store)
+        return self.store
+
+    async def dream_now(self) -> dict[str, Any]:
+        return await self._dream(self.running_store())
+
+    async def open(self) -> None:
+        """Open the store without the timers: the local client runs commands on it this way."""
+        self.store = await open_store(self._config, self._paths)
 
     async def start(self) -> None:
-        self.store = await open_store(self._config, self._paths)
+        """Open the store and start the timers (the daemon; ``supervisor`` owns the tasks)."""
+        assert self._supervisor is not None, "a part started by a daemon has its supervisor"
+        await self.open()
+        assert self.store is not None
         stats = await self.store.stats()
         log.info(
             "memory.opened",
@@ -216,14 +227,16 @@ class MemoryPart:
             await work(self.store)
 
     async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]:
-        if self.store is None:
-            raise PartNotRunning("the memory store is not open")
+        store = self.running_store()
         if dry_run:
-            return (await consolidate_as_configured(self.store, self._config, dry_run=True)).to_dict()
-        return (await self._consolidate(self.store)).to_dict()
+            report = await consolidate_as_configured(store, self._config, dry_run=True, progress=current_reporter())
+            return report.to_dict()
+        return (await self._consolidate(store, progress=current_reporter())).to_dict()
 
-    async def _consolidate(self, store: MemoryStore) -> ConsolidationReport:
-        report = await consolidate_as_configured(store, self._config)
+    async def _consolidate(
+        self, store: MemoryStore, *, progress: Callable[[str], None] | None = None
+    ) -> ConsolidationReport:
+        report = await consolidate_as_configured(store, self._config, progress=progress)
         if self.metrics is not None:
             self.metrics.consolidation_seconds.observe(report.duration_ms / 1000)
         self._last_consolidation = {k: v for k, v in report.to_dict().items() if k not in ("changes", "merges")}

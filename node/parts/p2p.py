@@ -22,20 +22,21 @@ from marketplace.bounties import purge_expired_bounties, record_bounty
 from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_endorsement, record_listing, revoke_listing
+from marketplace.pricing import PriceSettings
 from marketplace.received_quota import bounties_bound, enforce_bound, listings_bound
+from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import NetworkOverride
 from memory.governance.peer_quota import PeerContentQuota
 from memory.governance.quarantine import release_from
 from memory.storage.store import MemoryStore
-from node.commands.skills import SkillsCommands
+from node.commands.skills_service import price_settings
 from node.errors import PartNotRunning
 from node.logs import get_logger, route_library_logs
 from node.parts.memory import MemoryPart
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
-from node.servers.control import Handler
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
@@ -52,7 +53,7 @@ from p2p.messages import (
     trust_attestation_body,
     weather_body,
 )
-from p2p.peer_listing import PEERS_LISTED, peer_rows
+from p2p.peer_listing import peer_rows
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
@@ -201,15 +202,6 @@ class P2PPart:
             + (", WEATHER: untrusted ingestion halted" if halted else ", weather clear")
         )
         return out
-
-    def commands(self) -> dict[str, Handler]:
-        return {
-            "peers": self._cmd_peers,
-            "weather.broadcast": self._cmd_weather_broadcast,
-            "weather.show": self._cmd_weather_show,
-            "p2p.connect": self._cmd_connect,
-            **SkillsCommands(self, self._ctx).commands(),
-        }
 
     # --- incoming ------------------------------------------------------------------------
 
@@ -390,20 +382,17 @@ class P2PPart:
 
     # --- commands --------------------------------------------------------------------------
 
-    async def _cmd_peers(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+    async def peer_listing(self, limit: int) -> list[dict[str, Any]]:
         """Peers with trust levels, as of the last trust round (``p2p.peer_listing``): a request must
         not cost an EigenTrust run."""
         if self.host is None:
             raise HostNotRunning()
         snapshots = await self.host.peers()
-        return peer_rows(snapshots, self.trust, self.validator.level_of, limit=int(args.get("limit") or PEERS_LISTED))
+        return peer_rows(snapshots, self.trust, self.validator.level_of, limit=limit)
 
-    async def _cmd_weather_broadcast(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def broadcast_weather(self, level: float, duration_s: int, reason: str) -> dict[str, Any]:
         if self._ctx.config.node.role != "management":
             raise ValueError('only a management node broadcasts weather (node.role = "management")')
-        level = float(args["level"])
-        duration_s = int(args["duration_s"])
-        reason = str(args["reason"])
         if not 0.0 <= level <= 1.0:
             raise ValueError("level must be in [0, 1]")
         now = self._ctx.now_ms()
@@ -415,7 +404,7 @@ class P2PPart:
         await self._apply_weather(weather, self._ctx.identity.public_key)
         return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
 
-    async def _cmd_weather_show(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def weather_report(self) -> dict[str, Any]:
         endocrine = self.store().hormone_source
         override = endocrine.state().override if isinstance(endocrine, Endocrine) else None
         now = self._ctx.now_ms()
@@ -428,10 +417,10 @@ class P2PPart:
             "halts_untrusted_ingestion": self.validator.halted_until_ms > now,
         }
 
-    async def _cmd_connect(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def dial(self, address: str) -> dict[str, Any]:
         if self.host is None:
             raise HostNotRunning()
-        return {"peer_id": await self.host.connect(str(args["address"]))}
+        return {"peer_id": await self.host.connect(address)}
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -446,6 +435,20 @@ class P2PPart:
     def level_of_key(self, key: bytes) -> TrustLevel:
         """A peer's trust level as of the last trust round (management keys are verified)."""
         return self._levels.get(key) or self.validator.level_of(key)
+
+    @property
+    def ctx(self) -> NodeContext:
+        return self._ctx
+
+    def running_store(self) -> MemoryStore:
+        return self.store()
+
+    def price_settings(self) -> PriceSettings:
+        return price_settings(self._ctx.config.marketplace)
+
+    def reputation(self) -> tuple[int, str | None]:
+        """How peers rate this node in the live trust book, and its key."""
+        return reputation_in(self.trust), self._ctx.identity.public_key.hex()
 
     @property
     def anchors(self) -> TrustAnchors:

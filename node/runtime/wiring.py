@@ -1,20 +1,33 @@
-"""Which parts a node runs, in start order, built from its config (the daemon starts and stops them)."""
+"""Which parts a node runs, in start order, built from its config (the daemon starts and stops them),
+and which part's host runs each command set (``node.commands.registry``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from node.parts.market import MarketPart
 from node.parts.memory import MemoryPart
 from node.parts.metrics import MetricsPart, NodeMetrics
 from node.parts.p2p import P2PPart
+from node.parts.skill_ledger import FileSkillLedger
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import Part, TaskSupervisor
 from node.runtime.status import DaemonStatus
 from node.servers.api import ApiServer
-from node.servers.control import ControlServer, Handler
+from node.servers.control import ControlServer
+
+
+class _StatusHost:
+    """The ``node`` commands' host (``node.commands.status.NodeHost``)."""
+
+    def __init__(self, status: Callable[[], DaemonStatus] | None) -> None:
+        self._status = status
+
+    def status(self) -> DaemonStatus:
+        if self._status is None:
+            raise ValueError("no status here")
+        return self._status()
 
 
 def build_parts(
@@ -26,28 +39,19 @@ def build_parts(
     metrics = NodeMetrics()
     memory = MemoryPart(ctx.config, ctx.paths, supervisor, metrics=metrics)
     parts: list[Part] = [memory]
+    hosts: dict[str, Any] = {"node": _StatusHost(status), "memory": memory}
     p2p_details = None
     if ctx.config.p2p.enabled:
         p2p = P2PPart(ctx, supervisor, memory)
+        market = MarketPart(ctx, supervisor, memory, p2p)
         p2p_details = p2p.details
-        parts += [p2p, MarketPart(ctx, supervisor, memory, p2p)]
+        parts += [p2p, market]
+        hosts |= {"p2p": p2p, "skills": p2p, "market": market}
+    else:  # recording and pricing a skill still work: peers' ratings come from the trust file
+        hosts["skills"] = FileSkillLedger(memory, ctx.config, ctx.paths)
     metrics.watch(p2p=p2p_details, store=lambda: memory.store)
     parts.append(MetricsPart(metrics, supervisor.spawn))
-
-    async def status_command(args: dict[str, Any]) -> dict[str, Any]:
-        if status is None:
-            raise ValueError("no status here")
-        return asdict(status())
-
-    def handlers() -> dict[str, Handler]:
-        table: dict[str, Handler] = {"status": status_command}
-        for part in parts:
-            commands = getattr(part, "commands", None)
-            if callable(commands):
-                table.update(commands())
-        return table
-
-    parts.append(ControlServer(ctx.paths.control_socket, handlers))
+    parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))
     api = ctx.config.api
     if api.enabled:
         parts.append(
@@ -55,7 +59,7 @@ def build_parts(
                 api.host,
                 api.port,
                 ctx.paths.api_token_file,
-                handlers,
+                lambda: hosts,
                 metrics=metrics.render,
                 observe=metrics.observe_api_request,
             )

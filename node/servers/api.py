@@ -1,7 +1,7 @@
 """The local HTTP API: JSON in and out, bearer token, loopback only unless the config says otherwise.
 
-Every route (``node.commands.routes``) runs a command of the daemon's command table, the same
-table the control socket serves. Errors are JSON ``{"error": "..."}`` with the status
+Every command with a route (``node.commands.catalog``) is served at it, through the same
+dispatch the control socket uses. Errors are JSON ``{"error": "..."}`` with the status
 ``node.error_status`` gives each error class: 401 without the right token, 400 for bad
 input (the message names the field; a body nested past 64 levels too), 403 when governance
 keeps a crystal on this node, 404 for what does not exist, 502 when the chain or a peer does
@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
 
-from node.commands.routes import ROUTES, Route
-from node.error_status import UNEXPECTED, http_status, message_of
+from node.commands.catalog import COMMANDS
+from node.commands.registry import Command
+from node.error_status import UNEXPECTED, http_status, is_unavailable, message_of
 from node.logs import get_logger
 from node.runtime.actor import AGENT, HEADER, acting_as
 from node.servers.api_token import ensure_token
-from node.servers.control import Handler
+from node.servers.dispatch import Hosts, dispatch
 from node.servers.json_input import json_object
+from node.servers.openapi import openapi_document
 
 log = get_logger("node.api")
 MAX_BODY_BYTES = 1_048_576
@@ -39,12 +40,6 @@ def _error(status: int, message: str, *, unavailable: bool = False) -> web.Respo
     return web.json_response({"error": message, **({"unavailable": True} if unavailable else {})}, status=status)
 
 
-def _validation_message(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(p) for p in error["loc"]) or "body"
-    return f"{where}: {error['msg']}"
-
-
 class ApiServer:
     name = "api"
 
@@ -53,7 +48,7 @@ class ApiServer:
         host: str,
         port: int,
         token_file: Path,
-        handlers: Callable[[], Mapping[str, Handler]],
+        hosts: Hosts,
         *,
         metrics: Callable[[], bytes] | None = None,
         observe: Callable[[str, int], None] | None = None,
@@ -61,7 +56,7 @@ class ApiServer:
         self._host = host
         self._port = port
         self._token_file = token_file
-        self._handlers = handlers
+        self._hosts = hosts
         self._metrics = metrics
         self._observe = observe or (lambda command, status: None)
         self._token = ""
@@ -74,8 +69,9 @@ class ApiServer:
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/openapi.json", self._openapi)
         app.router.add_get("/metrics", self._serve_metrics)
-        for route in ROUTES:
-            app.router.add_route(route.method, route.path, self._endpoint(route))
+        for command in COMMANDS.values():
+            if command.route is not None:
+                app.router.add_route(command.route.method, command.route.path, self._endpoint(command))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
@@ -113,57 +109,26 @@ class ApiServer:
         except web.HTTPException as exc:
             return _error(exc.status, exc.reason or "not found")
 
-    def _endpoint(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    def _endpoint(self, command: Command[Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def endpoint(request: web.Request) -> web.StreamResponse:
-            response = await self._run(route, request)
-            self._observe(route.command, response.status)
+            response = await self._run(command, request)
+            self._observe(command.name, response.status)
             return response
 
         return endpoint
 
-    async def _run(self, route: Route, request: web.Request) -> web.Response:
+    async def _run(self, command: Command[Any], request: web.Request) -> web.Response:
         try:
+            args = await _arguments(request)
             with acting_as(request.headers.get(HEADER, AGENT)):
-                return await self._call(route, request)
-        except ValueError as exc:  # an unknown actor
-            return _error(400, str(exc))
-
-    async def _call(self, route: Route, request: web.Request) -> web.Response:
-        try:
-            args = await self._arguments(request, route)
-        except ValidationError as exc:
-            return _error(400, _validation_message(exc))
-        except ValueError as exc:
-            return _error(400, str(exc))
-        command = self._handlers().get(route.command)
-        if command is None:
-            return _error(
-                503, f"{route.command} is not available on this node (is its part enabled?)", unavailable=True
-            )
-        try:
-            return web.json_response(await command(args), dumps=lambda o: json.dumps(o, default=str))
+                result = await dispatch(self._hosts, command.name, args)
         except Exception as exc:
             status = http_status(exc)
             if status == UNEXPECTED:
-                log.error("api.command_failed", exc_info=True, command=route.command)
-                return _error(status, f"{route.command} failed: {exc}")
-            if isinstance(exc, ValidationError):
-                return _error(status, _validation_message(exc))
-            return _error(status, message_of(exc))
-
-    async def _arguments(self, request: web.Request, route: Route) -> dict[str, Any]:
-        """Path parameters, plus the JSON body (POST) or the query string (GET, DELETE), validated."""
-        raw: dict[str, Any] = {}
-        if request.method == "POST" and request.can_read_body:
-            raw = json_object(await request.read(), "the body")
-        elif request.query:
-            raw = {k: (v if len(vs := request.query.getall(k)) == 1 else vs) for k, v in request.query.items()}
-        if route.body is not None:
-            model: BaseModel = route.body.model_validate(raw)
-            raw = model.model_dump(mode="json", exclude_none=True)
-        elif raw:
-            raise ValueError(f"{route.method} {route.path} takes no parameters")
-        return {**raw, **request.match_info}
+                log.error("api.command_failed", exc_info=True, command=command.name)
+                return _error(status, f"{command.name} failed: {exc}")
+            return _error(status, message_of(exc), unavailable=is_unavailable(exc))
+        return web.json_response(result, dumps=lambda o: json.dumps(o, default=str))
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
@@ -177,51 +142,12 @@ class ApiServer:
         return web.Response(body=self._metrics(), content_type="text/plain", charset="utf-8")
 
 
-def openapi_document() -> dict[str, Any]:
-    """OpenAPI 3.1, generated from the route table and the request models' JSON schemas."""
-    paths: dict[str, dict[str, Any]] = {}
-    schemas: dict[str, Any] = {}
-    for route in ROUTES:
-        operation: dict[str, Any] = {
-            "summary": route.summary,
-            "operationId": route.command.replace(".", "_"),
-            "tags": [route.tag],
-            "responses": {
-                "200": {"description": "JSON result"},
-                "400": {"description": "bad input; the error names the field"},
-                "401": {"description": "missing or wrong bearer token"},
-                "404": {"description": "no such thing"},
-                "502": {"description": "a service the node depends on (the chain) did not answer"},
-                "503": {"description": "the part serving this is off on this node"},
-            },
-        }
-        params = [
-            {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
-            for part in route.path.split("/")
-            if part.startswith("{")
-        ]
-        if route.body is not None:
-            schema = route.body.model_json_schema(ref_template="#/components/schemas/{model}")
-            schemas.update(schema.pop("$defs", {}))
-            schemas[route.body.__name__] = schema
-            ref = {"$ref": f"#/components/schemas/{route.body.__name__}"}
-            if route.method == "POST":
-                operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref}}}
-            else:
-                params += [
-                    {"name": name, "in": "query", "required": name in schema.get("required", []), "schema": prop}
-                    for name, prop in schema.get("properties", {}).items()
-                ]
-        if params:
-            operation["parameters"] = params
-        paths.setdefault(route.path, {})[route.method.lower()] = operation
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "bitterbot-node local API", "version": "1"},
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": schemas,
-        },
-        "security": [{"bearer": []}],
-        "paths": paths,
-    }
+async def _arguments(request: web.Request) -> dict[str, Any]:
+    """The JSON body (POST) or the query string (GET, DELETE), then the path's fields over them:
+    the command validates the whole against its request model."""
+    raw: dict[str, Any] = {}
+    if request.method == "POST" and request.can_read_body:
+        raw = json_object(await request.read(), "the body")
+    elif request.query:
+        raw = {k: (v if len(vs := request.query.getall(k)) == 1 else vs) for k, v in request.query.items()}
+    return {**raw, **request.match_info}

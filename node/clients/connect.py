@@ -1,0 +1,53 @@
+"""Choosing how to reach a node: its running daemon (API, else control socket), else this process.
+
+A command goes to the daemon when one runs, so that one process owns the working-memory files,
+the consolidation and dream locks and the metrics. With no daemon, or one that runs without the
+command's part (P2P disabled), a ``local`` command runs here on the files; any other is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from node.clients.base import CommandUnavailable, NodeClient
+from node.clients.http import HttpClient
+from node.clients.local import LocalClient
+from node.clients.socket import SocketClient
+from node.commands.registry import Command
+from node.config import Config
+from node.errors import DaemonRequired
+from node.paths import NodePaths
+from node.runtime.actor import CLI
+from node.runtime.status import probe_daemon
+
+
+def find_daemon(paths: NodePaths, *, actor: str = CLI) -> NodeClient | None:
+    """A client of the running daemon on this data dir, or None when there is none."""
+    probe = probe_daemon(paths.data_dir)
+    if not probe.running:
+        return None
+    url = probe.status.details.get("api", {}).get("url") if probe.status is not None else None
+    if url:
+        return HttpClient(url, paths.api_token_file, actor)
+    return SocketClient(paths.control_socket, actor)
+
+
+async def call_node(
+    config: Config, paths: NodePaths, command: Command[Any], request: BaseModel, *, actor: str = CLI
+) -> Any:
+    """``command`` in the running daemon, or here on the files when it may run here."""
+    daemon = find_daemon(paths, actor=actor)
+    if daemon is not None:
+        try:
+            return await daemon.call(command, request)
+        except CommandUnavailable:
+            if not command.local:
+                raise
+    if not command.local:
+        raise DaemonRequired(command.name, str(paths.data_dir))
+    local = LocalClient(config, paths, actor=actor)
+    try:
+        return await local.call(command, request)
+    finally:
+        await local.aclose()

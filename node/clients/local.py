@@ -1,0 +1,55 @@
+"""No daemon: a command runs in this process, on the node's own files.
+
+Only commands marked ``local`` run this way (memory, and recording and pricing a skill); the
+network and the market need the daemon. The memory part is opened without its timers, so this
+process is the file's only user for as long as the command takes (SQLite WAL lets bulk work
+run beside a daemon, but the daemon owns the working-memory files and the dream lock)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from node.commands.registry import Command
+from node.config import Config
+from node.errors import DaemonRequired
+from node.paths import NodePaths
+from node.runtime.actor import CLI, acting_as
+
+if TYPE_CHECKING:
+    from node.parts.memory import MemoryPart
+
+
+class LocalClient:
+    transport = "local"
+
+    def __init__(self, config: Config, paths: NodePaths, *, actor: str = CLI) -> None:
+        self._config = config
+        self._paths = paths
+        self._actor = actor
+        self._memory: MemoryPart | None = None
+
+    async def call(self, command: Command[Any], request: BaseModel) -> Any:
+        if not command.local:
+            raise DaemonRequired(command.name, str(self._paths.data_dir))
+        hosts = await self._hosts()
+        with acting_as(self._actor):
+            return await command.run(hosts[command.part], request)
+
+    async def _hosts(self) -> dict[str, Any]:
+        if self._memory is None:
+            from node.parts.memory import MemoryPart
+
+            self._paths.ensure_data_dir()
+            memory = MemoryPart(self._config, self._paths, supervisor=None)
+            await memory.open()
+            self._memory = memory
+        from node.parts.skill_ledger import FileSkillLedger
+
+        return {"memory": self._memory, "skills": FileSkillLedger(self._memory, self._config, self._paths)}
+
+    async def aclose(self) -> None:
+        if self._memory is not None:
+            await self._memory.stop()
+            self._memory = None

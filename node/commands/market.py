@@ -1,0 +1,52 @@
+"""The market commands, run on the market part: buying a listed skill, the wallet, dev funds."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import Field
+
+from node.commands.registry import CommandSet, HttpRoute, NoArgs, Request
+
+
+class MarketHost(Protocol):
+    """What the market commands need of the market part (``node.parts.market.MarketPart``)."""
+
+    async def buy_listing(self, listing: str, max_price: str | None) -> dict[str, Any]: ...
+
+    async def wallet_report(self) -> dict[str, Any]: ...
+
+    async def fund_wallet(self, usdc: str) -> dict[str, Any]: ...
+
+
+class BuyArgs(Request):
+    listing: str = Field(min_length=1, max_length=200, description="A skill id, or SELLER_PEER_ID/SKILL_ID.")
+    max_price: str | None = Field(
+        default=None, max_length=32, description="Refuse a listing dearer than this many USDC, e.g. 0.05."
+    )
+
+
+class FundArgs(Request):
+    amount: str = Field(min_length=1, max_length=32, description="USDC to mint on a dev chain, e.g. 10.")
+
+
+MARKET = CommandSet("market")
+commands = MARKET.command
+
+
+@commands("skills.buy", BuyArgs, route=HttpRoute("POST", "/v1/skills/buy", "skills"), timeout_s=180)
+async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
+    """Buy a listed skill."""
+    return await market.buy_listing(request.listing, request.max_price)
+
+
+@commands("wallet", NoArgs, route=HttpRoute("GET", "/v1/wallet", "market"))
+async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
+    """Wallet, balance and earnings ledger."""
+    return await market.wallet_report()
+
+
+@commands("wallet.fund", FundArgs, route=HttpRoute("POST", "/v1/wallet/fund", "market"), timeout_s=60)
+async def fund(market: MarketHost, request: FundArgs) -> dict[str, Any]:
+    """Mint dev USDC to this wallet (dev chains only)."""
+    return await market.fund_wallet(request.amount)

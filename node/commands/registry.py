@@ -1,0 +1,131 @@
+"""A command of the node, defined once: its name, request model, handler and HTTP route.
+
+The HTTP API, the control socket, the OpenAPI document, the MCP server and the CLI all reach
+a command through its ``Command``: the servers dispatch by name, the clients send its request,
+and a command marked ``local`` also runs in-process on the node's files when no daemon runs.
+A handler takes the host object of the part named by its ``CommandSet`` (the running part in
+the daemon, a file-backed one in the local client) and the validated request.
+
+Modules that define commands import nothing heavy at their top: describing a command (the
+CLI's options, the OpenAPI document) must not open the store or load numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+R = TypeVar("R", bound=BaseModel)
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+
+class Request(BaseModel):
+    """A command's arguments: unknown fields are refused, each field says what it takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoArgs(Request):
+    """A command that takes no arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRoute:
+    method: Literal["GET", "POST", "DELETE"]
+    path: str  # ``{name}`` segments are fields of the request model
+    tag: str
+
+    @property
+    def path_fields(self) -> tuple[str, ...]:
+        return tuple(part[1:-1] for part in self.path.split("/") if part.startswith("{"))
+
+
+@dataclass(frozen=True, slots=True)
+class CliSpec:
+    """How a command appears on the command line when ``node.cli.generated`` builds it from the
+    request model: its group and name, the fields taken as positional arguments, option names that
+    differ from the field names, and how a person reads the answer (``--json`` prints it whole)."""
+
+    group: str
+    name: str
+    arguments: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)  # field -> "--flag"
+    render: Callable[[Any], str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Command(Generic[R]):
+    name: str
+    part: str  # the part whose host runs it: node, memory, p2p, market
+    request: type[R]
+    handler: Handler
+    summary: str
+    route: HttpRoute | None = None
+    local: bool = False  # may run in-process on the node's files when no daemon runs
+    timeout_s: float = 30.0
+    cli: CliSpec | None = None
+
+    def parse(self, args: Mapping[str, Any]) -> R:
+        """The request from JSON-shaped arguments; pydantic's ValidationError names a bad field (400)."""
+        return self.request.model_validate(dict(args))
+
+    async def run(self, host: Any, args: Mapping[str, Any] | BaseModel) -> Any:
+        request = args if isinstance(args, self.request) else self.parse(_as_mapping(args))
+        return await self.handler(host, request)
+
+
+def _as_mapping(args: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
+    if isinstance(args, BaseModel):
+        return args.model_dump(mode="json", exclude_none=True)
+    return args
+
+
+class CommandSet:
+    """The commands one part owns, declared next to their handlers with ``@commands.command(...)``."""
+
+    def __init__(self, part: str) -> None:
+        self.part = part
+        self.commands: list[Command[Any]] = []
+
+    def command(
+        self,
+        name: str,
+        request: type[R],
+        *,
+        route: HttpRoute | None = None,
+        local: bool = False,
+        timeout_s: float = 30.0,
+        cli: CliSpec | None = None,
+        summary: str | None = None,
+    ) -> Callable[[Callable[[Any, R], Awaitable[Any]]], Command[R]]:
+        """Register the decorated handler; its docstring's first line is the summary unless given."""
+
+        def register(handler: Callable[[Any, R], Awaitable[Any]]) -> Command[R]:
+            doc = (handler.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            command = Command(name, self.part, request, handler, summary or doc or name, route, local, timeout_s, cli)
+            self.commands.append(command)
+            return command
+
+        return register
+
+
+def index(commands: Iterable[Command[Any]]) -> dict[str, Command[Any]]:
+    """Commands by name; two with one name, or two on one route, is a programming error."""
+    by_name: dict[str, Command[Any]] = {}
+    routes: set[tuple[str, str]] = set()
+    for command in commands:
+        if command.name in by_name:
+            raise ValueError(f"two commands are named {command.name!r}")
+        if command.route is not None:
+            key = (command.route.method, command.route.path)
+            if key in routes:
+                raise ValueError(f"two commands serve {key[0]} {key[1]}")
+            routes.add(key)
+            missing = [f for f in command.route.path_fields if f not in command.request.model_fields]
+            if missing:
+                raise ValueError(f"{command.name}: path fields {missing} are not fields of its request")
+        by_name[command.name] = command
+    return by_name

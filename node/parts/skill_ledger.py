@@ -1,0 +1,38 @@
+"""Recording and pricing a skill on a node without its P2P part: how peers rated this node comes
+from the trust file a daemon with P2P kept (the local client, and a daemon run with P2P off)."""
+
+from __future__ import annotations
+
+from crypto.errors import KeyFileError
+from crypto.identity import read_key_file_info
+from marketplace.pricing import PriceSettings
+from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
+from memory.storage.store import MemoryStore
+from node.commands.skills_service import price_settings
+from node.config import Config
+from node.parts.memory import MemoryPart
+from node.paths import NodePaths
+
+
+class FileSkillLedger:
+    """Recording and pricing a skill from the files: the store, and how peers rated this node in
+    the trust file the daemon keeps (``node.commands.skills.SkillLedgerHost``)."""
+
+    def __init__(self, memory: MemoryPart, config: Config, paths: NodePaths) -> None:
+        self._memory = memory
+        self._config = config
+        self._paths = paths
+
+    def running_store(self) -> MemoryStore:
+        return self._memory.running_store()
+
+    def price_settings(self) -> PriceSettings:
+        return price_settings(self._config.marketplace)
+
+    def reputation(self) -> tuple[int, str | None]:
+        try:
+            me = read_key_file_info(self._paths.key_file).public_key
+        except KeyFileError:
+            return NEUTRAL_MILLI, None
+        assert self._paths.trust_file is not None
+        return own_reputation_milli(self._paths.trust_file, me), me.hex()
