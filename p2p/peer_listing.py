@@ -4,11 +4,12 @@ trust level, scores and penalty points as of the last trust round. Pure: no I/O,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
-from p2p.host import PeerSnapshot
-from p2p.trust import TrustBook, TrustLevel
+if TYPE_CHECKING:  # describing the listing's bound (the peers command) must not load libp2p or numpy
+    from p2p.host import PeerSnapshot
+    from p2p.trust import TrustBook, TrustLevel
 
 PEERS_LISTED = 500  # rows `peers` returns unless asked for a limit
 
@@ -27,7 +28,7 @@ def peer_rows(
 
     def row(peer_id: str, key: bytes | None) -> dict[str, Any]:
         trust = computed.get(key) if key else None
-        level = trust.level if trust else (level_of(key) if key else TrustLevel.PROVISIONAL)
+        level = trust.level if trust else (level_of(key) if key else _provisional())
         return {
             "peer_id": peer_id,
             "connected": False,
@@ -54,3 +55,9 @@ def peer_rows(
         rows.setdefault(peer_id, row(peer_id, key))
     ordered = sorted(rows.values(), key=lambda r: (not r["connected"], -r["combined"], r["peer_id"]))
     return ordered[:limit]
+
+
+def _provisional() -> TrustLevel:
+    from p2p.trust import TrustLevel
+
+    return TrustLevel.PROVISIONAL

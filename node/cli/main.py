@@ -279,4 +279,7 @@ def register_commands() -> click.Group:
 
     for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore):
         cli.add_command(command)
+    from node.cli.generated import add_generated
+
+    add_generated(cli)
     return cli

@@ -4,128 +4,23 @@ ledger (``LEDGER``, also local without a daemon): record an execution, price a s
 
 from __future__ import annotations
 
-import os
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from pydantic import Field
-
-from crypto.envelope import decode_envelope
-from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
-from marketplace.bounties import record_bounty
-from marketplace.catalog import bounties_page, listings_page
-from marketplace.listings import endorsers_of, listing_envelope, record_endorsement, record_listing, revoke_listing
-from marketplace.offer import price_of
-from marketplace.pricing import PriceSettings, parse_usdc
-from marketplace.reputation import reputation_in
-from marketplace.wallet import load_or_create_wallet
-from memory.governance.rules import check_exportable
-from memory.model import KNOWLEDGE_TYPES
-from node.commands.registry import CommandSet, HttpRoute, Request
-from node.commands.skills_service import price_report, price_settings, record_report
-from node.runtime.actor import current_actor
-from p2p.messages import (
-    KIND_BOUNTY,
-    KIND_SKILL_ENDORSEMENT,
-    KIND_SKILL_LISTING,
-    KIND_SKILL_REVOCATION,
-    MAX_BOUNTY_S,
-    SkillBounty,
-    SkillEndorsement,
-    SkillRevocation,
-    bounty_body,
-    listing_of,
-    parse_bounty,
-    parse_skill_listing,
-    skill_endorsement_body,
-    skill_listing_body,
-    skill_revocation_body,
+from node.commands.registry import CommandSet, HttpRoute
+from node.commands.skills_requests import (
+    BountyArgs,
+    EndorseArgs,
+    ListingsArgs,
+    PageArgs,
+    PublishArgs,
+    RecordArgs,
+    RevokeArgs,
+    ShareArgs,
+    SkillArgs,
+    SkillLedgerHost,
+    SkillsHost,
 )
-from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC
-
-if TYPE_CHECKING:
-    from crypto.anchors import TrustAnchors
-    from crypto.envelope import Envelope
-    from memory.storage.store import MemoryStore
-    from node.runtime.context import NodeContext
-    from p2p.host import P2PHost
-    from p2p.trust import TrustBook, TrustLevel
-
-
-class SkillArgs(Request):
-    crystal_id: str = Field(min_length=1, max_length=64)
-
-
-class ShareArgs(SkillArgs):
-    title: str | None = Field(default=None, max_length=200)
-    description: str | None = Field(default=None, max_length=2_000)
-
-
-class PublishArgs(ShareArgs):
-    pass
-
-
-class RecordArgs(SkillArgs):
-    success: bool
-    reward: float | None = Field(default=None, ge=0, le=1, description="Reward score in [0, 1] (default 1 / 0).")
-
-
-class PageArgs(Request):
-    limit: int = Field(default=50, ge=1, le=500, description="Rows in this page.")
-    offset: int = Field(default=0, ge=0, le=1_000_000, description="Rows of the ordering to skip.")
-
-
-class ListingsArgs(PageArgs):
-    query: str = Field(default="", max_length=500, description="Words to find in titles, descriptions, tags.")
-
-
-class EndorseArgs(Request):
-    listing: str = Field(min_length=1, max_length=200, description="SELLER_PEER_ID/SKILL_ID.")
-
-
-class RevokeArgs(Request):
-    stable_skill_id: str = Field(min_length=1, max_length=64)
-    reason: str = Field(default="revoked", max_length=280)
-
-
-class BountyArgs(Request):
-    description: str = Field(min_length=1, max_length=2_000)
-    reward: str = Field(min_length=1, max_length=32, description="USDC offered, e.g. 0.5.")
-    tags: list[str] = Field(default_factory=list, max_length=16)
-    category: str = Field(default="", max_length=64)
-    days: float = Field(default=7.0, gt=0, le=30)
-    bounty_id: str | None = Field(default=None, max_length=64)
-
-
-class SkillsHost(Protocol):
-    """What the skills commands need of the part that gossips (``node.parts.p2p.P2PPart``)."""
-
-    host: P2PHost | None
-    trust: TrustBook
-
-    @property
-    def ctx(self) -> NodeContext: ...
-
-    @property
-    def anchors(self) -> TrustAnchors: ...
-
-    def store(self) -> MemoryStore: ...
-
-    def level_of_key(self, key: bytes) -> TrustLevel: ...
-
-    async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope: ...
-
-
-class SkillLedgerHost(Protocol):
-    """What recording and pricing a local skill need: the store, and how peers rate this node.
-    The daemon's P2P part, or the local client's files (the trust file the daemon keeps)."""
-
-    def running_store(self) -> MemoryStore: ...
-
-    def price_settings(self) -> PriceSettings: ...
-
-    def reputation(self) -> tuple[int, str | None]: ...  # (peers' rating of this node in thousandths, own key hex)
-
+from node.runtime.actor import current_actor
 
 SKILLS = CommandSet("p2p")
 commands = SKILLS.command
@@ -135,56 +30,57 @@ LEDGER = CommandSet("skills")
 @commands("skills.share", ShareArgs, route=HttpRoute("POST", "/v1/skills/{crystal_id}/share", "skills"))
 async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     """Share a skill free (signed, gossiped)."""
-    store = p2p.store()
-    crystal = await store.get(request.crystal_id)
-    if crystal.semantic_type not in KNOWLEDGE_TYPES:
-        raise ValueError(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
-    check_exportable(crystal, p2p.ctx.now_ms())
-    listing = listing_of(
-        crystal,
-        title=request.title or None,
-        description=request.description or None,
-        with_content=True,
-    )
-    await p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
-    return {"stable_skill_id": listing.stable_skill_id, "version": listing.version,
-            "content_hash": listing.content_hash}  # fmt: skip
+    from node.commands import skills_gossip as gossip
+
+    return await gossip.share(p2p, request)
 
 
 @commands("skills.publish", PublishArgs, route=HttpRoute("POST", "/v1/skills/{crystal_id}/publish", "skills"))
 async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
-    """List a proven skill for sale.
+    """List a proven skill for sale."""
+    from node.commands import skills_gossip as gossip
 
-    Quality gate, price, signed listing (no content) on the skills topic."""
-    store = p2p.store()
-    crystal = await store.get(request.crystal_id)
-    me = p2p.ctx.identity.public_key
-    _, breakdown, stats, reasons = await price_of(
-        store, crystal, price_settings(p2p.ctx.config.marketplace),
-        reputation_milli=reputation_in(p2p.trust), me=me.hex(),
-    )  # fmt: skip
-    if reasons:
-        raise ValueError("not listable: " + "; ".join(reasons))
-    wallet = load_or_create_wallet(p2p.ctx.paths.data_dir / "wallet.key")
-    listing = listing_of(
-        crystal,
-        title=request.title or None,
-        description=request.description or None,
-        price_micro_usdc=breakdown.price_micro_usdc,
-        seller_address=wallet.address,
-        executions=stats.executions,
-        successes=stats.successes,
-        with_content=False,
-        seller_addrs=tuple(p2p.host.dialable_addrs()) if p2p.host else (),
-    )
-    envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
-    await record_listing(store, listing, envelope)
-    return {
-        "stable_skill_id": listing.stable_skill_id,
-        "version": listing.version,
-        "price_micro_usdc": listing.price_micro_usdc,
-        "seller_address": wallet.address,
-    }
+    return await gossip.publish(p2p, request)
+
+
+@commands("skills.list", ListingsArgs, route=HttpRoute("GET", "/v1/skills", "skills"))
+async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
+    """What the network offers, a page at a time: by seller trust, then relevance."""
+    from node.commands import skills_gossip as gossip
+
+    return await gossip.list_offers(p2p, request)
+
+
+@commands("skills.revoke", RevokeArgs, route=HttpRoute("POST", "/v1/skills/revoke", "skills"))
+async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
+    """Revoke a skill this node published."""
+    from node.commands import skills_gossip as gossip
+
+    return await gossip.revoke(p2p, request)
+
+
+@commands("skills.endorse", EndorseArgs, route=HttpRoute("POST", "/v1/skills/endorsements", "skills"))
+async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
+    """Endorse a listing (management nodes)."""
+    from node.commands import skills_gossip as gossip
+
+    return await gossip.endorse(p2p, request)
+
+
+@commands("bounties.post", BountyArgs, route=HttpRoute("POST", "/v1/bounties", "skills"))
+async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
+    """Ask the network for a skill."""
+    from node.commands import skills_gossip as gossip
+
+    return await gossip.post_bounty(p2p, request)
+
+
+@commands("bounties.list", PageArgs, route=HttpRoute("GET", "/v1/bounties", "skills"))
+async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
+    """Live bounties, a page at a time."""
+    from node.commands import skills_gossip as gossip
+
+    return await gossip.list_bounties(p2p, request)
 
 
 @LEDGER.command(
@@ -194,6 +90,8 @@ async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]
     """Record an execution.
 
     One execution of a local skill by the agent, with its reward (default 1 on success, else 0)."""
+    from node.commands.skills_service import record_report
+
     reward = request.reward if request.reward is not None else (1.0 if request.success else 0.0)
     return await record_report(
         ledger.running_store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000),
@@ -208,123 +106,9 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     """The price of a local skill.
 
     Every factor of the price this node would ask, and whether it may be listed."""
+    from node.commands.skills_service import price_report
+
     reputation, me = ledger.reputation()
     return await price_report(
         ledger.running_store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
     )
-
-
-@commands("skills.list", ListingsArgs, route=HttpRoute("GET", "/v1/skills", "skills"))
-async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
-    """What the network offers, a page at a time: by seller trust, then relevance.
-
-    Ordered by ``marketplace.catalog``: the seller's trust here, then relevance (to ``query``, or to
-    this node's own bounties), then newest; each with the seller's trust level, the bounties it
-    answers, and whether a management key endorsed exactly this version."""
-    store = p2p.store()
-    anchors = p2p.anchors
-    page = await listings_page(
-        store, standing=p2p.trust.standing_of, me=p2p.ctx.identity.public_key.hex(),
-        now_ms=p2p.ctx.now_ms(),
-        query=request.query, limit=request.limit, offset=request.offset,
-    )  # fmt: skip
-    rows = []
-    for entry in page.items:
-        row = entry.listing
-        seller = bytes.fromhex(row.seller)
-        endorsed_by = [
-            key
-            for key in await endorsers_of(store, row.seller, row.stable_skill_id, row.content_hash)
-            if anchors.is_management(bytes.fromhex(key))
-        ]
-        rows.append(
-            {
-                **asdict(row),
-                "seller_peer_id": peer_id_from_ed25519(seller),
-                "seller_level": p2p.level_of_key(seller).value,
-                "verified": bool(endorsed_by) or anchors.is_management(seller),
-                "endorsed_by": endorsed_by,
-                "bounties": [b.as_dict() for b in entry.bounties],
-                "mine": seller == p2p.ctx.identity.public_key,
-            }
-        )
-    return rows
-
-
-@commands("skills.revoke", RevokeArgs, route=HttpRoute("POST", "/v1/skills/revoke", "skills"))
-async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
-    """Revoke a skill this node published."""
-    revocation = SkillRevocation(request.stable_skill_id, p2p.ctx.identity.public_key, request.reason or "revoked")
-    await p2p.publish(SKILLS_TOPIC, KIND_SKILL_REVOCATION, skill_revocation_body(revocation))
-    await revoke_listing(p2p.store(), revocation)
-    return {"stable_skill_id": revocation.stable_skill_id}
-
-
-@commands("skills.endorse", EndorseArgs, route=HttpRoute("POST", "/v1/skills/endorsements", "skills"))
-async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
-    """Endorse a listing (management nodes).
-
-    A management node vouches for the listed version of a seller's skill (``SELLER_PEER_ID/SKILL_ID``)."""
-    me = p2p.ctx.identity.public_key
-    if not p2p.anchors.is_management(me):
-        raise ValueError(
-            "endorsements count only from management keys, and this node's key is not in [trust] management_keys"
-        )
-    seller_peer, _, skill_id = request.listing.partition("/")
-    seller = ed25519_from_peer_id(seller_peer)
-    if seller is None or not skill_id:
-        raise ValueError("name the listing as SELLER_PEER_ID/SKILL_ID (see `bitterbot-node skills list`)")
-    store = p2p.store()
-    wire = await listing_envelope(store, seller.hex(), skill_id)
-    if wire is None:
-        raise LookupError(f"no live listing of {skill_id} from {seller_peer} seen here")
-    listing = parse_skill_listing(decode_envelope(wire, max_bytes=1_000_000).body_map())
-    endorsement = SkillEndorsement(seller, skill_id, listing.version, listing.content_hash)
-    envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_ENDORSEMENT, skill_endorsement_body(endorsement))
-    await record_endorsement(store, endorsement, envelope)
-    return {"stable_skill_id": skill_id, "version": listing.version, "content_hash": listing.content_hash}
-
-
-@commands("bounties.post", BountyArgs, route=HttpRoute("POST", "/v1/bounties", "skills"))
-async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
-    """Ask the network for a skill.
-
-    Gossips a signed bounty: what skill is wanted and the USDC reward offered."""
-    days = request.days
-    if not 0 < days * 86_400 <= MAX_BOUNTY_S:
-        raise ValueError(f"a bounty lasts more than 0 and at most {MAX_BOUNTY_S // 86_400} days")
-    now = p2p.ctx.now_ms()
-    bounty = SkillBounty(
-        bounty_id=request.bounty_id or os.urandom(8).hex(),
-        description=request.description,
-        tags=tuple(request.tags),
-        category=request.category,
-        reward_micro_usdc=parse_usdc(request.reward),
-        expires_ms=now + int(days * 86_400_000),
-    )
-    parse_bounty(bounty_body(bounty))  # the same schema peers apply: refuse here what they would refuse
-    envelope = await p2p.publish(BOUNTIES_TOPIC, KIND_BOUNTY, bounty_body(bounty), now_ms=now)
-    await record_bounty(p2p.store(), bounty, envelope)
-    return {"bounty_id": bounty.bounty_id, "reward_micro_usdc": bounty.reward_micro_usdc,
-            "expires_ms": bounty.expires_ms}  # fmt: skip
-
-
-@commands("bounties.list", PageArgs, route=HttpRoute("GET", "/v1/bounties", "skills"))
-async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
-    """Live bounties, a page at a time.
-
-    By the author's trust here, then reward; with how many listings answer each."""
-    page = await bounties_page(
-        p2p.store(), standing=p2p.trust.standing_of, now_ms=p2p.ctx.now_ms(),
-        limit=request.limit, offset=request.offset,
-    )  # fmt: skip
-    me = p2p.ctx.identity.public_key.hex()
-    return [
-        {
-            **b.as_dict(),
-            "author_peer_id": peer_id_from_ed25519(bytes.fromhex(b.author)),
-            "mine": b.author == me,
-            "matching_listings": answering,
-        }
-        for b, answering in page.items
-    ]

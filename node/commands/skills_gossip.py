@@ -1,0 +1,214 @@
+"""What the skill commands do on the network: sign and gossip listings, revocations, endorsements
+and bounties through the P2P part, and page through what peers offer (``node.commands.skills``
+declares the commands; this module is loaded only when one runs)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Any
+
+from crypto.envelope import decode_envelope
+from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+from marketplace.bounties import record_bounty
+from marketplace.catalog import bounties_page, listings_page
+from marketplace.listings import endorsers_of, listing_envelope, record_endorsement, record_listing, revoke_listing
+from marketplace.offer import price_of
+from marketplace.pricing import parse_usdc
+from marketplace.reputation import reputation_in
+from marketplace.wallet import load_or_create_wallet
+from memory.governance.rules import check_exportable
+from memory.model import KNOWLEDGE_TYPES
+from node.commands.skills_requests import (
+    BountyArgs,
+    EndorseArgs,
+    ListingsArgs,
+    PageArgs,
+    PublishArgs,
+    RevokeArgs,
+    ShareArgs,
+    SkillsHost,
+)
+from node.commands.skills_service import price_settings
+from p2p.messages import (
+    KIND_BOUNTY,
+    KIND_SKILL_ENDORSEMENT,
+    KIND_SKILL_LISTING,
+    KIND_SKILL_REVOCATION,
+    MAX_BOUNTY_S,
+    SkillBounty,
+    SkillEndorsement,
+    SkillRevocation,
+    bounty_body,
+    listing_of,
+    parse_bounty,
+    parse_skill_listing,
+    skill_endorsement_body,
+    skill_listing_body,
+    skill_revocation_body,
+)
+from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC
+
+
+async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
+    """Share a skill free (signed, gossiped)."""
+    store = p2p.store()
+    crystal = await store.get(request.crystal_id)
+    if crystal.semantic_type not in KNOWLEDGE_TYPES:
+        raise ValueError(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
+    check_exportable(crystal, p2p.ctx.now_ms())
+    listing = listing_of(
+        crystal,
+        title=request.title or None,
+        description=request.description or None,
+        with_content=True,
+    )
+    await p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
+    return {"stable_skill_id": listing.stable_skill_id, "version": listing.version,
+            "content_hash": listing.content_hash}  # fmt: skip
+
+
+async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
+    """List a proven skill for sale.
+
+    Quality gate, price, signed listing (no content) on the skills topic."""
+    store = p2p.store()
+    crystal = await store.get(request.crystal_id)
+    me = p2p.ctx.identity.public_key
+    _, breakdown, stats, reasons = await price_of(
+        store, crystal, price_settings(p2p.ctx.config.marketplace),
+        reputation_milli=reputation_in(p2p.trust), me=me.hex(),
+    )  # fmt: skip
+    if reasons:
+        raise ValueError("not listable: " + "; ".join(reasons))
+    wallet = load_or_create_wallet(p2p.ctx.paths.data_dir / "wallet.key")
+    listing = listing_of(
+        crystal,
+        title=request.title or None,
+        description=request.description or None,
+        price_micro_usdc=breakdown.price_micro_usdc,
+        seller_address=wallet.address,
+        executions=stats.executions,
+        successes=stats.successes,
+        with_content=False,
+        seller_addrs=tuple(p2p.host.dialable_addrs()) if p2p.host else (),
+    )
+    envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
+    await record_listing(store, listing, envelope)
+    return {
+        "stable_skill_id": listing.stable_skill_id,
+        "version": listing.version,
+        "price_micro_usdc": listing.price_micro_usdc,
+        "seller_address": wallet.address,
+    }
+
+
+async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
+    """What the network offers, a page at a time: by seller trust, then relevance.
+
+    Ordered by ``marketplace.catalog``: the seller's trust here, then relevance (to ``query``, or to
+    this node's own bounties), then newest; each with the seller's trust level, the bounties it
+    answers, and whether a management key endorsed exactly this version."""
+    store = p2p.store()
+    anchors = p2p.anchors
+    page = await listings_page(
+        store, standing=p2p.trust.standing_of, me=p2p.ctx.identity.public_key.hex(),
+        now_ms=p2p.ctx.now_ms(),
+        query=request.query, limit=request.limit, offset=request.offset,
+    )  # fmt: skip
+    rows = []
+    for entry in page.items:
+        row = entry.listing
+        seller = bytes.fromhex(row.seller)
+        endorsed_by = [
+            key
+            for key in await endorsers_of(store, row.seller, row.stable_skill_id, row.content_hash)
+            if anchors.is_management(bytes.fromhex(key))
+        ]
+        rows.append(
+            {
+                **asdict(row),
+                "seller_peer_id": peer_id_from_ed25519(seller),
+                "seller_level": p2p.level_of_key(seller).value,
+                "verified": bool(endorsed_by) or anchors.is_management(seller),
+                "endorsed_by": endorsed_by,
+                "bounties": [b.as_dict() for b in entry.bounties],
+                "mine": seller == p2p.ctx.identity.public_key,
+            }
+        )
+    return rows
+
+
+async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
+    """Revoke a skill this node published."""
+    revocation = SkillRevocation(request.stable_skill_id, p2p.ctx.identity.public_key, request.reason or "revoked")
+    await p2p.publish(SKILLS_TOPIC, KIND_SKILL_REVOCATION, skill_revocation_body(revocation))
+    await revoke_listing(p2p.store(), revocation)
+    return {"stable_skill_id": revocation.stable_skill_id}
+
+
+async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
+    """Endorse a listing (management nodes).
+
+    A management node vouches for the listed version of a seller's skill (``SELLER_PEER_ID/SKILL_ID``)."""
+    me = p2p.ctx.identity.public_key
+    if not p2p.anchors.is_management(me):
+        raise ValueError(
+            "endorsements count only from management keys, and this node's key is not in [trust] management_keys"
+        )
+    seller_peer, _, skill_id = request.listing.partition("/")
+    seller = ed25519_from_peer_id(seller_peer)
+    if seller is None or not skill_id:
+        raise ValueError("name the listing as SELLER_PEER_ID/SKILL_ID (see `bitterbot-node skills list`)")
+    store = p2p.store()
+    wire = await listing_envelope(store, seller.hex(), skill_id)
+    if wire is None:
+        raise LookupError(f"no live listing of {skill_id} from {seller_peer} seen here")
+    listing = parse_skill_listing(decode_envelope(wire, max_bytes=1_000_000).body_map())
+    endorsement = SkillEndorsement(seller, skill_id, listing.version, listing.content_hash)
+    envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_ENDORSEMENT, skill_endorsement_body(endorsement))
+    await record_endorsement(store, endorsement, envelope)
+    return {"stable_skill_id": skill_id, "version": listing.version, "content_hash": listing.content_hash}
+
+
+async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
+    """Ask the network for a skill.
+
+    Gossips a signed bounty: what skill is wanted and the USDC reward offered."""
+    days = request.days
+    if not 0 < days * 86_400 <= MAX_BOUNTY_S:
+        raise ValueError(f"a bounty lasts more than 0 and at most {MAX_BOUNTY_S // 86_400} days")
+    now = p2p.ctx.now_ms()
+    bounty = SkillBounty(
+        bounty_id=request.bounty_id or os.urandom(8).hex(),
+        description=request.description,
+        tags=tuple(request.tags),
+        category=request.category,
+        reward_micro_usdc=parse_usdc(request.reward),
+        expires_ms=now + int(days * 86_400_000),
+    )
+    parse_bounty(bounty_body(bounty))  # the same schema peers apply: refuse here what they would refuse
+    envelope = await p2p.publish(BOUNTIES_TOPIC, KIND_BOUNTY, bounty_body(bounty), now_ms=now)
+    await record_bounty(p2p.store(), bounty, envelope)
+    return {"bounty_id": bounty.bounty_id, "reward_micro_usdc": bounty.reward_micro_usdc,
+            "expires_ms": bounty.expires_ms}  # fmt: skip
+
+
+async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
+    """Live bounties, a page at a time.
+
+    By the author's trust here, then reward; with how many listings answer each."""
+    page = await bounties_page(
+        p2p.store(), standing=p2p.trust.standing_of, now_ms=p2p.ctx.now_ms(),
+        limit=request.limit, offset=request.offset,
+    )  # fmt: skip
+    me = p2p.ctx.identity.public_key.hex()
+    return [
+        {
+            **b.as_dict(),
+            "author_peer_id": peer_id_from_ed25519(bytes.fromhex(b.author)),
+            "mine": b.author == me,
+            "matching_listings": answering,
+        }
+        for b, answering in page.items
+    ]
