@@ -18,9 +18,14 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 
 
 class Api:
-    def __init__(self, url: str, token: str) -> None:
+    def __init__(self, url: str, token: str, node: Node) -> None:
         self.url = url
         self.token = token
+        self.node = node  # its CLI reaches the same daemon
+
+    def cli(self, *args: str) -> Any:
+        """A CLI command run against this daemon, its JSON answer."""
+        return self.node.json(*args)
 
     def call(
         self,
@@ -84,7 +89,7 @@ def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
     try:
         url = wait_for(lambda: _api_url(node), 60, "the API to listen")
         assert url.startswith("http://127.0.0.1:")
-        api = Api(url, token_file.read_text().strip())
+        api = Api(url, token_file.read_text().strip(), node)
         yield api
         # After every test of this module, in whatever order they ran: each route answered at least once
         # (checked only when the whole module was selected, so one test can still be run alone).
