@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
+
 if TYPE_CHECKING:  # describing the listing's bound (the peers command) must not load libp2p or numpy
     from p2p.host import PeerSnapshot
     from p2p.trust import TrustBook, TrustLevel
