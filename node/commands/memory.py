@@ -10,6 +10,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import Field
+
+from memory.model import SemanticType
 from node.commands.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
@@ -21,7 +24,7 @@ from node.commands.memory_requests import (
     SearchArgs,
     ShowArgs,
 )
-from node.commands.registry import CommandSet, HttpRoute, NoArgs
+from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
 from node.runtime.actor import current_actor
 
 if TYPE_CHECKING:
@@ -73,6 +76,24 @@ async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
 async def stats(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Counts by lifecycle, type, origin; backlog."""
     return await host.running_store().stats()
+
+
+class CountArgs(Request):
+    type: SemanticType | None = Field(default=None, description="Count only crystals of this semantic type.")
+
+
+@commands(
+    "memory.count",
+    CountArgs,
+    route=HttpRoute("GET", "/v1/memory/count", "memory"),
+    local=True,
+    cli=CliSpec("memory", "count", render=lambda doc: f"{doc['count']} crystals"),
+)
+async def count(host: MemoryHost, request: CountArgs) -> dict[str, Any]:
+    """How many crystals memory holds (of one type, if given)."""
+    stats = await host.running_store().stats()
+    total = stats["by_semantic_type"].get(request.type.value, 0) if request.type else stats["total"]
+    return {"count": total, "type": request.type.value if request.type else None}
 
 
 @commands("memory.quarantine", QuarantineArgs, route=HttpRoute("GET", "/v1/memory/quarantine", "memory"), local=True)

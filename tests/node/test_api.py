@@ -163,6 +163,16 @@ def test_memory_round_trip(api: Api) -> None:
     assert api.ok("POST", "/v1/memory/search", {"query": "staging database", "mode": "keyword"}) == []
 
 
+def test_memory_count_over_the_api_and_the_cli(api: Api) -> None:
+    api.ok("POST", "/v1/memory", {"text": "The release train leaves on Wednesdays", "type": "fact"})
+    total = api.ok("GET", "/v1/memory/count")["count"]
+    facts = api.ok("GET", "/v1/memory/count?type=fact")
+    assert facts["type"] == "fact" and 1 <= facts["count"] <= total
+    assert api.ok("GET", "/v1/memory/stats")["by_semantic_type"]["fact"] == facts["count"]
+    assert api.cli("memory", "count", "--type", "fact") == facts
+    assert api.call("GET", "/v1/memory/count?type=gossip")[0] == 400
+
+
 def test_the_audit_trail_records_who_asked(api: Api) -> None:
     by_agent = api.ok("POST", "/v1/memory", {"text": "The printer is on floor 3"})["crystal"]["id"]
     status, by_cli = api.call(
