@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -24,15 +23,25 @@ import aiosqlite
 
 from memory.clock import Clock, wall_clock_ms
 from memory.embedders.base import Embedder, Vectors
-from memory.errors import CrystalNotFound, MemoryError_, StoreError
+from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
 from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
-from memory.storage.connection import open_connection, select_in
+from memory.storage.access import AccessCounter
+from memory.storage.connection import open_connection
+from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
 from memory.storage.migrations import migrate
 from memory.storage.private_files import private_dir, private_file
+from memory.storage.row_writes import (
+    crystal_any,
+    crystal_by_hash,
+    hold_in_quarantine,
+    ids_by_hash,
+    insert_rows,
+    rowid_of,
+    write_transitions,
+)
 from memory.storage.rows import (
-    INSERT_SQL,
     SELECT_COLUMNS,
     PreparedBatch,
     crystal_from_row,
@@ -41,7 +50,7 @@ from memory.storage.rows import (
     prepare_batch,
 )
 from memory.storage.schema import SCHEMA_VERSION
-from memory.storage.vectors import VectorIndex
+from memory.storage.vectors import VectorIndex, delete_from_old_space
 
 _log = logging.getLogger("memory.store")
 
@@ -110,13 +119,9 @@ class MemoryStore:
         self.vectors = VectorIndex(embedder.id, embedder.dim)
         self._write_lock = asyncio.Lock()
         self._closed = False
-        self._closing = False
         #: Set by ``Endocrine.attach``: stamps new crystals with the hormonal state, modulates search.
         self.hormone_source: HormoneSource | None = None
-        # Accesses recorded by searches, written by the flusher off the search's latency path.
-        self._pending_access: Counter[str] = Counter()
-        self._access_wakeup = asyncio.Event()
-        self._access_flusher = asyncio.create_task(self._flush_access_loop(), name="memory-access-flush")
+        self._accesses = AccessCounter(self.touch)  # searches record, a flusher writes off their latency path
 
     @classmethod
     async def open(
@@ -158,12 +163,7 @@ class MemoryStore:
         """Flush recorded accesses, checkpoint, close every connection."""
         if self._closed:
             return
-        # Let the flusher finish what it is writing (cancelling it mid-transaction would lose
-        # those counts), then write whatever was recorded after it stopped.
-        self._closing = True
-        self._access_wakeup.set()
-        await self._access_flusher
-        await self.flush_access()
+        await self._accesses.close()
         self._closed = True
         async with self._write_lock:
             for conn in self._readers:
@@ -195,7 +195,7 @@ class MemoryStore:
     async def remember(self, new: NewCrystal, *, embed: bool = True) -> Remembered:
         """Store one crystal (or return the existing one with the same text), embedded and linked."""
         chash = content_hash(new.text)
-        existing = await self._by_hash(self.reader(), chash)
+        existing = await crystal_by_hash(self.reader(), chash)
         if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
             return Remembered(existing, created=False)
         if self.hormone_source is not None:
@@ -207,7 +207,7 @@ class MemoryStore:
         vector = await asyncio.to_thread(self.embedder.embed_documents, [text]) if embed else None
         now = self.now_ms()
         async with self.transaction() as db:
-            existing = await self._by_hash(db, chash)  # re-check under the write lock
+            existing = await crystal_by_hash(db, chash)  # re-check under the write lock
             if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
                 return Remembered(existing, created=False)
             if existing is not None:
@@ -217,7 +217,7 @@ class MemoryStore:
                 crystal_id = new_crystal_id(now)
                 await self._insert(db, [(crystal_id, chash, new)], now)
             if vector is not None:
-                rowid = await self._rowid(db, crystal_id)
+                rowid = await rowid_of(db, crystal_id)
                 await self._store_vectors(db, [(rowid, crystal_id, vector[0])], previous={})
         if vector is not None and self._on_embedded is not None:
             await self._on_embedded(self, crystal_id, vector[0])
@@ -265,7 +265,7 @@ class MemoryStore:
 
     async def _write_batch(self, prepared: PreparedBatch) -> tuple[list[str], int]:
         async with self.transaction() as db:
-            known = await self._ids_by_hash(db, prepared.hashes)
+            known = await ids_by_hash(db, prepared.hashes)
             fresh: list[tuple[Any, ...]] = []
             fresh_rows: list[tuple[str, NewCrystal]] = []
             for chash, new, params in zip(prepared.hashes, prepared.items, prepared.params, strict=True):
@@ -273,7 +273,7 @@ class MemoryStore:
                     known[chash] = params[0]
                     fresh.append(params)
                     fresh_rows.append((params[0], new))
-            await self._insert_prepared(db, fresh, fresh_rows, prepared.now_ms)
+            await insert_rows(db, fresh, fresh_rows, prepared.now_ms)
         return [known[h] for h in prepared.hashes], len(fresh)
 
     async def embed_backlog(
@@ -322,11 +322,11 @@ class MemoryStore:
     async def transition(self, crystal_id: str, target: Lifecycle, *, reason: str, actor: str) -> Crystal:
         """Move a crystal to ``target`` if the lifecycle allows it, with its audit row."""
         async with self.transaction() as db:
-            crystal = await self._get_any(db, crystal_id)
+            crystal = await crystal_any(db, crystal_id)
             if not can_transition(crystal.lifecycle, target):
                 raise StoreError(f"crystal {crystal_id} cannot go from {crystal.lifecycle} to {target}")
             await self.write_transition(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
-        return await self._get_any(self.writer, crystal_id)
+        return await crystal_any(self.writer, crystal_id)
 
     async def forget(self, crystal_id: str, *, actor: str = "local", reason: str = "forgotten") -> Crystal:
         """Soft delete: the crystal becomes expired (never returned again) and the audit log says why."""
@@ -346,30 +346,12 @@ class MemoryStore:
         await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
 
     def record_access(self, crystal_ids: Sequence[str]) -> None:
-        """Count an access of each crystal, written shortly after by the flusher (or at close)."""
-        self._pending_access.update(crystal_ids)
-        self._access_wakeup.set()
+        """Count an access of each crystal, written shortly after (``memory.storage.access``)."""
+        self._accesses.record(crystal_ids)
 
     async def flush_access(self) -> None:
         """Write every recorded access now."""
-        pending, self._pending_access = self._pending_access, Counter()
-        if not pending:
-            return
-        try:
-            await self.touch(pending)
-        except BaseException:
-            self._pending_access.update(pending)  # kept for the next flush, never dropped
-            raise
-
-    async def _flush_access_loop(self) -> None:
-        while not self._closing:
-            await self._access_wakeup.wait()
-            self._access_wakeup.clear()
-            try:
-                await self.flush_access()
-            except StoreError as exc:
-                # Counts stay pending; the next access or close() tries again.
-                _log.warning("memory.access_flush_failed", extra={"fields": {"error": str(exc)}})
+        await self._accesses.flush()
 
     async def touch(self, crystal_ids: Sequence[str] | Counter[str]) -> None:
         """Count accesses (a Counter counts repeats); a generated crystal becomes activated."""
@@ -391,28 +373,13 @@ class MemoryStore:
                     db, cid, Lifecycle.GENERATED, Lifecycle.ACTIVATED, "first retrieval", "search", now
                 )
 
-    async def imported_file_hash(self, path: str) -> str | None:
-        async with self.reader().execute("SELECT content_hash FROM imported_files WHERE path = ?", (path,)) as cur:
-            row = await cur.fetchone()
-        return str(row[0]) if row else None
-
-    async def mark_imported(self, path: str, file_hash: str, crystals: int) -> None:
-        """Record a file as fully imported (only after all its batches committed)."""
-        async with self.transaction() as db:
-            await db.execute(
-                "INSERT INTO imported_files (path, content_hash, crystals, imported_ms) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(path) DO UPDATE SET content_hash = excluded.content_hash, crystals = excluded.crystals, "
-                "imported_ms = excluded.imported_ms",
-                (path, file_hash, crystals, self.now_ms()),
-            )
-
     # --- reads --------------------------------------------------------------------------
 
     async def get(
         self, crystal_id: str, *, caller: CallerScope = CallerScope.LOCAL, include_archived: bool = True
     ) -> Crystal:
         """The crystal if the caller may see it; ``CrystalNotFound`` otherwise (existence is not leaked)."""
-        crystal = await self._get_any(self.reader(), crystal_id)
+        crystal = await crystal_any(self.reader(), crystal_id)
         if not is_visible(crystal, caller, self.now_ms(), include_archived=include_archived):
             raise CrystalNotFound(crystal_id)
         return crystal
@@ -443,15 +410,8 @@ class MemoryStore:
             return {int(r[0]): crystal_from_row(r[1:]) for r in await cursor.fetchall()}
 
     async def stats(self) -> dict[str, Any]:
-        db = self.reader()
         out: dict[str, Any] = {"path": str(self.path), "embedder": self.embedder.id}
-        for column in ("lifecycle", "semantic_type", "origin", "sensitivity", "scope"):
-            async with db.execute(f"SELECT {column}, count(*) FROM crystals GROUP BY {column}") as cursor:
-                out[f"by_{column}"] = {r[0]: r[1] for r in await cursor.fetchall()}
-        async with db.execute("SELECT count(*) FROM crystals") as cursor:
-            out["total"] = (await cursor.fetchone() or (0,))[0]
-        async with db.execute("SELECT count(*) FROM associations") as cursor:
-            out["associations"] = (await cursor.fetchone() or (0,))[0]
+        out |= await crystal_counts(self.reader())
         out["embedding_backlog"] = await self.backlog_size()
         out["schema_version"] = SCHEMA_VERSION
         out["file_bytes"] = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*"))
@@ -490,38 +450,7 @@ class MemoryStore:
             )
             for cid, chash, new in rows
         ]
-        await self._insert_prepared(db, params, [(cid, new) for cid, _, new in rows], now)
-
-    async def _insert_prepared(
-        self, db: aiosqlite.Connection, params: list[tuple[Any, ...]], rows: list[tuple[str, NewCrystal]], now: int
-    ) -> None:
-        """Insert prepared rows with their audit, attribution and provenance rows."""
-        if not rows:
-            return
-        async with db.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
-            last_rowid = (await cursor.fetchone() or (0,))[0]
-        await db.executemany(INSERT_SQL, params)
-        # rowids are AUTOINCREMENT and we hold the write lock: every row past last_rowid is this batch.
-        await db.execute(
-            "INSERT INTO crystals_fts (rowid, text, tags, context) "
-            "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
-            (last_rowid,),
-        )
-        await db.executemany(
-            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
-            "VALUES (?, NULL, 'generated', 'created', ?, ?)",
-            [(cid, new.actor, now) for cid, new in rows],
-        )
-        await db.executemany(
-            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
-            [(cid, new.actor, now, new.origin.value) for cid, new in rows],
-        )
-        await _hold(db, [(cid, content_hash(new.text), new) for cid, new in rows if new.quarantine is not None], now)
-        links = [(cid, parent, "derived_from") for cid, new in rows for parent in new.parents]
-        if links:
-            await db.executemany(
-                "INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, ?)", links
-            )
+        await insert_rows(db, params, [(cid, new) for cid, _, new in rows], now)
 
     async def _revive(self, db: aiosqlite.Connection, old: Crystal, new: NewCrystal, now: int) -> None:
         expires = now + new.ttl_ms if new.ttl_ms is not None else None
@@ -530,7 +459,7 @@ class MemoryStore:
             (expires, new.lifespan.value, now, int(new.quarantine is not None), old.id),
         )
         if new.quarantine is not None:
-            await _hold(db, [(old.id, old.content_hash, new)], now)
+            await hold_in_quarantine(db, [(old.id, old.content_hash, new)], now)
         await self.write_transition(
             db, old.id, Lifecycle.EXPIRED, Lifecycle.GENERATED, "remembered again", new.actor, now
         )
@@ -556,14 +485,7 @@ class MemoryStore:
         now: int,
     ) -> None:
         """``write_transition`` for many (crystal id, from, to, reason) at once."""
-        await db.executemany(
-            "UPDATE crystals SET lifecycle = ?, updated_at_ms = ? WHERE id = ?",
-            [(new.value, now, cid) for cid, _, new, _ in moves],
-        )
-        await db.executemany(
-            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            [(cid, old.value, new.value, reason, actor, now) for cid, old, new, reason in moves],
-        )
+        await write_transitions(db, moves, actor, now)
 
     async def _store_vectors(
         self, db: aiosqlite.Connection, rows: list[tuple[int, str, Any]], previous: dict[int, str]
@@ -574,54 +496,4 @@ class MemoryStore:
         )
         for rowid, old_id in previous.items():
             if old_id != self.embedder.id:
-                await _delete_old_vector(db, old_id, rowid)
-
-    async def _rowid(self, db: aiosqlite.Connection, crystal_id: str) -> int:
-        async with db.execute("SELECT rowid FROM crystals WHERE id = ?", (crystal_id,)) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
-            raise CrystalNotFound(crystal_id)
-        return int(row[0])
-
-    async def _get_any(self, db: aiosqlite.Connection, crystal_id: str) -> Crystal:
-        async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.id = ?", (crystal_id,)) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
-            raise CrystalNotFound(crystal_id)
-        return crystal_from_row(row)
-
-    async def _by_hash(self, db: aiosqlite.Connection, chash: str) -> Crystal | None:
-        async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.content_hash = ?", (chash,)) as cursor:
-            row = await cursor.fetchone()
-        return crystal_from_row(row) if row else None
-
-    async def _ids_by_hash(self, db: aiosqlite.Connection, hashes: list[str]) -> dict[str, str]:
-        rows = await select_in(db, "SELECT content_hash, id FROM crystals WHERE content_hash IN ({marks})", hashes)
-        return {r[0]: r[1] for r in rows}
-
-
-async def _hold(db: aiosqlite.Connection, items: list[tuple[str, str, NewCrystal]], now: int) -> None:
-    """Record why each (crystal id, content hash, new crystal) is held in quarantine."""
-    rows = [
-        (cid, chash, new.source or new.actor, new.quarantine.reason, json.dumps(list(new.quarantine.flags)), now)
-        for cid, chash, new in items
-        if new.quarantine is not None
-    ]
-    if rows:
-        await db.executemany(
-            "INSERT OR REPLACE INTO quarantine (crystal_id, content_hash, source, reason, flags, status, received_ms) "
-            "VALUES (?, ?, ?, ?, ?, 'held', ?)",
-            rows,
-        )
-
-
-async def _delete_old_vector(db: aiosqlite.Connection, old_embedder_id: str, rowid: int) -> None:
-    """Remove a re-embedded row from its old space, if that space's tables still exist."""
-    try:
-        old = VectorIndex(old_embedder_id, 8)
-    except MemoryError_:
-        return
-    async with db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (old.float_table,)) as cursor:
-        exists = await cursor.fetchone()
-    if exists:
-        await old.delete(db, [rowid])
+                await delete_from_old_space(db, old_id, rowid)

@@ -27,7 +27,7 @@ import aiosqlite
 import numpy as np
 
 from memory.embedders.base import Vectors
-from memory.errors import EmbedderError
+from memory.errors import EmbedderError, MemoryError_
 from memory.storage.connection import select_in
 
 OVERSAMPLE = 4
@@ -208,3 +208,15 @@ async def drop_vector_tables(writer: aiosqlite.Connection, embedder_id: str) -> 
     slug = _slug(embedder_id)
     await writer.execute(f"DROP TABLE IF EXISTS vecb_{slug}")
     await writer.execute(f"DROP TABLE IF EXISTS vecf_{slug}")
+
+
+async def delete_from_old_space(db: aiosqlite.Connection, old_embedder_id: str, rowid: int) -> None:
+    """Remove a re-embedded row from its old space, if that space's tables still exist."""
+    try:
+        old = VectorIndex(old_embedder_id, 8)
+    except MemoryError_:
+        return
+    async with db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (old.float_table,)) as cursor:
+        exists = await cursor.fetchone()
+    if exists:
+        await old.delete(db, [rowid])

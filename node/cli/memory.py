@@ -296,17 +296,18 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
 
     async def go(store: MemoryStore) -> dict[str, int]:
         from memory.importer import crystals_from_file, find_sources
+        from memory.storage.imported_files import imported_file_hash, mark_imported
 
         totals = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
         sources = find_sources(source)
         with progress_bar(len(sources), "importing") as bar:
             for item in sources:
                 key = str(item.path.resolve())
-                if await store.imported_file_hash(key) == item.content_hash:
+                if await imported_file_hash(store, key) == item.content_hash:
                     totals["skipped_files"] += 1
                 else:
                     result = await store.remember_many(list(crystals_from_file(item)))
-                    await store.mark_imported(key, item.content_hash, result.created + result.duplicates)
+                    await mark_imported(store, key, item.content_hash, result.created + result.duplicates)
                     totals["files"] += 1
                     totals["created"] += result.created
                     totals["duplicates"] += result.duplicates

@@ -15,6 +15,7 @@ import sqlean
 from memory.embedders.hashing import HashingEmbedder
 from memory.importer import crystals_from_file, find_sources, parse_message
 from memory.model import NewCrystal
+from memory.storage.imported_files import imported_file_hash
 from memory.storage.store import MemoryStore
 from tests.conftest import CLI, clean_env, run_cli
 
@@ -157,6 +158,6 @@ def test_kill_mid_import_loses_nothing_committed_and_resumes(tmp_path: Path) -> 
 async def _imported(db: Path, key: str) -> bool:
     store = await MemoryStore.open(db, HashingEmbedder())
     try:
-        return await store.imported_file_hash(key) is not None
+        return await imported_file_hash(store, key) is not None
     finally:
         await store.close()

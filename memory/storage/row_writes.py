@@ -1,0 +1,104 @@
+"""The SQL that writes and finds crystal rows inside a transaction the store holds: inserting a
+batch with its full-text, audit, attribution, provenance and quarantine rows; lifecycle moves
+with their audit rows; lookups by id and content hash. Plain functions over a connection."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+
+from memory.errors import CrystalNotFound
+from memory.model import Crystal, Lifecycle, NewCrystal, content_hash
+from memory.storage.connection import select_in
+from memory.storage.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row
+
+
+async def insert_rows(
+    db: aiosqlite.Connection, params: list[tuple[Any, ...]], rows: list[tuple[str, NewCrystal]], now: int
+) -> None:
+    """Insert prepared rows with their audit, attribution and provenance rows."""
+    if not rows:
+        return
+    async with db.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
+        last_rowid = (await cursor.fetchone() or (0,))[0]
+    await db.executemany(INSERT_SQL, params)
+    # rowids are AUTOINCREMENT and we hold the write lock: every row past last_rowid is this batch.
+    await db.execute(
+        "INSERT INTO crystals_fts (rowid, text, tags, context) "
+        "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
+        (last_rowid,),
+    )
+    await db.executemany(
+        "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
+        "VALUES (?, NULL, 'generated', 'created', ?, ?)",
+        [(cid, new.actor, now) for cid, new in rows],
+    )
+    await db.executemany(
+        "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
+        [(cid, new.actor, now, new.origin.value) for cid, new in rows],
+    )
+    await hold_in_quarantine(
+        db, [(cid, content_hash(new.text), new) for cid, new in rows if new.quarantine is not None], now
+    )
+    links = [(cid, parent, "derived_from") for cid, new in rows for parent in new.parents]
+    if links:
+        await db.executemany("INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, ?)", links)
+
+
+async def hold_in_quarantine(db: aiosqlite.Connection, items: list[tuple[str, str, NewCrystal]], now: int) -> None:
+    """Record why each (crystal id, content hash, new crystal) is held in quarantine."""
+    rows = [
+        (cid, chash, new.source or new.actor, new.quarantine.reason, json.dumps(list(new.quarantine.flags)), now)
+        for cid, chash, new in items
+        if new.quarantine is not None
+    ]
+    if rows:
+        await db.executemany(
+            "INSERT OR REPLACE INTO quarantine (crystal_id, content_hash, source, reason, flags, status, received_ms) "
+            "VALUES (?, ?, ?, ?, ?, 'held', ?)",
+            rows,
+        )
+
+
+async def write_transitions(
+    db: aiosqlite.Connection, moves: Sequence[tuple[str, Lifecycle, Lifecycle, str]], actor: str, now: int
+) -> None:
+    """Move each (crystal id, from, to, reason) and write its audit row, inside the caller's transaction."""
+    await db.executemany(
+        "UPDATE crystals SET lifecycle = ?, updated_at_ms = ? WHERE id = ?",
+        [(new.value, now, cid) for cid, _, new, _ in moves],
+    )
+    await db.executemany(
+        "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) VALUES (?, ?, ?, ?, ?, ?)",
+        [(cid, old.value, new.value, reason, actor, now) for cid, old, new, reason in moves],
+    )
+
+
+async def rowid_of(db: aiosqlite.Connection, crystal_id: str) -> int:
+    async with db.execute("SELECT rowid FROM crystals WHERE id = ?", (crystal_id,)) as cursor:
+        row = await cursor.fetchone()
+    if row is None:
+        raise CrystalNotFound(crystal_id)
+    return int(row[0])
+
+
+async def crystal_any(db: aiosqlite.Connection, crystal_id: str) -> Crystal:
+    async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.id = ?", (crystal_id,)) as cursor:
+        row = await cursor.fetchone()
+    if row is None:
+        raise CrystalNotFound(crystal_id)
+    return crystal_from_row(row)
+
+
+async def crystal_by_hash(db: aiosqlite.Connection, chash: str) -> Crystal | None:
+    async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.content_hash = ?", (chash,)) as cursor:
+        row = await cursor.fetchone()
+    return crystal_from_row(row) if row else None
+
+
+async def ids_by_hash(db: aiosqlite.Connection, hashes: list[str]) -> dict[str, str]:
+    rows = await select_in(db, "SELECT content_hash, id FROM crystals WHERE content_hash IN ({marks})", hashes)
+    return {r[0]: r[1] for r in rows}
