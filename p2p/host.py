@@ -32,6 +32,7 @@ from crypto.identity import Identity
 from memory.clock import wall_clock_ms
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
+from p2p.framing import read_frame, write_frame
 from p2p.penalties import PenaltyBox
 from p2p.topics import ALL_TOPICS
 from p2p.validation import MessageValidator, Verdict
@@ -229,8 +230,8 @@ class P2PHost:
             with trio.fail_after(timeout_s):
                 stream = await open_stream(ID.from_base58(peer_id))
                 try:
-                    await _write_frame(stream, payload)
-                    return await _read_frame(stream)
+                    await write_frame(stream, payload)
+                    return await read_frame(stream)
                 finally:
                     await stream.close()
 
@@ -385,13 +386,13 @@ class P2PHost:
             token = trio.lowlevel.current_trio_token()
             try:
                 with trio.fail_after(30):
-                    request = await _read_frame(stream)
+                    request = await read_frame(stream)
                     peer = stream.muxed_conn.peer_id.to_base58()
                     done = trio.Event()
                     future = asyncio.run_coroutine_threadsafe(handler(peer, request), loop)
                     future.add_done_callback(lambda _: token.run_sync_soon(done.set))
                     await done.wait()
-                    await _write_frame(stream, future.result())
+                    await write_frame(stream, future.result())
             except Exception as exc:  # noqa: BLE001 - one bad stream must not touch the host
                 _log.info("p2p.stream_failed", extra={"fields": {"error": repr(exc)}})
                 with contextlib.suppress(Exception):
@@ -450,32 +451,6 @@ class P2PHost:
             for peer in self._host.get_connected_peers():
                 if peer.to_base58() in banned:
                     await self._disconnect(peer)
-
-
-MAX_FRAME_BYTES = 1_048_576
-
-
-async def _write_frame(stream: Any, payload: bytes) -> None:
-    if len(payload) > MAX_FRAME_BYTES:
-        raise ValueError(f"a frame is at most {MAX_FRAME_BYTES} bytes")
-    await stream.write(len(payload).to_bytes(4, "big") + payload)
-
-
-async def _read_exactly(stream: Any, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = await stream.read(size - len(data))
-        if not chunk:
-            raise ConnectionError("the stream ended before the frame did")
-        data += chunk
-    return data
-
-
-async def _read_frame(stream: Any) -> bytes:
-    size = int.from_bytes(await _read_exactly(stream, 4), "big")
-    if size > MAX_FRAME_BYTES:
-        raise ValueError(f"frame of {size} bytes refused (at most {MAX_FRAME_BYTES})")
-    return await _read_exactly(stream, size)
 
 
 async def _drain(subscription: Any) -> None:
