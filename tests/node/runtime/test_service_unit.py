@@ -12,7 +12,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
-UNIT = Path(__file__).resolve().parents[2] / "configs" / "bitterbot-node.service"
+UNIT = Path(__file__).resolve().parents[3] / "configs" / "bitterbot-node.service"
 
 
 def test_the_unit_runs_the_daemon_and_does_not_restart_what_a_restart_cannot_fix(tmp_path: Path) -> None:
