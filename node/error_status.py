@@ -9,6 +9,8 @@ ours exits 1.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import ValidationError
 
 from crypto.errors import CryptoError
@@ -64,3 +66,21 @@ def is_unavailable(error: BaseException) -> bool:
     """Whether ``error`` says the command's part is not on this node (or the daemon does not know the
     command), so that a client may run it in-process on the files instead."""
     return isinstance(error, PartOff | UnknownCommand)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """What a server answers when ``command`` raised: its status, its message, and whether the
+    command's part is off here (``unavailable``). ``status == UNEXPECTED`` is a bug of ours: the
+    server logs it with its traceback."""
+
+    status: int
+    message: str
+    unavailable: bool
+
+
+def refusal_of(error: BaseException, command: str) -> Refusal:
+    status = http_status(error)
+    if status == UNEXPECTED:
+        return Refusal(status, f"{command} failed: {error}", unavailable=False)
+    return Refusal(status, message_of(error), unavailable=is_unavailable(error))

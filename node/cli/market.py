@@ -13,17 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from crypto.errors import KeyFileError
-from crypto.identity import read_key_file_info
 from marketplace.pricing import format_usdc, parse_usdc
 from node.cli.common import handles_errors, location_options, resolve
 from node.cli.network import skills_group
 from node.cli.transport import run_command
 from node.errors import UsageError
-from node.paths import NodePaths
 
 if TYPE_CHECKING:  # the store and the market's queries load only when a command runs on the file itself
-    from memory.storage.store import MemoryStore
+    pass
 
 
 @skills_group.command("record")
@@ -37,36 +34,13 @@ def skills_record(
     config_path: Path | None, data_dir: Path | None, crystal_id: str, success: bool, reward: float | None, as_json: bool
 ) -> None:
     """Record an execution of a skill by the local agent (the quality gate and price use these)."""
-    score = reward if reward is not None else (1.0 if success else 0.0)
-    reward_milli = round(score * 1000)
-
-    async def go(store: MemoryStore) -> dict[str, Any]:
-        from node.commands.skills_service import record_report
-
-        try:
-            return await record_report(store, crystal_id, success=success, reward_milli=reward_milli, actor="cli")
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-
-    args = {"crystal_id": crystal_id, "success": success, "reward": score}
+    args = {"crystal_id": crystal_id, "success": success, "reward": reward}  # no reward: 1 on success, else 0
     doc = run_command(config_path, data_dir, "skills.record", args)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
         state = "listable" if doc["listable"] else "not listable yet: " + "; ".join(doc["reasons"])
         click.echo(f"recorded: {doc['successes']} of {doc['executions']} succeeded ({state})")
-
-
-def _reputation(paths: NodePaths) -> tuple[int, str | None]:
-    """How peers rate this node, and its public key (hex), from the files a daemon keeps."""
-    from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli
-
-    try:
-        me = read_key_file_info(paths.key_file).public_key
-    except KeyFileError:
-        return NEUTRAL_MILLI, None
-    assert paths.trust_file is not None
-    return own_reputation_milli(paths.trust_file, me), me.hex()
 
 
 @skills_group.command("price")

@@ -12,39 +12,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.termui import progressbar
-from pydantic import BaseModel, ValidationError
 
 from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
 from node.cli.common import handles_errors, location_options
 from node.cli.transport import run_command, with_store
-from node.commands.memory_requests import ForgetArgs, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 from node.commands.progress import reporting
-from node.errors import UsageError
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
     from memory.storage.store import MemoryStore
-
-R = TypeVar("R", bound=BaseModel)
-
-
-def wire(request: BaseModel) -> dict[str, Any]:
-    """A request as the daemon's API takes it."""
-    return request.model_dump(mode="json", exclude_none=True)
-
-
-def request_of(model: type[R], **fields: Any) -> R:
-    """Build a service request from command-line values; a refused value is a usage error (exit 2)."""
-    try:
-        return model(**fields)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise UsageError(f"{where}: {error['msg']}") from None
 
 
 def _choices(enum: Any) -> click.Choice[str]:
@@ -78,7 +58,7 @@ def memory_add(
     as_json: bool,
 ) -> None:
     """Remember TEXT (deduplicated: the same text is stored once)."""
-    args = request_of(RememberArgs, text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
+    args = dict(text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
 
     doc = run_command(config_path, data_dir, "memory.remember", args)
     if as_json:
@@ -119,8 +99,7 @@ def memory_search(
     as_json: bool,
 ) -> None:
     """Search memory (the local agent's view: everything not expired, nothing held in quarantine unless --held)."""
-    args = request_of(
-        SearchArgs, query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
+    args = dict(query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
         sort=sort, include_archived=include_archived, include_held=include_held, explain=explain,
     )  # fmt: skip
 
@@ -151,7 +130,7 @@ def memory_search(
 def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
     """One crystal with its links, provenance and audit trail."""
 
-    args = request_of(ShowArgs, id=crystal_id)
+    args = dict(id=crystal_id)
 
     doc = run_command(config_path, data_dir, "memory.show", args)
     if as_json:
@@ -190,7 +169,7 @@ def memory_quarantine(
     """Peer content held back from the agent: list it (this), then approve or reject each."""
     if ctx.invoked_subcommand is not None:
         return
-    args = request_of(QuarantineArgs, status=status, limit=limit)
+    args = dict(status=status, limit=limit)
 
     items = run_command(config_path, data_dir, "memory.quarantine", args)
     if as_json:
@@ -211,7 +190,7 @@ def _decide(command: str, verb: str) -> Callable[..., None]:
     @click.option("--json", "as_json", is_flag=True)
     @handles_errors
     def decide(config_path: Path | None, data_dir: Path | None, crystal_id: str, as_json: bool) -> None:
-        args = request_of(ShowArgs, id=crystal_id)
+        args = dict(id=crystal_id)
 
         doc = run_command(config_path, data_dir, command, args)
         click.echo(json.dumps(doc, indent=2) if as_json else f"{verb} {crystal_id}")
@@ -235,7 +214,7 @@ memory_quarantine.command("reject", help="Forget a held crystal; the same text i
 @handles_errors
 def memory_forget(config_path: Path | None, data_dir: Path | None, crystal_id: str, reason: str, as_json: bool) -> None:
     """Soft-delete a crystal: never returned again, recorded in the audit log."""
-    args = request_of(ForgetArgs, id=crystal_id, reason=reason)
+    args = dict(id=crystal_id, reason=reason)
 
     doc = run_command(config_path, data_dir, "memory.forget", args)
     click.echo(json.dumps(doc, indent=2) if as_json else f"forgot {doc['forgotten']}")

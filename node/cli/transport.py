@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
 from node.cli.common import resolve
 from node.clients.base import ControlError
 from node.clients.connect import call_node
@@ -29,15 +27,12 @@ if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a comm
 T = TypeVar("T")
 
 
-def run_command(
-    config_path: Path | None, data_dir: Path | None, name: str, args: dict[str, Any] | BaseModel | None = None
-) -> Any:
+def run_command(config_path: Path | None, data_dir: Path | None, name: str, args: dict[str, Any] | None = None) -> Any:
     """Run the command ``name`` (in the daemon when one runs) and return its JSON-shaped answer."""
     command = command_named(name)
     loaded, paths = resolve(config_path, data_dir)
     with refusals_as_usage_errors():
-        given = args if isinstance(args, BaseModel) else {k: v for k, v in (args or {}).items() if v is not None}
-        request = given if isinstance(given, BaseModel) else command.parse(given)
+        request = command.from_options(args or {})
         return asyncio.run(call_node(loaded.config, paths, command, request))
 
 
@@ -81,11 +76,3 @@ def refusal(status: int, message: str) -> NodeError:
     refused = UsageError(message)
     refused.exit_code = exit_code(status)
     return refused
-
-
-def request_of(model: type[BaseModel], **fields: Any) -> Any:
-    """Build a request from command-line values; a refused value is a usage error (exit 2)."""
-    try:
-        return model(**fields)
-    except ValidationError as exc:
-        raise UsageError(message_of(exc)) from None

@@ -16,7 +16,6 @@ from node.clients.local import LocalClient
 from node.clients.socket import SocketClient
 from node.commands.registry import Command
 from node.config import Config
-from node.errors import DaemonRequired
 from node.paths import NodePaths
 from node.runtime.actor import CLI
 from node.runtime.status import probe_daemon
@@ -36,7 +35,8 @@ def find_daemon(paths: NodePaths, *, actor: str = CLI) -> NodeClient | None:
 async def call_node(
     config: Config, paths: NodePaths, command: Command[Any], request: BaseModel, *, actor: str = CLI
 ) -> Any:
-    """``command`` in the running daemon, or here on the files when it may run here."""
+    """``command`` in the running daemon, or here on the files when it may run here (the local client
+    refuses, naming the daemon, one that may not)."""
     daemon = find_daemon(paths, actor=actor)
     if daemon is not None:
         try:
@@ -44,8 +44,6 @@ async def call_node(
         except CommandUnavailable:
             if not command.local:
                 raise
-    if not command.local:
-        raise DaemonRequired(command.name, str(paths.data_dir))
     local = LocalClient(config, paths, actor=actor)
     try:
         return await local.call(command, request)

@@ -29,27 +29,28 @@ class LocalClient:
         self._paths = paths
         self._actor = actor
         self._memory: MemoryPart | None = None
+        self._hosts: dict[str, Any] = {}
 
     async def call(self, command: Command[Any], request: BaseModel) -> Any:
         if not command.local:
             raise DaemonRequired(command.name, str(self._paths.data_dir))
-        hosts = await self._hosts()
+        if not self._hosts:
+            await self._open()
         with acting_as(self._actor):
-            return await command.run(hosts[command.part], request)
+            return await command.run(self._hosts[command.part], request)
 
-    async def _hosts(self) -> dict[str, Any]:
-        if self._memory is None:
-            from node.parts.memory import MemoryPart
+    async def _open(self) -> None:
+        from node.parts.memory import MemoryPart
+        from node.parts.skill_ledger import file_hosts
 
-            self._paths.ensure_data_dir()
-            memory = MemoryPart(self._config, self._paths, supervisor=None)
-            await memory.open()
-            self._memory = memory
-        from node.parts.skill_ledger import FileSkillLedger
-
-        return {"memory": self._memory, "skills": FileSkillLedger(self._memory, self._config, self._paths)}
+        self._paths.ensure_data_dir()
+        memory = MemoryPart(self._config, self._paths, supervisor=None)
+        await memory.open()
+        self._memory = memory
+        self._hosts = file_hosts(memory, self._config, self._paths)
 
     async def aclose(self) -> None:
         if self._memory is not None:
             await self._memory.stop()
             self._memory = None
+            self._hosts = {}

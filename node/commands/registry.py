@@ -72,6 +72,11 @@ class Command(Generic[R]):
         """The request from JSON-shaped arguments; pydantic's ValidationError names a bad field (400)."""
         return self.request.model_validate(dict(args))
 
+    def from_options(self, options: Mapping[str, Any]) -> R:
+        """The request from a caller's options (CLI flags, MCP tool arguments): an option left unset
+        (None) takes the request's default."""
+        return self.parse({k: v for k, v in options.items() if v is not None})
+
     async def run(self, host: Any, args: Mapping[str, Any] | BaseModel) -> Any:
         request = args if isinstance(args, self.request) else self.parse(_as_mapping(args))
         return await self.handler(host, request)
@@ -101,7 +106,7 @@ class CommandSet:
         cli: CliSpec | None = None,
         summary: str | None = None,
     ) -> Callable[[Callable[[Any, R], Awaitable[Any]]], Command[R]]:
-        """Register the decorated handler; its docstring's first line is the summary unless given."""
+        """Register the decorated handler; its docstring's first paragraph is the summary unless given."""
 
         def register(handler: Callable[[Any, R], Awaitable[Any]]) -> Command[R]:
             doc = (handler.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")

@@ -94,7 +94,7 @@ async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]
 
     reward = request.reward if request.reward is not None else (1.0 if request.success else 0.0)
     return await record_report(
-        ledger.running_store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000),
+        ledger.store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000),
         actor=current_actor(),
     )  # fmt: skip
 
@@ -110,5 +110,5 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
 
     reputation, me = ledger.reputation()
     return await price_report(
-        ledger.running_store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
+        ledger.store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
     )

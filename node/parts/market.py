@@ -21,7 +21,6 @@ from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
 from marketplace.purchase import PROTOCOL, Market, SellerLimits
 from marketplace.wallet import load_or_create_wallet
-from node.errors import PartNotRunning
 from node.logs import get_logger
 from node.parts.memory import MemoryPart
 from node.parts.p2p import P2PPart
@@ -186,9 +185,7 @@ class MarketPart:
             await host.remember_addrs(peer_id_from_ed25519(bytes.fromhex(row.seller)), list(listing.seller_addrs))
 
     async def _find_listing(self, wanted: str) -> ListingRow:
-        store = self._memory.store
-        if store is None:
-            raise PartNotRunning("the memory store is not open")
+        store = self._memory.running_store()
         me = self._ctx.identity.public_key.hex()
         seller_peer, _, skill_id = wanted.rpartition("/")
         rows = [
@@ -206,9 +203,7 @@ class MarketPart:
         return rows[0]
 
     async def wallet_report(self) -> dict[str, Any]:
-        store = self._memory.store
-        if store is None:
-            raise PartNotRunning("the memory store is not open")
+        store = self._memory.running_store()
         balance = None
         if self.market is not None:
             try:

@@ -31,7 +31,6 @@ from memory.governance.peer_quota import PeerContentQuota
 from memory.governance.quarantine import release_from
 from memory.storage.store import MemoryStore
 from node.commands.skills_service import price_settings
-from node.errors import PartNotRunning
 from node.logs import get_logger, route_library_logs
 from node.parts.memory import MemoryPart
 from node.runtime.context import NodeContext
@@ -440,9 +439,6 @@ class P2PPart:
     def ctx(self) -> NodeContext:
         return self._ctx
 
-    def running_store(self) -> MemoryStore:
-        return self.store()
-
     def price_settings(self) -> PriceSettings:
         return price_settings(self._ctx.config.marketplace)
 
@@ -455,10 +451,7 @@ class P2PPart:
         return self._anchors
 
     def store(self) -> MemoryStore:
-        store = self._memory.store
-        if store is None:
-            raise PartNotRunning("the memory store is not open")
-        return store
+        return self._memory.running_store()
 
     def _load_state(self) -> None:
         try:

@@ -3,6 +3,8 @@ from the trust file a daemon with P2P kept (the local client, and a daemon run w
 
 from __future__ import annotations
 
+from typing import Any
+
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.pricing import PriceSettings
@@ -23,7 +25,7 @@ class FileSkillLedger:
         self._config = config
         self._paths = paths
 
-    def running_store(self) -> MemoryStore:
+    def store(self) -> MemoryStore:
         return self._memory.running_store()
 
     def price_settings(self) -> PriceSettings:
@@ -36,3 +38,8 @@ class FileSkillLedger:
             return NEUTRAL_MILLI, None
         assert self._paths.trust_file is not None
         return own_reputation_milli(self._paths.trust_file, me), me.hex()
+
+
+def file_hosts(memory: MemoryPart, config: Config, paths: NodePaths) -> dict[str, Any]:
+    """The hosts of the commands a node without P2P runs: memory, and the skill ledger on the files."""
+    return {"memory": memory, "skills": FileSkillLedger(memory, config, paths)}

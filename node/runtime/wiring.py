@@ -10,7 +10,7 @@ from node.parts.market import MarketPart
 from node.parts.memory import MemoryPart
 from node.parts.metrics import MetricsPart, NodeMetrics
 from node.parts.p2p import P2PPart
-from node.parts.skill_ledger import FileSkillLedger
+from node.parts.skill_ledger import file_hosts
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import Part, TaskSupervisor
 from node.runtime.status import DaemonStatus
@@ -39,16 +39,16 @@ def build_parts(
     metrics = NodeMetrics()
     memory = MemoryPart(ctx.config, ctx.paths, supervisor, metrics=metrics)
     parts: list[Part] = [memory]
-    hosts: dict[str, Any] = {"node": _StatusHost(status), "memory": memory}
     p2p_details = None
     if ctx.config.p2p.enabled:
         p2p = P2PPart(ctx, supervisor, memory)
         market = MarketPart(ctx, supervisor, memory, p2p)
         p2p_details = p2p.details
         parts += [p2p, market]
-        hosts |= {"p2p": p2p, "skills": p2p, "market": market}
+        hosts: dict[str, Any] = {"memory": memory, "p2p": p2p, "skills": p2p, "market": market}
     else:  # recording and pricing a skill still work: peers' ratings come from the trust file
-        hosts["skills"] = FileSkillLedger(memory, ctx.config, ctx.paths)
+        hosts = file_hosts(memory, ctx.config, ctx.paths)
+    hosts["node"] = _StatusHost(status)
     metrics.watch(p2p=p2p_details, store=lambda: memory.store)
     parts.append(MetricsPart(metrics, supervisor.spawn))
     parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from node.commands.catalog import COMMANDS
 from node.commands.registry import Command
-from node.error_status import UNEXPECTED, http_status, is_unavailable, message_of
+from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
 from node.runtime.actor import AGENT, HEADER, acting_as
 from node.servers.api_token import ensure_token
@@ -123,11 +123,10 @@ class ApiServer:
             with acting_as(request.headers.get(HEADER, AGENT)):
                 result = await dispatch(self._hosts, command.name, args)
         except Exception as exc:
-            status = http_status(exc)
-            if status == UNEXPECTED:
+            refused = refusal_of(exc, command.name)
+            if refused.status == UNEXPECTED:
                 log.error("api.command_failed", exc_info=True, command=command.name)
-                return _error(status, f"{command.name} failed: {exc}")
-            return _error(status, message_of(exc), unavailable=is_unavailable(exc))
+            return _error(refused.status, refused.message, unavailable=refused.unavailable)
         return web.json_response(result, dumps=lambda o: json.dumps(o, default=str))
 
     async def _health(self, request: web.Request) -> web.Response:

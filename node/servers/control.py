@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from node.error_status import UNEXPECTED, http_status, is_unavailable, message_of
+from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
 from node.runtime.actor import AGENT, acting_as
 from node.servers.dispatch import Hosts, dispatch
@@ -73,9 +73,8 @@ class ControlServer:
             with acting_as(str(request.get("actor", AGENT))):
                 return {"ok": True, "result": await dispatch(self._hosts, request["cmd"], args)}
         except Exception as exc:
-            status = http_status(exc)
-            if status == UNEXPECTED:
+            refused = refusal_of(exc, request["cmd"])
+            if refused.status == UNEXPECTED:
                 log.error("control.command_failed", exc_info=True, cmd=request["cmd"])
-                return {"ok": False, "error": f"{request['cmd']} failed: {exc}", "status": status}
-            answer = {"ok": False, "error": message_of(exc), "status": status}
-            return answer | ({"unavailable": True} if is_unavailable(exc) else {})
+            answer = {"ok": False, "error": refused.message, "status": refused.status}
+            return answer | ({"unavailable": True} if refused.unavailable else {})

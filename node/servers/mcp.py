@@ -46,7 +46,7 @@ def build_server(client: NodeClient) -> Any:
         message, which the SDK shows to the agent (other exceptions it hides behind a generic one)."""
         try:
             chosen = command_named(command)
-            return await client.call(chosen, chosen.parse({k: v for k, v in args.items() if v is not None}))
+            return await client.call(chosen, chosen.from_options(args))
         except ControlError as exc:  # the daemon's refusal, in its words
             raise ToolError(str(exc)) from None
         except Exception as exc:
