@@ -24,6 +24,7 @@ from crypto.identity import Identity
 from marketplace.chain import Account, Chain
 from marketplace.listings import record_listing
 from marketplace.purchase import PROTOCOL, Market
+from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.store import MemoryStore
@@ -38,7 +39,7 @@ GOAL_RATIO = 5.0
 
 async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, MemoryStore, P2PHost, Market]:
     identity, wallet = Identity.generate(), Account.create()
-    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder())
+    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     host = P2PHost(identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1))
     market = Market(identity, wallet, store, chain, host)
     host.serve(PROTOCOL, market.answer)

@@ -21,10 +21,10 @@ class StoreError(MemoryError_):
 
 
 class SchemaTooNew(StoreError):
-    def __init__(self, found: int, supported: int) -> None:
+    def __init__(self, found: int, supported: int, tables: str = "memory") -> None:
         super().__init__(
-            f"the memory database has schema version {found}, this bitterbot-node supports up to {supported}; "
-            "upgrade bitterbot-node"
+            f"the memory database's {tables} tables have schema version {found}, this bitterbot-node supports up "
+            f"to {supported}; upgrade bitterbot-node"
         )
         self.found = found
         self.supported = supported

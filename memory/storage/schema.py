@@ -1,11 +1,16 @@
-"""The memory database's schema, owned and migrated by the store.
+"""The memory's tables in the database, owned and migrated by the store.
 
-``MIGRATIONS[n]`` takes a database from version n to n+1; the version lives in
-``meta.schema_version``. Vector tables are not here: there is one per embedder
+``MIGRATIONS[n]`` takes them from version n to n+1; the version lives in
+``meta.schema_version``. Other packages' tables in the same file are their own sets
+(``memory.storage.migrations.SchemaSet``). Vector tables are not here: there is one per embedder
 (``vec_<slug>``, see ``memory.storage.vectors``), created when that embedder is first used.
 """
 
 from __future__ import annotations
+
+import aiosqlite
+
+from memory.storage.migrations import Migration, SchemaSet, split_sql, table_exists
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -187,105 +192,18 @@ CREATE TABLE replay_queue (
 CREATE INDEX replay_due ON replay_queue (due_ms);
 """
 
-# v5: executions of skills, as the local agent reports them: the marketplace's quality gate and
-# price, and the trust of the peer a skill came from, are computed from these.
-SCHEMA_V5 = """
-CREATE TABLE skill_executions (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-    crystal_id   TEXT NOT NULL,
-    ts_ms        INTEGER NOT NULL,
-    success      INTEGER NOT NULL,     -- 1 or 0
-    reward_milli INTEGER NOT NULL,     -- 0..1000
-    actor        TEXT NOT NULL
-);
-CREATE INDEX skill_executions_crystal ON skill_executions (crystal_id);
-"""
-
-# v6: skill listings seen on the network (and this node's own), newest version per seller and skill.
-# The signed envelope is kept: a buyer later proves what was offered (content hash, price) with it.
-SCHEMA_V6 = """
-CREATE TABLE listings (
-    seller           TEXT NOT NULL,      -- hex public key
-    stable_skill_id  TEXT NOT NULL,
-    version          INTEGER NOT NULL,
-    content_hash     TEXT NOT NULL,
-    title            TEXT NOT NULL,
-    category         TEXT NOT NULL,
-    price_micro_usdc INTEGER NOT NULL,
-    seller_address   TEXT NOT NULL,
-    executions       INTEGER NOT NULL,
-    successes        INTEGER NOT NULL,
-    revoked          INTEGER NOT NULL DEFAULT 0,
-    received_ms      INTEGER NOT NULL,
-    envelope         BLOB NOT NULL,
-    PRIMARY KEY (seller, stable_skill_id)
-);
-CREATE INDEX listings_category ON listings (category);
-"""
-
-# v7: purchases (as buyer) and sales (as seller), one row per purchase id, every step persisted so
-# that a restart resumes a purchase where it stood; the signed quote is kept as proof.
-SCHEMA_V7 = """
-CREATE TABLE purchases (
-    purchase_id   TEXT PRIMARY KEY,      -- hex, chosen by the seller in the signed quote
-    seller        TEXT NOT NULL,
-    seller_peer   TEXT NOT NULL,
-    quote         BLOB NOT NULL,         -- the seller's signed quote envelope
-    state         TEXT NOT NULL,         -- quoted, locked, completed, refused, refunded
-    detail        TEXT NOT NULL DEFAULT '',
-    crystal_id    TEXT,
-    updated_ms    INTEGER NOT NULL
-);
-CREATE TABLE sales (
-    purchase_id   TEXT PRIMARY KEY,
-    buyer         TEXT NOT NULL,
-    crystal_id    TEXT NOT NULL,
-    quote         BLOB NOT NULL,
-    state         TEXT NOT NULL,         -- quoted, delivered
-    updated_ms    INTEGER NOT NULL
-);
-"""
-
-# v8: bounties seen on the network (and this node's own), and management endorsements of listed
-# skills (one per seller, skill and endorser; it covers the content hash it names, nothing newer).
-SCHEMA_V8 = """
-CREATE TABLE bounties (
-    author            TEXT NOT NULL,     -- hex public key
-    bounty_id         TEXT NOT NULL,
-    description       TEXT NOT NULL,
-    tags              TEXT NOT NULL,     -- JSON array
-    category          TEXT NOT NULL,
-    reward_micro_usdc INTEGER NOT NULL,
-    expires_ms        INTEGER NOT NULL,
-    received_ms       INTEGER NOT NULL,
-    envelope          BLOB NOT NULL,
-    PRIMARY KEY (author, bounty_id)
-);
-CREATE INDEX bounties_expiry ON bounties (expires_ms);
-CREATE TABLE endorsements (
-    seller            TEXT NOT NULL,
-    stable_skill_id   TEXT NOT NULL,
-    endorser          TEXT NOT NULL,
-    version           INTEGER NOT NULL,
-    content_hash      TEXT NOT NULL,
-    received_ms       INTEGER NOT NULL,
-    envelope          BLOB NOT NULL,
-    PRIMARY KEY (seller, stable_skill_id, endorser)
-);
-"""
-
-# v9: how each purchase pays: through the escrow, or directly (a signed EIP-3009 authorization the
-# seller collects before it delivers).
-SCHEMA_V9 = """
-ALTER TABLE purchases ADD COLUMN payment TEXT NOT NULL DEFAULT 'escrow';
-"""
+# v5-v9 created the marketplace's tables (skill executions, listings, purchases and sales, bounties
+# and endorsements, the payment column). Those are the marketplace's own set now
+# (``marketplace.schema``), which adopts them as older releases left them; here the versions remain,
+# empty, so a file at any version still counts its steps the same way.
+MOVED_TO_MARKETPLACE = ""
 
 # v10: quarantine. Content from peers without standing, or that reads like instructions to the
 # agent, is stored but held: out of default search, MEMORY.md, the bootstrap text and dream
 # prompts until the person approves it. ``quarantine`` keeps why, and the decision (a rejected
 # text is refused if it comes again). Peer content stored before v10, except what this node
 # bought, is held for review.
-SCHEMA_V10 = """
+_V10_TABLES = """
 ALTER TABLE crystals ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE quarantine (
     crystal_id   TEXT PRIMARY KEY,
@@ -300,14 +218,30 @@ CREATE TABLE quarantine (
 );
 CREATE INDEX quarantine_status ON quarantine (status, received_ms);
 CREATE INDEX quarantine_hash ON quarantine (content_hash);
+"""
+_V10_HOLD = """
 INSERT INTO quarantine (crystal_id, content_hash, source, reason, flags, status, received_ms)
 SELECT id, content_hash, coalesce(source, 'peer'), 'received from a peer before quarantine existed', '[]', 'held',
        stored_at_ms
 FROM crystals
-WHERE origin = 'peer' AND lifecycle != 'expired'
-  AND id NOT IN (SELECT crystal_id FROM purchases WHERE crystal_id IS NOT NULL);
+WHERE origin = 'peer' AND lifecycle != 'expired'{not_bought};
 UPDATE crystals SET quarantined = 1 WHERE id IN (SELECT crystal_id FROM quarantine);
 """
+
+
+async def schema_v10(db: aiosqlite.Connection) -> None:
+    for statement in split_sql(_V10_TABLES):
+        await db.execute(statement)
+    # What this node bought is not held. ``purchases`` is the marketplace's table: a file without it
+    # (a store opened without the marketplace) bought nothing.
+    not_bought = (
+        "\n  AND id NOT IN (SELECT crystal_id FROM purchases WHERE crystal_id IS NOT NULL)"
+        if await table_exists(db, "purchases")
+        else ""
+    )
+    for statement in split_sql(_V10_HOLD.format(not_bought=not_bought)):
+        await db.execute(statement)
+
 
 # v11: quotas on what peers may store here (memory.governance.peer_quota). ``text_bytes`` is the UTF-8 size of
 # the text, kept at insert (the text never changes), so a quota sums an index instead of reading
@@ -319,43 +253,11 @@ CREATE INDEX crystals_peer_content ON crystals (source, stored_at_ms, text_bytes
     WHERE origin = 'peer' AND scope = 'shared' AND lifecycle != 'expired';
 """
 
-# v12: what peers publish to the market is bounded and indexed (marketplace.received_quota,
-# marketplace.bounties, marketplace.catalog). ``bounties_fts`` finds the bounties a skill's words,
-# tags or category could answer without reading every bounty; ``listings_fts`` does the same for
-# listings and ranks a `skills list` query. Each keeps its own copy of the words, keyed by the
-# row's primary key (no rowid to go stale).
-SCHEMA_V12 = """
-CREATE VIRTUAL TABLE bounties_fts USING fts5(author UNINDEXED, bounty_id UNINDEXED, words);
-INSERT INTO bounties_fts (author, bounty_id, words)
-SELECT author, bounty_id, description || ' ' || tags || ' ' || category FROM bounties;
-CREATE TRIGGER bounties_fts_insert AFTER INSERT ON bounties BEGIN
-    INSERT INTO bounties_fts (author, bounty_id, words)
-    VALUES (new.author, new.bounty_id, new.description || ' ' || new.tags || ' ' || new.category);
-END;
-CREATE TRIGGER bounties_fts_update AFTER UPDATE ON bounties BEGIN
-    DELETE FROM bounties_fts WHERE author = old.author AND bounty_id = old.bounty_id;
-    INSERT INTO bounties_fts (author, bounty_id, words)
-    VALUES (new.author, new.bounty_id, new.description || ' ' || new.tags || ' ' || new.category);
-END;
-CREATE TRIGGER bounties_fts_delete AFTER DELETE ON bounties BEGIN
-    DELETE FROM bounties_fts WHERE author = old.author AND bounty_id = old.bounty_id;
-END;
-CREATE VIRTUAL TABLE listings_fts USING fts5(seller UNINDEXED, stable_skill_id UNINDEXED, text, tags, category);
--- text is the title and description, tags one per line. A listing's description and tags are in its
--- signed envelope only (msgpack); rows from before v12 are matched by title and category until their
--- seller publishes again.
-INSERT INTO listings_fts (seller, stable_skill_id, text, tags, category)
-SELECT seller, stable_skill_id, title, '', category FROM listings;
-CREATE TRIGGER listings_fts_delete AFTER DELETE ON listings BEGIN
-    DELETE FROM listings_fts WHERE seller = old.seller AND stable_skill_id = old.stable_skill_id;
-END;
-CREATE INDEX listings_seller_received ON listings (seller, received_ms);
-CREATE INDEX bounties_author_received ON bounties (author, received_ms);
-"""
-
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
-MIGRATIONS: list[str] = [
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8, SCHEMA_V9, SCHEMA_V10,
-    SCHEMA_V11, SCHEMA_V12,
+MIGRATIONS: list[Migration] = [
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
+    MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The memory's tables; its version keeps the key every release has used.
+MEMORY_SCHEMA = SchemaSet("memory", "schema_version", MIGRATIONS)

@@ -30,7 +30,7 @@ from memory.storage.access import AccessCounter
 from memory.storage.connection import open_connection
 from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
-from memory.storage.migrations import migrate
+from memory.storage.migrations import SchemaSet, migrate
 from memory.storage.private_files import private_dir, private_file
 from memory.storage.row_writes import (
     crystal_any,
@@ -49,7 +49,7 @@ from memory.storage.rows import (
     new_crystal_id,
     prepare_batch,
 )
-from memory.storage.schema import SCHEMA_VERSION
+from memory.storage.schema import MEMORY_SCHEMA, SCHEMA_VERSION
 from memory.storage.vectors import VectorIndex, delete_from_old_space
 
 _log = logging.getLogger("memory.store")
@@ -133,15 +133,18 @@ class MemoryStore:
         links: LinkSettings | None = None,
         on_embedded: EmbeddedHook | None = None,
         readers: int = 2,
+        schemas: Sequence[SchemaSet] = (),
     ) -> MemoryStore:
         """Open (creating and migrating as needed) the database at ``path``. ``on_embedded`` (when
-        ``links`` are enabled) runs after each crystal is embedded: pass ``memory.graph.auto_link``."""
+        ``links`` are enabled) runs after each crystal is embedded: pass ``memory.graph.auto_link``.
+        ``schemas``: other packages' tables kept in the same file, migrated after the memory's."""
         private_dir(path.parent)
         private_file(path)
         writer = await open_connection(path)
         opened: list[aiosqlite.Connection] = [writer]
         try:
-            await migrate(writer)
+            for schema in (MEMORY_SCHEMA, *schemas):
+                await migrate(writer, schema)
             await VectorIndex(embedder.id, embedder.dim).ensure(writer)
             await writer.execute(
                 "INSERT INTO meta (key, value) VALUES ('active_embedder', ?) "

@@ -17,6 +17,8 @@ from typing import Any
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.ledger import ledger, niche_line
+from marketplace.schema import MARKET_SCHEMA
+from memory.clock import wall_clock_ms
 from memory.dynamics.consolidation import ConsolidationReport, consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
@@ -115,10 +117,14 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
         related_threshold=config.memory.related_threshold, updates_threshold=config.memory.updates_threshold
     )
     embedder = embedder_from_config(config)
-    if now_ms is None:
-        store = await MemoryStore.open(paths.memory_db, embedder, links=links, on_embedded=auto_link)
-    else:
-        store = await MemoryStore.open(paths.memory_db, embedder, links=links, now_ms=now_ms, on_embedded=auto_link)
+    store = await MemoryStore.open(
+        paths.memory_db,
+        embedder,
+        links=links,
+        now_ms=now_ms or wall_clock_ms,
+        on_embedded=auto_link,
+        schemas=(MARKET_SCHEMA,),  # the marketplace keeps its tables in the same file
+    )
     try:
         await Endocrine.attach(store, hormone_settings(config))
     except BaseException:

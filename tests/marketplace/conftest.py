@@ -6,13 +6,31 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 from marketplace.chain import Chain
+from marketplace.schema import MARKET_SCHEMA
+from memory.clock import Clock
+from memory.embedders.hashing import HashingEmbedder
+from memory.graph import auto_link
+from memory.storage.store import MemoryStore
 
 ANVIL = shutil.which("anvil")
 NO_ANVIL = "anvil is not installed (npm install -g @foundry-rs/anvil, see the README)"
+
+
+@pytest.fixture
+async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
+    """A real store holding the marketplace's tables too, as a node opens it."""
+    s = await MemoryStore.open(
+        tmp_path / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link, schemas=(MARKET_SCHEMA,)
+    )
+    try:
+        yield s
+    finally:
+        await s.close()
 
 
 @pytest.fixture(params=["embedded", pytest.param("anvil", marks=pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL))])

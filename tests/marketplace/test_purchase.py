@@ -18,6 +18,7 @@ from marketplace.errors import PurchaseError
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.listings import record_listing
 from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market
+from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.store import MemoryStore
@@ -74,7 +75,7 @@ async def make_side(
 ) -> Side:
     identity = Identity.generate()
     wallet = Account.create()
-    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder())
+    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     host = P2PHost(
         identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1, degree_high=6)
     )
@@ -283,7 +284,8 @@ async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool =
     port = side.host.listen_addrs[0].split("/")[4] if same_port else "0"
     await side.host.stop()
     await side.store.close()
-    store = await MemoryStore.open(side.store.path, HashingEmbedder())  # what the process left on disk
+    # what the process left on disk
+    store = await MemoryStore.open(side.store.path, HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
     host = P2PHost(side.identity, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
     market = Market(side.identity, side.wallet, store, chain, host)

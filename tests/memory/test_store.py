@@ -194,6 +194,7 @@ async def test_a_version_1_database_migrates_to_the_current_schema(tmp_path: Pat
     path = tmp_path / "v1.db"
     with sqlite3.connect(path) as raw:  # a v1 file, as the first release wrote it, with one crystal
         raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        assert isinstance(MIGRATIONS[0], str)
         for statement in split_sql(MIGRATIONS[0]):
             raw.execute(statement)
         raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import sqlean
 
+from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.governance.quarantine import held
 from memory.storage.schema import SCHEMA_VERSION
@@ -45,9 +46,13 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
     before_counts, before_crystals = snapshot(db)
     memory_md = (data / "workspace" / "MEMORY.md").read_bytes() if (data / "workspace" / "MEMORY.md").exists() else b""
 
-    store = await MemoryStore.open(db, HashingEmbedder())
+    store = await MemoryStore.open(db, HashingEmbedder(), schemas=(MARKET_SCHEMA,))  # as a node opens it
     try:
         assert await store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        # v9 made the marketplace's tables up to the payment column: adopted at 5, then indexed
+        assert await store.get_meta(MARKET_SCHEMA.version_key) == str(MARKET_SCHEMA.version)
+        async with store.reader().execute("SELECT count(*) FROM listings_fts") as cursor:
+            assert await cursor.fetchone() == (before_counts["listings"],)
         waiting = await held(store)
         async with store.reader().execute(
             "SELECT c.id FROM crystals c WHERE c.origin = 'peer' AND c.id IN (SELECT crystal_id FROM purchases)"
