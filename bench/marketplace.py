@@ -21,9 +21,10 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from marketplace.catalog.listings import record_listing
 from marketplace.chain import Account, Chain
-from marketplace.listings import record_listing
-from marketplace.purchase import PROTOCOL, Market
+from marketplace.exchange.market import Market
+from marketplace.exchange.protocol import PROTOCOL
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from memory.errors import CrystalNotFound
 from memory.model import KNOWLEDGE_TYPES
+from memory.storage.crystal_queries import sources_of
 from memory.storage.store import MemoryStore
 
 
@@ -52,8 +53,14 @@ async def execution_stats(store: MemoryStore, crystal_id: str) -> ExecutionStats
 async def executions_by_source(store: MemoryStore, prefix: str = "peer:") -> dict[str, tuple[int, int]]:
     """(successes, failures) of the skills from each source starting with ``prefix``."""
     async with store.reader().execute(
-        "SELECT c.source, sum(e.success), sum(1 - e.success) FROM skill_executions e "
-        "JOIN crystals c ON c.id = e.crystal_id WHERE c.source LIKE ? GROUP BY c.source",
-        (prefix + "%",),
+        "SELECT crystal_id, sum(success), sum(1 - success) FROM skill_executions GROUP BY crystal_id"
     ) as cursor:
-        return {str(r[0]): (int(r[1]), int(r[2])) for r in await cursor.fetchall()}
+        per_crystal = {str(r[0]): (int(r[1]), int(r[2])) for r in await cursor.fetchall()}
+    sources = await sources_of(store, list(per_crystal))
+    out: dict[str, tuple[int, int]] = {}
+    for crystal_id, (successes, failures) in per_crystal.items():
+        source = sources.get(crystal_id)
+        if source is not None and source.startswith(prefix):
+            before = out.get(source, (0, 0))
+            out[source] = (before[0] + successes, before[1] + failures)
+    return out

@@ -11,10 +11,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from crypto.envelope import decode_envelope
+from marketplace.catalog.listings import count_listed_by
+from marketplace.exchange.deals import Purchases, Sales, SaleState
 from memory.storage.store import MemoryStore
+
+_T = TypeVar("_T")
 
 DAY_MS = 86_400_000
 TREND_DAYS = 7
@@ -84,33 +88,25 @@ async def ledger(store: MemoryStore, me_hex: str | None, *, now_ms: int | None =
     by_skill: dict[str, list[int]] = {}
     buyers: set[str] = set()
     earned = pending = sales = 0
-    async with store.reader().execute("SELECT buyer, quote, state, updated_ms FROM sales") as cursor:
-        for buyer, quote, state, updated_ms in await cursor.fetchall():
-            skill, price = _quote_terms(quote)
-            if state == "paid":
-                earned += price
-                sales += 1
-                buyers.add(str(buyer))
-                earned_by_day[_day(int(updated_ms))] += price
-                entry = by_skill.setdefault(skill, [0, 0])
-                entry[0] += 1
-                entry[1] += price
-            elif state == "delivered":
-                pending += price
+    for sale in await Sales(store).everything():
+        skill, price = _quote_terms(sale.quote)
+        if sale.state is SaleState.PAID:
+            earned += price
+            sales += 1
+            buyers.add(sale.buyer.hex())
+            earned_by_day[_day(sale.updated_ms)] += price
+            entry = by_skill.setdefault(skill, [0, 0])
+            entry[0] += 1
+            entry[1] += price
+        elif sale.state is SaleState.DELIVERED:
+            pending += price
     spent = purchases = 0
-    async with store.reader().execute(  # a direct payment refused on delivery was still spent
-        "SELECT quote, updated_ms FROM purchases "
-        "WHERE state = 'completed' OR (state = 'refused' AND payment = 'direct')"
-    ) as cursor:
-        for quote, updated_ms in await cursor.fetchall():
-            _, price = _quote_terms(quote)
-            spent += price
-            purchases += 1
-            spent_by_day[_day(int(updated_ms))] += price
-    async with store.reader().execute(
-        "SELECT count(*) FROM listings WHERE seller = ? AND revoked = 0", (me_hex,)
-    ) as cursor:
-        row = await cursor.fetchone()
+    for purchase in await Purchases(store).spent():  # a direct payment refused on delivery was still spent
+        _, price = _quote_terms(purchase.quote)
+        spent += price
+        purchases += 1
+        spent_by_day[_day(purchase.updated_ms)] += price
+    listed = await count_listed_by(store, me_hex)
     top = sorted(by_skill.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))[:5]
     return Ledger(
         earned_micro_usdc=earned,
@@ -118,7 +114,7 @@ async def ledger(store: MemoryStore, me_hex: str | None, *, now_ms: int | None =
         pending_micro_usdc=pending,
         sales=sales,
         purchases=purchases,
-        listed_skills=int(row[0]) if row else 0,
+        listed_skills=listed,
         unique_buyers=len(buyers),
         top_skills=tuple(SkillEarnings(skill, n, total) for skill, (n, total) in top),
         trend=tuple(DayTotals(day, earned_by_day[day], spent_by_day[day]) for day in days),
@@ -127,44 +123,29 @@ async def ledger(store: MemoryStore, me_hex: str | None, *, now_ms: int | None =
 
 async def unique_buyers(store: MemoryStore, crystal_id: str) -> int:
     """Distinct buyers who paid for ``crystal_id`` (demand in pricing)."""
-    async with store.reader().execute(
-        "SELECT count(DISTINCT buyer) FROM sales WHERE crystal_id = ? AND state = 'paid'", (crystal_id,)
-    ) as cursor:
-        row = await cursor.fetchone()
-    return int(row[0]) if row else 0
+    return await Sales(store).unique_buyers(crystal_id)
+
+
+def _by_key(by_hex: dict[str, _T]) -> dict[bytes, _T]:
+    out: dict[bytes, _T] = {}
+    for key, value in by_hex.items():
+        try:
+            out[bytes.fromhex(key)] = value
+        except ValueError:
+            continue
+    return out
 
 
 async def sale_defaults_by_buyer(store: MemoryStore) -> dict[bytes, int]:
     """Sales each buyer defaulted on: it received the skill, never released the escrow and
     refunded itself after the deadline (the escrow allows it; the seller remembers it)."""
-    async with store.reader().execute(
-        "SELECT buyer, count(*) FROM sales WHERE state = 'defaulted' GROUP BY buyer"
-    ) as cursor:
-        rows = await cursor.fetchall()
-    out: dict[bytes, int] = {}
-    for buyer, count in rows:
-        try:
-            out[bytes.fromhex(str(buyer))] = int(count)
-        except ValueError:
-            continue
-    return out
+    return _by_key(await Sales(store).defaults_by_buyer())
 
 
 async def purchase_outcomes_by_seller(store: MemoryStore) -> dict[bytes, tuple[int, int]]:
     """(completed, failed) purchases from each seller: a refused delivery or a refund after the
     deadline is a failure of the seller; a purchase still under way is neither."""
-    async with store.reader().execute(
-        "SELECT seller, sum(state = 'completed'), sum(state IN ('refused', 'refunded')) FROM purchases GROUP BY seller"
-    ) as cursor:
-        rows = await cursor.fetchall()
-    out: dict[bytes, tuple[int, int]] = {}
-    for seller, ok, failed in rows:
-        try:
-            key = bytes.fromhex(str(seller))
-        except ValueError:
-            continue
-        out[key] = (int(ok or 0), int(failed or 0))
-    return out
+    return _by_key(await Purchases(store).outcomes_by_seller())
 
 
 def niche_line(book: Ledger) -> str | None:

@@ -105,8 +105,8 @@ _PAYMENT = """
 ALTER TABLE purchases ADD COLUMN payment TEXT NOT NULL DEFAULT 'escrow';
 """
 
-# 6 (memory v12 before): what peers publish to the market is bounded and indexed (marketplace.received_quota,
-# marketplace.bounties, marketplace.catalog). ``bounties_fts`` finds the bounties a skill's words,
+# 6 (memory v12 before): what peers publish to the market is bounded and indexed
+# (marketplace.catalog: received_quota, bounties, browse). ``bounties_fts`` finds the bounties a skill's words,
 # tags or category could answer without reading every bounty; ``listings_fts`` does the same for
 # listings and ranks a `skills list` query. Each keeps its own copy of the words, keyed by the
 # row's primary key (no rowid to go stale).

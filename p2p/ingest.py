@@ -23,6 +23,7 @@ from memory.governance.injection import instruction_flags
 from memory.governance.peer_quota import Evicted, PeerContentQuota, Standing, enforce
 from memory.governance.quarantine import was_rejected
 from memory.model import NewCrystal, Origin, Quarantine, Scope, SemanticType, SkillVersion, content_hash
+from memory.storage.crystal_queries import deprecate_skill_versions, newest_skill_version
 from memory.storage.store import MemoryStore
 from p2p.messages import SkillListing, SkillRevocation
 
@@ -90,15 +91,10 @@ async def ingest_listing(
         "\n".join((listing.title, listing.description, listing.content)), author_has_standing=author_has_standing
     )
     source = peer_source(author)
-    async with store.reader().execute(
-        "SELECT id, skill_version FROM crystals WHERE stable_skill_id = ? AND source = ? "
-        "ORDER BY skill_version DESC LIMIT 1",
-        (listing.stable_skill_id, source),
-    ) as cursor:
-        newest = await cursor.fetchone()
-    if newest is not None and int(newest[1] or 0) >= listing.version:
-        return IngestResult(Ingested.NOT_NEWER, str(newest[0]))
-    previous = str(newest[0]) if newest is not None else None
+    newest = await newest_skill_version(store, listing.stable_skill_id, source)
+    if newest is not None and newest[1] >= listing.version:
+        return IngestResult(Ingested.NOT_NEWER, newest[0])
+    previous = newest[0] if newest is not None else None
     remembered = await store.remember(
         NewCrystal(
             listing.content,
@@ -121,23 +117,13 @@ async def ingest_listing(
     )
     if not remembered.created:
         return IngestResult(Ingested.DUPLICATE, remembered.crystal.id)
-    deprecated = await _deprecate(store, listing.stable_skill_id, source, by=remembered.crystal.id)
+    deprecated = await deprecate_skill_versions(store, listing.stable_skill_id, source, by=remembered.crystal.id)
     evicted = await enforce(store, quota or PeerContentQuota(), source, standing)
     return IngestResult(Ingested.CREATED, remembered.crystal.id, deprecated, held, evicted)
 
 
 async def apply_revocation(store: MemoryStore, revocation: SkillRevocation) -> int:
     """Deprecate every version of the skill from its publisher; returns how many crystals."""
-    return await _deprecate(store, revocation.stable_skill_id, peer_source(revocation.publisher), by="revoked")
-
-
-async def _deprecate(store: MemoryStore, stable_skill_id: str, source: str, *, by: str) -> int:
-    async with store.transaction() as db:
-        cursor = await db.execute(
-            "UPDATE crystals SET deprecated = 1, deprecated_by = ?, updated_at_ms = ? "
-            "WHERE stable_skill_id = ? AND source = ? AND id != ? AND deprecated = 0",
-            (by, store.now_ms(), stable_skill_id, source, by),
-        )
-        count = int(cursor.rowcount)
-        await cursor.close()
-    return count
+    return await deprecate_skill_versions(
+        store, revocation.stable_skill_id, peer_source(revocation.publisher), by="revoked"
+    )

@@ -8,12 +8,12 @@ as integers in thousandths (``level_milli``) so that a body has one encoding.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from memory.model import Crystal, content_hash
 from p2p.errors import SchemaError
+from p2p.fields import ADDRESS, content_hash_field, field, identifier, integer, only, text
 
 KIND_SKILL_LISTING = "skill.listing"
 KIND_SKILL_REVOCATION = "skill.revocation"
@@ -24,67 +24,13 @@ KIND_BOUNTY = "bounty"
 
 MAX_SKILL_CHARS = 32_000
 MAX_ATTESTED_PEERS = 256
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
-_SKILL_ID = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
-
-
-def _field(doc: dict[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:
-    if name not in doc:
-        if optional:
-            return None
-        raise SchemaError(f"missing field {name!r}")
-    value = doc[name]
-    if kind is int and (type(value) is not int):
-        raise SchemaError(f"{name!r} must be an integer")
-    if kind is not int and not isinstance(value, kind):
-        raise SchemaError(f"{name!r} must be {kind.__name__}")
-    return value
-
-
-def _text(doc: dict[str, Any], name: str, limit: int, *, optional: bool = False, empty: bool = False) -> str:
-    value = _field(doc, name, str, optional=optional)
-    if value is None:
-        return ""
-    if len(value) > limit:
-        raise SchemaError(f"{name!r} is longer than {limit} characters")
-    if not empty and not value.strip():
-        raise SchemaError(f"{name!r} must not be empty")
-    return str(value)
-
-
-def _identifier(doc: dict[str, Any], name: str) -> str:
-    value = _text(doc, name, 64)
-    if not _SKILL_ID.fullmatch(value):
-        raise SchemaError(f"'{name}' may hold letters, digits and . _ : - only")
-    return value
-
-
-def _content_hash(doc: dict[str, Any]) -> str:
-    value = _text(doc, "content_hash", 64)
-    if not _HEX64.fullmatch(value):
-        raise SchemaError("'content_hash' must be 64 lowercase hex digits")
-    return value
 
 
 def _tags(doc: dict[str, Any]) -> list[str]:
-    tags = _field(doc, "tags", list)
+    tags = field(doc, "tags", list)
     if len(tags) > 16 or not all(isinstance(t, str) and 0 < len(t) <= 32 for t in tags):
         raise SchemaError("'tags' must be at most 16 strings of 1-32 characters")
     return [str(t) for t in tags]
-
-
-def _int(doc: dict[str, Any], name: str, low: int, high: int) -> int:
-    value = int(_field(doc, name, int))
-    if not low <= value <= high:
-        raise SchemaError(f"{name!r} must be in [{low}, {high}], got {value}")
-    return value
-
-
-def _only(doc: dict[str, Any], allowed: set[str]) -> None:
-    extra = set(doc) - allowed
-    if extra:
-        raise SchemaError(f"unexpected fields {sorted(str(k) for k in extra)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,36 +59,36 @@ _LISTING_FIELDS = {
 
 
 def parse_skill_listing(doc: dict[str, Any]) -> SkillListing:
-    _only(doc, _LISTING_FIELDS)
-    skill_id = _identifier(doc, "stable_skill_id")
-    chash = _content_hash(doc)
+    only(doc, _LISTING_FIELDS)
+    skill_id = identifier(doc, "stable_skill_id")
+    chash = content_hash_field(doc)
     tags = _tags(doc)
-    address = _text(doc, "seller_address", 42, empty=True)
-    if address and not _ADDRESS.fullmatch(address):
+    address = text(doc, "seller_address", 42, empty=True)
+    if address and not ADDRESS.fullmatch(address):
         raise SchemaError("'seller_address' must be an 0x-prefixed 20-byte hex address")
-    executions = _int(doc, "executions", 0, 10**9)
-    successes = _int(doc, "successes", 0, 10**9)
+    executions = integer(doc, "executions", 0, 10**9)
+    successes = integer(doc, "successes", 0, 10**9)
     if successes > executions:
         raise SchemaError("'successes' cannot exceed 'executions'")
-    content = _field(doc, "content", str, optional=True)
+    content = field(doc, "content", str, optional=True)
     if content is not None:
         if not content.strip() or len(content) > MAX_SKILL_CHARS:
             raise SchemaError(f"'content' must be 1-{MAX_SKILL_CHARS} characters")
         if content_hash(content) != chash:
             raise SchemaError("'content' does not match 'content_hash'")
-    addrs = _field(doc, "seller_addrs", list, optional=True) or []
+    addrs = field(doc, "seller_addrs", list, optional=True) or []
     if len(addrs) > 8 or not all(isinstance(a, str) and a.startswith("/") and len(a) <= 200 for a in addrs):
         raise SchemaError("'seller_addrs' must be at most 8 multiaddrs of at most 200 characters")
     return SkillListing(
         seller_addrs=tuple(addrs),
         stable_skill_id=skill_id,
-        version=_int(doc, "version", 1, 10**6),
+        version=integer(doc, "version", 1, 10**6),
         content_hash=chash,
-        title=_text(doc, "title", 200),
-        description=_text(doc, "description", 2_000, empty=True),
+        title=text(doc, "title", 200),
+        description=text(doc, "description", 2_000, empty=True),
         tags=tuple(tags),
-        category=_text(doc, "category", 64, empty=True),
-        price_micro_usdc=_int(doc, "price_micro_usdc", 0, 10**12),
+        category=text(doc, "category", 64, empty=True),
+        price_micro_usdc=integer(doc, "price_micro_usdc", 0, 10**12),
         seller_address=address,
         executions=executions,
         successes=successes,
@@ -210,12 +156,12 @@ class SkillRevocation:
 
 
 def parse_skill_revocation(doc: dict[str, Any]) -> SkillRevocation:
-    _only(doc, {"stable_skill_id", "publisher", "reason"})
-    skill_id = _identifier(doc, "stable_skill_id")
-    publisher = _field(doc, "publisher", bytes)
+    only(doc, {"stable_skill_id", "publisher", "reason"})
+    skill_id = identifier(doc, "stable_skill_id")
+    publisher = field(doc, "publisher", bytes)
     if len(publisher) != 32:
         raise SchemaError("'publisher' must be a 32-byte public key")
-    return SkillRevocation(skill_id, bytes(publisher), _text(doc, "reason", 280))
+    return SkillRevocation(skill_id, bytes(publisher), text(doc, "reason", 280))
 
 
 def skill_revocation_body(revocation: SkillRevocation) -> dict[str, Any]:
@@ -249,13 +195,13 @@ class Weather:
 
 
 def parse_weather(doc: dict[str, Any]) -> Weather:
-    _only(doc, {"level_milli", "duration_s", "reason", "issued_ms", "seq"})
+    only(doc, {"level_milli", "duration_s", "reason", "issued_ms", "seq"})
     return Weather(
-        level_milli=_int(doc, "level_milli", 0, 1000),
-        duration_s=_int(doc, "duration_s", 1, MAX_WEATHER_S),
-        reason=_text(doc, "reason", 280),
-        issued_ms=_int(doc, "issued_ms", 0, 2**62),
-        seq=_int(doc, "seq", 1, 2**62),
+        level_milli=integer(doc, "level_milli", 0, 1000),
+        duration_s=integer(doc, "duration_s", 1, MAX_WEATHER_S),
+        reason=text(doc, "reason", 280),
+        issued_ms=integer(doc, "issued_ms", 0, 2**62),
+        seq=integer(doc, "seq", 1, 2**62),
     )
 
 
@@ -277,8 +223,8 @@ class TrustAttestation:
 
 
 def parse_trust_attestation(doc: dict[str, Any]) -> TrustAttestation:
-    _only(doc, {"ratings"})
-    ratings = _field(doc, "ratings", list)
+    only(doc, {"ratings"})
+    ratings = field(doc, "ratings", list)
     if len(ratings) > MAX_ATTESTED_PEERS:
         raise SchemaError(f"'ratings' holds at most {MAX_ATTESTED_PEERS} peers")
     parsed: list[tuple[bytes, int]] = []
@@ -315,13 +261,13 @@ class SkillEndorsement:
 
 
 def parse_skill_endorsement(doc: dict[str, Any]) -> SkillEndorsement:
-    _only(doc, {"seller", "stable_skill_id", "version", "content_hash"})
-    seller = _field(doc, "seller", bytes)
+    only(doc, {"seller", "stable_skill_id", "version", "content_hash"})
+    seller = field(doc, "seller", bytes)
     if len(seller) != 32:
         raise SchemaError("'seller' must be a 32-byte public key")
-    skill_id = _identifier(doc, "stable_skill_id")
-    chash = _content_hash(doc)
-    return SkillEndorsement(bytes(seller), skill_id, _int(doc, "version", 1, 10**6), chash)
+    skill_id = identifier(doc, "stable_skill_id")
+    chash = content_hash_field(doc)
+    return SkillEndorsement(bytes(seller), skill_id, integer(doc, "version", 1, 10**6), chash)
 
 
 def skill_endorsement_body(endorsement: SkillEndorsement) -> dict[str, Any]:
@@ -349,16 +295,16 @@ class SkillBounty:
 
 
 def parse_bounty(doc: dict[str, Any]) -> SkillBounty:
-    _only(doc, {"bounty_id", "description", "tags", "category", "reward_micro_usdc", "expires_ms"})
-    bounty_id = _identifier(doc, "bounty_id")
+    only(doc, {"bounty_id", "description", "tags", "category", "reward_micro_usdc", "expires_ms"})
+    bounty_id = identifier(doc, "bounty_id")
     tags = _tags(doc)
     return SkillBounty(
         bounty_id=bounty_id,
-        description=_text(doc, "description", 2_000),
+        description=text(doc, "description", 2_000),
         tags=tuple(tags),
-        category=_text(doc, "category", 64, empty=True),
-        reward_micro_usdc=_int(doc, "reward_micro_usdc", 1, 10**12),
-        expires_ms=_int(doc, "expires_ms", 0, 2**62),
+        category=text(doc, "category", 64, empty=True),
+        reward_micro_usdc=integer(doc, "reward_micro_usdc", 1, 10**12),
+        expires_ms=integer(doc, "expires_ms", 0, 2**62),
     )
 
 

@@ -10,9 +10,15 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
-from marketplace.bounties import record_bounty
-from marketplace.catalog import bounties_page, listings_page
-from marketplace.listings import endorsers_of, listing_envelope, record_endorsement, record_listing, revoke_listing
+from marketplace.catalog.bounties import record_bounty
+from marketplace.catalog.browse import bounties_page, listings_page
+from marketplace.catalog.listings import (
+    endorsers_of,
+    listing_envelope,
+    record_endorsement,
+    record_listing,
+    revoke_listing,
+)
 from marketplace.offer import price_of
 from marketplace.pricing import parse_usdc
 from marketplace.reputation import reputation_in
@@ -106,7 +112,7 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
 async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
     """What the network offers, a page at a time: by seller trust, then relevance.
 
-    Ordered by ``marketplace.catalog``: the seller's trust here, then relevance (to ``query``, or to
+    Ordered by ``marketplace.catalog.browse``: the seller's trust here, then relevance (to ``query``, or to
     this node's own bounties), then newest; each with the seller's trust level, the bounties it
     answers, and whether a management key endorsed exactly this version."""
     store = p2p.store()

@@ -14,12 +14,15 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
+from marketplace.catalog.listings import ListingRow, listing_envelope, live_listings
 from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
+from marketplace.exchange.deals import Purchases
+from marketplace.exchange.market import Market
+from marketplace.exchange.protocol import PROTOCOL
+from marketplace.exchange.seller import SellerLimits
 from marketplace.ledger import ledger
-from marketplace.listings import ListingRow, listing_envelope, live_listings
 from marketplace.pricing import parse_usdc
-from marketplace.purchase import PROTOCOL, Market, SellerLimits
 from marketplace.wallet import load_or_create_wallet
 from node.logs import get_logger
 from node.parts.memory import MemoryPart
@@ -210,13 +213,11 @@ class MarketPart:
                 balance = await self.market.chain.balance(self._wallet.address)
             except ChainError as exc:
                 self._chain_error = str(exc)
-        async with store.reader().execute(
-            "SELECT purchase_id, state, detail, crystal_id, updated_ms FROM purchases ORDER BY updated_ms DESC LIMIT 20"
-        ) as cursor:
-            purchases = [
-                {"purchase_id": r[0], "state": r[1], "detail": r[2], "crystal_id": r[3], "updated_ms": r[4]}
-                for r in await cursor.fetchall()
-            ]
+        purchases = [
+            {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "detail": r.detail,
+             "crystal_id": r.crystal_id, "updated_ms": r.updated_ms}
+            for r in await Purchases(store).recent(20)
+        ]  # fmt: skip
         return {
             "address": self._wallet.address,
             "chain": self._ctx.config.chain.url or "embedded",

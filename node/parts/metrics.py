@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from marketplace.exchange.deals import Purchases, Sales
 from memory.storage.store import MemoryStore
 from p2p.validation import POLICY, Reason
 
@@ -71,9 +72,8 @@ class NodeMetrics(Collector):
             return
         stats = await store.stats()
         counts = {"crystals": {str(k): int(v) for k, v in stats["by_lifecycle"].items()}}
-        for table in ("purchases", "sales"):
-            async with store.reader().execute(f"SELECT state, count(*) FROM {table} GROUP BY state") as cursor:  # noqa: S608
-                counts[table] = {str(state): int(n) for state, n in await cursor.fetchall()}
+        counts["purchases"] = await Purchases(store).count_by_state()
+        counts["sales"] = await Sales(store).count_by_state()
         self._counts = counts
 
     def collect(self) -> Iterable[Metric]:

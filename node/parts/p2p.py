@@ -18,12 +18,12 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id
-from marketplace.bounties import purge_expired_bounties, record_bounty
+from marketplace.catalog.bounties import purge_expired_bounties, record_bounty
+from marketplace.catalog.listings import record_endorsement, record_listing, revoke_listing
+from marketplace.catalog.received_quota import bounties_bound, enforce_bound, listings_bound
 from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
-from marketplace.listings import record_endorsement, record_listing, revoke_listing
 from marketplace.pricing import PriceSettings
-from marketplace.received_quota import bounties_bound, enforce_bound, listings_bound
 from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import NetworkOverride
@@ -103,7 +103,7 @@ class P2PPart:
         self._bounties_bound = bounties_bound(cfg.p2p.bounties_per_author, cfg.p2p.bounties_total)
         self._me_hex = ctx.identity.public_key.hex()
         #: What the quotas deleted since start: peer crystals and their bytes (``memory.governance.peer_quota``),
-        #: listings and bounties (``marketplace.received_quota``).
+        #: listings and bounties (``marketplace.catalog.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}

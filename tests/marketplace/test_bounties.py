@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.bounties import (
+from marketplace.catalog.bounties import (
     BountyRow,
     bounties_answered_by,
     live_bounties,
@@ -15,9 +15,9 @@ from marketplace.bounties import (
     purge_expired_bounties,
     record_bounty,
 )
-from marketplace.catalog import bounties_page, listings_page
+from marketplace.catalog.browse import bounties_page, listings_page
+from marketplace.catalog.listings import record_listing
 from marketplace.executions import record_execution
-from marketplace.listings import record_listing
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
 from memory.model import NewCrystal, Scope, SemanticType, SkillVersion

@@ -8,10 +8,10 @@ import time
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.bounties import bounties_answered_by, live_bounties, matches, record_bounty
-from marketplace.catalog import listings_page
-from marketplace.listings import live_listings, record_listing
-from marketplace.received_quota import bounties_bound, enforce_bound, listings_bound
+from marketplace.catalog.bounties import bounties_answered_by, live_bounties, matches, record_bounty
+from marketplace.catalog.browse import listings_page
+from marketplace.catalog.listings import live_listings, record_listing
+from marketplace.catalog.received_quota import bounties_bound, enforce_bound, listings_bound
 from memory.storage.store import MemoryStore
 from p2p.messages import KIND_BOUNTY, KIND_SKILL_LISTING, SkillBounty, SkillListing, bounty_body, skill_listing_body
 

@@ -9,8 +9,7 @@ import pytest
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.errors import WalletError
-from marketplace.listings import (
+from marketplace.catalog.listings import (
     endorsers_of,
     listing_envelope,
     listings_in_category,
@@ -19,6 +18,7 @@ from marketplace.listings import (
     record_listing,
     revoke_listing,
 )
+from marketplace.errors import WalletError
 from marketplace.wallet import load_or_create_wallet, load_wallet
 from memory.model import NewCrystal, SemanticType
 from memory.storage.store import MemoryStore

@@ -12,12 +12,14 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace import purchase
+from marketplace.catalog.listings import record_listing
 from marketplace.chain import Account, Chain
 from marketplace.errors import PurchaseError
+from marketplace.exchange.buyer import Buyer
+from marketplace.exchange.market import Market
+from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest
+from marketplace.exchange.seller import QUOTE_VALID_MS, Seller, SellerLimits
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
-from marketplace.listings import record_listing
-from marketplace.purchase import KIND_DELIVERY, KIND_DELIVERY_REQUEST, PROTOCOL, Market
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
@@ -33,32 +35,42 @@ SKILL = "Zero-downtime Postgres upgrade: pg_upgrade --link on a replica, then fa
 PRICE = 25_000  # 0.025 USDC
 
 
-class TamperingSeller(Market):
+class TamperingSeller(Seller):
     """Named fake: a seller whose delivery is not the listed skill."""
 
-    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+    async def _deliver(self, buyer: bytes, body: DeliveryRequest) -> bytes:
         held = await self._store.get((await self._store.remember(NewCrystal("something else entirely"))).crystal.id)
         async with self._store.transaction() as db:
             await db.execute("UPDATE sales SET crystal_id = ?", (held.id,))
         return await super()._deliver(buyer, body)
 
 
-class SilentSeller(Market):
+class SilentSeller(Seller):
     """Named fake: a seller that takes the lock and never delivers."""
 
-    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
-        raise ValueError("out of stock")
+    async def _deliver(self, buyer: bytes, body: DeliveryRequest) -> bytes:
+        raise PurchaseError("out of stock")
 
 
-class ReplayingSeller(Market):
+class ReplayingSeller(Seller):
     """Named fake: a seller that answers every quote request with its first quote."""
 
     first: bytes | None = None
 
-    async def _quote(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+    async def _quote(self, buyer: bytes, body: QuoteRequest) -> bytes:
         if self.first is None:
             self.first = await super()._quote(buyer, body)
         return self.first
+
+
+class MovableClock:
+    """The wall clock, moved ``ahead_ms`` forward when a test needs a later time."""
+
+    def __init__(self) -> None:
+        self.ahead_ms = 0
+
+    def __call__(self) -> int:
+        return _now() + self.ahead_ms
 
 
 @dataclass
@@ -68,10 +80,18 @@ class Side:
     store: MemoryStore
     host: P2PHost
     market: Market
+    clock: MovableClock
 
 
 async def make_side(
-    tmp: Path, name: str, chain: Chain, market_class: type[Market] = Market, payment: str = "escrow"
+    tmp: Path,
+    name: str,
+    chain: Chain,
+    *,
+    seller_class: type[Seller] = Seller,
+    buyer_class: type[Buyer] = Buyer,
+    payment: str = "escrow",
+    limits: SellerLimits | None = None,
 ) -> Side:
     identity = Identity.generate()
     wallet = Account.create()
@@ -79,21 +99,24 @@ async def make_side(
     host = P2PHost(
         identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1, degree_high=6)
     )
-    market = market_class(identity, wallet, store, chain, host, payment=payment)
+    clock = MovableClock()
+    market = Market(identity, wallet, store, chain, host, payment=payment, limits=limits, clock=clock,
+                    buyer_class=buyer_class, seller_class=seller_class)  # fmt: skip
     host.serve(PROTOCOL, market.answer)
-    return Side(identity, wallet, store, host, market)
+    return Side(identity, wallet, store, host, market, clock)
 
 
 async def trade(
     tmp: Path,
     chain: Chain,
-    seller_class: type[Market] = Market,
+    seller_class: type[Seller] = Seller,
     funds: int = 1_000_000,
-    buyer_class: type[Market] = Market,
+    buyer_class: type[Buyer] = Buyer,
     payment: str = "escrow",
+    limits: SellerLimits | None = None,
 ) -> tuple[Side, Side]:
-    seller = await make_side(tmp, "seller", chain, seller_class)
-    buyer = await make_side(tmp, "buyer", chain, buyer_class, payment)
+    seller = await make_side(tmp, "seller", chain, seller_class=seller_class, limits=limits)
+    buyer = await make_side(tmp, "buyer", chain, buyer_class=buyer_class, payment=payment)
     await chain.fund(seller.wallet.address, 0)
     await chain.fund(buyer.wallet.address, funds)
     await seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
@@ -170,7 +193,7 @@ async def test_insufficient_funds_is_a_clear_error_and_nothing_moves(tmp_path: P
 
 @pytest.mark.parametrize("seller_class", [TamperingSeller, SilentSeller])
 async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadline(
-    tmp_path: Path, chain: Chain, seller_class: type[Market]
+    tmp_path: Path, chain: Chain, seller_class: type[Seller]
 ) -> None:
     seller, buyer = await trade(tmp_path, chain, seller_class)
     try:
@@ -209,14 +232,21 @@ class ChainWithoutRelease:
         return None
 
 
+class BuyerThatNeverReleases(Buyer):
+    """Named fake: a buyer that keeps the skill and never releases the escrow."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._chain = ChainWithoutRelease(self._chain)  # type: ignore[assignment]
+
+
 async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and_refused(
     tmp_path: Path, chain: Chain
 ) -> None:
     """The escrow lets a buyer refund after the deadline even after a valid delivery; the seller marks
     that sale defaulted, counts it against the buyer, and quotes it no more."""
-    seller, buyer = await trade(tmp_path, chain)
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        buyer.market._chain = ChainWithoutRelease(chain)  # type: ignore[assignment]
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "completed" and result.crystal_id is not None  # it has the skill
         await chain.advance_time(601)
@@ -262,19 +292,17 @@ class Killed(Exception):
     """Stands for the process dying at that point."""
 
 
-class BuyerKilledAfterLock(Market):
+class BuyerKilledAfterLock(Buyer):
     """Named fake: the buyer process 'dies' right after its payment is locked (before delivery)."""
 
-    async def _ask(self, peer: str, request: Any, expect: str, signer: bytes) -> tuple[bytes, dict[str, Any]]:
-        if expect == KIND_DELIVERY:
-            raise Killed
-        return await super()._ask(peer, request, expect, signer)
+    async def _receive(self, deal: Any, request: DeliveryRequest) -> Any:
+        raise Killed
 
 
-class SellerKilledBeforeDelivery(Market):
+class SellerKilledBeforeDelivery(Seller):
     """Named fake: the seller process dies while the delivery request is in flight (the stream resets)."""
 
-    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+    async def _deliver(self, buyer: bytes, body: DeliveryRequest) -> bytes:
         raise ConnectionResetError("killed")  # not an answer: the stream is reset
 
 
@@ -288,12 +316,12 @@ async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool =
     store = await MemoryStore.open(side.store.path, HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
     host = P2PHost(side.identity, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
-    market = Market(side.identity, side.wallet, store, chain, host)
+    market = Market(side.identity, side.wallet, store, chain, host, clock=side.clock)
     host.serve(PROTOCOL, market.answer)
     await host.start()
     if peer_addr:
         await host.connect(peer_addr)
-    return Side(side.identity, side.wallet, store, host, market)
+    return Side(side.identity, side.wallet, store, host, market, side.clock)
 
 
 async def test_a_buyer_killed_after_paying_resumes_and_never_pays_twice(tmp_path: Path, chain: Chain) -> None:
@@ -326,7 +354,7 @@ async def test_a_seller_killed_before_delivering_delivers_after_its_restart(tmp_
         await close(buyer, seller)
 
 
-class BuyerKilledBeforeLock(Market):
+class BuyerKilledBeforeLock(Buyer):
     """Named fake: the buyer process 'dies' after storing the quote, before it locks the payment."""
 
     async def _continue(self, *args: Any, **kwargs: Any) -> Any:
@@ -341,8 +369,7 @@ async def test_a_quote_that_expired_before_payment_is_never_paid(
         with pytest.raises(Killed):
             await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         buyer = await restart(buyer, chain, seller.host.listen_addrs[0])
-        later = _now() + purchase.QUOTE_VALID_MS + 1_000
-        monkeypatch.setattr(purchase, "_now_ms", lambda: later)  # the restart came after the quote expired
+        buyer.clock.ahead_ms = QUOTE_VALID_MS + 1_000  # the restart came after the quote expired
         (resumed,) = await buyer.market.resume()
         assert resumed.state == "expired" and "nothing was paid" in resumed.detail
         assert (await chain.lock_info(bytes.fromhex(resumed.purchase_id))).state == "none"
@@ -385,10 +412,10 @@ async def test_a_tampered_direct_delivery_is_refused_and_counts_against_the_sell
         await close(buyer, seller)
 
 
-class SellerCollectsThenDies(Market):
+class SellerCollectsThenDies(Seller):
     """Named fake: the seller collects the payment and dies before its answer leaves."""
 
-    async def _deliver(self, buyer: bytes, body: dict[str, Any]) -> bytes:
+    async def _deliver(self, buyer: bytes, body: DeliveryRequest) -> bytes:
         await super()._deliver(buyer, body)
         raise ConnectionResetError("killed")
 
@@ -408,15 +435,16 @@ async def test_a_direct_payment_is_never_collected_twice_across_a_seller_restart
         await close(buyer, seller)
 
 
-class CheapBuyer(Market):
+class CheapBuyer(Buyer):
     """Named fake: a buyer whose payment authorization offers less than the quoted price."""
 
-    async def _receive(self, deal: Any, body: dict[str, Any]) -> Any:
-        if "authorization" in body:
-            wire = list(body["authorization"])
-            cheaper = await self._chain.authorize_transfer(self._wallet, wire[1], 1, deal.purchase_id, wire[4])
-            body = {**body, "authorization": cheaper.to_wire()}
-        return await super()._receive(deal, body)
+    async def _receive(self, deal: Any, request: DeliveryRequest) -> Any:
+        if (auth := request.authorization) is not None:
+            cheaper = await self._chain.authorize_transfer(
+                self._wallet, auth.receiver, 1, deal.purchase_id, auth.valid_before
+            )
+            request = DeliveryRequest(request.purchase_id, cheaper)
+        return await super()._receive(deal, request)
 
 
 async def test_an_authorization_for_less_than_the_quote_gets_nothing(tmp_path: Path, chain: Chain) -> None:

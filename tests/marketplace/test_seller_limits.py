@@ -10,9 +10,10 @@ import pytest
 
 from crypto.envelope import decode_envelope, pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace import purchase
 from marketplace.chain import Chain
-from marketplace.purchase import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST, Market, SellerLimits
+from marketplace.exchange.market import ESCROW_WINDOW_S
+from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
+from marketplace.exchange.seller import QUOTE_VALID_MS, SellerLimits
 from tests.marketplace.test_purchase import Side, SilentSeller, close, trade
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
@@ -38,19 +39,14 @@ async def sales_rows(seller: Side) -> int:
     return int(row[0]) if row else 0
 
 
-class LimitedMarket(Market):
-    """The real Market with small limits, so a test reaches them quickly."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs["limits"] = SellerLimits(requests_per_min=6, request_burst=4, max_open_quotes=6,
-                                        max_open_quotes_per_buyer=2)  # fmt: skip
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+#: Small limits, so a test reaches them quickly.
+SMALL = SellerLimits(requests_per_min=6, request_burst=4, max_open_quotes=6, max_open_quotes_per_buyer=2)
 
 
 async def test_one_peer_gets_its_burst_then_is_refused_before_any_row_and_others_are_not(
     tmp_path: Path, chain: Chain
 ) -> None:
-    seller, buyer = await trade(tmp_path, chain, LimitedMarket)
+    seller, buyer = await trade(tmp_path, chain, limits=SMALL)
     try:
         answers = [await ask(seller, "flooding-peer", Identity.generate()) for _ in range(20)]
         assert [kind for kind, _ in answers[:4]] == [KIND_QUOTE] * 4
@@ -62,7 +58,7 @@ async def test_one_peer_gets_its_burst_then_is_refused_before_any_row_and_others
 
 
 async def test_open_quotes_are_capped_in_total_and_per_buyer_whatever_the_peer(tmp_path: Path, chain: Chain) -> None:
-    seller, buyer = await trade(tmp_path, chain, LimitedMarket)
+    seller, buyer = await trade(tmp_path, chain, limits=SMALL)
     try:
         one_key = Identity.generate()
         per_buyer = [await ask(seller, f"peer-{i}", one_key) for i in range(3)]
@@ -90,8 +86,7 @@ async def test_unpaid_quotes_are_deleted_once_they_lapse_and_old_lapsed_rows_too
             )
         assert await seller.market.settle_sales() == {"purged": 1}  # the quotes are still young
         assert await sales_rows(seller) == 3
-        later = now_ms() + purchase.QUOTE_VALID_MS + 2 * purchase.ESCROW_WINDOW_S * 1000 + 1_000
-        monkeypatch.setattr(purchase, "_now_ms", lambda: later)
+        seller.clock.ahead_ms = QUOTE_VALID_MS + 2 * ESCROW_WINDOW_S * 1000 + 1_000
         assert await seller.market.settle_sales() == {"purged": 3}
         assert await sales_rows(seller) == 0
         assert await seller.market.settle_sales() == {}
@@ -108,8 +103,7 @@ async def test_a_quote_the_buyer_locked_is_kept_past_the_lapse_and_settled_when_
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "refused"
         assert await seller.market.settle_sales() == {}  # young: not even looked at
-        later = now_ms() + purchase.QUOTE_VALID_MS + 2 * purchase.ESCROW_WINDOW_S * 1000 + 1_000
-        monkeypatch.setattr(purchase, "_now_ms", lambda: later)
+        seller.clock.ahead_ms = QUOTE_VALID_MS + 2 * ESCROW_WINDOW_S * 1000 + 1_000
         assert await seller.market.settle_sales() == {}  # locked on the chain: kept
         assert await sales_rows(seller) == 1
         await chain.advance_time(601)

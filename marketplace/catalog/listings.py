@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crypto.envelope import Envelope
+from memory.storage.crystal_queries import mark_verified
 from memory.storage.store import MemoryStore
 from p2p.messages import SkillEndorsement, SkillListing, SkillRevocation
 
@@ -80,7 +81,7 @@ async def revoke_listing(store: MemoryStore, revocation: SkillRevocation) -> int
 
 async def live_listings(store: MemoryStore) -> list[ListingRow]:
     """Every live listing, newest first, without its envelope (the table is bounded:
-    ``marketplace.received_quota``)."""
+    ``marketplace.catalog.received_quota``)."""
     async with store.reader().execute(
         f"SELECT {_COLUMNS} FROM listings WHERE revoked = 0 ORDER BY received_ms DESC, rowid DESC"  # noqa: S608
     ) as cursor:
@@ -106,10 +107,9 @@ async def record_endorsement(store: MemoryStore, endorsement: SkillEndorsement, 
                 endorsement.content_hash, store.now_ms(), envelope.encode(),
             ),
         )  # fmt: skip
-        await db.execute(
-            "UPDATE crystals SET is_verified = 1, verified_by = ? WHERE content_hash = ? AND is_verified = 0",
-            (envelope.author.hex(), endorsement.content_hash),
-        )
+    # After the endorsement is written: a crash between the two leaves the crystal to be marked
+    # when the endorsement comes again (marking is idempotent).
+    await mark_verified(store, endorsement.content_hash, by=envelope.author.hex())
 
 
 async def endorsers_of(store: MemoryStore, seller: str, stable_skill_id: str, content_hash: str) -> list[str]:
@@ -138,3 +138,12 @@ async def listing_envelope(store: MemoryStore, seller: str, stable_skill_id: str
     ) as cursor:
         row = await cursor.fetchone()
     return bytes(row[0]) if row else None
+
+
+async def count_listed_by(store: MemoryStore, seller: str | None) -> int:
+    """Live listings of one seller (hex key); 0 for None."""
+    async with store.reader().execute(
+        "SELECT count(*) FROM listings WHERE seller = ? AND revoked = 0", (seller,)
+    ) as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import Envelope
-from marketplace.words import any_of, significant_words
+from marketplace.catalog.words import any_of, significant_words
 from memory.storage.store import MemoryStore
 from p2p.messages import SkillBounty
 

@@ -1,0 +1,71 @@
+"""One node's side of the marketplace: sells its listings and buys others'.
+
+The buyer and the seller share this node's identity, wallet, chain, store and one replay guard
+for every signed market message it receives; the clock is injected (tests move it).
+"""
+
+from __future__ import annotations
+
+from crypto.identity import Identity
+from marketplace.chain import Account, Chain
+from marketplace.exchange.buyer import Buyer, PurchaseResult
+from marketplace.exchange.messenger import Messenger
+from marketplace.exchange.party import Party
+from marketplace.exchange.seller import Seller, SellerLimits
+from memory.clock import Clock, wall_clock_ms
+from memory.storage.store import MemoryStore
+from p2p.host import P2PHost
+
+ESCROW_WINDOW_S = 600
+
+
+class Market:
+    def __init__(
+        self,
+        identity: Identity,
+        wallet: Account,
+        store: MemoryStore,
+        chain: Chain,
+        host: P2PHost,
+        *,
+        escrow_window_s: int = ESCROW_WINDOW_S,
+        payment: str = "escrow",
+        limits: SellerLimits | None = None,
+        clock: Clock = wall_clock_ms,
+        buyer_class: type[Buyer] = Buyer,
+        seller_class: type[Seller] = Seller,
+    ) -> None:
+        """The seller side answers on ``protocol.PROTOCOL``: register ``answer`` with the host before it
+        starts. ``buyer_class``/``seller_class``: a test's named fake of one side; the node uses the real ones."""
+        if payment not in ("escrow", "direct"):
+            raise ValueError(f"payment is 'escrow' or 'direct', not {payment!r}")
+        self._wallet = wallet
+        self._chain = chain
+        party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock)
+        self._buyer = buyer_class(party, payment=payment)
+        self._seller = seller_class(party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits())
+
+    @property
+    def wallet(self) -> Account:
+        return self._wallet
+
+    @property
+    def chain(self) -> Chain:
+        return self._chain
+
+    async def buy(
+        self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None
+    ) -> PurchaseResult:
+        return await self._buyer.buy(seller_peer, seller_key, stable_skill_id, max_price=max_price)
+
+    async def resume(self) -> list[PurchaseResult]:
+        return await self._buyer.resume()
+
+    async def refund_due(self) -> list[str]:
+        return await self._buyer.refund_due()
+
+    async def settle_sales(self) -> dict[str, int]:
+        return await self._seller.settle()
+
+    async def answer(self, peer: str, request: bytes) -> bytes:
+        return await self._seller.answer(peer, request)

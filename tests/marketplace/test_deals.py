@@ -1,0 +1,70 @@
+"""Purchases and sales move only along their state machines, and every move is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from marketplace.exchange.deals import (
+    PURCHASE_MOVES,
+    SALE_MOVES,
+    IllegalTransition,
+    Purchases,
+    PurchaseState,
+    Sales,
+    SaleState,
+)
+from memory.storage.store import MemoryStore
+
+PID = bytes(range(32))
+SELLER = b"s" * 32
+
+
+def reachable(moves: dict[PurchaseState, frozenset[PurchaseState]], start: PurchaseState) -> set[PurchaseState]:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in moves[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_every_purchase_state_is_reachable_from_a_quote_and_the_ends_lead_nowhere() -> None:
+    assert reachable(dict(PURCHASE_MOVES), PurchaseState.QUOTED) == set(PurchaseState)
+    for end in (PurchaseState.COMPLETED, PurchaseState.REFUNDED, PurchaseState.EXPIRED, PurchaseState.FAILED):
+        assert PURCHASE_MOVES[end] == frozenset()
+    assert set(SALE_MOVES) == set(SaleState)
+
+
+async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_nothing(store: MemoryStore) -> None:
+    purchases = Purchases(store)
+    await purchases.add(PID, SELLER, "peer", b"quote", "escrow")
+    await purchases.move(PID, PurchaseState.LOCKED)
+    await purchases.move(PID, PurchaseState.REFUSED, "delivery refused: wrong hash")
+    with pytest.raises(IllegalTransition, match="from refused to completed"):
+        await purchases.move(PID, PurchaseState.COMPLETED, "should not stick")
+    record = await purchases.get(PID)
+    assert record is not None and record.state is PurchaseState.REFUSED
+    assert record.detail == "delivery refused: wrong hash"
+    await purchases.move(PID, PurchaseState.REFUNDED, keep_detail=True)  # why it was refunded is kept
+    record = await purchases.get(PID)
+    assert record is not None and (record.state, record.detail) == (
+        PurchaseState.REFUNDED,
+        "delivery refused: wrong hash",
+    )
+    assert await purchases.outcomes_by_seller() == {SELLER.hex(): (0, 1)}
+    with pytest.raises(IllegalTransition, match="never recorded"):
+        await purchases.move(b"\0" * 32, PurchaseState.LOCKED)
+
+
+async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(store: MemoryStore) -> None:
+    sales = Sales(store)
+    await sales.add_quote(PID, b"b" * 32, "crystal-1", b"quote")
+    assert await sales.open_quotes(b"b" * 32, since_ms=0) == (1, 1)
+    await sales.move(PID, SaleState.DELIVERED)
+    await sales.drop_unpaid_quote(PID)  # delivered: kept
+    await sales.move(PID, SaleState.DEFAULTED)
+    with pytest.raises(IllegalTransition, match="from defaulted to paid"):
+        await sales.move(PID, SaleState.PAID)
+    assert await sales.defaulted_by(b"b" * 32) == PID
+    assert await sales.count_by_state() == {"defaulted": 1}
