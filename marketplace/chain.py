@@ -8,7 +8,8 @@ One class, two backends, the same code path:
   with the real USDC address in production).
 
 eth-tester is not thread-safe and a synchronous EVM call stalls whatever thread runs
-it, so every web3 call runs on one dedicated worker thread, never on the event loop.
+it, so every web3 call runs on one thread of its own (a ``p2p.bridge.TrioThread``, the
+bridge the libp2p host uses too), one call at a time, never on the event loop.
 Reverts surface as ``TransactionReverted`` (``InsufficientFunds`` for balance and
 allowance failures) whatever the backend: transactions are signed locally and sent
 with an explicit gas limit, and a failed one is re-run as a call, which yields the
@@ -18,15 +19,14 @@ Amounts are integer micro-USDC everywhere.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
 from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds, TransactionReverted
+from p2p.bridge import TrioThread
 
 T = TypeVar("T")
 GAS_LIMIT = 300_000
@@ -137,7 +137,7 @@ class Chain:
         self.token_address = token_address
         self.escrow_address = escrow_address
         self.dev = dev
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread: TrioThread | None = None
         self._chain_id: int | None = None
         self._domain: dict[str, Any] | None = None
 
@@ -184,20 +184,22 @@ class Chain:
 
     @classmethod
     async def _on_worker(cls, build: Callable[[], Chain]) -> Chain:
-        """Build the client on its own single worker thread, which then runs every web3 call."""
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evm")
+        """Build the client on a thread of its own, which then runs every web3 call."""
+        thread = TrioThread("evm")
+        await thread.start()
         try:
-            chain = await asyncio.get_running_loop().run_in_executor(executor, build)
+            chain = await thread.call_blocking(build)
         except BaseException:
-            executor.shutdown(wait=False)
+            await thread.stop()
             raise
-        chain._executor = executor
+        chain._thread = thread
         return chain
 
     async def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        """Stop the chain's thread once the call it runs (if any) returns."""
+        if self._thread is not None:
+            thread, self._thread = self._thread, None
+            await thread.stop()
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -362,10 +364,10 @@ class Chain:
             raise ChainError(f"{what} exists on the embedded development chain only")
 
     async def _run(self, work: Callable[[], T]) -> T:
-        if self._executor is None:
+        if self._thread is None:
             raise ChainError("the chain client is closed")
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+            return await self._thread.call_blocking(work)
         except ChainError:
             raise
         except OSError as exc:  # the JSON-RPC transport's errors (requests') are OSErrors

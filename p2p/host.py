@@ -1,10 +1,9 @@
 """The libp2p host on its own trio thread, bridged to the daemon's asyncio loop.
 
-py-libp2p is trio-native, so the host runs under ``trio.run`` in a dedicated
-thread. Commands go in through ``TrioToken.run_sync_soon`` and report back on an
-asyncio future; accepted messages come out through ``loop.call_soon_threadsafe``
-into one bounded asyncio queue (a full queue drops and counts, never blocks the
-libp2p thread).
+py-libp2p is trio-native, so the host runs on a ``p2p.bridge.TrioThread``: commands
+go in through ``call`` and report back on an asyncio future; accepted messages come
+out through ``to_loop`` into one bounded asyncio queue (a full queue drops and
+counts, never blocks the libp2p thread).
 
 The defaults of py-libp2p that silently lose messages are overridden (see
 DESIGN.md section 3): explicit mesh degrees, a 1 s heartbeat, no adaptive gossip,
@@ -17,10 +16,8 @@ delivered or forwarded; rejections cost the forwarding peer points in the
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,6 +27,7 @@ import trio
 
 from crypto.identity import Identity
 from memory.clock import wall_clock_ms
+from p2p.bridge import TrioThread
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame
@@ -91,12 +89,8 @@ class P2PHost:
         self.peer_id = identity.peer_id
         self.counters = HostCounters()
         self.deliveries = DeliveryLanes(settings.event_queue)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._thread_ended: asyncio.Event | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._nursery: trio.Nursery | None = None
-        self._stop: trio.Event | None = None
+        self._bridge = TrioThread("libp2p")
+        self._nursery: trio.Nursery | None = None  # the trio side's, for tasks the validator starts
         self._host: Any = None
         self._pubsub: Any = None
         self.listen_addrs: list[str] = []
@@ -108,36 +102,11 @@ class P2PHost:
 
     async def start(self) -> None:
         """Start the thread and wait until the host listens and has subscribed to every topic."""
-        self._loop = asyncio.get_running_loop()
-        self._thread_ended = asyncio.Event()
-        ready: asyncio.Future[list[str]] = self._loop.create_future()
-        self._thread = threading.Thread(target=self._thread_main, args=(ready,), name="libp2p", daemon=True)
-        self._thread.start()
-        try:
-            self.listen_addrs = await asyncio.wait_for(ready, timeout=30)
-        except BaseException:
-            await self.stop()
-            raise
+        self.listen_addrs = await self._bridge.start(self._trio_main, timeout_s=30)
 
     async def stop(self) -> None:
         """Close the host (connections, listeners, the seen-cache sweeper) and join the thread."""
-        thread = self._thread
-        if thread is None:
-            return
-        if self._token is not None and self._stop is not None:
-            stop = self._stop
-            with contextlib.suppress(trio.RunFinishedError):  # already finished on its own
-                self._token.run_sync_soon(stop.set)
-        # Awaited on the loop, not joined from a worker thread: a stop that is itself cancelled
-        # (the daemon's shutdown budget ran out) leaves no thread behind for asyncio to join.
-        ended = self._thread_ended
-        try:
-            if ended is not None:
-                await asyncio.wait_for(ended.wait(), 15)
-        except TimeoutError:
-            raise RuntimeError("the libp2p thread did not stop within 15 s") from None
-        finally:
-            self._thread = None
+        await self._bridge.stop(timeout_s=15)
 
     async def publish(self, topic: str, data: bytes) -> None:
         await self._call(lambda: self._pubsub.publish(topic, data))
@@ -205,7 +174,7 @@ class P2PHost:
     def serve(self, protocol: str, handler: RequestHandler) -> None:
         """Answer requests on a direct stream protocol (call before ``start``): ``handler(peer id,
         request bytes)`` runs on the asyncio loop and returns the answer's bytes."""
-        if self._thread is not None:
+        if self._bridge.started:
             raise RuntimeError("register stream protocols before the host starts")
         self._services[protocol] = handler
 
@@ -252,44 +221,13 @@ class P2PHost:
 
     async def _call(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run ``work`` on the trio thread and await its result here."""
-        loop, token, nursery = self._loop, self._token, self._nursery
-        if loop is None or token is None or nursery is None:
+        if not self._bridge.started:
             raise HostNotRunning()
-        future: asyncio.Future[T] = loop.create_future()
-
-        async def run() -> None:
-            try:
-                result = await work()
-            except Exception as exc:  # noqa: BLE001 - handed to the caller, who decides
-                loop.call_soon_threadsafe(_settle, future, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
-            finally:  # cancelled by shutdown: the caller must not wait forever (a no-op if settled)
-                loop.call_soon_threadsafe(_settle, future, None, RuntimeError("the p2p host stopped"))
-
-        try:
-            token.run_sync_soon(nursery.start_soon, run)
-        except trio.RunFinishedError:
-            raise RuntimeError("the p2p host has stopped") from None
-        return await future
+        return await self._bridge.call(work)
 
     # --- trio side -----------------------------------------------------------------------
 
-    def _thread_main(self, ready: asyncio.Future[list[str]]) -> None:
-        assert self._loop is not None
-        loop = self._loop
-        try:
-            trio.run(self._trio_main, ready)
-        except BaseException as exc:  # noqa: BLE001 - reported to the starter, then logged
-            _log.error("p2p.thread_failed", extra={"fields": {"error": repr(exc)}})
-            loop.call_soon_threadsafe(_settle, ready, None, exc)
-        finally:
-            ended = self._thread_ended
-            if ended is not None:
-                with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
-                    loop.call_soon_threadsafe(ended.set)
-
-    async def _trio_main(self, ready: asyncio.Future[list[str]]) -> None:
+    async def _trio_main(self) -> None:
         from libp2p import new_host
         from libp2p.crypto.ed25519 import create_new_key_pair
         from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
@@ -300,8 +238,6 @@ class P2PHost:
         from libp2p.security.noise.transport import Transport as NoiseTransport
         from libp2p.tools.anyio_service import background_trio_service
 
-        assert self._loop is not None
-        loop = self._loop
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)
         listen = [multiaddr.Multiaddr(a) for a in s.listen]
@@ -326,8 +262,6 @@ class P2PHost:
         window_s = (self.validator.settings.max_age_ms + self.validator.settings.max_ahead_ms) // 1000
         pubsub = Pubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
         self._host, self._pubsub = host, pubsub
-        self._token = trio.lowlevel.current_trio_token()
-        self._stop = trio.Event()
         try:
             async with host.run(listen_addrs=listen), trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -342,8 +276,8 @@ class P2PHost:
                     nursery.start_soon(self._keep_bootstrap_connected)
                     nursery.start_soon(self._enforce_bans)
                     addrs = [str(a) for a in host.get_addrs()]
-                    loop.call_soon_threadsafe(_settle, ready, addrs, None)
-                    await self._stop.wait()
+                    self._bridge.ready(addrs, nursery)
+                    await self._bridge.stopping()
                     nursery.cancel_scope.cancel()
         finally:
             self._nursery = None
@@ -369,8 +303,7 @@ class P2PHost:
                     self._nursery.start_soon(self._disconnect, forwarder)
             accepted = outcome.verdict is Verdict.ACCEPT
             if outcome.verdict is Verdict.REJECT and sender != me and self.on_reject is not None:
-                assert self._loop is not None
-                self._loop.call_soon_threadsafe(self.on_reject, sender, outcome.reason.value)
+                self._bridge.to_loop(self.on_reject, sender, outcome.reason.value)
             if accepted and origin != me:
                 self._deliver(Delivery(topic, outcome, sender, now))
             return accepted
@@ -379,20 +312,13 @@ class P2PHost:
 
     def _stream_handler(self, handler: RequestHandler) -> Callable[[Any], Awaitable[None]]:
         """Read one framed request, have the asyncio side answer it, write the answer back."""
-        assert self._loop is not None
-        loop = self._loop
 
         async def handle(stream: Any) -> None:
-            token = trio.lowlevel.current_trio_token()
             try:
                 with trio.fail_after(30):
                     request = await read_frame(stream)
                     peer = stream.muxed_conn.peer_id.to_base58()
-                    done = trio.Event()
-                    future = asyncio.run_coroutine_threadsafe(handler(peer, request), loop)
-                    future.add_done_callback(lambda _: token.run_sync_soon(done.set))
-                    await done.wait()
-                    await write_frame(stream, future.result())
+                    await write_frame(stream, await self._bridge.on_loop(handler(peer, request)))
             except Exception as exc:  # noqa: BLE001 - one bad stream must not touch the host
                 _log.info("p2p.stream_failed", extra={"fields": {"error": repr(exc)}})
                 with contextlib.suppress(Exception):
@@ -403,15 +329,13 @@ class P2PHost:
         return handle
 
     def _deliver(self, delivery: Delivery) -> None:
-        assert self._loop is not None
-
         def put() -> None:
             if self.deliveries.put_nowait(delivery):
                 self.counters.delivered += 1
             else:
                 self.counters.dropped_full_queue += 1
 
-        self._loop.call_soon_threadsafe(put)
+        self._bridge.to_loop(put)
 
     async def _keep_bootstrap_connected(self) -> None:
         from libp2p.peer.peerinfo import info_from_p2p_addr
@@ -467,12 +391,3 @@ def _own_ipv4_addresses() -> list[str]:
     except OSError:
         found = []
     return sorted({"127.0.0.1", *found})
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)

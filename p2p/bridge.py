@@ -1,0 +1,213 @@
+"""A trio event loop on a thread of its own, driven from the asyncio loop that started it.
+
+py-libp2p is trio-native, and web3's synchronous calls (and eth-tester, which is not thread-safe)
+must stay off the daemon's loop: both run on a ``TrioThread``. Work goes in with ``call`` (an
+async function run in the thread's nursery, its result or error settled on an asyncio future),
+and comes back with ``to_loop`` (a callback scheduled on the asyncio loop) or ``on_loop`` (the
+trio side awaiting an asyncio coroutine). ``stop`` is awaited on the loop, never by joining the
+thread from a worker: a stop that is itself cancelled leaves no thread behind for asyncio to join.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+import trio
+
+T = TypeVar("T")
+_log = logging.getLogger("p2p.bridge")
+
+
+class BridgeStopped(RuntimeError):
+    """The thread is not running (not started, stopped, or it failed)."""
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+class TrioThread:
+    """Start with ``await start(main)``; ``main`` runs under ``trio.run`` on the thread, sets things
+    up, calls ``ready(value, nursery)`` (``start`` returns ``value``), and returns once
+    ``await stopping()`` does. Calls run in the nursery ``main`` handed over, so ``main`` decides
+    what outlives them (the libp2p host closes only after they are cancelled)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ended: asyncio.Event | None = None
+        self._ready: asyncio.Future[Any] | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._stop: trio.Event | None = None
+        #: Blocking calls queued and not yet run: told the thread stopped if it ends first.
+        self._queued: set[asyncio.Future[Any]] = set()
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    async def start(self, main: Callable[[], Awaitable[None]] | None = None, *, timeout_s: float = 30) -> Any:
+        """Start the thread; return what ``main`` passed to ``ready``. Without ``main``, the thread
+        only runs calls until it is stopped."""
+        if self._thread is not None:
+            raise RuntimeError(f"the {self.name} thread is already running")
+        self._loop = asyncio.get_running_loop()
+        self._ended = asyncio.Event()
+        self._ready = self._loop.create_future()
+        self._thread = threading.Thread(target=self._thread_main, args=(main or self._idle,), name=self.name,
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+        try:
+            return await asyncio.wait_for(self._ready, timeout=timeout_s)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self, *, timeout_s: float = 15) -> None:
+        """Ask ``main`` to return, and wait (on the loop) until the thread has ended."""
+        thread = self._thread
+        if thread is None:
+            return
+        if self._token is not None and self._stop is not None:
+            with contextlib.suppress(trio.RunFinishedError):  # already finished on its own
+                self._token.run_sync_soon(self._stop.set)
+        ended = self._ended
+        try:
+            if ended is not None:
+                await asyncio.wait_for(ended.wait(), timeout_s)
+        except TimeoutError:
+            raise RuntimeError(f"the {self.name} thread did not stop within {timeout_s:g} s") from None
+        finally:
+            self._thread = None
+
+    async def call(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` on the trio thread and await its result here."""
+        loop, token, nursery = self._loop, self._token, self._nursery
+        if loop is None or token is None or nursery is None:
+            raise BridgeStopped(f"the {self.name} thread is not running")
+        future: asyncio.Future[T] = loop.create_future()
+
+        async def run() -> None:
+            try:
+                result = await work()
+            except Exception as exc:  # noqa: BLE001 - handed to the caller, who decides
+                loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
+            finally:  # cancelled by shutdown: the caller must not wait forever (a no-op if settled)
+                with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
+                    loop.call_soon_threadsafe(_settle, future, None, BridgeStopped(f"the {self.name} thread stopped"))
+
+        try:
+            token.run_sync_soon(nursery.start_soon, run)
+        except trio.RunFinishedError:
+            raise BridgeStopped(f"the {self.name} thread has stopped") from None
+        return await future
+
+    async def call_blocking(self, work: Callable[[], T]) -> T:
+        """Run a synchronous ``work`` on the thread, which it holds until done: such calls run one at
+        a time, in the order they were made (trio runs ``run_sync_soon`` callbacks first in, first
+        out), which web3 on eth-tester needs."""
+        loop, token = self._loop, self._token
+        if loop is None or token is None or self._nursery is None:
+            raise BridgeStopped(f"the {self.name} thread is not running")
+        future: asyncio.Future[T] = loop.create_future()
+        self._queued.add(future)
+        future.add_done_callback(self._queued.discard)
+
+        def run() -> None:
+            try:
+                result = work()
+            except Exception as exc:  # noqa: BLE001 - handed to the caller; one raised here would end trio
+                loop.call_soon_threadsafe(_settle, future, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, future, result, None)
+
+        try:
+            token.run_sync_soon(run)
+        except trio.RunFinishedError:
+            raise BridgeStopped(f"the {self.name} thread has stopped") from None
+        return await future
+
+    # --- trio side ---------------------------------------------------------------------
+
+    def ready(self, value: Any, nursery: trio.Nursery) -> None:
+        """From ``main``: set up; calls run in ``nursery`` from now on, and ``start`` returns ``value``."""
+        self._nursery = nursery
+        assert self._loop is not None
+        assert self._ready is not None
+        self._loop.call_soon_threadsafe(_settle, self._ready, value, None)
+
+    async def stopping(self) -> None:
+        """From ``main``: returns when ``stop`` was asked for."""
+        assert self._stop is not None
+        await self._stop.wait()
+
+    def to_loop(self, callback: Callable[..., Any], *args: Any) -> None:
+        """From the trio side: run ``callback(*args)`` on the asyncio loop, soon."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(callback, *args)
+
+    async def on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """From the trio side: run ``coroutine`` on the asyncio loop and await its result."""
+        assert self._loop is not None
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        future.add_done_callback(lambda _: token.run_sync_soon(done.set))
+        await done.wait()
+        return future.result()
+
+    async def _idle(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self.ready(None, nursery)
+            await self.stopping()
+            nursery.cancel_scope.cancel()
+
+    def _thread_main(self, main: Callable[[], Awaitable[None]]) -> None:
+        loop = self._loop
+        assert loop is not None
+        assert self._ready is not None
+        try:
+            trio.run(self._trio_main, main)
+        except BaseException as exc:  # noqa: BLE001 - reported to the starter, then logged
+            _log.error("bridge.thread_failed", extra={"fields": {"thread": self.name, "error": repr(exc)}})
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, self._ready, None, exc)
+        finally:
+            self._nursery = None
+            with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
+                loop.call_soon_threadsafe(self._fail_queued)
+            with contextlib.suppress(RuntimeError):  # ended before it was ready: the starter must hear
+                loop.call_soon_threadsafe(
+                    _settle, self._ready, None, BridgeStopped(f"the {self.name} thread ended before it was ready")
+                )
+            ended = self._ended
+            if ended is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
+                    loop.call_soon_threadsafe(ended.set)
+
+    def _fail_queued(self) -> None:
+        """On the loop (which alone touches ``_queued``): the thread ended before these ran."""
+        for queued in list(self._queued):
+            _settle(queued, None, BridgeStopped(f"the {self.name} thread stopped"))
+
+    async def _trio_main(self, main: Callable[[], Awaitable[None]]) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        try:
+            await main()
+        finally:
+            self._nursery = None
