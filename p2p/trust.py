@@ -43,9 +43,8 @@ Strangers are bounded (``TrustLimits``, the ``[trust]`` config section):
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -194,7 +193,7 @@ def compute_trust(snapshot: TrustSnapshot) -> TrustComputation:
 
 @dataclass
 class TrustBook:
-    """Everything this node knows about peers' trustworthiness; saved as JSON."""
+    """Everything this node knows about peers' trustworthiness (kept in the database by ``p2p.trust_records``)."""
 
     me: bytes
     management: frozenset[bytes]
@@ -313,20 +312,11 @@ class TrustBook:
 
     # --- persistence -------------------------------------------------------------------
 
-    def save(self, path: Path) -> None:
-        doc = {
-            "outcomes": {k.hex(): asdict(o) for k, o in self.outcomes.items()},
-            "attestations": {a.hex(): {p.hex(): m for p, m in r.items()} for a, r in self.attestations.items()},
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, path)
-
     @classmethod
     def load(cls, path: Path, me: bytes, management: frozenset[bytes], limits: TrustLimits | None = None) -> TrustBook:
-        """The saved book (trimmed to ``limits``), or an empty one if there is none; ``ValueError``
-        if the file is damaged or larger than the limits allow."""
+        """The book an earlier release saved as JSON (trimmed to ``limits``; the database holds it now,
+        ``p2p.trust_records``), or an empty one if there is none; ``ValueError`` if the file is damaged
+        or larger than the limits allow."""
         limits = limits or TrustLimits()
         book = cls(me, management, limits)
         try:

@@ -9,10 +9,14 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = {"memory": ROOT / "memory" / "storage" / "schema.py", "marketplace": ROOT / "marketplace" / "schema.py"}
+SCHEMAS = {
+    "memory": ROOT / "memory" / "storage" / "schema.py",
+    "marketplace": ROOT / "marketplace" / "schema.py",
+    "p2p": ROOT / "p2p" / "schema.py",
+}
 PACKAGES = ("crypto", "memory", "p2p", "marketplace", "node")
 SHARED = {"meta", "sqlite_master", "pragma_table_info", "sqlite_sequence"}
-_CREATED = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([a-z_]+)", re.IGNORECASE)
+_CREATED = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([a-z_][a-z0-9_]*)", re.IGNORECASE)
 # UPDATE after DO is an upsert's, after AFTER/BEFORE a trigger's event: neither names a table.
 _NAMED = re.compile(
     r"(?:\bFROM|\bJOIN|\bINTO|(?<!DO )(?<!AFTER )(?<!BEFORE )\bUPDATE|\bTABLE)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
@@ -50,6 +54,7 @@ def test_the_two_schemas_create_disjoint_tables() -> None:
     tables = owned()
     assert tables["memory"] and tables["marketplace"]
     assert not tables["memory"] & tables["marketplace"]
+    assert not (tables["memory"] | tables["marketplace"]) & tables["p2p"]
     assert {"purchases", "sales", "listings", "skill_executions"} <= tables["marketplace"]
 
 

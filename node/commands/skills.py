@@ -108,7 +108,7 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     Every factor of the price this node would ask, and whether it may be listed."""
     from node.commands.skills_service import price_report
 
-    reputation, me = ledger.reputation()
+    reputation, me = await ledger.reputation()
     return await price_report(
         ledger.store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
     )

@@ -90,4 +90,6 @@ class SkillLedgerHost(Protocol):
 
     def price_settings(self) -> PriceSettings: ...
 
-    def reputation(self) -> tuple[int, str | None]: ...  # (peers' rating of this node in thousandths, own key hex)
+    async def reputation(
+        self,
+    ) -> tuple[int, str | None]: ...  # (peers' rating of this node in thousandths, own key hex)

@@ -25,6 +25,7 @@ from marketplace.ledger import ledger
 from marketplace.pricing import parse_usdc
 from marketplace.wallet import load_or_create_wallet
 from node.logs import get_logger
+from node.parts.market_gossip import MarketGossip
 from node.parts.memory import MemoryPart
 from node.parts.p2p import P2PPart
 from node.runtime.context import NodeContext
@@ -53,6 +54,7 @@ class MarketPart:
         self._chain_error = ""
         self._last_round: dict[str, Any] = {}
         p2p.add_service(PROTOCOL, self._answer)
+        MarketGossip(p2p, ctx.config).register(p2p.consumers)  # the market's kinds are consumed here
 
     # --- lifecycle ---------------------------------------------------------------------
 

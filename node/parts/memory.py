@@ -39,6 +39,7 @@ from node.logs import get_logger
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor
+from p2p.schema import P2P_SCHEMA
 
 log = get_logger("node.memory")
 BACKLOG_IDLE_S = 5.0
@@ -123,7 +124,7 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
         links=links,
         now_ms=now_ms or wall_clock_ms,
         on_embedded=auto_link,
-        schemas=(MARKET_SCHEMA,),  # the marketplace keeps its tables in the same file
+        schemas=(MARKET_SCHEMA, P2P_SCHEMA),  # the marketplace and the network keep their tables in the same file
     )
     try:
         await Endocrine.attach(store, hormone_settings(config))

@@ -11,23 +11,19 @@ the book. Its control commands back ``bitterbot-node peers``, ``weather`` and
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from typing import Any
 
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id
-from marketplace.catalog.bounties import purge_expired_bounties, record_bounty
-from marketplace.catalog.listings import record_endorsement, record_listing, revoke_listing
-from marketplace.catalog.received_quota import bounties_bound, enforce_bound, listings_bound
+from marketplace.catalog.bounties import purge_expired_bounties
 from marketplace.executions import executions_by_source
 from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.pricing import PriceSettings
 from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import NetworkOverride
-from memory.governance.peer_quota import PeerContentQuota
 from memory.governance.quarantine import release_from
 from memory.storage.store import MemoryStore
 from node.commands.skills_service import price_settings
@@ -36,17 +32,14 @@ from node.parts.memory import MemoryPart
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
+from p2p.consumers import GossipConsumers, Received
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
-from p2p.ingest import apply_revocation, ingest_listing, peer_source, standing_by_source
+from p2p.ingest import peer_source
 from p2p.messages import (
     KIND_TRUST_ATTESTATION,
     KIND_WEATHER,
-    SkillBounty,
-    SkillEndorsement,
-    SkillListing,
-    SkillRevocation,
     TrustAttestation,
     Weather,
     trust_attestation_body,
@@ -56,6 +49,7 @@ from p2p.peer_listing import peer_rows
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
+from p2p.trust_records import TrustRecords
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
@@ -93,27 +87,23 @@ class P2PPart:
             time_budget_s=cfg.trust.eigentrust_budget_s,
         )
         self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors), self._trust_limits)
-        self._quota = PeerContentQuota(
-            per_author_crystals=cfg.p2p.peer_content_per_author,
-            per_author_bytes=cfg.p2p.peer_content_bytes_per_author,
-            total_crystals=cfg.p2p.peer_content_total,
-            total_bytes=cfg.p2p.peer_content_bytes_total,
-        )
-        self._listings_bound = listings_bound(cfg.p2p.listings_per_seller, cfg.p2p.listings_total)
-        self._bounties_bound = bounties_bound(cfg.p2p.bounties_per_author, cfg.p2p.bounties_total)
-        self._me_hex = ctx.identity.public_key.hex()
         #: What the quotas deleted since start: peer crystals and their bytes (``memory.governance.peer_quota``),
         #: listings and bounties (``marketplace.catalog.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}
         self._own_weather_seq = 0
+        self._records: TrustRecords | None = None  # the book's rows, once the store is open
         self.ingested = {
             "skills": 0, "revocations": 0, "weather": 0, "attestations": 0, "attestations_not_heard": 0,
             "bounties": 0, "endorsements": 0,
         }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
+        #: Each gossip kind's consumer, registered by the part that owns the kind.
+        self.consumers = GossipConsumers()
+        self.consumers.register(KIND_WEATHER, self._weather)
+        self.consumers.register(KIND_TRUST_ATTESTATION, self._attestation)
 
     def add_service(self, protocol: str, handler: RequestHandler) -> None:
         """A direct-stream protocol answered by another part (the market); before ``start``."""
@@ -123,7 +113,7 @@ class P2PPart:
 
     async def start(self) -> None:
         cfg = self._ctx.config.p2p
-        self._load_state()
+        await self._load_state()
         await self._fold_in_local_evidence()
         await self._recompute_levels()
         store = self.store()
@@ -164,7 +154,7 @@ class P2PPart:
         if self.host is not None:
             await self.host.stop()
             self.host = None
-        self._save()
+        await self._save()
 
     def details(self) -> dict[str, Any]:
         host = self.host
@@ -175,6 +165,7 @@ class P2PPart:
             "messages": counters,
             "ingested": dict(self.ingested),
             "evicted_by_quota": dict(self.evicted),
+            "unconsumed": dict(self.consumers.unconsumed),
             "halted_until_ms": self.validator.halted_until_ms,
             "peers": dict(self._peer_summary),
         }
@@ -214,56 +205,21 @@ class P2PPart:
                 log.error("p2p.delivery_failed", exc_info=True, topic=delivery.topic)
 
     async def _handle(self, delivery: Delivery) -> None:
-        envelope, message = delivery.outcome.envelope, delivery.outcome.message
+        envelope = delivery.outcome.envelope
         assert envelope is not None
-        author = envelope.author
-        self.trust.record(author, valid=1)
-        if isinstance(message, Weather):
-            await self._apply_weather(message, author)
-        elif isinstance(message, SkillListing):
-            await record_listing(self.store(), message, envelope)
-            self.evicted["listings"] += await enforce_bound(
-                self.store(), self._listings_bound, author.hex(), self.trust.standing_of, self._me_hex
-            )
-            if self._levels.get(author) is TrustLevel.UNTRUSTED:
-                log.info("p2p.skill_refused_untrusted", author=author.hex()[:16], skill=message.stable_skill_id)
-                return
-            standing = self.level_of_key(author) in (TrustLevel.TRUSTED, TrustLevel.VERIFIED)
-            result = await ingest_listing(
-                self.store(), message, author, author_has_standing=standing, quota=self._quota,
-                standing=standing_by_source(self.trust.standing_of),
-            )  # fmt: skip
-            if result.evicted.crystals:
-                self.evicted["crystals"] += result.evicted.crystals
-                self.evicted["bytes"] += result.evicted.bytes
-            self.ingested["skills"] += 1
-            log.info(
-                "p2p.skill_received",
-                skill=message.stable_skill_id,
-                version=message.version,
-                outcome=result.outcome.value,
-                crystal=result.crystal_id,
-                held=result.held.reason if result.held else None,
-            )
-        elif isinstance(message, SkillRevocation):
-            await revoke_listing(self.store(), message)
-            count = await apply_revocation(self.store(), message)
-            self.ingested["revocations"] += 1
-            log.info("p2p.skill_revoked", skill=message.stable_skill_id, crystals=count)
-        elif isinstance(message, TrustAttestation):
-            # The validator already ignores attesters without standing; levels may have moved since.
-            counted = self.trust.attest(author, message.ratings)
-            self.ingested["attestations" if counted else "attestations_not_heard"] += 1
-        elif isinstance(message, SkillBounty):
-            await record_bounty(self.store(), message, envelope)
-            self.ingested["bounties"] += 1
-            self.evicted["bounties"] += await enforce_bound(
-                self.store(), self._bounties_bound, author.hex(), self.trust.standing_of, self._me_hex
-            )
-        elif isinstance(message, SkillEndorsement):
-            await record_endorsement(self.store(), message, envelope)
-            self.ingested["endorsements"] += 1
-            log.info("p2p.skill_endorsed", skill=message.stable_skill_id, endorser=author.hex()[:16])
+        self.trust.record(envelope.author, valid=1)
+        if not await self.consumers.dispatch(Received(delivery.outcome.message, envelope, delivery.topic)):
+            log.info("p2p.gossip_unconsumed", kind=envelope.kind, author=envelope.author.hex()[:16])
+
+    async def _weather(self, received: Received) -> None:
+        assert isinstance(received.message, Weather)
+        await self._apply_weather(received.message, received.author)
+
+    async def _attestation(self, received: Received) -> None:
+        assert isinstance(received.message, TrustAttestation)
+        # The validator already ignores attesters without standing; levels may have moved since.
+        counted = self.trust.attest(received.author, received.message.ratings)
+        self.ingested["attestations" if counted else "attestations_not_heard"] += 1
 
     async def _apply_weather(self, weather: Weather, issuer: bytes) -> None:
         endocrine = self.store().hormone_source
@@ -277,7 +233,7 @@ class P2PPart:
         # Only now is the sequence used up: a weather lost before this point can be sent again.
         self.validator.weather_applied(issuer, weather)
         self.ingested["weather"] += 1
-        self._save()
+        await self._save()
         log.warning(
             "p2p.weather",
             level=weather.level,
@@ -377,7 +333,7 @@ class P2PPart:
                 await self.publish(
                     TRUST_TOPIC, KIND_TRUST_ATTESTATION, trust_attestation_body(TrustAttestation(tuple(ratings)))
                 )
-            self._save()
+            await self._save()
 
     # --- commands --------------------------------------------------------------------------
 
@@ -397,7 +353,7 @@ class P2PPart:
         now = self._ctx.now_ms()
         self._own_weather_seq = max(self._own_weather_seq + 1, now)  # strictly increasing, even after a lost state
         weather = Weather(round(level * 1000), duration_s, reason, now, self._own_weather_seq)
-        self._save()
+        await self._save()
         await self.publish(WEATHER_TOPIC, KIND_WEATHER, weather_body(weather), now_ms=now)
         self.validator.halted_until_ms = 0  # this node's newest weather replaces its own older halt
         await self._apply_weather(weather, self._ctx.identity.public_key)
@@ -442,7 +398,7 @@ class P2PPart:
     def price_settings(self) -> PriceSettings:
         return price_settings(self._ctx.config.marketplace)
 
-    def reputation(self) -> tuple[int, str | None]:
+    async def reputation(self) -> tuple[int, str | None]:
         """How peers rate this node in the live trust book, and its key."""
         return reputation_in(self.trust), self._ctx.identity.public_key.hex()
 
@@ -453,33 +409,31 @@ class P2PPart:
     def store(self) -> MemoryStore:
         return self._memory.running_store()
 
-    def _load_state(self) -> None:
-        try:
-            self.trust = TrustBook.load(
-                self._trust_path, self._ctx.identity.public_key, frozenset(self._anchors), self._trust_limits
-            )
-        except ValueError as exc:
-            # Damaged or larger than the limits allow: set aside for inspection, never fatal at start.
-            damaged = self._trust_path.with_name(f"{self._trust_path.name}.damaged-{self._ctx.now_ms()}")
-            os.replace(self._trust_path, damaged)
-            log.warning("p2p.trust_book_set_aside", error=str(exc), kept_as=str(damaged))
-        try:
-            state = json.loads(self._state_path.read_text())
-            self._own_weather_seq = int(state.get("own_weather_seq", 0))
-            self.validator.restore_weather_sequences(
-                {bytes.fromhex(k): int(v) for k, v in state.get("weather_seq", {}).items()}
-            )
-        except FileNotFoundError:
-            pass
-        except (ValueError, TypeError, AttributeError) as exc:
-            log.warning("p2p.state_unreadable", error=str(exc))
+    async def _load_state(self) -> None:
+        """The trust book and weather sequences from the database, after importing the JSON files
+        an earlier release kept (a damaged one is set aside for inspection, never fatal at start)."""
+        me, limits = self._ctx.identity.public_key, self._trust_limits
+        records = TrustRecords(self.store())
+        self._records = records
+        for path in (self._trust_path, self._state_path):
+            try:
+                if path is self._trust_path:
+                    imported = await records.import_trust_file(path, me, limits)
+                else:
+                    imported = await records.import_state_file(path)
+            except ValueError as exc:
+                damaged = path.with_name(f"{path.name}.damaged-{self._ctx.now_ms()}")
+                await asyncio.to_thread(os.replace, path, damaged)
+                log.warning("p2p.state_set_aside", error=str(exc), kept_as=str(damaged))
+                continue
+            if imported:
+                log.info("p2p.state_imported", file=str(path), kept_as=f"{path.name}.imported")
+        self.trust = await records.load(me, frozenset(self._anchors), limits)
+        self._own_weather_seq, applied = await records.weather_sequences()
+        self.validator.restore_weather_sequences(applied)
 
-    def _save(self) -> None:
-        self.trust.save(self._trust_path)
-        state = {
-            "own_weather_seq": self._own_weather_seq,
-            "weather_seq": {k.hex(): v for k, v in self.validator.weather_sequences().items()},
-        }
-        tmp = self._state_path.with_name(self._state_path.name + ".tmp")
-        tmp.write_text(json.dumps(state, sort_keys=True))
-        os.replace(tmp, self._state_path)
+    async def _save(self) -> None:
+        if self._records is None:
+            return
+        await self._records.save(self.trust)
+        await self._records.save_weather_sequences(self._own_weather_seq, self.validator.weather_sequences())

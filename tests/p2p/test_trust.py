@@ -73,10 +73,7 @@ def test_levels_from_evidence_and_management(tmp_path: Path) -> None:
     assert levels[C] is TrustLevel.UNTRUSTED
     book.attest(M, [])
     assert book.compute()[B].level is TrustLevel.TRUSTED
-    path = tmp_path / "trust.json"
-    book.save(path)
-    again = TrustBook.load(path, A, frozenset({M}))
-    assert again.outcomes == book.outcomes and again.attestations == book.attestations
+    path = tmp_path / "trust.json"  # the JSON book of earlier releases (the database holds it now)
     path.write_text("{broken")
     with pytest.raises(ValueError, match="unreadable trust book"):
         TrustBook.load(path, A, frozenset({M}))
