@@ -11,7 +11,7 @@ import time
 import tracemalloc
 from typing import Any
 
-from p2p.eigentrust import eigentrust, eigentrust_dense
+from p2p.trust.eigentrust import eigentrust, eigentrust_dense
 
 DENSE_LIMIT_BYTES = 3 * 1024**3  # n x n float64 past this is not worth a run on a 24 GiB machine
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from p2p.trust import TrustBook
+from p2p.trust.book import TrustBook
 
 NEUTRAL_MILLI = 500
 

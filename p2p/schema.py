@@ -1,5 +1,5 @@
 """The network's tables in the node's database: what this node observed of peers, the ratings
-other nodes attested, and the weather sequences it has applied (``p2p.trust_records``).
+other nodes attested, and the weather sequences it has applied (``p2p.trust.records``).
 
 Releases up to this one kept these in ``p2p/trust.json`` and ``p2p/state.json``; the first start
 with this set imports them (``TrustRecords.import_files``).

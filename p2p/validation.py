@@ -62,7 +62,7 @@ from p2p.messages import (
     parse_weather,
 )
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
-from p2p.trust import STANDING_LEVELS, TrustLevel
+from p2p.trust.book import STANDING_LEVELS, TrustLevel
 
 
 class Verdict(StrEnum):

@@ -67,6 +67,12 @@ async def migrate(db: aiosqlite.Connection, schema: SchemaSet) -> None:
         await db.commit()
 
 
+async def migrate_all(db: aiosqlite.Connection, schemas: Sequence[SchemaSet]) -> None:
+    """Migrate each set in order (the memory's first: its steps were written when it held them all)."""
+    for schema in schemas:
+        await migrate(db, schema)
+
+
 async def _set_version(db: aiosqlite.Connection, key: str, version: int) -> None:
     await db.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",

@@ -30,7 +30,7 @@ from memory.storage.access import AccessCounter
 from memory.storage.connection import open_connection
 from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
-from memory.storage.migrations import SchemaSet, migrate
+from memory.storage.migrations import SchemaSet, migrate_all
 from memory.storage.private_files import private_dir, private_file
 from memory.storage.row_writes import (
     crystal_any,
@@ -135,16 +135,14 @@ class MemoryStore:
         readers: int = 2,
         schemas: Sequence[SchemaSet] = (),
     ) -> MemoryStore:
-        """Open (creating and migrating as needed) the database at ``path``. ``on_embedded`` (when
-        ``links`` are enabled) runs after each crystal is embedded: pass ``memory.graph.auto_link``.
-        ``schemas``: other packages' tables kept in the same file, migrated after the memory's."""
+        """Open (creating and migrating as needed) the database at ``path``, with ``schemas``: other
+        packages' tables in the file. ``on_embedded`` (``links`` on) runs after each embedding."""
         private_dir(path.parent)
         private_file(path)
         writer = await open_connection(path)
         opened: list[aiosqlite.Connection] = [writer]
         try:
-            for schema in (MEMORY_SCHEMA, *schemas):
-                await migrate(writer, schema)
+            await migrate_all(writer, (MEMORY_SCHEMA, *schemas))
             await VectorIndex(embedder.id, embedder.dim).ensure(writer)
             await writer.execute(
                 "INSERT INTO meta (key, value) VALUES ('active_embedder', ?) "

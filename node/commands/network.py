@@ -7,7 +7,7 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from node.commands.registry import CommandSet, HttpRoute, NoArgs, Request
-from p2p.peer_listing import PEERS_LISTED
+from p2p.trust.peer_listing import PEERS_LISTED
 
 
 class NetworkHost(Protocol):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from memory.storage.store import MemoryStore
     from node.runtime.context import NodeContext
     from p2p.host import P2PHost
-    from p2p.trust import TrustBook, TrustLevel
+    from p2p.trust.book import TrustBook, TrustLevel
 
 
 class SkillArgs(Request):

@@ -28,7 +28,7 @@ from p2p.messages import (
     SkillListing,
     SkillRevocation,
 )
-from p2p.trust import TrustLevel
+from p2p.trust.book import TrustLevel
 
 if TYPE_CHECKING:
     from node.parts.p2p import P2PPart

@@ -45,11 +45,11 @@ from p2p.messages import (
     trust_attestation_body,
     weather_body,
 )
-from p2p.peer_listing import peer_rows
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
-from p2p.trust import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
-from p2p.trust_records import TrustRecords
+from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
+from p2p.trust.peer_listing import peer_rows
+from p2p.trust.records import TrustRecords
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
 
 log = get_logger("node.p2p")
@@ -338,7 +338,7 @@ class P2PPart:
     # --- commands --------------------------------------------------------------------------
 
     async def peer_listing(self, limit: int) -> list[dict[str, Any]]:
-        """Peers with trust levels, as of the last trust round (``p2p.peer_listing``): a request must
+        """Peers with trust levels, as of the last trust round (``p2p.trust.peer_listing``): a request must
         not cost an EigenTrust run."""
         if self.host is None:
             raise HostNotRunning()

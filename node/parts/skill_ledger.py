@@ -15,8 +15,8 @@ from node.commands.skills_service import price_settings
 from node.config import Config
 from node.parts.memory import MemoryPart
 from node.paths import NodePaths
-from p2p.trust import TrustLimits
-from p2p.trust_records import TrustRecords
+from p2p.trust.book import TrustLimits
+from p2p.trust.records import TrustRecords
 
 
 class FileSkillLedger:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marketplace.executions import executions_by_source, record_execution
 from memory.storage.store import MemoryStore
 from p2p.ingest import ingest_listing
-from p2p.trust import TrustBook
+from p2p.trust.book import TrustBook
 from tests.p2p.conftest import listing
 
 PUBLISHER = b"p" * 32

@@ -13,7 +13,7 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.governance.quarantine import held
 from memory.storage.schema import SCHEMA_VERSION
 from memory.storage.store import MemoryStore
-from p2p.trust import TrustBook
+from p2p.trust.book import TrustBook
 
 UPGRADE = Path(__file__).resolve().parents[3] / "shared" / "data" / "upgrade-from-v9"
 pytestmark = pytest.mark.skipif(not UPGRADE.exists(), reason=f"no upgrade data at {UPGRADE}")

@@ -21,7 +21,7 @@ from memory.working_memory.synthesis import DreamInput, ExtractiveSynthesizer, S
 from memory.working_memory.synthesis import _prompt as chat_prompt
 from p2p.ingest import Ingested, apply_revocation, ingest_listing, standing_by_source
 from p2p.messages import SkillRevocation
-from p2p.trust import TrustBook
+from p2p.trust.book import TrustBook
 from tests.p2p.conftest import listing
 
 PUBLISHER = b"p" * 32

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from crypto.identity import Identity
 from p2p.host import PeerSnapshot
-from p2p.peer_listing import peer_rows
-from p2p.trust import TrustBook, TrustLevel
+from p2p.trust.book import TrustBook, TrustLevel
+from p2p.trust.peer_listing import peer_rows
 
 ME, GOOD, BAD, HEARD_OF = (Identity.generate() for _ in range(4))
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from p2p.eigentrust import eigentrust, eigentrust_dense
 from p2p.penalties import PenaltyBox, PenaltySettings
-from p2p.trust import Outcomes, TrustBook, TrustLevel, TrustLimits, compute_trust, local_trust
+from p2p.trust.book import Outcomes, TrustBook, TrustLevel, TrustLimits, compute_trust, local_trust
+from p2p.trust.eigentrust import eigentrust, eigentrust_dense
 
 A, B, C, M = (bytes([i]) * 32 for i in (1, 2, 3, 9))
 

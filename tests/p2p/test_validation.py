@@ -27,7 +27,7 @@ from p2p.messages import (
     trust_attestation_body,
 )
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
-from p2p.trust import TrustLevel
+from p2p.trust.book import TrustLevel
 from p2p.validation import POLICY, RELAY_FAULTS, MessageValidator, Reason, ValidatorSettings, Verdict
 from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope
 

@@ -14,7 +14,7 @@ from dataclasses import astuple, fields
 from pathlib import Path
 
 from memory.storage.store import MemoryStore
-from p2p.trust import Outcomes, TrustBook, TrustLimits
+from p2p.trust.book import Outcomes, TrustBook, TrustLimits
 
 _OUTCOME_FIELDS = [f.name for f in fields(Outcomes)]
 _OWN_WEATHER_SEQ = "own_weather_seq"

@@ -10,7 +10,7 @@ from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
 
 if TYPE_CHECKING:  # describing the listing's bound (the peers command) must not load libp2p or numpy
     from p2p.host import PeerSnapshot
-    from p2p.trust import TrustBook, TrustLevel
+    from p2p.trust.book import TrustBook, TrustLevel
 
 PEERS_LISTED = 500  # rows `peers` returns unless asked for a limit
 
@@ -59,6 +59,6 @@ def peer_rows(
 
 
 def _provisional() -> TrustLevel:
-    from p2p.trust import TrustLevel
+    from p2p.trust.book import TrustLevel
 
     return TrustLevel.PROVISIONAL

@@ -13,7 +13,7 @@ costs something (a skill that worked for the local agent, a purchase that ended 
 management attestation), and is lost by what the peer did wrong.
 
 Each node gossips its local trust vector as a signed attestation. EigenTrust
-(``p2p.eigentrust``) combines them: ``t = (1 - a) C^T t + a p``, a = 0.15, with ``p``
+(``p2p.trust.eigentrust``) combines them: ``t = (1 - a) C^T t + a p``, a = 0.15, with ``p``
 uniform over the pre-trusted set: the management keys plus this node itself
 (personalised EigenTrust: what this node has seen counts as one seed among the anchors).
 ``global`` is ``t`` relative to the most trusted peer that is not an anchor (the anchors hold
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-from p2p.eigentrust import EigenTrustResult, eigentrust
+from p2p.trust.eigentrust import EigenTrustResult, eigentrust
 
 TRUSTED_AT = 0.6
 UNTRUSTED_BELOW = 0.2
@@ -193,7 +193,7 @@ def compute_trust(snapshot: TrustSnapshot) -> TrustComputation:
 
 @dataclass
 class TrustBook:
-    """Everything this node knows about peers' trustworthiness (kept in the database by ``p2p.trust_records``)."""
+    """Everything this node knows about peers' trustworthiness (kept in the database by ``p2p.trust.records``)."""
 
     me: bytes
     management: frozenset[bytes]
@@ -315,7 +315,7 @@ class TrustBook:
     @classmethod
     def load(cls, path: Path, me: bytes, management: frozenset[bytes], limits: TrustLimits | None = None) -> TrustBook:
         """The book an earlier release saved as JSON (trimmed to ``limits``; the database holds it now,
-        ``p2p.trust_records``), or an empty one if there is none; ``ValueError`` if the file is damaged
+        ``p2p.trust.records``), or an empty one if there is none; ``ValueError`` if the file is damaged
         or larger than the limits allow."""
         limits = limits or TrustLimits()
         book = cls(me, management, limits)
