@@ -25,11 +25,18 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
-from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds, TransactionReverted
+from marketplace.errors import (
+    ChainError,
+    ChainUnreachable,
+    InsufficientFunds,
+    TransactionPending,
+    TransactionReverted,
+)
 from p2p.bridge import TrioThread
 
 T = TypeVar("T")
 GAS_LIMIT = 300_000
+RECEIPT_TIMEOUT_S = 30.0
 LOCK_STATES = {0: "none", 1: "locked", 2: "released", 3: "refunded"}
 
 
@@ -138,6 +145,8 @@ class Chain:
         self.escrow_address = escrow_address
         self.dev = dev
         self._thread: TrioThread | None = None
+        #: How long a send waits for its receipt before it reports the transaction pending.
+        self.receipt_timeout_s = RECEIPT_TIMEOUT_S
         self._chain_id: int | None = None
         self._domain: dict[str, Any] | None = None
 
@@ -317,6 +326,33 @@ class Chain:
 
         await self._run(give)
 
+    async def set_automine(self, on: bool) -> None:
+        """Mine each transaction as it arrives (the dev chains' default), or leave it pending until
+        ``mine``: how a test makes a receipt slow."""
+        self._dev_only("set_automine")
+
+        def switch() -> None:
+            tester = getattr(self._w3.provider, "ethereum_tester", None)
+            if tester is not None:
+                (tester.enable_auto_mine_transactions if on else tester.disable_auto_mine_transactions)()
+            else:
+                self._w3.provider.make_request("evm_setAutomine", [on])
+
+        await self._run(switch)
+
+    async def mine(self) -> None:
+        """Mine one block on the dev chain (with whatever is pending)."""
+        self._dev_only("mine")
+
+        def one() -> None:
+            tester = getattr(self._w3.provider, "ethereum_tester", None)
+            if tester is not None:
+                tester.mine_blocks()
+            else:
+                self._w3.provider.make_request("evm_mine", [])
+
+        await self._run(one)
+
     async def advance_time(self, seconds: int) -> None:
         """Move the dev chain's clock forward and mine a block (for timeouts in tests)."""
         self._dev_only("advance_time")
@@ -377,6 +413,7 @@ class Chain:
     async def _send(self, account: Account, make: Callable[[], Any]) -> Receipt:
         def send() -> Receipt:
             from eth_account import Account as EthAccount
+            from web3.exceptions import TimeExhausted
 
             function = make()
             if self._chain_id is None:
@@ -393,10 +430,12 @@ class Chain:
             signed = EthAccount.sign_transaction(tx, account.private_key)
             try:
                 tx_hash = self._w3.eth.send_raw_transaction(signed.raw_transaction)
-                receipt = _wait(self._w3, tx_hash)
+                receipt = _wait(self._w3, tx_hash, self.receipt_timeout_s)
                 failed = int(receipt["status"]) != 1
             except OSError:
                 raise  # the chain is unreachable, nothing reverted: ``_run`` says so
+            except TimeExhausted:  # sent and not mined yet: not a revert, and not to be re-run as one
+                raise TransactionPending(tx_hash.to_0x_hex(), self.receipt_timeout_s) from None
             except Exception:  # noqa: BLE001 - each backend raises its own type; normalised below
                 failed = True
             if failed:
@@ -440,8 +479,8 @@ def _connect(url: str) -> Any:
     return w3
 
 
-def _wait(w3: Any, tx_hash: Any) -> Any:
-    return w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
+def _wait(w3: Any, tx_hash: Any, timeout_s: float = RECEIPT_TIMEOUT_S) -> Any:
+    return w3.eth.wait_for_transaction_receipt(tx_hash, timeout=timeout_s)
 
 
 def _deploy(w3: Any, deployer: str, name: str, *args: Any) -> str:

@@ -3,6 +3,7 @@
 MarketError
 ├── ChainError             a chain operation failed
 │   ├── ChainUnreachable   the JSON-RPC chain did not answer (also a ConnectionError): try again later
+│   ├── TransactionPending a transaction was sent and no receipt came in time: its outcome is unknown
 │   └── TransactionReverted
 │       └── InsufficientFunds
 ├── PurchaseError          a purchase (or a sale) could not go on; says what happened to the money
@@ -22,6 +23,17 @@ class ChainError(MarketError):
 
 class ChainUnreachable(ChainError, ConnectionError):
     """The JSON-RPC chain did not answer (down, wrong URL, network): try again later."""
+
+
+class TransactionPending(ChainError):
+    """Sent, but no receipt within the wait: it may still be mined. Never a failure: whoever sent it
+    reconciles with the chain later (by what the transaction was for, e.g. a purchase id)."""
+
+    def __init__(self, tx_hash: str, waited_s: float) -> None:
+        super().__init__(
+            f"transaction {tx_hash} sent; no receipt within {waited_s:g} s, so its outcome is not known yet"
+        )
+        self.tx_hash = tx_hash
 
 
 class TransactionReverted(ChainError):

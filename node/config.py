@@ -208,6 +208,12 @@ class ChainSection(_Section):
     escrow_address: str = ""
     dev: bool = False
     escrow_window_s: int = Field(default=600, ge=60, le=30 * 86_400)
+    # The escrow deadlines this node accepts, as buyer (in a quote) and as seller (in a lock):
+    # a deadline nearer than the minimum lets a buyer refund itself before a delivery can be
+    # paid for; one further than the maximum freezes a buyer's money for as long as a seller asks.
+    min_delivery_window_s: int = Field(default=300, ge=60, le=86_400)
+    max_lock_s: int = Field(default=86_400, ge=600, le=30 * 86_400)
+    receipt_timeout_s: float = Field(default=30.0, ge=1, le=600)
     resume_interval_s: float = Field(default=30.0, gt=0, le=3_600)
 
     @field_validator("url")
@@ -216,6 +222,15 @@ class ChainSection(_Section):
         if url and not url.startswith(("http://", "https://")):
             raise ValueError(f"{url!r} is not an http(s) JSON-RPC URL (like http://127.0.0.1:8545)")
         return url
+
+    @model_validator(mode="after")
+    def _window_within_bounds(self) -> ChainSection:
+        if not self.min_delivery_window_s <= self.escrow_window_s <= self.max_lock_s:
+            raise ValueError(
+                f"escrow_window_s ({self.escrow_window_s}) must lie between min_delivery_window_s "
+                f"({self.min_delivery_window_s}) and max_lock_s ({self.max_lock_s})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _addresses(self) -> ChainSection:

@@ -16,7 +16,7 @@ from crypto.errors import SealedDataTampered
 from marketplace.catalog.bounties import live_bounties, matches
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain import Chain, LockInfo
-from marketplace.errors import ChainError, PurchaseError
+from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
 from marketplace.exchange.party import Party
 from marketplace.exchange.protocol import (
@@ -87,6 +87,7 @@ class Buyer:
         self._chain: Chain = party.chain
         self._messenger = party.messenger
         self._now_ms = party.clock
+        self._bounds = party.bounds
         self._payment = payment
         self._purchases = Purchases(party.store, party.clock)
         self._in_flight: set[bytes] = set()
@@ -105,9 +106,10 @@ class Buyer:
         )
         # The chain reads (on the chain's thread) overlap the quote's round trip; a buyer that cannot
         # pay has asked for a quote, nothing more (the seller's quote lapses).
-        balance, permit_nonce, (quote_wire, quote_body) = await asyncio.gather(
+        balance, permit_nonce, chain_now, (quote_wire, quote_body) = await asyncio.gather(
             self._chain.balance(self._wallet.address),
             self._chain.permit_nonce(self._wallet.address),
+            self._chain.timestamp(),
             self._messenger.ask(seller_peer, request, KIND_QUOTE, seller_key),
         )
         if balance < listing.price_micro_usdc:
@@ -116,6 +118,8 @@ class Buyer:
             )
         quote = parse_quote(quote_body)
         self._check_quote(quote, listing)
+        if (why := self._bounds.refusal(quote.deadline_s, chain_now)) is not None:
+            raise PurchaseError(f"quote refused: {why}; nothing was paid")
         if await self._purchases.get(quote.purchase_id) is not None:
             raise PurchaseError("quote refused: its purchase id was already used (a replayed quote)")
         await self._purchases.add(quote.purchase_id, seller_key, seller_peer, quote_wire, self._payment)
@@ -129,9 +133,13 @@ class Buyer:
     async def resume(self) -> list[PurchaseResult]:
         """After a restart: carry every purchase left quoted or locked to its end, and refund what is due."""
         results = []
-        for record in await self._purchases.in_states(*UNFINISHED_PURCHASES):
+        for record in await self._purchases.in_states(*UNFINISHED_PURCHASES, _S.FAILED):
             if record.purchase_id in self._in_flight:
                 continue  # a buy in this process is carrying it right now
+            if record.state is _S.FAILED and (
+                record.payment != "escrow" or (await self._chain.lock_info(record.purchase_id)).state == "none"
+            ):
+                continue  # failed indeed: nothing of it is on the chain
             quote = quote_in(record)
             self._in_flight.add(record.purchase_id)
             try:
@@ -178,6 +186,8 @@ class Buyer:
                     self._wallet, deal.purchase_id, deal.quote.seller_address, deal.price, deal.quote.deadline_s,
                     permit_nonce=permit_nonce,
                 )  # fmt: skip
+            except TransactionPending as exc:  # maybe locked, maybe not: resume asks the chain
+                return await self._end(deal, _S.PENDING, f"{exc}; resume finishes or refunds it")
             except ChainError as exc:
                 await self._purchases.move(deal.purchase_id, _S.FAILED, str(exc))
                 raise PurchaseError(f"payment not made: {exc}") from None

@@ -26,6 +26,7 @@ class IllegalTransition(MarketError):
 class PurchaseState(StrEnum):
     QUOTED = "quoted"  # the seller's signed quote is held; nothing paid yet
     LOCKED = "locked"  # the price is locked in the escrow; waiting for the delivery
+    PENDING = "pending"  # the lock was sent and no receipt came: reconciled with the chain by purchase id
     AUTHORIZED = "authorized"  # paying directly: a signed transfer is with the seller
     COMPLETED = "completed"  # the skill was received as listed (and the escrow released)
     REFUSED = "refused"  # the delivery failed its checks; the escrow refunds after the deadline
@@ -37,16 +38,20 @@ class PurchaseState(StrEnum):
 _P = PurchaseState
 PURCHASE_MOVES: Mapping[PurchaseState, frozenset[PurchaseState]] = {
     # A resumed purchase reads the chain first: it may find its lock already released or refunded.
-    _P.QUOTED: frozenset({_P.LOCKED, _P.AUTHORIZED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
+    _P.QUOTED: frozenset({_P.LOCKED, _P.PENDING, _P.AUTHORIZED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
+    # Pending: the chain tells how it ended (locked, or never: sent again or expired).
+    _P.PENDING: frozenset({_P.PENDING, _P.LOCKED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
     _P.LOCKED: frozenset({_P.LOCKED, _P.COMPLETED, _P.REFUSED, _P.REFUNDED}),
     _P.AUTHORIZED: frozenset({_P.AUTHORIZED, _P.COMPLETED, _P.REFUSED, _P.FAILED, _P.EXPIRED}),
     _P.REFUSED: frozenset({_P.REFUNDED}),
     _P.COMPLETED: frozenset(),
     _P.REFUNDED: frozenset(),
     _P.EXPIRED: frozenset(),
-    _P.FAILED: frozenset(),
+    # Failed is final unless the chain holds a lock for it after all (a release before ``pending``
+    # existed stored an unknown outcome as failed): then the money is carried on, never stranded.
+    _P.FAILED: frozenset({_P.LOCKED, _P.COMPLETED, _P.REFUNDED}),
 }
-UNFINISHED_PURCHASES = (_P.QUOTED, _P.LOCKED, _P.AUTHORIZED)
+UNFINISHED_PURCHASES = (_P.QUOTED, _P.PENDING, _P.LOCKED, _P.AUTHORIZED)
 
 
 class SaleState(StrEnum):

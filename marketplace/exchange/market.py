@@ -10,7 +10,7 @@ from crypto.identity import Identity
 from marketplace.chain import Account, Chain
 from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
-from marketplace.exchange.party import Party
+from marketplace.exchange.party import DeadlineBounds, Party
 from marketplace.exchange.seller import Seller, SellerLimits
 from memory.clock import Clock, wall_clock_ms
 from memory.storage.store import MemoryStore
@@ -32,6 +32,7 @@ class Market:
         payment: str = "escrow",
         limits: SellerLimits | None = None,
         clock: Clock = wall_clock_ms,
+        bounds: DeadlineBounds | None = None,
         buyer_class: type[Buyer] = Buyer,
         seller_class: type[Seller] = Seller,
     ) -> None:
@@ -41,7 +42,10 @@ class Market:
             raise ValueError(f"payment is 'escrow' or 'direct', not {payment!r}")
         self._wallet = wallet
         self._chain = chain
-        party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock)
+        bounds = bounds or DeadlineBounds()
+        if not bounds.min_s <= escrow_window_s <= bounds.max_s:
+            raise ValueError(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
+        party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds)
         self._buyer = buyer_class(party, payment=payment)
         self._seller = seller_class(party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits())
 

@@ -11,6 +11,29 @@ from marketplace.exchange.messenger import Messenger
 from memory.clock import Clock
 from memory.storage.store import MemoryStore
 
+MIN_DELIVERY_WINDOW_S = 300
+MAX_LOCK_S = 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineBounds:
+    """The escrow deadlines this node accepts, in seconds from the chain's now: a buyer refuses a
+    quote outside them (a far deadline freezes its money that long), and the seller delivers only
+    against a lock whose deadline is the one it quoted (a near one lets the buyer refund itself
+    before the delivery is paid for)."""
+
+    min_s: int = MIN_DELIVERY_WINDOW_S
+    max_s: int = MAX_LOCK_S
+
+    def refusal(self, deadline_s: int, chain_now_s: int) -> str | None:
+        """Why ``deadline_s`` is out of bounds, or None."""
+        ahead = deadline_s - chain_now_s
+        if ahead < self.min_s:
+            return f"its escrow deadline is {ahead} s away, less than the {self.min_s} s this node needs"
+        if ahead > self.max_s:
+            return f"its escrow deadline is {ahead} s away, more than the {self.max_s} s this node locks money for"
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Party:
@@ -20,3 +43,4 @@ class Party:
     chain: Chain
     messenger: Messenger
     clock: Clock
+    bounds: DeadlineBounds = DeadlineBounds()

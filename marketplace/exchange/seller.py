@@ -142,6 +142,11 @@ class Seller:
                 or lock.buyer.lower() != quote.buyer_address.lower()
             ):
                 raise PurchaseError(f"payment not locked as quoted (escrow says {lock.state}); nothing delivered")
+            if lock.deadline != quote.deadline_s:  # a nearer one would let the buyer refund itself early
+                raise PurchaseError(
+                    f"the lock's deadline ({lock.deadline}) is not the quoted one ({quote.deadline_s}); "
+                    "nothing delivered"
+                )
             state = _S.DELIVERED  # paid when the buyer releases the escrow
         crystal = await self._store.get(sale.crystal_id)
         delivery = Delivery(quote.purchase_id, seal_to(buyer, crystal.text.encode()))

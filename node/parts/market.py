@@ -19,6 +19,7 @@ from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
 from marketplace.exchange.deals import Purchases
 from marketplace.exchange.market import Market
+from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.exchange.seller import SellerLimits
 from marketplace.ledger import ledger
@@ -93,6 +94,7 @@ class MarketPart:
                 log.error("market.chain_unreachable", url=cfg.url, error=str(exc))
             self._chain_error = str(exc)
             return
+        chain.receipt_timeout_s = cfg.receipt_timeout_s
         store = self._memory.store
         host = self._p2p.host
         if store is None or host is None:
@@ -107,6 +109,7 @@ class MarketPart:
             chain,
             host,
             escrow_window_s=cfg.escrow_window_s,
+            bounds=DeadlineBounds(cfg.min_delivery_window_s, cfg.max_lock_s),
             payment=market.payment,
             limits=SellerLimits(
                 requests_per_min=market.seller_requests_per_min,

@@ -31,8 +31,14 @@ def reachable(moves: dict[PurchaseState, frozenset[PurchaseState]], start: Purch
 
 def test_every_purchase_state_is_reachable_from_a_quote_and_the_ends_lead_nowhere() -> None:
     assert reachable(dict(PURCHASE_MOVES), PurchaseState.QUOTED) == set(PurchaseState)
-    for end in (PurchaseState.COMPLETED, PurchaseState.REFUNDED, PurchaseState.EXPIRED, PurchaseState.FAILED):
+    for end in (PurchaseState.COMPLETED, PurchaseState.REFUNDED, PurchaseState.EXPIRED):
         assert PURCHASE_MOVES[end] == frozenset()
+    # failed leads on only where the chain holds the money after all
+    assert PURCHASE_MOVES[PurchaseState.FAILED] == {
+        PurchaseState.LOCKED,
+        PurchaseState.COMPLETED,
+        PurchaseState.REFUNDED,
+    }
     assert set(SALE_MOVES) == set(SaleState)
 
 

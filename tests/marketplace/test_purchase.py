@@ -92,6 +92,7 @@ async def make_side(
     buyer_class: type[Buyer] = Buyer,
     payment: str = "escrow",
     limits: SellerLimits | None = None,
+    **options: Any,
 ) -> Side:
     identity = Identity.generate()
     wallet = Account.create()
@@ -101,7 +102,7 @@ async def make_side(
     )
     clock = MovableClock()
     market = Market(identity, wallet, store, chain, host, payment=payment, limits=limits, clock=clock,
-                    buyer_class=buyer_class, seller_class=seller_class)  # fmt: skip
+                    buyer_class=buyer_class, seller_class=seller_class, **options)  # fmt: skip
     host.serve(PROTOCOL, market.answer)
     return Side(identity, wallet, store, host, market, clock)
 
@@ -114,8 +115,11 @@ async def trade(
     buyer_class: type[Buyer] = Buyer,
     payment: str = "escrow",
     limits: SellerLimits | None = None,
+    seller_options: dict[str, Any] | None = None,
 ) -> tuple[Side, Side]:
-    seller = await make_side(tmp, "seller", chain, seller_class=seller_class, limits=limits)
+    """A seller listing one skill and a funded buyer connected to it; ``seller_options`` go to the
+    seller's ``Market`` (its escrow window, deadline bounds)."""
+    seller = await make_side(tmp, "seller", chain, seller_class=seller_class, limits=limits, **(seller_options or {}))
     buyer = await make_side(tmp, "buyer", chain, buyer_class=buyer_class, payment=payment)
     await chain.fund(seller.wallet.address, 0)
     await chain.fund(buyer.wallet.address, funds)

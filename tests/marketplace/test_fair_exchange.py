@@ -1,0 +1,119 @@
+"""Issue 15: neither side of a purchase can cheat the other, and no payment is stranded.
+Real nodes (libp2p on loopback) on the embedded chain and on anvil."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from marketplace.chain import Account, Chain, Receipt
+from marketplace.errors import PurchaseError
+from marketplace.exchange.buyer import Buyer
+from marketplace.exchange.party import DeadlineBounds
+from tests.marketplace.test_purchase import PRICE, close, trade
+
+pytestmark = pytest.mark.slow  # real hosts and chains
+
+
+class ChainWithShortLocks:
+    """Named fake, on the buyer's side: it locks with a deadline 2 s away, whatever the quote said
+    (the rest is the real chain)."""
+
+    def __init__(self, chain: Chain) -> None:
+        self._chain = chain
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._chain, name)
+
+    async def lock(self, account: Account, purchase_id: bytes, seller: str, amount: int, deadline: int,
+                   **kwargs: Any) -> Receipt:  # fmt: skip
+        soon = await self._chain.timestamp() + 2
+        return await self._chain.lock(account, purchase_id, seller, amount, soon, **kwargs)
+
+
+class BuyerThatLocksShort(Buyer):
+    """Named fake: a buyer that would take the skill and refund itself seconds later."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._chain = ChainWithShortLocks(self._chain)  # type: ignore[assignment]
+
+
+async def test_a_lock_nearer_than_the_quoted_deadline_gets_nothing_delivered(tmp_path: Path, chain: Chain) -> None:
+    """Finding 1: the seller checked the lock's amount, seller and buyer, not its deadline."""
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatLocksShort)
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "refused" and result.crystal_id is None
+        assert "is not the quoted one" in result.detail
+        assert (await buyer.store.stats())["total"] == 0  # the skill never reached the buyer
+        await chain.advance_time(3)
+        assert await buyer.market.refund_due() == [result.purchase_id]
+        assert await chain.balance(buyer.wallet.address) == 1_000_000
+        assert await chain.balance(seller.wallet.address) == 0
+    finally:
+        await close(buyer, seller)
+
+
+async def test_a_quote_locking_money_for_millennia_is_refused_before_anything_is_paid(
+    tmp_path: Path, chain: Chain
+) -> None:
+    """Finding 2: the buyer never checked the quote's deadline; a seller quoting 10^12 s froze its
+    money for 31,709 years."""
+    far = {"escrow_window_s": 10**12, "bounds": DeadlineBounds(300, 10**13)}  # what that seller configured
+    seller, buyer = await trade(tmp_path, chain, seller_options=far)
+    try:
+        with pytest.raises(
+            PurchaseError, match=r"quote refused: its escrow deadline is \d+ s away, more than the 86400"
+        ):
+            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert await chain.balance(buyer.wallet.address) == 1_000_000
+        assert await buyer.market.resume() == []  # nothing was recorded as under way
+    finally:
+        await close(buyer, seller)
+
+
+async def test_a_slow_receipt_leaves_the_purchase_pending_and_resume_finishes_it(
+    tmp_path: Path, anvil_chain: Chain
+) -> None:
+    """Finding 4: a receipt slower than the wait was stored `failed` (after a misleading revert
+    reason) while the escrow said `locked`, and nothing ever looked at it again."""
+    chain = anvil_chain
+    seller, buyer = await trade(tmp_path, chain)
+    try:
+        chain.receipt_timeout_s = 1
+        await chain.set_automine(False)
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "pending" and "outcome is not known yet" in result.detail
+        assert "revert" not in result.detail
+        await chain.set_automine(True)
+        await chain.mine()
+        assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "locked"
+        (resumed,) = await buyer.market.resume()
+        assert resumed.state == "completed" and resumed.crystal_id is not None
+        assert await chain.balance(seller.wallet.address) == PRICE
+    finally:
+        await close(buyer, seller)
+
+
+async def test_a_purchase_an_earlier_release_stored_failed_is_carried_on_when_its_lock_exists(
+    tmp_path: Path, anvil_chain: Chain
+) -> None:
+    chain = anvil_chain
+    seller, buyer = await trade(tmp_path, chain)
+    try:
+        chain.receipt_timeout_s = 1
+        await chain.set_automine(False)
+        await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        await chain.set_automine(True)
+        await chain.mine()
+        async with buyer.store.transaction() as db:  # as the release before `pending` left it
+            await db.execute("UPDATE purchases SET state = 'failed', detail = 'transaction reverted: ...'")
+        (resumed,) = await buyer.market.resume()
+        assert resumed.state == "completed"
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
+        assert await buyer.market.resume() == []
+    finally:
+        await close(buyer, seller)
