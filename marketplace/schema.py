@@ -140,6 +140,13 @@ CREATE INDEX bounties_author_received ON bounties (author, received_ms);
 """
 
 
+# 7: when the seller signed the listing kept. A listing signed later at the same version replaces
+# the one kept (a new price or address, or listed again after a revocation); before, it was dropped.
+_SIGNED_AT = """
+ALTER TABLE listings ADD COLUMN signed_ms INTEGER NOT NULL DEFAULT 0;
+"""
+
+
 async def _adopt(db: aiosqlite.Connection) -> int:
     """The version of the marketplace tables an older release created under the memory's migrations."""
     if await table_exists(db, "listings_fts"):
@@ -153,5 +160,7 @@ async def _adopt(db: aiosqlite.Connection) -> int:
 
 
 #: MIGRATIONS[n] takes the marketplace's tables from version n to n+1.
-MIGRATIONS = [_EXECUTIONS, _LISTINGS, _PURCHASES_AND_SALES, _BOUNTIES_AND_ENDORSEMENTS, _PAYMENT, _INDEXES]
+MIGRATIONS = [
+    _EXECUTIONS, _LISTINGS, _PURCHASES_AND_SALES, _BOUNTIES_AND_ENDORSEMENTS, _PAYMENT, _INDEXES, _SIGNED_AT,
+]  # fmt: skip
 MARKET_SCHEMA = SchemaSet("marketplace", "schema_version:marketplace", MIGRATIONS, adopt=_adopt)

@@ -186,6 +186,8 @@ class MarketplaceSection(_Section):
     base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)
     min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)
     max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
+    # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC).
+    max_purchase_micro_usdc: int = Field(default=1_000_000, ge=1, le=10**12)
     payment: Literal["escrow", "direct"] = "escrow"
     seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
     seller_request_burst: int = Field(default=5, ge=1, le=1_000)

@@ -38,22 +38,24 @@ _COLUMNS = (
 
 
 async def record_listing(store: MemoryStore, listing: SkillListing, envelope: Envelope) -> bool:
-    """Keep ``listing`` if it is new or newer than the one we have; True when it was kept."""
+    """Keep ``listing`` if it is new, of a newer version, or of the same version signed later (a new
+    price or address, or listed again after a revocation); True when it was kept."""
     async with store.transaction() as db:
         cursor = await db.execute(
             "INSERT INTO listings (seller, stable_skill_id, version, content_hash, title, category, price_micro_usdc, "
-            "seller_address, executions, successes, revoked, received_ms, envelope) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) "
+            "seller_address, executions, successes, revoked, received_ms, envelope, signed_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
             "ON CONFLICT (seller, stable_skill_id) DO UPDATE SET version = excluded.version, "
             "content_hash = excluded.content_hash, title = excluded.title, category = excluded.category, "
             "price_micro_usdc = excluded.price_micro_usdc, seller_address = excluded.seller_address, "
             "executions = excluded.executions, successes = excluded.successes, revoked = 0, "
-            "received_ms = excluded.received_ms, envelope = excluded.envelope "
-            "WHERE excluded.version > listings.version",
+            "received_ms = excluded.received_ms, envelope = excluded.envelope, signed_ms = excluded.signed_ms "
+            "WHERE excluded.version > listings.version "
+            "OR (excluded.version = listings.version AND excluded.signed_ms > listings.signed_ms)",
             (
                 envelope.author.hex(), listing.stable_skill_id, listing.version, listing.content_hash, listing.title,
                 listing.category, listing.price_micro_usdc, listing.seller_address, listing.executions,
-                listing.successes, store.now_ms(), envelope.encode(),
+                listing.successes, store.now_ms(), envelope.encode(), envelope.ts_ms,
             ),
         )  # fmt: skip
         kept = cursor.rowcount > 0

@@ -23,7 +23,7 @@ from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.exchange.seller import SellerLimits
 from marketplace.ledger import ledger
-from marketplace.pricing import parse_usdc
+from marketplace.pricing import format_usdc, parse_usdc
 from marketplace.wallet import load_or_create_wallet
 from node.logs import get_logger
 from node.parts.market_gossip import MarketGossip
@@ -160,13 +160,20 @@ class MarketPart:
         if not self._ctx.config.chain.url:
             raise ValueError(EMBEDDED_CANNOT_TRADE)
         row = await self._find_listing(listing)
+        ceiling = self._ctx.config.marketplace.max_purchase_micro_usdc
+        if max_price is None and row.price_micro_usdc > ceiling:  # a listing may ask up to 10^12
+            raise ValueError(
+                f"{row.stable_skill_id} asks {format_usdc(row.price_micro_usdc)}, above this node's ceiling of "
+                f"{format_usdc(ceiling)} ([marketplace] max_purchase_micro_usdc); pass --max-price to pay more"
+            )
         await self._learn_seller_addrs(row)
         try:
             result = await market.buy(
                 peer_id_from_ed25519(bytes.fromhex(row.seller)),
                 bytes.fromhex(row.seller),
                 row.stable_skill_id,
-                max_price=parse_usdc(max_price) if max_price else None,
+                # without --max-price the ceiling holds at the quote too: the listing may change meanwhile
+                max_price=parse_usdc(max_price) if max_price else ceiling,
             )
         except PurchaseError as exc:
             raise ValueError(str(exc)) from None

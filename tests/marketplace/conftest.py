@@ -52,7 +52,7 @@ async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
 
 
 @pytest.fixture
-async def anvil_chain() -> AsyncIterator[Chain]:
+async def anvil_client() -> AsyncIterator[Chain]:
     """A fresh anvil with our contracts: for what the embedded EVM cannot do (hold a transaction
     unmined: eth-tester re-validates it with a check too narrow for the chain id it signs with)."""
     if ANVIL is None:

@@ -50,7 +50,8 @@ def trading_pair(tmp_path: Path, anvil_chain: dict[str, str]) -> Iterator[tuple[
     """A seller and a buyer daemon on one anvil chain, connected; the seller holds a proven skill (its id)."""
     base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", **anvil_chain)
     seller = Node(tmp_path, "seller", dict(base))
-    buyer = Node(tmp_path, "buyer", dict(base))
+    # Below the skill's price: `skills buy` must be told to pay more (issue 15, finding 8).
+    buyer = Node(tmp_path, "buyer", dict(base, BITTERBOT_MARKETPLACE__MAX_PURCHASE_MICRO_USDC="5000"))
     nodes = [seller]
     seller.start()
     try:
@@ -94,13 +95,17 @@ def test_two_daemons_buy_and_sell_over_anvil(trading_pair: tuple[Node, Node, str
     assert [b["bounty_id"] for b in offer["bounties"]] == ["pg"] and not offer["verified"]
     assert buyer.json("skills", "bounties")[0]["matching_listings"] == 1
 
-    poor = buyer.cli("skills", "buy", skill_id)
+    poor = buyer.cli("skills", "buy", skill_id, "--max-price", "1")
     assert poor.returncode == 2 and "insufficient funds" in poor.stderr
     assert buyer.cli("wallet", "fund", "1").returncode == 0
 
+    above_ceiling = buyer.cli("skills", "buy", skill_id)
+    assert above_ceiling.returncode == 2 and "above this node's ceiling of 0.005000 USDC" in above_ceiling.stderr
+    assert "--max-price" in above_ceiling.stderr
     too_dear = buyer.cli("skills", "buy", skill_id, "--max-price", "0.000001")
     assert too_dear.returncode == 2 and "more than 1" in too_dear.stderr
-    bought = buyer.json("skills", "buy", skill_id)
+    assert buyer.json("wallet")["balance_micro_usdc"] == 1_000_000  # nothing locked by either
+    bought = buyer.json("skills", "buy", skill_id, "--max-price", "1")
     assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
     stored = buyer.json("memory", "show", bought["crystal_id"])
     assert stored["crystal"]["text"] == SKILL and stored["crystal"]["origin"] == "peer"
@@ -148,7 +153,7 @@ def test_a_buyer_killed_with_its_payment_in_flight_finishes_the_purchase_after_r
 
     _rpc(url, "evm_setAutomine", False)  # transactions now wait in the pool until evm_mine
     buying = subprocess.Popen(
-        [*CLI, "skills", "buy", skill_id, "--data-dir", str(buyer.data)],
+        [*CLI, "skills", "buy", skill_id, "--max-price", "1", "--data-dir", str(buyer.data)],
         env=buyer.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     wait_for(lambda: int(_rpc(url, "txpool_status")["pending"], 16) >= 1, 30, "the lock to be sent", nodes)

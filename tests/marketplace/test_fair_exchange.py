@@ -76,11 +76,11 @@ async def test_a_quote_locking_money_for_millennia_is_refused_before_anything_is
 
 
 async def test_a_slow_receipt_leaves_the_purchase_pending_and_resume_finishes_it(
-    tmp_path: Path, anvil_chain: Chain
+    tmp_path: Path, anvil_client: Chain
 ) -> None:
     """Finding 4: a receipt slower than the wait was stored `failed` (after a misleading revert
     reason) while the escrow said `locked`, and nothing ever looked at it again."""
-    chain = anvil_chain
+    chain = anvil_client
     seller, buyer = await trade(tmp_path, chain)
     try:
         chain.receipt_timeout_s = 1
@@ -99,9 +99,9 @@ async def test_a_slow_receipt_leaves_the_purchase_pending_and_resume_finishes_it
 
 
 async def test_a_purchase_an_earlier_release_stored_failed_is_carried_on_when_its_lock_exists(
-    tmp_path: Path, anvil_chain: Chain
+    tmp_path: Path, anvil_client: Chain
 ) -> None:
-    chain = anvil_chain
+    chain = anvil_client
     seller, buyer = await trade(tmp_path, chain)
     try:
         chain.receipt_timeout_s = 1

@@ -41,6 +41,23 @@ async def test_newest_version_wins_and_revocation_unlists(store: MemoryStore) ->
     assert revoked == 1 and await live_listings(store) == [] and await listings_in_category(store, "ops") == 0
 
 
+async def test_a_listing_signed_later_at_the_same_version_replaces_the_one_kept(store: MemoryStore) -> None:
+    """Finding 8: a republish at the same version was dropped, so a new price, a new address or a
+    listing again after a revocation never reached anyone."""
+    first = listing(content=None, price_micro_usdc=10_000)
+    assert await record_listing(store, first, skill_envelope(SELLER, NOW, first))
+    repriced = listing(content=None, price_micro_usdc=30_000, seller_address="0x" + "ab" * 20)
+    assert await record_listing(store, repriced, skill_envelope(SELLER, NOW + 1_000, repriced))
+    (row,) = await live_listings(store)
+    assert (row.version, row.price_micro_usdc, row.seller_address) == (1, 30_000, "0x" + "ab" * 20)
+    assert not await record_listing(store, first, skill_envelope(SELLER, NOW, first))  # signed earlier: kept as is
+    assert (await live_listings(store))[0].price_micro_usdc == 30_000
+    await revoke_listing(store, SkillRevocation("ops.rotate-logs", SELLER.public_key, "gone"))
+    assert await live_listings(store) == []
+    assert await record_listing(store, repriced, skill_envelope(SELLER, NOW + 2_000, repriced))  # listed again
+    assert [r.price_micro_usdc for r in await live_listings(store)] == [30_000]
+
+
 def test_wallet_is_created_once_private_and_checked(tmp_path: Path) -> None:
     path = tmp_path / "wallet.key"
     first = load_or_create_wallet(path)
