@@ -22,7 +22,8 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.listings import record_listing
-from marketplace.chain import Account, Chain
+from marketplace.chain import Chain
+from marketplace.chain_types import Account
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.schema import MARKET_SCHEMA

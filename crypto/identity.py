@@ -10,7 +10,6 @@ seed does not produce its public key is refused as corrupt.
 from __future__ import annotations
 
 import json
-import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from crypto.errors import (
     WrongPassphrase,
 )
 from crypto.peer_id import peer_id_from_ed25519
+from crypto.private_file import write_private_atomically
 from crypto.sealed import ScryptParams, SealedBlob, seal, unseal
 
 KEY_FILE_FORMAT = "bitterbot-node/identity"
@@ -95,6 +95,22 @@ def save_identity(
     """Write the key file atomically with mode 0600; refuses to overwrite an existing file."""
     if path.exists():
         raise FileExistsError(f"{path} already exists; refusing to overwrite an identity")
+    _write_identity(identity, path, passphrase, scrypt_params)
+
+
+def seal_identity_file(path: Path, passphrase: bytes, *, scrypt_params: ScryptParams | None = None) -> Identity:
+    """Seal a plaintext key file in place under ``passphrase`` (atomically: a crash leaves the old
+    file or the new one). A file sealed already is left as it is (``load_identity`` checks it)."""
+    if read_key_file_info(path).encrypted:
+        return load_identity(path, passphrase=passphrase)
+    identity = load_identity(path)
+    _write_identity(identity, path, passphrase, scrypt_params)
+    return identity
+
+
+def _write_identity(
+    identity: Identity, path: Path, passphrase: bytes | None, scrypt_params: ScryptParams | None
+) -> None:
     doc: dict[str, object] = {
         "format": KEY_FILE_FORMAT,
         "version": KEY_FILE_VERSION,
@@ -106,15 +122,7 @@ def save_identity(
     else:
         doc["protection"] = "passphrase"
         doc["sealed"] = seal(identity.seed, passphrase, context=identity.public_key, params=scrypt_params).to_json()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(doc, indent=2).encode() + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private_atomically(path, json.dumps(doc, indent=2).encode() + b"\n")
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
+from marketplace.chain_types import Account, LockInfo, Receipt, TransferAuthorization
 from marketplace.errors import (
     ChainError,
     ChainUnreachable,
@@ -37,38 +37,8 @@ from p2p.bridge import TrioThread
 T = TypeVar("T")
 GAS_LIMIT = 300_000
 RECEIPT_TIMEOUT_S = 30.0
+USDC_DECIMALS = 6
 LOCK_STATES = {0: "none", 1: "locked", 2: "released", 3: "refunded"}
-
-
-@dataclass(frozen=True, slots=True)
-class Account:
-    """An EVM account this node controls (its key never leaves the process)."""
-
-    address: str
-    private_key: bytes
-
-    @classmethod
-    def create(cls) -> Account:
-        from eth_account import Account as EthAccount
-
-        created = EthAccount.create()
-        return cls(created.address, bytes(created.key))
-
-    @classmethod
-    def from_key(cls, private_key: bytes) -> Account:
-        from eth_account import Account as EthAccount
-
-        return cls(EthAccount.from_key(private_key).address, private_key)
-
-    def __repr__(self) -> str:
-        return f"Account({self.address})"
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    tx_hash: str
-    block: int
-    gas_used: int
 
 
 _PERMIT_FIELDS = [
@@ -86,48 +56,6 @@ _AUTHORIZATION_FIELDS = [
     {"name": "validBefore", "type": "uint256"},
     {"name": "nonce", "type": "bytes32"},
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class TransferAuthorization:
-    """A signed EIP-3009 ``transferWithAuthorization``: ``receiver`` may collect ``amount`` from
-    ``authorizer`` once (per ``nonce``) before ``valid_before``."""
-
-    authorizer: str
-    receiver: str
-    amount: int
-    valid_after: int
-    valid_before: int
-    nonce: bytes
-    v: int
-    r: bytes
-    s: bytes
-
-    def to_wire(self) -> list[Any]:
-        return [self.authorizer, self.receiver, self.amount, self.valid_after, self.valid_before, self.nonce,
-                self.v, self.r, self.s]  # fmt: skip
-
-    @classmethod
-    def from_wire(cls, doc: Any) -> TransferAuthorization:
-        if not isinstance(doc, list) or len(doc) != 9:
-            raise ValueError("an authorization is a list of 9 fields")
-        authorizer, receiver, amount, after, before, nonce, v, r, s = doc
-        if not (isinstance(authorizer, str) and isinstance(receiver, str)):
-            raise ValueError("authorization addresses must be text")
-        if not all(type(x) is int and x >= 0 for x in (amount, after, before, v)):
-            raise ValueError("authorization numbers must be non-negative integers")
-        if not all(isinstance(x, bytes) and len(x) == 32 for x in (nonce, r, s)):
-            raise ValueError("authorization nonce, r and s must be 32 bytes each")
-        return cls(authorizer, receiver, amount, after, before, bytes(nonce), v, bytes(r), bytes(s))
-
-
-@dataclass(frozen=True, slots=True)
-class LockInfo:
-    buyer: str
-    seller: str
-    amount: int
-    deadline: int
-    state: str  # none, locked, released, refunded
 
 
 def artifact(name: str) -> dict[str, Any]:
@@ -173,7 +101,9 @@ class Chain:
             for name, address in (("token", token_address), ("escrow", escrow_address)):
                 if not w3.eth.get_code(Web3.to_checksum_address(address)):
                     raise ChainError(f"no contract at the {name} address {address} on {url}")
-            return cls(w3, Web3.to_checksum_address(token_address), Web3.to_checksum_address(escrow_address), dev=dev)
+            chain = cls(w3, Web3.to_checksum_address(token_address), Web3.to_checksum_address(escrow_address), dev=dev)
+            chain._check_contracts()
+            return chain
 
         return await cls._on_worker(build)
 
@@ -369,6 +299,27 @@ class Chain:
         await self._run(travel)
 
     # --- internals -----------------------------------------------------------------------
+
+    def _check_contracts(self) -> None:
+        """The token counts in micro-units like USDC (6 decimals), and the escrow holds that token:
+        amounts are integer micro-USDC everywhere, and a mismatch would move other sums (worker thread)."""
+        try:
+            decimals = int(self._token.functions.decimals().call())
+        except Exception as exc:  # noqa: BLE001 - whatever the contract there does, it is not our token
+            raise ChainError(f"the token address {self.token_address} does not answer decimals(): {exc}") from None
+        if decimals != USDC_DECIMALS:
+            raise ChainError(
+                f"the token at {self.token_address} has {decimals} decimals; USDC has {USDC_DECIMALS}, and every "
+                "amount here is in micro-USDC"
+            )
+        try:
+            held = str(self._escrow.functions.token().call())
+        except Exception as exc:  # noqa: BLE001
+            raise ChainError(f"the escrow address {self.escrow_address} does not answer token(): {exc}") from None
+        if held.lower() != self.token_address.lower():
+            raise ChainError(
+                f"the escrow at {self.escrow_address} holds the token {held}, not the configured {self.token_address}"
+            )
 
     def _permit_domain(self) -> dict[str, Any]:
         """The token's EIP-712 domain, read from the chain (never from constants), once."""

@@ -15,7 +15,8 @@ from crypto.envelope import decode_envelope
 from crypto.errors import SealedDataTampered
 from marketplace.catalog.bounties import live_bounties, matches
 from marketplace.catalog.listings import listing_envelope
-from marketplace.chain import Chain, LockInfo
+from marketplace.chain import Chain
+from marketplace.chain_types import LockInfo
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
 from marketplace.exchange.party import Party

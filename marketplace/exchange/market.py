@@ -7,7 +7,8 @@ for every signed market message it receives; the clock is injected (tests move i
 from __future__ import annotations
 
 from crypto.identity import Identity
-from marketplace.chain import Account, Chain
+from marketplace.chain import Chain
+from marketplace.chain_types import Account
 from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
 from marketplace.exchange.party import DeadlineBounds, Party

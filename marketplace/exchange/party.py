@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crypto.identity import Identity
-from marketplace.chain import Account, Chain
+from marketplace.chain import Chain
+from marketplace.chain_types import Account
 from marketplace.exchange.messenger import Messenger
 from memory.clock import Clock
 from memory.storage.store import MemoryStore

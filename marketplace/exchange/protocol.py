@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import EnvelopePolicy
-from marketplace.chain import TransferAuthorization
+from marketplace.chain_types import TransferAuthorization
 from marketplace.errors import PurchaseError
 from p2p.errors import SchemaError
 from p2p.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text

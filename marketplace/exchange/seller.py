@@ -16,7 +16,7 @@ from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
 from crypto.identity import seal_to
 from marketplace.catalog.listings import listing_envelope
-from marketplace.chain import TransferAuthorization
+from marketplace.chain_types import TransferAuthorization
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
 from marketplace.exchange.party import Party

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from crypto.errors import KeyFileMissing
-from crypto.identity import Identity, load_identity, read_key_file_info, save_identity
+from crypto.identity import Identity, load_identity, read_key_file_info, save_identity, seal_identity_file
 from node.cli.common import handles_errors, location_options, read_passphrase, resolve
 from node.errors import EXIT_FAILURE, UsageError
 from node.logs import configure_logging, get_logger
@@ -55,6 +55,9 @@ def init(
     paths.ensure_data_dir()
     if paths.key_file.exists():
         info = read_key_file_info(paths.key_file)
+        if encrypt and not info.encrypted:
+            _seal_existing_keys(paths, passphrase_file)
+            info = read_key_file_info(paths.key_file)
         ensure_token(paths.api_token_file)  # a data dir made before the API existed gets its token
         _echo_init(paths, info.public_key, info.peer_id, info.encrypted, created=False, as_json=as_json)
         return
@@ -67,6 +70,21 @@ def init(
     save_identity(identity, paths.key_file, passphrase=passphrase)
     ensure_token(paths.api_token_file)
     _echo_init(paths, identity.public_key, identity.peer_id, passphrase is not None, created=True, as_json=as_json)
+
+
+def _seal_existing_keys(paths: NodePaths, passphrase_file: Path | None) -> None:
+    """Seal a node's plaintext identity and wallet under a new passphrase, in place (no daemon may
+    run meanwhile: it holds the keys in memory and would write the wallet as it found it)."""
+    passphrase = read_passphrase(passphrase_file, prompt="New key passphrase: ", confirm=True)
+    if passphrase is None:
+        raise UsageError("--encrypt needs a passphrase: --passphrase-file, $BITTERBOT_KEY_PASSPHRASE or a terminal")
+    with DataDirLock(paths.lock_file):
+        seal_identity_file(paths.key_file, passphrase)
+        wallet = paths.data_dir / "wallet.key"
+        if wallet.exists():
+            from marketplace.wallet import load_or_create_wallet
+
+            load_or_create_wallet(wallet, passphrase)  # seals a plaintext wallet in place
 
 
 def _echo_init(
@@ -85,18 +103,19 @@ def _echo_init(
     click.echo(f"  api token   {paths.api_token_file}")
 
 
-def _load_or_create_identity(paths: NodePaths, passphrase_file: Path | None) -> Identity:
+def _load_or_create_identity(paths: NodePaths, passphrase_file: Path | None) -> tuple[Identity, bytes | None]:
+    """The node's identity, and the passphrase it is sealed under (None: not sealed)."""
     try:
         info = read_key_file_info(paths.key_file)
     except KeyFileMissing:
         identity = Identity.generate()
         save_identity(identity, paths.key_file)
         log.info("identity.created", key_file=str(paths.key_file), peer_id=identity.peer_id)
-        return identity
+        return identity, None
     passphrase = None
     if info.encrypted:
         passphrase = read_passphrase(passphrase_file, prompt="Key passphrase: ")
-    return load_identity(paths.key_file, passphrase=passphrase)
+    return load_identity(paths.key_file, passphrase=passphrase), passphrase
 
 
 @cli.command()
@@ -112,8 +131,8 @@ def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path |
     from node.runtime.daemon import Daemon
 
     with DataDirLock(paths.lock_file):
-        identity = _load_or_create_identity(paths, passphrase_file)
-        daemon = Daemon(NodeContext(loaded, paths, identity))
+        identity, passphrase = _load_or_create_identity(paths, passphrase_file)
+        daemon = Daemon(NodeContext(loaded, paths, identity, key_passphrase=passphrase))
         code = asyncio.run(_run_then_bound_exit(daemon, loaded.config.node.shutdown_timeout_s))
     sys.exit(code)
 

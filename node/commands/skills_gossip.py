@@ -87,7 +87,7 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     )  # fmt: skip
     if reasons:
         raise ValueError("not listable: " + "; ".join(reasons))
-    wallet = load_or_create_wallet(p2p.ctx.paths.data_dir / "wallet.key")
+    wallet = load_or_create_wallet(p2p.ctx.paths.data_dir / "wallet.key", p2p.ctx.key_passphrase)
     listing = listing_of(
         crystal,
         title=request.title or None,

@@ -121,26 +121,43 @@ def check_embedder(config: Config) -> Check:
     return Check("embedder", OK, f"{embedder.id} ({vector.shape[-1]} dims, {took:.0f} ms for one query)")
 
 
-def check_chain(config: Config) -> Check:
+def check_chain(config: Config, wallet_file: Path | None = None) -> list[Check]:
+    """The chain answers with our token and escrow; and, on a chain that is not for development,
+    a wallet holding USDC is sealed (``init --encrypt`` seals it with the identity)."""
     chain = config.chain
     if not chain.url:
-        return Check("chain", OK, "embedded development chain: needs nothing, but trades with no other node")
+        return [Check("chain", OK, "embedded development chain: needs nothing, but trades with no other node")]
     from marketplace.chain import Chain
-    from marketplace.errors import ChainError
+    from marketplace.errors import ChainError, WalletError
+    from marketplace.wallet import is_sealed, wallet_address
 
-    async def reach() -> int:
+    plaintext = None
+    try:
+        if wallet_file is not None and wallet_file.exists() and not chain.dev and not is_sealed(wallet_file):
+            plaintext = wallet_address(wallet_file)
+    except WalletError as exc:
+        return [Check("wallet", FAIL, str(exc), "restore the wallet from a backup")]
+
+    async def reach() -> tuple[int, int]:
         client = await Chain.rpc(chain.url, chain.token_address, chain.escrow_address, dev=chain.dev)
         try:
-            return await client.chain_id()
+            return await client.chain_id(), await client.balance(plaintext) if plaintext else 0
         finally:
             await client.close()
 
     try:
-        chain_id = asyncio.run(reach())
+        chain_id, exposed = asyncio.run(reach())
     except (ChainError, OSError, ValueError) as exc:
-        return Check("chain", FAIL, f"{chain.url}: {exc}",
-                     "start the chain (anvil: see the README) or fix [chain] url and addresses")  # fmt: skip
-    return Check("chain", OK, f"{chain.url} answers (chain id {chain_id}), token and escrow deployed")
+        return [Check("chain", FAIL, f"{chain.url}: {exc}",
+                      "start the chain (anvil: see the README) or fix [chain] url and addresses")]  # fmt: skip
+    checks = [Check("chain", OK, f"{chain.url} answers (chain id {chain_id}), token and escrow deployed")]
+    if exposed:
+        checks.append(Check(
+            "wallet", WARN, f"{wallet_file} keeps its key in plaintext and holds {exposed} micro-USDC on a "
+            "chain that is not for development",
+            "stop the node and run `bitterbot-node init --encrypt`: it seals the identity and the wallet in place",
+        ))  # fmt: skip
+    return checks
 
 
 def check_clock(url: str, now: Callable[[], float] = time.time) -> Check:
@@ -207,7 +224,7 @@ def run_checks(config: Config, paths: NodePaths) -> list[Check]:
         *check_ports(config, ours),
         check_sqlite(),
         check_embedder(config),
-        check_chain(config),
+        *check_chain(config, paths.data_dir / "wallet.key"),
         check_clock(config.doctor.time_url),
         check_disk(paths),
         *check_bootstrap(config),

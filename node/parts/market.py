@@ -50,7 +50,7 @@ class MarketPart:
         self._supervisor = supervisor
         self._memory = memory
         self._p2p = p2p
-        self._wallet = load_or_create_wallet(ctx.paths.data_dir / "wallet.key")
+        self._wallet = load_or_create_wallet(ctx.paths.data_dir / "wallet.key", ctx.key_passphrase)
         self.market: Market | None = None
         self._chain_error = ""
         self._last_round: dict[str, Any] = {}

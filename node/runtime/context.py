@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crypto.identity import Identity
 from memory.clock import wall_clock_ms
@@ -19,6 +19,8 @@ class NodeContext:
     paths: NodePaths
     identity: Identity
     now_ms: Callable[[], int] = wall_clock_ms
+    #: What the identity is sealed under, if it is: the wallet is sealed under it too. Not printed.
+    key_passphrase: bytes | None = field(default=None, repr=False)
 
     @property
     def config(self) -> Config:

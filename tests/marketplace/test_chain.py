@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
+from web3 import Web3
 
-from marketplace.chain import Account, Chain, artifact
+from marketplace.chain import Chain, artifact
+from marketplace.chain_types import Account
 from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds, TransactionReverted
 from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
 
@@ -118,3 +122,45 @@ async def test_a_chain_that_goes_away_is_unreachable_not_a_revert() -> None:
         assert isinstance(ChainUnreachable("x"), ConnectionError)  # the daemon answers it with 502, unlogged
     finally:
         await chain.close()
+
+
+#: A contract that answers every call with the uint256 18 (an 18-decimals token, for decimals()):
+#: runtime 60126000526020 6000f3, deployed by init code that returns those 10 bytes.
+ANSWERS_18 = "0x" + "69" + "601260005260206000f3" + "600052600a6016f3"
+
+
+def deploy_raw(url: str, init_code: str) -> str:
+    """Deploy ``init_code`` from anvil's first (unlocked) account, over plain JSON-RPC; its address."""
+
+    def rpc(method: str, *params: object) -> object:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}).encode()
+        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())["result"]
+
+    accounts = rpc("eth_accounts")
+    assert isinstance(accounts, list)
+    tx = rpc("eth_sendTransaction", {"from": accounts[0], "data": init_code, "gas": hex(200_000)})
+    receipt = rpc("eth_getTransactionReceipt", tx)
+    assert isinstance(receipt, dict)
+    return Web3.to_checksum_address(receipt["contractAddress"])
+
+
+@pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
+async def test_a_token_or_escrow_that_is_not_ours_is_refused_by_address() -> None:
+    """Finding 7: only code at the two addresses was checked, not the token's decimals nor the
+    escrow's token."""
+    with anvil_process() as url:
+        first, second = await Chain.rpc_dev(url), await Chain.rpc_dev(url)  # two deployments on one chain
+        await second.close()
+        try:
+            await (await Chain.rpc(url, first.token_address, first.escrow_address)).close()  # ours: accepted
+            with pytest.raises(ChainError, match=f"the escrow at {first.escrow_address} holds the token"):
+                await Chain.rpc(url, second.token_address, first.escrow_address)
+            with pytest.raises(ChainError, match=f"the token address {first.escrow_address} does not answer decimals"):
+                await Chain.rpc(url, first.escrow_address, first.escrow_address)
+            eighteen = deploy_raw(url, ANSWERS_18)
+            with pytest.raises(ChainError, match=f"the token at {eighteen} has 18 decimals; USDC has 6"):
+                await Chain.rpc(url, eighteen, first.escrow_address)
+        finally:
+            await first.close()

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from marketplace.chain import Account, Chain, Receipt
+from marketplace.chain import Chain
+from marketplace.chain_types import Account, Receipt
 from marketplace.errors import PurchaseError
 from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.party import DeadlineBounds

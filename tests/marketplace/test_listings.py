@@ -1,11 +1,6 @@
-"""Listings seen on the network: newest version wins, revocation, category counts; the wallet file."""
+"""Listings seen on the network: newest version wins, revocation, category counts, endorsements."""
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
-
-import pytest
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
@@ -18,8 +13,6 @@ from marketplace.catalog.listings import (
     record_listing,
     revoke_listing,
 )
-from marketplace.errors import WalletError
-from marketplace.wallet import load_or_create_wallet, load_wallet
 from memory.model import NewCrystal, SemanticType
 from memory.storage.store import MemoryStore
 from p2p.messages import KIND_SKILL_ENDORSEMENT, SkillEndorsement, SkillRevocation, skill_endorsement_body
@@ -56,20 +49,6 @@ async def test_a_listing_signed_later_at_the_same_version_replaces_the_one_kept(
     assert await live_listings(store) == []
     assert await record_listing(store, repriced, skill_envelope(SELLER, NOW + 2_000, repriced))  # listed again
     assert [r.price_micro_usdc for r in await live_listings(store)] == [30_000]
-
-
-def test_wallet_is_created_once_private_and_checked(tmp_path: Path) -> None:
-    path = tmp_path / "wallet.key"
-    first = load_or_create_wallet(path)
-    assert os.stat(path).st_mode & 0o777 == 0o600
-    assert load_or_create_wallet(path) == first and first.address.startswith("0x")
-    os.chmod(path, 0o644)
-    with pytest.raises(WalletError, match="chmod 600"):
-        load_wallet(path)
-    os.chmod(path, 0o600)
-    path.write_text('{"key": "zz"}')
-    with pytest.raises(WalletError, match="not a wallet file"):
-        load_wallet(path)
 
 
 async def test_an_endorsement_covers_exactly_the_content_it_names(store: MemoryStore) -> None:

@@ -13,7 +13,8 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.listings import record_listing
-from marketplace.chain import Account, Chain
+from marketplace.chain import Chain
+from marketplace.chain_types import Account
 from marketplace.errors import PurchaseError
 from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.market import Market

@@ -135,6 +135,26 @@ def test_init_is_idempotent_and_can_encrypt(tmp_path: Path) -> None:
     assert "s3cret" not in (tmp_path / "b" / "identity.key").read_text()
 
 
+def test_init_encrypt_seals_an_existing_plaintext_identity_and_wallet_in_place(tmp_path: Path) -> None:
+    """Issue 15, finding 5: the wallet stayed plaintext on an encrypted node, and a plaintext node had
+    no way to seal its keys but a new identity."""
+    from marketplace.wallet import is_sealed, load_or_create_wallet, load_wallet
+
+    data = tmp_path / "node"
+    assert run_cli("init", "--data-dir", str(data)).returncode == 0
+    account = load_or_create_wallet(data / "wallet.key")  # as the first market start made it
+    seed = json.loads((data / "identity.key").read_text())["seed"]
+    pw = tmp_path / "pw"
+    pw.write_text("s3cret passphrase\n")
+    sealed = run_cli("init", "--data-dir", str(data), "--encrypt", "--passphrase-file", str(pw))
+    assert sealed.returncode == 0 and "(encrypted)" in sealed.stdout, sealed.stderr
+    assert seed not in (data / "identity.key").read_text()
+    assert is_sealed(data / "wallet.key") and account.private_key.hex() not in (data / "wallet.key").read_text()
+    assert load_wallet(data / "wallet.key", b"s3cret passphrase") == account  # the same wallet, sealed
+    refused = run_cli("run", "--data-dir", str(data), timeout=30)  # no passphrase given: a clear refusal
+    assert refused.returncode != 0 and "passphrase" in refused.stderr
+
+
 def test_encrypted_key_without_passphrase_is_a_clear_error_and_with_it_runs(tmp_path: Path) -> None:
     data_dir = tmp_path / "d"
     env = clean_env(BITTERBOT_KEY_PASSPHRASE="pass phrase")

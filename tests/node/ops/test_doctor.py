@@ -6,6 +6,7 @@ import email.utils
 import http.server
 import json
 import os
+import shutil
 import socket
 import threading
 import time
@@ -104,3 +105,38 @@ def test_each_problem_is_found_with_its_fix(tmp_path: Path) -> None:
     assert chain["status"] == "fail" and "no chain answers" in chain["detail"] and "anvil" in chain["fix"]
     text = run_cli("doctor", "--data-dir", str(data), env=clean_env(BITTERBOT_DOCTOR__TIME_URL="")).stdout
     assert "FAIL  identity key" in text and "fix: chmod 600" in text
+
+
+@pytest.mark.skipif(shutil.which("anvil") is None, reason="anvil is not installed")
+def test_a_plaintext_wallet_holding_usdc_on_a_real_chain_is_a_warning(tmp_path: Path) -> None:
+    """Issue 15, finding 5: in production the wallet holds real USDC; doctor says when it is not sealed."""
+    import asyncio
+
+    from marketplace.chain import Chain
+    from marketplace.wallet import load_or_create_wallet
+    from node.config import Config
+    from node.ops.doctor import WARN, check_chain
+    from tests.marketplace.conftest import anvil_process
+
+    wallet = tmp_path / "wallet.key"
+    account = load_or_create_wallet(wallet)
+    with anvil_process() as url:
+
+        async def deploy_and_fund() -> tuple[str, str]:
+            chain = await Chain.rpc_dev(url)
+            try:
+                await chain.fund(account.address, 5_000)
+                return chain.token_address, chain.escrow_address
+            finally:
+                await chain.close()
+
+        token, escrow = asyncio.run(deploy_and_fund())
+        real = Config.model_validate({"chain": {"url": url, "token_address": token, "escrow_address": escrow}})
+        checks = check_chain(real, wallet)
+        assert [c.status for c in checks] == ["ok", WARN]
+        assert "plaintext and holds 5000 micro-USDC" in checks[1].detail and "init --encrypt" in checks[1].fix
+        dev = Config.model_validate({"chain": {"url": url, "token_address": token, "escrow_address": escrow,
+                                               "dev": True}})  # fmt: skip
+        assert [c.status for c in check_chain(dev, wallet)] == ["ok"]  # a development chain's play money
+        load_or_create_wallet(wallet, b"passphrase")  # sealed now
+        assert [c.status for c in check_chain(real, wallet)] == ["ok"]
