@@ -1,8 +1,9 @@
 """Purchases (this node buying) and sales (this node selling): their states, the moves allowed
 between them, and the only SQL on the ``purchases`` and ``sales`` tables.
 
-Every step of a deal is written before the next one starts, so a restart carries it on from
-where it stood; a move the state machine does not allow is refused (``IllegalTransition``)
+Every step of a deal is written, and synced to disk (power loss included), before the next one
+starts, so a restart carries it on from where it stood and never finds a lock on chain without
+its record; a move the state machine does not allow is refused (``IllegalTransition``)
 instead of silently rewriting a deal's history.
 """
 
@@ -123,7 +124,7 @@ class Purchases:
         self._now_ms = clock or store.now_ms
 
     async def add(self, purchase_id: bytes, seller: bytes, seller_peer: str, quote: bytes, payment: str) -> None:
-        async with self._store.transaction() as db:
+        async with self._store.transaction(durable=True) as db:
             await db.execute(
                 "INSERT INTO purchases (purchase_id, seller, seller_peer, quote, state, payment, updated_ms) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -148,7 +149,7 @@ class Purchases:
         keep_detail: bool = False,
     ) -> None:
         """Record the purchase's new state; ``keep_detail`` keeps why it got there (a refund after a refusal)."""
-        async with self._store.transaction() as db:
+        async with self._store.transaction(durable=True) as db:
             old = await _state_in(db, "purchases", purchase_id)
             check_move(PURCHASE_MOVES, "a purchase", PurchaseState(old) if old else None, state)  # type: ignore[arg-type]
             await db.execute(
@@ -223,7 +224,7 @@ class Sales:
         self._now_ms = clock or store.now_ms
 
     async def add_quote(self, purchase_id: bytes, buyer: bytes, crystal_id: str, quote: bytes) -> None:
-        async with self._store.transaction() as db:
+        async with self._store.transaction(durable=True) as db:
             await db.execute(
                 "INSERT INTO sales (purchase_id, buyer, crystal_id, quote, state, updated_ms) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -239,7 +240,7 @@ class Sales:
         return None if row is None else _sale(tuple(row))
 
     async def move(self, purchase_id: bytes, state: SaleState) -> None:
-        async with self._store.transaction() as db:
+        async with self._store.transaction(durable=True) as db:
             old = await _state_in(db, "sales", purchase_id)
             check_move(SALE_MOVES, "a sale", SaleState(old) if old else None, state)  # type: ignore[arg-type]
             await db.execute(
@@ -275,12 +276,12 @@ class Sales:
 
     async def drop_unpaid_quote(self, purchase_id: bytes) -> None:
         """Delete a quote never paid: the buyer holds the signed quote; nothing is owed either way."""
-        async with self._store.transaction() as db:
+        async with self._store.transaction(durable=True) as db:
             await db.execute("DELETE FROM sales WHERE purchase_id = ? AND state = 'quoted'", (purchase_id.hex(),))
 
     async def drop_lapsed(self) -> int:
         """Delete the quotes earlier releases marked ``lapsed`` (never paid) and kept for good."""
-        async with self._store.transaction() as db:
+        async with self._store.transaction(durable=True) as db:
             cursor = await db.execute("DELETE FROM sales WHERE state = 'lapsed'")
             count = int(cursor.rowcount)
             await cursor.close()

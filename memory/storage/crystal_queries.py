@@ -67,3 +67,12 @@ async def mark_verified(store: MemoryStore, chash: str, *, by: str) -> None:
             "UPDATE crystals SET is_verified = 1, verified_by = ? WHERE content_hash = ? AND is_verified = 0",
             (by, chash),
         )
+
+
+async def audit_trail(store: MemoryStore, crystal_id: str) -> list[tuple[str | None, str, str, str, int]]:
+    """(from, to, reason, actor, ts_ms) of every lifecycle transition of a crystal, oldest first."""
+    async with store.reader().execute(
+        "SELECT from_state, to_state, reason, actor, ts_ms FROM audit_log WHERE crystal_id = ? ORDER BY seq",
+        (crystal_id,),
+    ) as cursor:
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in await cursor.fetchall()]

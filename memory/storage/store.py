@@ -27,7 +27,7 @@ from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
 from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
 from memory.storage.access import AccessCounter
-from memory.storage.connection import open_connection
+from memory.storage.connection import open_connection, sync_wal
 from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
 from memory.storage.migrations import SchemaSet, migrate_all
@@ -178,8 +178,10 @@ class MemoryStore:
         return next(self._reader_cycle)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction on the single writer; rolled back on any error."""
+    async def transaction(self, *, durable: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction on the single writer; rolled back on any error. ``durable``: on disk
+        before it returns, power loss included (``connection.sync_wal``), as a record must be that
+        comes before a step outside the file (a chain transaction)."""
         if self._closed:
             raise StoreError("the memory store is closed")
         async with self._write_lock:
@@ -190,6 +192,8 @@ class MemoryStore:
                 await self.writer.execute("ROLLBACK")
                 raise
             await self.writer.execute("COMMIT")
+            if durable:
+                await sync_wal(self.path)
 
     # --- writes -------------------------------------------------------------------------
 
@@ -429,14 +433,6 @@ class MemoryStore:
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
-
-    async def audit_trail(self, crystal_id: str) -> list[tuple[str | None, str, str, str, int]]:
-        """(from, to, reason, actor, ts_ms) of every transition, oldest first."""
-        async with self.reader().execute(
-            "SELECT from_state, to_state, reason, actor, ts_ms FROM audit_log WHERE crystal_id = ? ORDER BY seq",
-            (crystal_id,),
-        ) as cursor:
-            return [(r[0], r[1], r[2], r[3], r[4]) for r in await cursor.fetchall()]
 
     # --- internals ----------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from memory.dynamics.importance import DAY_MS
 from memory.governance.rules import classify_sensitivity
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.retrieval.query import fts_terms
+from memory.storage.connection import sync_wal
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, parse
@@ -247,6 +248,9 @@ async def dream(
     replayed = 0
     if rejected is None:
         files.write(new)
+        # The notes' crystals must be on disk before their only other copy goes: commits survive a
+        # killed process at once, a power loss only once the log is synced.
+        await sync_wal(store.path)
         files.scratch.consume(snapshot)
         replayed = await _advance_replay(store, dream_input.replayed, now)
         await store.set_meta(LAST_DREAM_KEY, str(now))

@@ -17,6 +17,7 @@ from memory.graph import associations, attribution_chain, derivation_tree
 from memory.model import Crystal, Lifespan, NewCrystal
 from memory.retrieval.query import SearchRequest, Weights, parse_since
 from memory.retrieval.search import search
+from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
@@ -74,7 +75,7 @@ async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
         "attribution": [asdict(a) for a in await attribution_chain(store, args.id)],
         "audit": [
             dict(zip(("from", "to", "reason", "actor", "ts_ms"), t, strict=True))
-            for t in await store.audit_trail(args.id)
+            for t in await audit_trail(store, args.id)
         ],
     }
 

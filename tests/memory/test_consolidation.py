@@ -14,6 +14,7 @@ from memory.graph import derivation_tree
 from memory.model import Hormones, Lifecycle, Lifespan, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
+from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
@@ -58,13 +59,13 @@ async def test_each_transition_with_its_audit_row(store: MemoryStore, clock: Fak
     assert (report.expired_by_decay, report.expired_by_ttl, report.promoted) == (1, 1, 1)
     with pytest.raises(CrystalNotFound):
         await store.get(faded.id)
-    trail = await store.audit_trail(faded.id)
+    trail = await audit_trail(store, faded.id)
     assert trail[-1][:2] == ("generated", "expired") and trail[-1][3] == "consolidation"
     assert "fell below the forget threshold" in trail[-1][2]
-    assert (await store.audit_trail(timed.id))[-1][:3] == ("generated", "expired", "ttl elapsed")
+    assert (await audit_trail(store, timed.id))[-1][:3] == ("generated", "expired", "ttl elapsed")
     promoted = await store.get(used.id)
     assert promoted.lifecycle is Lifecycle.CONSOLIDATED
-    assert (await store.audit_trail(used.id))[-1][:2] == ("activated", "consolidated")
+    assert (await audit_trail(store, used.id))[-1][:2] == ("activated", "consolidated")
     pinned = await store.get(frozen.id)
     assert pinned.lifecycle is Lifecycle.FROZEN and pinned.importance == pytest.approx(access_strength(0))
     async with store.reader().execute("SELECT crystal_id, stage, due_ms FROM replay_queue") as cursor:
@@ -98,7 +99,7 @@ async def test_merge_archives_the_weaker_with_a_parent_link_and_unmerge_restores
     assert winner.lifecycle is Lifecycle.CONSOLIDATED and winner.access_count == 14
     tree = await derivation_tree(store, weak.id)
     assert [(p.crystal_id, p.relation) for p in tree.parents] == [(strong.id, "merged_into")]
-    assert "merged into" in (await store.audit_trail(weak.id))[-1][2]
+    assert "merged into" in (await audit_trail(store, weak.id))[-1][2]
     found = {h.crystal.id for h in await search(store, SearchRequest("november oscar papa", touch=False))}
     assert weak.id not in found and strong.id in found
 
@@ -140,13 +141,13 @@ async def test_stress_raises_the_merge_threshold(store: MemoryStore) -> None:
 async def test_dry_run_reports_and_changes_nothing(store: MemoryStore, clock: FakeClock) -> None:
     faded = (await store.remember(NewCrystal("never used again"))).crystal
     clock.advance(40 * DAY)
-    trail_before = await store.audit_trail(faded.id)
+    trail_before = await audit_trail(store, faded.id)
     dry = await consolidate(store, levels=Hormones(), dry_run=True)
     assert dry.dry_run and dry.expired_by_decay == 1
     assert [c.crystal_id for c in dry.changes] == [faded.id]
     after = await store.get(faded.id)
     assert after.lifecycle is Lifecycle.GENERATED and after.importance == 0.5  # not even rescored
-    assert await store.audit_trail(faded.id) == trail_before
+    assert await audit_trail(store, faded.id) == trail_before
     real = await consolidate(store, levels=Hormones())
     assert real.expired_by_decay == 1
 
@@ -163,5 +164,5 @@ async def test_purge_after_retention_keeps_the_history(store: MemoryStore, clock
     async with store.reader().execute("SELECT count(*) FROM crystals WHERE id = ?", (gone.id,)) as cursor:
         assert (await cursor.fetchone()) == (0,)
     assert await store.vectors.count(store.reader()) == 1
-    assert [t[1] for t in await store.audit_trail(gone.id)] == ["generated", "expired"]
+    assert [t[1] for t in await audit_trail(store, gone.id)] == ["generated", "expired"]
     assert math.isclose((await store.get(kept.id)).importance, access_strength(1))

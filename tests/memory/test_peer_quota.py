@@ -8,6 +8,7 @@ from memory.governance.quarantine import approve
 from memory.model import NewCrystal, Origin, Quarantine, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
+from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeClock
 
@@ -47,7 +48,7 @@ async def test_an_author_over_its_count_loses_its_oldest_and_the_audit_log_says_
     hits = await search(store, SearchRequest(query="tune step kernel", mode=SearchMode.KEYWORD, include_held=True))
     assert {h.crystal.id for h in hits} == set(ids[1:])  # gone from the keyword index too
     assert ("evicted: over its author's peer content quota", "quota") in [
-        (reason, actor) for _, _, reason, actor, _ in await store.audit_trail(ids[0])
+        (reason, actor) for _, _, reason, actor, _ in await audit_trail(store, ids[0])
     ]
     async with store.reader().execute("SELECT count(*) FROM quarantine WHERE crystal_id = ?", (ids[0],)) as cursor:
         assert (await cursor.fetchone()) == (0,)

@@ -16,6 +16,7 @@ from memory.errors import CrystalNotFound, EmbedderError, SchemaTooNew, StoreErr
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
+from memory.storage.crystal_queries import audit_trail
 from memory.storage.schema import SCHEMA_VERSION
 from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
@@ -67,7 +68,7 @@ async def test_forget_is_a_soft_delete_with_an_audit_row(store: MemoryStore, clo
     await store.forget(crystal.id, actor="agent", reason="user asked")
     with pytest.raises(CrystalNotFound):
         await store.get(crystal.id)
-    trail = await store.audit_trail(crystal.id)
+    trail = await audit_trail(store, crystal.id)
     assert trail == [
         (None, "generated", "created", "local", T0),
         ("generated", "expired", "user asked", "agent", T0 + 1000),
@@ -82,7 +83,7 @@ async def test_remembering_a_forgotten_text_revives_it(store: MemoryStore) -> No
     again = await store.remember(NewCrystal("revive me"))
     assert again.created and again.crystal.id == crystal.id
     assert again.crystal.lifecycle is Lifecycle.GENERATED
-    assert [t[1] for t in await store.audit_trail(crystal.id)] == ["generated", "expired", "generated"]
+    assert [t[1] for t in await audit_trail(store, crystal.id)] == ["generated", "expired", "generated"]
 
 
 async def test_disallowed_transition_is_refused_and_changes_nothing(store: MemoryStore) -> None:
@@ -90,7 +91,7 @@ async def test_disallowed_transition_is_refused_and_changes_nothing(store: Memor
     await store.forget(crystal.id)
     with pytest.raises(StoreError, match="cannot go from expired to frozen"):
         await store.transition(crystal.id, Lifecycle.FROZEN, reason="pin", actor="t")
-    assert len(await store.audit_trail(crystal.id)) == 2
+    assert len(await audit_trail(store, crystal.id)) == 2
 
 
 async def test_ttl_crystals_disappear_when_their_time_is_up(store: MemoryStore, clock: FakeClock) -> None:

@@ -14,6 +14,7 @@ from memory.governance.rules import check_exportable
 from memory.model import HeldStatus, Lifecycle, NewCrystal, Origin, Scope, SemanticType, content_hash
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
+from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
@@ -118,7 +119,7 @@ async def test_an_approved_skill_becomes_ordinary_memory(store: MemoryStore) -> 
     approved = await approve(store, result.crystal_id, actor="cli")
     assert not approved.quarantined and approved.embedded_with is not None
     assert [h.crystal.id for h in await search(store, SearchRequest("rotate logs"))] == [result.crystal_id]
-    assert ("approved from quarantine", "cli") in [(t[2], t[3]) for t in await store.audit_trail(result.crystal_id)]
+    assert ("approved from quarantine", "cli") in [(t[2], t[3]) for t in await audit_trail(store, result.crystal_id)]
     with pytest.raises(CrystalNotFound):
         await approve(store, result.crystal_id, actor="cli")  # no longer held
 
