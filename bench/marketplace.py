@@ -5,8 +5,13 @@ Escrow. An escrow purchase is: quote over a direct stream, lock in escrow (one t
 with a permit), delivery sealed to the buyer after the seller reads the lock, content
 check, store, release: two transactions, two round trips, several chain reads. A direct
 purchase replaces lock and release by one transferWithAuthorization the seller submits.
-The baseline is one plain ``transfer`` of the token in the same run.
-Goal (issue 6): under 1 s per purchase and within 5x of the bare transfer.
+The baseline is one plain ``transfer`` of the token in the same run, in time and in gas. Per
+purchase it also reports the transactions each party sent and their gas (with the seller's
+settlement run after each purchase, so whatever the seller sends to be paid counts).
+Goal (issue 6): under 1 s per purchase and within 5x of the bare transfer. Issue 15's goals for
+the escrow: at most 2 buyer transactions and total gas at most 3x the bare transfer; measured
+before its settlement redesign: 2 buyer transactions (lock with permit, release), 252,890 gas,
+7.4x a 34,068-gas transfer.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.listings import record_listing
 from marketplace.chain import Chain
-from marketplace.chain_types import Account
+from marketplace.chain_types import Account, GasSpent
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.exchange.seller import SellerLimits
@@ -74,18 +79,24 @@ async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
         await b_host.connect(s_host.listen_addrs[0])
         transfers = []
         buys: dict[str, list[float]] = {"escrow": [], "direct": []}
+        # Per purchase: transactions and gas each party sent, beside one bare transfer's gas.
+        costs: dict[str, list[tuple[int, int, int, int]]] = {"escrow": [], "direct": []}
+        transfer_gas = 0
         direct = Market(b_id, b_wallet, b_store, chain, b_host, payment="direct")
         # Interleaved (transfer, escrow buy, transfer, direct buy, ...) so that the machine's
         # drift touches baseline and purchases alike.
         for i in range(2 * purchases):
             started = time.perf_counter()
-            await chain.transfer(b_wallet, s_wallet.address, 1)
+            transfer_gas = (await chain.transfer(b_wallet, s_wallet.address, 1)).gas_used
             transfers.append(time.perf_counter() - started)
             mode, market = ("escrow", b_market) if i % 2 == 0 else ("direct", direct)
+            before = {a: GasSpent(g.transactions, g.gas) for a, g in chain.sent.items()}
             started = time.perf_counter()
             result = await market.buy(s_host.peer_id, s_id.public_key, f"bench.{i}")
             buys[mode].append(time.perf_counter() - started)
             assert result.state == "completed", result
+            await market.settle_sales()  # whatever the seller sends to be paid counts too
+            costs[mode].append(_spent(chain, before, b_wallet.address) + _spent(chain, before, s_wallet.address))
     finally:
         await b_host.stop()
         await s_host.stop()
@@ -96,17 +107,31 @@ async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {
         "purchases_per_mode": purchases,
         "baseline_bare_transfer_s": {"p50": round(transfer_p50, 4), "max": round(max(transfers), 4)},
+        "baseline_bare_transfer_gas": transfer_gas,
         "goal_s": GOAL_S,
         "goal_ratio": GOAL_RATIO,
     }
     for mode, times in buys.items():
         p50 = statistics.median(times)
+        buyer_tx, buyer_gas, seller_tx, seller_gas = (max(c[k] for c in costs[mode]) for k in range(4))
         out[mode] = {
+            "transactions": {"buyer": buyer_tx, "seller": seller_tx},
+            "gas": {
+                "buyer": buyer_gas,
+                "seller": seller_gas,
+                "total": buyer_gas + seller_gas,
+                "ratio_to_transfer": round((buyer_gas + seller_gas) / transfer_gas, 2),
+            },
             "purchase_s": {"p50": round(p50, 4), "max": round(max(times), 4)},
             "ratio_to_transfer": round(p50 / transfer_p50, 2),
             "goal_met": p50 < GOAL_S and p50 / transfer_p50 <= GOAL_RATIO,
         }
     return out
+
+
+def _spent(chain: Chain, before: dict[str, GasSpent], address: str) -> tuple[int, int]:
+    now, then = chain.sent.get(address, GasSpent()), before.get(address, GasSpent())
+    return now.transactions - then.transactions, now.gas - then.gas
 
 
 async def _commit_cost(commits: int, tmp: Path) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
-from marketplace.chain_types import Account, LockInfo, Receipt, TransferAuthorization
+from marketplace.chain_types import Account, GasSpent, LockInfo, Receipt, TransferAuthorization
 from marketplace.errors import (
     ChainError,
     ChainUnreachable,
@@ -75,6 +75,8 @@ class Chain:
         self._thread: TrioThread | None = None
         #: How long a send waits for its receipt before it reports the transaction pending.
         self.receipt_timeout_s = RECEIPT_TIMEOUT_S
+        #: Transactions this client sent and mined, and their gas, by sender address.
+        self.sent: dict[str, GasSpent] = {}
         self._chain_id: int | None = None
         self._domain: dict[str, Any] | None = None
 
@@ -398,7 +400,11 @@ class Chain:
                 except Exception as exc:  # noqa: BLE001 - normalised
                     raise _reverted(exc) from None
                 raise TransactionReverted("reverted on chain")
-            return Receipt(tx_hash.hex(), int(receipt["blockNumber"]), int(receipt["gasUsed"]))
+            mined = Receipt(tx_hash.hex(), int(receipt["blockNumber"]), int(receipt["gasUsed"]))
+            spent = self.sent.setdefault(account.address, GasSpent())
+            spent.transactions += 1
+            spent.gas += mined.gas_used
+            return mined
 
         return await self._run(send)
 

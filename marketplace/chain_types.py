@@ -78,3 +78,11 @@ class LockInfo:
     amount: int
     deadline: int
     state: str  # none, locked, released, refunded
+
+
+@dataclass(slots=True)
+class GasSpent:
+    """What one account's transactions cost: how many were mined, and their gas."""
+
+    transactions: int = 0
+    gas: int = 0
