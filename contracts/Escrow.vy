@@ -1,33 +1,55 @@
 # pragma version 0.4.3
-# @title Skill purchase escrow
-# @notice The buyer locks the price for one purchase; the buyer releases it to the seller once the
-#         delivered skill matched the signed listing, or takes it back after the deadline if
-#         nothing valid was delivered. A purchase id can be locked once, ever: a payment is never
-#         made twice for the same purchase.
+# @title Skill purchase escrow: paid on delivery without the buyer's goodwill, refunded without the seller's
+# @notice The buyer locks the price for one purchase, within the deadline bounds set at deployment.
+#         Paid to the seller: when the buyer releases it, or when the seller committed its delivery
+#         (the hash of the ciphertext it sent and the key that opens it) before the deadline and the
+#         dispute window then passed without a dispute. Back to the buyer: after the deadline when no
+#         delivery was committed. A dispute within the window goes to the arbiter named at deployment,
+#         whose decision is one transaction; a dispute it leaves open for the arbitration window
+#         ends as undisputed.
+#         A purchase id is the buyer's own (keccak of its address and a nonce): nobody else can take
+#         one. Each deal is one storage word: the hash of its terms, its state and its commit time;
+#         the terms are passed again with each call and checked against that hash.
 
 interface IERC20:
     def transferFrom(sender: address, receiver: address, amount: uint256) -> bool: nonpayable
     def transfer(receiver: address, amount: uint256) -> bool: nonpayable
     def permit(owner: address, spender: address, amount: uint256, deadline: uint256, v: uint8, r: bytes32, s: bytes32): nonpayable
+    def allowance(owner: address, spender: address) -> uint256: view
 
-UNUSED: constant(uint8) = 0
-LOCKED: constant(uint8) = 1
-RELEASED: constant(uint8) = 2
-REFUNDED: constant(uint8) = 3
-
-struct Lock:
+struct Terms:
     buyer: address
+    nonce: bytes32
     seller: address
     amount: uint256
+    content_hash: bytes32
     deadline: uint256
-    state: uint8
+
+LOCKED: constant(uint256) = 1
+DELIVERED: constant(uint256) = 2
+DISPUTED: constant(uint256) = 3
+RELEASED: constant(uint256) = 4
+REFUNDED: constant(uint256) = 5
+
+TERMS_SHIFT: constant(uint256) = 96
+STATE_SHIFT: constant(uint256) = 64
+TIME_MASK: constant(uint256) = 2**64 - 1
 
 event Locked:
     purchase_id: indexed(bytes32)
     buyer: indexed(address)
     seller: indexed(address)
     amount: uint256
+    content_hash: bytes32
     deadline: uint256
+
+event Committed:
+    purchase_id: indexed(bytes32)
+    delivery_hash: bytes32
+    key: bytes32
+
+event Disputed:
+    purchase_id: indexed(bytes32)
 
 event Released:
     purchase_id: indexed(bytes32)
@@ -38,62 +60,207 @@ event Refunded:
     amount: uint256
 
 token: public(immutable(address))
-locks: public(HashMap[bytes32, Lock])
+arbiter: public(immutable(address))
+min_delivery_window: public(immutable(uint256))
+max_lock: public(immutable(uint256))
+dispute_window: public(immutable(uint256))
+arbitration_window: public(immutable(uint256))
+deals: public(HashMap[bytes32, uint256])
 
 
 @deploy
-def __init__(token_address: address):
+def __init__(
+    token_address: address,
+    arbiter_address: address,
+    min_window: uint256,
+    max_lock_time: uint256,
+    dispute_time: uint256,
+    arbitration_time: uint256,
+):
+    assert token_address != empty(address), "no token"
+    assert arbiter_address != empty(address), "no arbiter"
+    assert min_window > 0 and min_window <= max_lock_time, "bad deadline bounds"
+    assert dispute_time > 0 and arbitration_time > 0, "bad windows"
     token = token_address
-
-
-@internal
-def _lock(purchase_id: bytes32, seller: address, amount: uint256, deadline: uint256):
-    assert self.locks[purchase_id].state == UNUSED, "purchase already locked"
-    assert amount > 0, "nothing to lock"
-    assert seller != empty(address), "no seller"
-    assert deadline > block.timestamp, "deadline in the past"
-    self.locks[purchase_id] = Lock(buyer=msg.sender, seller=seller, amount=amount, deadline=deadline, state=LOCKED)
-    assert extcall IERC20(token).transferFrom(msg.sender, self, amount), "transfer failed"
-    log Locked(purchase_id=purchase_id, buyer=msg.sender, seller=seller, amount=amount, deadline=deadline)
+    arbiter = arbiter_address
+    min_delivery_window = min_window
+    max_lock = max_lock_time
+    dispute_window = dispute_time
+    arbitration_window = arbitration_time
 
 
 @external
-def lock(purchase_id: bytes32, seller: address, amount: uint256, deadline: uint256):
-    """Lock after an ``approve`` of this escrow for ``amount``."""
-    self._lock(purchase_id, seller, amount, deadline)
+@pure
+def purchase_id(buyer: address, nonce: bytes32) -> bytes32:
+    return keccak256(abi_encode(buyer, nonce))
+
+
+@internal
+@pure
+def _id(terms: Terms) -> bytes32:
+    return keccak256(abi_encode(terms.buyer, terms.nonce))
+
+
+@internal
+@pure
+def _fingerprint(terms: Terms) -> uint256:
+    return convert(keccak256(abi_encode(terms)), uint256) >> TERMS_SHIFT
+
+
+@internal
+@pure
+def _word(fingerprint: uint256, state: uint256, at: uint256) -> uint256:
+    return (fingerprint << TERMS_SHIFT) | (state << STATE_SHIFT) | at
+
+
+@internal
+@view
+def _load(terms: Terms) -> (bytes32, uint256, uint256):
+    """The deal's id, state and commit time; reverts unless these are its terms."""
+    deal_id: bytes32 = self._id(terms)
+    word: uint256 = self.deals[deal_id]
+    assert word != 0 and word >> TERMS_SHIFT == self._fingerprint(terms), "no such deal"
+    return deal_id, (word >> STATE_SHIFT) & 255, word & TIME_MASK
+
+
+@internal
+def _pay(deal_id: bytes32, terms: Terms, state: uint256, receiver: address):
+    self.deals[deal_id] = self._word(self._fingerprint(terms), state, 0)
+    assert extcall IERC20(token).transfer(receiver, terms.amount), "transfer failed"
+    if state == RELEASED:
+        log Released(purchase_id=deal_id, amount=terms.amount)
+    else:
+        log Refunded(purchase_id=deal_id, amount=terms.amount)
+
+
+@internal
+def _lock(terms: Terms):
+    assert terms.buyer == msg.sender, "the buyer locks its own purchase"
+    deal_id: bytes32 = self._id(terms)
+    assert self.deals[deal_id] == 0, "purchase already locked"
+    assert terms.amount > 0, "nothing to lock"
+    assert terms.seller != empty(address) and terms.seller != msg.sender, "no seller"
+    assert terms.deadline >= block.timestamp + min_delivery_window, "deadline nearer than the delivery window"
+    assert terms.deadline <= block.timestamp + max_lock, "deadline further than the longest lock"
+    self.deals[deal_id] = self._word(self._fingerprint(terms), LOCKED, 0)
+    assert extcall IERC20(token).transferFrom(msg.sender, self, terms.amount), "transfer failed"
+    log Locked(
+        purchase_id=deal_id,
+        buyer=msg.sender,
+        seller=terms.seller,
+        amount=terms.amount,
+        content_hash=terms.content_hash,
+        deadline=terms.deadline,
+    )
+
+
+@external
+def lock(terms: Terms):
+    """Lock after an ``approve`` of this escrow for at least the amount."""
+    self._lock(terms)
 
 
 @external
 def lock_with_permit(
-    purchase_id: bytes32,
-    seller: address,
-    amount: uint256,
-    deadline: uint256,
-    permit_deadline: uint256,
-    v: uint8,
-    r: bytes32,
-    s: bytes32,
+    terms: Terms, permit_value: uint256, permit_deadline: uint256, v: uint8, r: bytes32, s: bytes32
 ):
-    """Lock in one transaction: the buyer's EIP-2612 permit replaces the separate approve."""
-    extcall IERC20(token).permit(msg.sender, self, amount, permit_deadline, v, r, s)
-    self._lock(purchase_id, seller, amount, deadline)
+    """Lock in one transaction: the buyer's EIP-2612 permit replaces the separate approve (for
+    ``permit_value``, which may cover later locks too: only its own locks can draw on it). Anyone
+    can submit a permit seen in flight first; the allowance it made then serves the same lock."""
+    if staticcall IERC20(token).allowance(msg.sender, self) < terms.amount:
+        extcall IERC20(token).permit(msg.sender, self, permit_value, permit_deadline, v, r, s)
+    self._lock(terms)
 
 
 @external
-def release(purchase_id: bytes32):
-    entry: Lock = self.locks[purchase_id]
-    assert entry.state == LOCKED, "not locked"
-    assert msg.sender == entry.buyer, "only the buyer releases"
-    self.locks[purchase_id].state = RELEASED
-    assert extcall IERC20(token).transfer(entry.seller, entry.amount), "transfer failed"
-    log Released(purchase_id=purchase_id, amount=entry.amount)
+def commit(terms: Terms, delivery_hash: bytes32, key: bytes32):
+    """The seller records what it delivered (the ciphertext's hash) and the key that opens it,
+    before the deadline: the dispute window starts."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    assert msg.sender == terms.seller, "only the seller commits"
+    assert state == LOCKED, "not locked"
+    assert block.timestamp < terms.deadline, "deadline passed"
+    self.deals[deal_id] = self._word(self._fingerprint(terms), DELIVERED, block.timestamp)
+    log Committed(purchase_id=deal_id, delivery_hash=delivery_hash, key=key)
 
 
 @external
-def refund(purchase_id: bytes32):
-    entry: Lock = self.locks[purchase_id]
-    assert entry.state == LOCKED, "not locked"
-    assert block.timestamp >= entry.deadline, "deadline not reached"
-    self.locks[purchase_id].state = REFUNDED
-    assert extcall IERC20(token).transfer(entry.buyer, entry.amount), "transfer failed"
-    log Refunded(purchase_id=purchase_id, amount=entry.amount)
+def release(terms: Terms):
+    """The buyer pays the seller now (the delivery checked out)."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    assert msg.sender == terms.buyer, "only the buyer releases"
+    assert state == LOCKED or state == DELIVERED, "not locked"
+    self._pay(deal_id, terms, RELEASED, terms.seller)
+
+
+@external
+def claim(terms: Terms):
+    """Anyone pays the seller once its committed delivery was not disputed in the window (or the
+    arbiter left the dispute open for the arbitration window)."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    if state == DELIVERED:
+        assert block.timestamp >= at + dispute_window, "dispute window open"
+    else:
+        assert state == DISPUTED, "nothing to claim"
+        assert block.timestamp >= at + dispute_window + arbitration_window, "in arbitration"
+    self._pay(deal_id, terms, RELEASED, terms.seller)
+
+
+@external
+def refund(terms: Terms):
+    """Anyone returns the money to the buyer once the deadline passed with no delivery committed."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    assert state == LOCKED, "not refundable"
+    assert block.timestamp >= terms.deadline, "deadline not reached"
+    self._pay(deal_id, terms, REFUNDED, terms.buyer)
+
+
+@external
+def dispute(terms: Terms):
+    """The buyer contests the committed delivery within the window: the arbiter decides."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    assert msg.sender == terms.buyer, "only the buyer disputes"
+    assert state == DELIVERED, "no delivery to dispute"
+    assert block.timestamp < at + dispute_window, "dispute window closed"
+    self.deals[deal_id] = self._word(self._fingerprint(terms), DISPUTED, at)
+    log Disputed(purchase_id=deal_id)
+
+
+@external
+def resolve(terms: Terms, to_seller: bool):
+    """The arbiter's decision on a dispute, in one transaction."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    assert msg.sender == arbiter, "only the arbiter resolves"
+    assert state == DISPUTED, "not disputed"
+    if to_seller:
+        self._pay(deal_id, terms, RELEASED, terms.seller)
+    else:
+        self._pay(deal_id, terms, REFUNDED, terms.buyer)
+
+
+@external
+@view
+def status(terms: Terms) -> (uint256, uint256):
+    """(state, commit time) of the deal with exactly these terms; (0, 0) for none."""
+    word: uint256 = self.deals[self._id(terms)]
+    if word == 0 or word >> TERMS_SHIFT != self._fingerprint(terms):
+        return 0, 0
+    return (word >> STATE_SHIFT) & 255, word & TIME_MASK

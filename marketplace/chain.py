@@ -24,7 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
-from marketplace.chain_types import Account, GasSpent, LockInfo, Receipt, TransferAuthorization
+from marketplace.chain_types import Account, EscrowRules, GasSpent, Receipt, TransferAuthorization
 from marketplace.errors import (
     ChainError,
     ChainUnreachable,
@@ -37,8 +37,11 @@ from p2p.bridge import TrioThread
 T = TypeVar("T")
 GAS_LIMIT = 300_000
 RECEIPT_TIMEOUT_S = 30.0
+#: What our development deployments of the escrow are made with (the arbiter: given, or the deployer).
+ESCROW_RULES = EscrowRules(
+    arbiter="", min_delivery_window_s=300, max_lock_s=86_400, dispute_window_s=3_600, arbitration_window_s=7 * 86_400
+)
 USDC_DECIMALS = 6
-LOCK_STATES = {0: "none", 1: "locked", 2: "released", 3: "refunded"}
 
 
 _PERMIT_FIELDS = [
@@ -68,7 +71,7 @@ class Chain:
     def __init__(self, w3: Any, token_address: str, escrow_address: str, *, dev: bool) -> None:
         self._w3 = w3
         self._token = w3.eth.contract(address=token_address, abi=artifact("DevUSDC")["abi"])
-        self._escrow = w3.eth.contract(address=escrow_address, abi=artifact("Escrow")["abi"])
+        self.escrow_contract = w3.eth.contract(address=escrow_address, abi=artifact("Escrow")["abi"])
         self.token_address = token_address
         self.escrow_address = escrow_address
         self.dev = dev
@@ -83,11 +86,14 @@ class Chain:
     # --- construction --------------------------------------------------------------------
 
     @classmethod
-    async def embedded(cls) -> Chain:
+    async def embedded(cls, *, arbiter: str | None = None) -> Chain:
+        """An EVM in this process with our token and escrow (``arbiter``: who decides disputes; the
+        deploying account when None)."""
+
         def build() -> Chain:
             from web3 import Web3
 
-            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()))
+            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()), arbiter)
 
         return await cls._on_worker(build)
 
@@ -110,17 +116,21 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    async def rpc_dev(cls, url: str) -> Chain:
+    async def rpc_dev(cls, url: str, *, arbiter: str | None = None) -> Chain:
         """A local development JSON-RPC chain (anvil): deploy our contracts with its first,
         unlocked account, which is then the dev token's minter (``fund`` works as embedded)."""
-        return await cls._on_worker(lambda: cls._with_our_contracts(_connect(url)))
+        return await cls._on_worker(lambda: cls._with_our_contracts(_connect(url), arbiter))
 
     @classmethod
-    def _with_our_contracts(cls, w3: Any) -> Chain:
+    def _with_our_contracts(cls, w3: Any, arbiter: str | None) -> Chain:
         """Deploy DevUSDC and the escrow with the chain's first (unlocked) account: a dev chain."""
         deployer = w3.eth.accounts[0]
         token = _deploy(w3, deployer, "DevUSDC")
-        escrow = _deploy(w3, deployer, "Escrow", token)
+        rules = ESCROW_RULES
+        escrow = _deploy(
+            w3, deployer, "Escrow", token, arbiter or deployer, rules.min_delivery_window_s, rules.max_lock_s,
+            rules.dispute_window_s, rules.arbitration_window_s,
+        )  # fmt: skip
         return cls(w3, token, escrow, dev=True)
 
     @classmethod
@@ -145,62 +155,59 @@ class Chain:
     # --- reads ---------------------------------------------------------------------------
 
     async def chain_id(self) -> int:
-        return await self._run(lambda: int(self._w3.eth.chain_id))
+        return await self.run(lambda: int(self._w3.eth.chain_id))
 
     async def balance(self, address: str) -> int:
-        return await self._run(lambda: int(self._token.functions.balanceOf(address).call()))
+        return await self.run(lambda: int(self._token.functions.balanceOf(address).call()))
 
     async def timestamp(self) -> int:
-        return await self._run(lambda: int(self._w3.eth.get_block("latest")["timestamp"]))
-
-    async def lock_info(self, purchase_id: bytes) -> LockInfo:
-        def read() -> LockInfo:
-            buyer, seller, amount, deadline, state = self._escrow.functions.locks(purchase_id).call()
-            return LockInfo(buyer, seller, int(amount), int(deadline), LOCK_STATES.get(int(state), "unknown"))
-
-        return await self._run(read)
+        return await self.run(lambda: int(self._w3.eth.get_block("latest")["timestamp"]))
 
     # --- writes --------------------------------------------------------------------------
 
     async def transfer(self, account: Account, to: str, amount: int) -> Receipt:
-        return await self._send(account, lambda: self._token.functions.transfer(to, _amount(amount)))
+        return await self.send(account, lambda: self._token.functions.transfer(to, _amount(amount)))
 
     async def approve(self, account: Account, spender: str, amount: int) -> Receipt:
-        return await self._send(account, lambda: self._token.functions.approve(spender, _amount(amount)))
+        return await self.send(account, lambda: self._token.functions.approve(spender, _amount(amount)))
 
     async def permit_nonce(self, address: str) -> int:
         """The token's EIP-2612 nonce of ``address`` (the next permit must carry it)."""
-        return await self._run(lambda: int(self._token.functions.nonces(address).call()))
+        return await self.run(lambda: int(self._token.functions.nonces(address).call()))
 
-    async def lock(
-        self,
-        account: Account,
-        purchase_id: bytes,
-        seller: str,
-        amount: int,
-        deadline: int,
-        *,
-        permit_nonce: int | None = None,
-    ) -> Receipt:
-        """Lock exactly ``amount`` for ``purchase_id`` (once, ever) in one transaction: an EIP-2612
-        permit for the escrow, signed here, stands in for a separate approve. ``permit_nonce`` when
-        the caller read it already (a stale one only makes the lock revert: nothing moves)."""
-        _amount(amount)
+    async def sign_permit(
+        self, account: Account, spender: str, value: int, deadline: int, nonce: int | None
+    ) -> tuple[int, bytes, bytes]:
+        """An EIP-2612 permit letting ``spender`` draw ``value`` from ``account`` until ``deadline``
+        (``nonce``: the token's permit nonce if the caller read it already; a stale one only makes
+        the transaction that carries the permit revert)."""
+        _amount(value)
 
         def permit_signature() -> tuple[int, bytes, bytes]:
-            nonce = (
-                permit_nonce if permit_nonce is not None else int(self._token.functions.nonces(account.address).call())
-            )
+            current = nonce if nonce is not None else int(self._token.functions.nonces(account.address).call())
             return self._sign_typed(account, "Permit", _PERMIT_FIELDS, {
-                "owner": account.address, "spender": self.escrow_address, "value": amount, "nonce": nonce,
-                "deadline": deadline,
+                "owner": account.address, "spender": spender, "value": value, "nonce": current, "deadline": deadline,
             })  # fmt: skip
 
-        v, r, s = await self._run(permit_signature)
-        return await self._send(  # the permit expires with the lock's deadline
-            account,
-            lambda: self._escrow.functions.lock_with_permit(purchase_id, seller, amount, deadline, deadline, v, r, s),
+        return await self.run(permit_signature)
+
+    async def submit_permit(
+        self,
+        submitter: Account,
+        owner: str,
+        spender: str,
+        value: int,
+        deadline: int,
+        signature: tuple[int, bytes, bytes],
+    ) -> Receipt:
+        """Send ``owner``'s signed permit (anyone may: it only sets what ``owner`` signed)."""
+        v, r, s = signature
+        return await self.send(
+            submitter, lambda: self._token.functions.permit(owner, spender, _amount(value), deadline, v, r, s)
         )
+
+    async def allowance(self, owner: str, spender: str) -> int:
+        return await self.run(lambda: int(self._token.functions.allowance(owner, spender).call()))
 
     async def authorize_transfer(
         self, account: Account, receiver: str, amount: int, nonce: bytes, valid_before: int
@@ -221,11 +228,11 @@ class Chain:
             })  # fmt: skip
             return TransferAuthorization(account.address, to, amount, 0, valid_before, nonce, v, r, s)
 
-        return await self._run(sign)
+        return await self.run(sign)
 
     async def transfer_with_authorization(self, submitter: Account, auth: TransferAuthorization) -> Receipt:
         """Submit ``auth`` (anyone may; the money goes only where it says)."""
-        return await self._send(
+        return await self.send(
             submitter,
             lambda: self._token.functions.transferWithAuthorization(
                 auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
@@ -234,13 +241,7 @@ class Chain:
         )  # fmt: skip
 
     async def authorization_used(self, authorizer: str, nonce: bytes) -> bool:
-        return await self._run(lambda: bool(self._token.functions.authorizationState(authorizer, nonce).call()))
-
-    async def release(self, account: Account, purchase_id: bytes) -> Receipt:
-        return await self._send(account, lambda: self._escrow.functions.release(purchase_id))
-
-    async def refund(self, account: Account, purchase_id: bytes) -> Receipt:
-        return await self._send(account, lambda: self._escrow.functions.refund(purchase_id))
+        return await self.run(lambda: bool(self._token.functions.authorizationState(authorizer, nonce).call()))
 
     # --- development chain only ----------------------------------------------------------
 
@@ -256,7 +257,7 @@ class Chain:
                 self._token.functions.mint(address, _amount(micro_usdc)).transact({"from": minter, "gas": GAS_LIMIT}),
             )
 
-        await self._run(give)
+        await self.run(give)
 
     async def set_automine(self, on: bool) -> None:
         """Mine each transaction as it arrives (the dev chains' default), or leave it pending until
@@ -270,7 +271,7 @@ class Chain:
             else:
                 self._w3.provider.make_request("evm_setAutomine", [on])
 
-        await self._run(switch)
+        await self.run(switch)
 
     async def mine(self) -> None:
         """Mine one block on the dev chain (with whatever is pending)."""
@@ -283,7 +284,7 @@ class Chain:
             else:
                 self._w3.provider.make_request("evm_mine", [])
 
-        await self._run(one)
+        await self.run(one)
 
     async def advance_time(self, seconds: int) -> None:
         """Move the dev chain's clock forward and mine a block (for timeouts in tests)."""
@@ -298,7 +299,7 @@ class Chain:
                 self._w3.provider.make_request("evm_increaseTime", [seconds])
                 self._w3.provider.make_request("evm_mine", [])
 
-        await self._run(travel)
+        await self.run(travel)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -315,9 +316,16 @@ class Chain:
                 "amount here is in micro-USDC"
             )
         try:
-            held = str(self._escrow.functions.token().call())
+            held = str(self.escrow_contract.functions.token().call())
         except Exception as exc:  # noqa: BLE001
             raise ChainError(f"the escrow address {self.escrow_address} does not answer token(): {exc}") from None
+        try:
+            self.escrow_contract.functions.dispute_window().call()
+        except Exception:  # noqa: BLE001 - the escrow before seller-side settlement has no such rule
+            raise ChainError(
+                f"the escrow at {self.escrow_address} is an earlier version (no dispute window): deploy the "
+                "current one (`bitterbot-node chain deploy`) and point every node at it"
+            ) from None
         if held.lower() != self.token_address.lower():
             raise ChainError(
                 f"the escrow at {self.escrow_address} holds the token {held}, not the configured {self.token_address}"
@@ -352,7 +360,8 @@ class Chain:
         if not self.dev:
             raise ChainError(f"{what} exists on the embedded development chain only")
 
-    async def _run(self, work: Callable[[], T]) -> T:
+    async def run(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (web3 calls) on the chain's own thread; a transport failure is ``ChainUnreachable``."""
         if self._thread is None:
             raise ChainError("the chain client is closed")
         try:
@@ -363,7 +372,9 @@ class Chain:
             where = getattr(self._w3.provider, "endpoint_uri", None) or "the chain"
             raise ChainUnreachable(f"cannot reach {where}: {exc}") from None
 
-    async def _send(self, account: Account, make: Callable[[], Any]) -> Receipt:
+    async def send(self, account: Account, make: Callable[[], Any]) -> Receipt:
+        """Sign and send the transaction ``make`` builds (on the chain's thread), and wait for its receipt."""
+
         def send() -> Receipt:
             from eth_account import Account as EthAccount
             from web3.exceptions import TimeExhausted
@@ -406,7 +417,7 @@ class Chain:
             spent.gas += mined.gas_used
             return mined
 
-        return await self._run(send)
+        return await self.run(send)
 
 
 def _amount(micro_usdc: int) -> int:

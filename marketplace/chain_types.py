@@ -1,5 +1,5 @@
 """What the chain client speaks in: an account this node controls, a transaction's receipt, a
-signed EIP-3009 transfer authorization, and an escrow lock as the chain reports it."""
+signed EIP-3009 transfer authorization, an escrowed deal's terms and status, the escrow's rules."""
 
 from __future__ import annotations
 
@@ -72,12 +72,55 @@ class TransferAuthorization:
 
 
 @dataclass(frozen=True, slots=True)
-class LockInfo:
+class DealTerms:
+    """One escrowed purchase as the escrow knows it: the chain keeps a hash of these, and every call
+    on the deal passes them again. The purchase id is the buyer's own: derived from its address
+    and the nonce the seller quoted, so nobody else can lock (squat) it."""
+
     buyer: str
+    nonce: bytes  # 32 bytes, from the seller's quote
     seller: str
-    amount: int
-    deadline: int
-    state: str  # none, locked, released, refunded
+    amount: int  # micro-USDC
+    content_hash: bytes  # 32 bytes: the listed skill's content hash
+    deadline: int  # chain seconds: no delivery committed by then, the buyer may take the money back
+
+    @property
+    def purchase_id(self) -> bytes:
+        return purchase_id_of(self.buyer, self.nonce)
+
+    def as_tuple(self) -> tuple[str, bytes, str, int, bytes, int]:
+        return (self.buyer, self.nonce, self.seller, self.amount, self.content_hash, self.deadline)
+
+
+def purchase_id_of(buyer: str, nonce: bytes) -> bytes:
+    """keccak256(abi.encode(buyer, nonce)), as the escrow computes it."""
+    from eth_utils.conversions import to_bytes
+    from eth_utils.crypto import keccak
+
+    if len(nonce) != 32:
+        raise ValueError("a purchase nonce is 32 bytes")
+    return bytes(keccak(b"\0" * 12 + to_bytes(hexstr=buyer) + nonce))
+
+
+#: The escrow's states, by the number it stores.
+DEAL_STATES = {0: "none", 1: "locked", 2: "delivered", 3: "disputed", 4: "released", 5: "refunded"}
+
+
+@dataclass(frozen=True, slots=True)
+class DealStatus:
+    state: str  # none, locked, delivered (a delivery committed), disputed, released, refunded
+    committed_at: int = 0  # chain seconds the delivery was committed (delivered and disputed)
+
+
+@dataclass(frozen=True, slots=True)
+class EscrowRules:
+    """What the escrow was deployed with: no deal can move outside them."""
+
+    arbiter: str
+    min_delivery_window_s: int
+    max_lock_s: int
+    dispute_window_s: int
+    arbitration_window_s: int
 
 
 @dataclass(slots=True)

@@ -147,6 +147,15 @@ ALTER TABLE listings ADD COLUMN signed_ms INTEGER NOT NULL DEFAULT 0;
 """
 
 
+# 8: what settles a deal without the other side. The seller keeps the one-time key of each delivery
+# (the ciphertext is reproducible from it, and both go on chain if the buyer does not release); the
+# buyer keeps the seller's signed delivery, its evidence in a dispute.
+_DELIVERIES = """
+ALTER TABLE sales ADD COLUMN delivery_key BLOB;
+ALTER TABLE purchases ADD COLUMN delivery BLOB;
+"""
+
+
 async def _adopt(db: aiosqlite.Connection) -> int:
     """The version of the marketplace tables an older release created under the memory's migrations."""
     if await table_exists(db, "listings_fts"):
@@ -162,5 +171,6 @@ async def _adopt(db: aiosqlite.Connection) -> int:
 #: MIGRATIONS[n] takes the marketplace's tables from version n to n+1.
 MIGRATIONS = [
     _EXECUTIONS, _LISTINGS, _PURCHASES_AND_SALES, _BOUNTIES_AND_ENDORSEMENTS, _PAYMENT, _INDEXES, _SIGNED_AT,
+    _DELIVERIES,
 ]  # fmt: skip
 MARKET_SCHEMA = SchemaSet("marketplace", "schema_version:marketplace", MIGRATIONS, adopt=_adopt)

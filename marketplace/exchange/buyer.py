@@ -12,11 +12,10 @@ import asyncio
 from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
-from crypto.errors import SealedDataTampered
 from marketplace.catalog.bounties import live_bounties, matches
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain import Chain
-from marketplace.chain_types import LockInfo
+from marketplace.chain_types import DealStatus
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
 from marketplace.exchange.party import Party
@@ -29,6 +28,7 @@ from marketplace.exchange.protocol import (
     DeliveryRequest,
     Quote,
     QuoteRequest,
+    open_delivery,
     parse_delivery,
     parse_quote,
 )
@@ -38,6 +38,7 @@ from p2p.ingest import peer_source
 from p2p.messages import SkillListing, parse_skill_listing
 
 _S = PurchaseState
+STANDING_ALLOWANCE_MICRO_USDC = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,10 @@ class Buyer:
         self._bounds = party.bounds
         self._payment = payment
         self._purchases = Purchases(party.store, party.clock)
+        self._escrow = party.escrow
+        #: A first lock's permit allows this much, so later locks need no permit (only this
+        #: node's own locks can draw on it: the escrow takes from the buyer that sends the lock).
+        self._standing_allowance = STANDING_ALLOWANCE_MICRO_USDC
         self._in_flight: set[bytes] = set()
 
     async def buy(
@@ -137,11 +142,11 @@ class Buyer:
         for record in await self._purchases.in_states(*UNFINISHED_PURCHASES, _S.FAILED):
             if record.purchase_id in self._in_flight:
                 continue  # a buy in this process is carrying it right now
+            quote = quote_in(record)
             if record.state is _S.FAILED and (
-                record.payment != "escrow" or (await self._chain.lock_info(record.purchase_id)).state == "none"
+                record.payment != "escrow" or (await self._escrow.status(quote.terms())).state == "none"
             ):
                 continue  # failed indeed: nothing of it is on the chain
-            quote = quote_in(record)
             self._in_flight.add(record.purchase_id)
             try:
                 results.append(await self._continue(Deal(quote, record.seller_peer, record.seller, _listing_of(quote))))
@@ -151,18 +156,31 @@ class Buyer:
         return results
 
     async def refund_due(self) -> list[str]:
-        """Refund every refused or undelivered purchase whose escrow deadline has passed; returns their ids."""
-        pending = await self._purchases.in_states(_S.REFUSED, _S.LOCKED, payment="escrow")
+        """Settle every escrowed purchase still open here from what the chain says: refund what had no
+        delivery committed by its deadline, dispute a committed delivery this node refused, record
+        what the seller was paid and what came back. Returns the ids refunded."""
+        pending = await self._purchases.in_states(_S.REFUSED, _S.LOCKED, _S.DISPUTED, payment="escrow")
         done = []
         now = await self._chain.timestamp()
         for record in pending:
-            lock = await self._chain.lock_info(record.purchase_id)
-            if lock.state == "locked" and now >= lock.deadline:
-                await self._chain.refund(self._wallet, record.purchase_id)
-                lock = await self._chain.lock_info(record.purchase_id)
-            if lock.state == "refunded":
+            terms = quote_in(record).terms()
+            status = await self._escrow.status(terms)
+            if status.state == "locked" and now >= terms.deadline:
+                await self._escrow.refund(self._wallet, terms)
+                status = await self._escrow.status(terms)
+            if status.state == "delivered" and record.state is _S.REFUSED:
+                # The seller put its key on chain for what this node refused: contest it before the window closes.
+                await self._escrow.dispute(self._wallet, terms)
+                await self._purchases.move(record.purchase_id, _S.DISPUTED, keep_detail=True)
+            elif status.state == "refunded":
                 await self._purchases.move(record.purchase_id, _S.REFUNDED, keep_detail=True)
                 done.append(record.purchase_id.hex())
+            elif status.state == "released" and record.state is not _S.LOCKED:
+                await self._purchases.move(
+                    record.purchase_id,
+                    _S.LOST,
+                    "the escrow paid the seller: the arbiter decided so, or no dispute came in time",
+                )
         return done
 
     async def _continue(self, deal: Deal, *, fresh: bool = False, permit_nonce: int | None = None) -> PurchaseResult:
@@ -171,22 +189,23 @@ class Buyer:
         record = await self._purchases.get(deal.purchase_id)
         if (record.payment if record else self._payment) == "direct":
             return await self._continue_direct(deal, fresh=fresh)
+        terms = deal.quote.terms()
         # A purchase id the escrow already holds makes the lock revert: a fresh one skips the read.
-        lock = LockInfo("", "", 0, 0, "none") if fresh else await self._chain.lock_info(deal.purchase_id)
-        if lock.state in ("released", "refunded"):
+        status = DealStatus("none") if fresh else await self._escrow.status(terms)
+        if status.state in ("released", "refunded"):
             # A restart after the last chain step but before it was written down: settle the record.
-            crystal = await self._crystal_with(deal.listing.content_hash) if lock.state == "released" else None
-            return await self._end(deal, _S.COMPLETED if lock.state == "released" else _S.REFUNDED, crystal=crystal)
-        if lock.state == "none":  # the escrow takes a purchase id once: a resumed purchase never pays twice
+            crystal = await self._crystal_with(deal.listing.content_hash) if status.state == "released" else None
+            return await self._end(deal, _S.COMPLETED if status.state == "released" else _S.REFUNDED, crystal=crystal)
+        if status.state == "disputed":
+            return await self._end(deal, _S.DISPUTED, "disputed: the arbiter decides")
+        if status.state == "none":  # the escrow takes a purchase id once: a resumed purchase never pays twice
             if deal.quote.expires_ms < self._now_ms():
-                return await self._end(
-                    deal, _S.EXPIRED, "the quote expired before the payment was locked; nothing was paid"
-                )
+                why = "the quote expired before the payment was locked; nothing was paid"
+                return await self._end(deal, _S.EXPIRED, why)
             try:
-                await self._chain.lock(
-                    self._wallet, deal.purchase_id, deal.quote.seller_address, deal.price, deal.quote.deadline_s,
-                    permit_nonce=permit_nonce,
-                )  # fmt: skip
+                await self._escrow.lock(
+                    self._wallet, terms, permit_value=self._standing_allowance, permit_nonce=permit_nonce
+                )
             except TransactionPending as exc:  # maybe locked, maybe not: resume asks the chain
                 return await self._end(deal, _S.PENDING, f"{exc}; resume finishes or refunds it")
             except ChainError as exc:
@@ -196,16 +215,18 @@ class Buyer:
         outcome = await self._receive(deal, DeliveryRequest(deal.purchase_id))
         if outcome == "unreachable":
             # The seller may be restarting: the payment stays locked and ``resume`` asks again;
-            # if it never answers, ``refund_due`` takes the money back after the deadline.
+            # if no delivery is committed by the deadline, ``refund_due`` takes the money back.
             return await self._end(
                 deal, _S.LOCKED, "seller unreachable; resume retries, the escrow refunds after the deadline"
             )
         if isinstance(outcome, str):
             return await self._end(
-                deal, _S.REFUSED, f"delivery refused: {outcome}; the escrow refunds after the deadline"
+                deal, _S.REFUSED, f"delivery refused: {outcome}; refunded after the deadline, disputed if committed"
             )
-        crystal = await self._store_skill(outcome[0], deal.listing, deal.seller_key)
-        await self._chain.release(self._wallet, deal.purchase_id)
+        text, delivery = outcome
+        crystal = await self._store_skill(text, deal.listing, deal.seller_key)
+        await self._purchases.keep_delivery(deal.purchase_id, delivery)  # evidence, kept first
+        await self._escrow.release(self._wallet, terms)
         return await self._end(deal, _S.COMPLETED, crystal=crystal)
 
     async def _continue_direct(self, deal: Deal, *, fresh: bool) -> PurchaseResult:
@@ -240,22 +261,27 @@ class Buyer:
         await self._purchases.move(deal.purchase_id, state, detail, crystal_id=crystal)
         return PurchaseResult(deal.purchase_id.hex(), str(state), crystal, deal.price, detail)
 
-    async def _receive(self, deal: Deal, request: DeliveryRequest) -> tuple[str] | str:
-        """Ask for the delivery and check it: ``(skill text,)``, ``"unreachable"``, or why it was refused."""
+    async def _receive(self, deal: Deal, request: DeliveryRequest) -> tuple[str, bytes] | str:
+        """Ask for the delivery and check it: ``(skill text, the signed delivery)``, ``"unreachable"``,
+        or why it was refused (the signed delivery is kept then too, as evidence)."""
         try:
             sealed = self._messenger.seal(KIND_DELIVERY_REQUEST, request.body())
-            _, body = await self._messenger.ask(deal.seller_peer, sealed, KIND_DELIVERY, deal.seller_key)
+            wire, body = await self._messenger.ask(deal.seller_peer, sealed, KIND_DELIVERY, deal.seller_key)
+        except (TimeoutError, ConnectionError):
+            return "unreachable"
+        except PurchaseError as exc:
+            return str(exc)
+        try:
             delivery = parse_delivery(body)
             if delivery.purchase_id != deal.purchase_id:
                 raise PurchaseError("the delivery is for another purchase")
-            text = self._identity.open_sealed(delivery.sealed).decode("utf-8")
+            text = open_delivery(delivery.ciphertext, delivery.key)
             if content_hash(text) != deal.listing.content_hash:
                 raise PurchaseError("the delivered skill does not match the signed listing's content hash")
-        except (TimeoutError, ConnectionError):
-            return "unreachable"
-        except (PurchaseError, SealedDataTampered, UnicodeDecodeError) as exc:
+        except PurchaseError as exc:
+            await self._purchases.keep_delivery(deal.purchase_id, wire)  # what the seller signed
             return str(exc)
-        return (text,)
+        return text, wire
 
     def _check_quote(self, quote: Quote, listing: SkillListing) -> None:
         expected = {

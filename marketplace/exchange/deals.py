@@ -30,8 +30,10 @@ class PurchaseState(StrEnum):
     PENDING = "pending"  # the lock was sent and no receipt came: reconciled with the chain by purchase id
     AUTHORIZED = "authorized"  # paying directly: a signed transfer is with the seller
     COMPLETED = "completed"  # the skill was received as listed (and the escrow released)
-    REFUSED = "refused"  # the delivery failed its checks; the escrow refunds after the deadline
+    REFUSED = "refused"  # the delivery failed its checks; refunded after the deadline, or disputed
+    DISPUTED = "disputed"  # the seller committed a delivery this node contests: the arbiter decides
     REFUNDED = "refunded"  # the lock came back to this node
+    LOST = "lost"  # the seller was paid without a valid delivery here (the arbiter so decided, or no dispute in time)
     EXPIRED = "expired"  # the quote lapsed before anything was paid
     FAILED = "failed"  # the payment was not made
 
@@ -42,9 +44,11 @@ PURCHASE_MOVES: Mapping[PurchaseState, frozenset[PurchaseState]] = {
     _P.QUOTED: frozenset({_P.LOCKED, _P.PENDING, _P.AUTHORIZED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
     # Pending: the chain tells how it ended (locked, or never: sent again or expired).
     _P.PENDING: frozenset({_P.PENDING, _P.LOCKED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
-    _P.LOCKED: frozenset({_P.LOCKED, _P.COMPLETED, _P.REFUSED, _P.REFUNDED}),
+    _P.LOCKED: frozenset({_P.LOCKED, _P.COMPLETED, _P.REFUSED, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
     _P.AUTHORIZED: frozenset({_P.AUTHORIZED, _P.COMPLETED, _P.REFUSED, _P.FAILED, _P.EXPIRED}),
-    _P.REFUSED: frozenset({_P.REFUNDED}),
+    _P.REFUSED: frozenset({_P.REFUNDED, _P.DISPUTED, _P.LOST}),
+    _P.DISPUTED: frozenset({_P.REFUNDED, _P.LOST, _P.COMPLETED}),
+    _P.LOST: frozenset(),
     _P.COMPLETED: frozenset(),
     _P.REFUNDED: frozenset(),
     _P.EXPIRED: frozenset(),
@@ -58,6 +62,8 @@ UNFINISHED_PURCHASES = (_P.QUOTED, _P.PENDING, _P.LOCKED, _P.AUTHORIZED)
 class SaleState(StrEnum):
     QUOTED = "quoted"  # a quote was signed; nothing paid yet
     DELIVERED = "delivered"  # the lock was checked and the skill sent; paid when the buyer releases
+    COMMITTED = "committed"  # the buyer did not release: the delivery is committed on chain, claimable after the window
+    DISPUTED = "disputed"  # the buyer contests the committed delivery: the arbiter decides
     PAID = "paid"  # released to this node, or collected directly
     REFUNDED = "refunded"  # locked, never delivered, refunded to the buyer
     DEFAULTED = "defaulted"  # delivered as listed, and the buyer took its money back
@@ -68,7 +74,9 @@ _S = SaleState
 SALE_MOVES: Mapping[SaleState, frozenset[SaleState]] = {
     _S.QUOTED: frozenset({_S.DELIVERED, _S.PAID, _S.REFUNDED}),
     # A buyer that did not get the delivery asks again: the seller sends it again, same state.
-    _S.DELIVERED: frozenset({_S.DELIVERED, _S.PAID, _S.REFUNDED, _S.DEFAULTED}),
+    _S.DELIVERED: frozenset({_S.DELIVERED, _S.PAID, _S.REFUNDED, _S.DEFAULTED, _S.COMMITTED, _S.DISPUTED}),
+    _S.COMMITTED: frozenset({_S.COMMITTED, _S.PAID, _S.DISPUTED, _S.REFUNDED}),
+    _S.DISPUTED: frozenset({_S.PAID, _S.REFUNDED}),
     _S.PAID: frozenset({_S.PAID}),
     _S.REFUNDED: frozenset(),
     _S.DEFAULTED: frozenset(),
@@ -102,17 +110,18 @@ class PurchaseRecord:
     detail: str
     crystal_id: str | None
     updated_ms: int
+    delivery: bytes | None = None  # the seller's signed delivery as received: evidence in a dispute
 
 
-_PURCHASE_COLUMNS = "purchase_id, seller, seller_peer, quote, state, payment, detail, crystal_id, updated_ms"
+_PURCHASE_COLUMNS = "purchase_id, seller, seller_peer, quote, state, payment, detail, crystal_id, updated_ms, delivery"
 
 
 def _purchase(row: tuple[object, ...]) -> PurchaseRecord:
-    pid, seller, peer, quote, state, payment, detail, crystal, updated = row
+    pid, seller, peer, quote, state, payment, detail, crystal, updated, delivery = row
     return PurchaseRecord(
         bytes.fromhex(str(pid)), bytes.fromhex(str(seller)), str(peer), bytes(quote),  # type: ignore[call-overload]
         PurchaseState(str(state)), str(payment), str(detail), None if crystal is None else str(crystal),
-        int(updated),  # type: ignore[call-overload]
+        int(updated), None if delivery is None else bytes(delivery),  # type: ignore[call-overload]
     )  # fmt: skip
 
 
@@ -147,16 +156,24 @@ class Purchases:
         *,
         crystal_id: str | None = None,
         keep_detail: bool = False,
+        delivery: bytes | None = None,
     ) -> None:
-        """Record the purchase's new state; ``keep_detail`` keeps why it got there (a refund after a refusal)."""
+        """Record the purchase's new state; ``keep_detail`` keeps why it got there (a refund after a
+        refusal); ``delivery``: the seller's signed delivery, kept as evidence."""
         async with self._store.transaction(durable=True) as db:
             old = await _state_in(db, "purchases", purchase_id)
             check_move(PURCHASE_MOVES, "a purchase", PurchaseState(old) if old else None, state)  # type: ignore[arg-type]
             await db.execute(
                 "UPDATE purchases SET state = ?, detail = CASE WHEN ? THEN detail ELSE ? END, "
-                "crystal_id = coalesce(?, crystal_id), updated_ms = ? WHERE purchase_id = ?",
-                (state, keep_detail, detail, crystal_id, self._now_ms(), purchase_id.hex()),
+                "crystal_id = coalesce(?, crystal_id), delivery = coalesce(?, delivery), updated_ms = ? "
+                "WHERE purchase_id = ?",
+                (state, keep_detail, detail, crystal_id, delivery, self._now_ms(), purchase_id.hex()),
             )
+
+    async def keep_delivery(self, purchase_id: bytes, delivery: bytes) -> None:
+        """Keep the seller's signed delivery as received (evidence in a dispute); the state is unchanged."""
+        async with self._store.transaction(durable=True) as db:
+            await db.execute("UPDATE purchases SET delivery = ? WHERE purchase_id = ?", (delivery, purchase_id.hex()))
 
     async def in_states(self, *states: PurchaseState, payment: str | None = None) -> list[PurchaseRecord]:
         marks = ", ".join("?" * len(states))
@@ -203,16 +220,17 @@ class SaleRecord:
     quote: bytes  # the quote this node signed
     state: SaleState
     updated_ms: int
+    delivery_key: bytes | None = None  # the one-time key of this sale's delivery, once delivered
 
 
-_SALE_COLUMNS = "purchase_id, buyer, crystal_id, quote, state, updated_ms"
+_SALE_COLUMNS = "purchase_id, buyer, crystal_id, quote, state, updated_ms, delivery_key"
 
 
 def _sale(row: tuple[object, ...]) -> SaleRecord:
-    pid, buyer, crystal, quote, state, updated = row
+    pid, buyer, crystal, quote, state, updated, key = row
     return SaleRecord(
         bytes.fromhex(str(pid)), bytes.fromhex(str(buyer)), str(crystal), bytes(quote),  # type: ignore[call-overload]
-        SaleState(str(state)), int(updated),  # type: ignore[call-overload]
+        SaleState(str(state)), int(updated), None if key is None else bytes(key),  # type: ignore[call-overload]
     )  # fmt: skip
 
 
@@ -239,13 +257,14 @@ class Sales:
             row = await cursor.fetchone()
         return None if row is None else _sale(tuple(row))
 
-    async def move(self, purchase_id: bytes, state: SaleState) -> None:
+    async def move(self, purchase_id: bytes, state: SaleState, *, delivery_key: bytes | None = None) -> None:
         async with self._store.transaction(durable=True) as db:
             old = await _state_in(db, "sales", purchase_id)
             check_move(SALE_MOVES, "a sale", SaleState(old) if old else None, state)  # type: ignore[arg-type]
             await db.execute(
-                "UPDATE sales SET state = ?, updated_ms = ? WHERE purchase_id = ?",
-                (state, self._now_ms(), purchase_id.hex()),
+                "UPDATE sales SET state = ?, delivery_key = coalesce(?, delivery_key), updated_ms = ? "
+                "WHERE purchase_id = ?",
+                (state, delivery_key, self._now_ms(), purchase_id.hex()),
             )
 
     async def defaulted_by(self, buyer: bytes) -> bytes | None:
@@ -269,7 +288,7 @@ class Sales:
         """Delivered sales, and quotes older than ``quoted_before_ms``: their escrow may have moved."""
         async with self._store.reader().execute(
             f"SELECT {_SALE_COLUMNS} FROM sales "  # noqa: S608
-            "WHERE state = 'delivered' OR (state = 'quoted' AND updated_ms < ?)",
+            "WHERE state IN ('delivered', 'committed', 'disputed') OR (state = 'quoted' AND updated_ms < ?)",
             (quoted_before_ms,),
         ) as cursor:
             return [_sale(tuple(r)) for r in await cursor.fetchall()]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from crypto.identity import Identity
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
+from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
 from memory.clock import Clock
 from memory.storage.store import MemoryStore
@@ -45,3 +46,7 @@ class Party:
     messenger: Messenger
     clock: Clock
     bounds: DeadlineBounds = DeadlineBounds()
+
+    @property
+    def escrow(self) -> Escrow:
+        return Escrow(self.chain)

@@ -6,7 +6,7 @@ Over one direct stream protocol (``/bitterbot/market/1``), every message a signe
 2. seller -> buyer  ``market.quote``            ``Quote``: the seller's signed terms
 3. buyer -> seller  ``market.delivery_request`` ``DeliveryRequest`` (with a signed payment
    authorization when paying directly)
-4. seller -> buyer  ``market.delivery``         ``Delivery``: the skill sealed to the buyer's key
+4. seller -> buyer  ``market.delivery``         ``Delivery``: the skill encrypted under a one-time key
    or ``market.error``                          ``{error}``: why the seller refused
 
 Every body comes from a key that cost nothing: it is parsed into its type, each field checked,
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import EnvelopePolicy
-from marketplace.chain_types import TransferAuthorization
+from marketplace.chain_types import DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
 from p2p.errors import SchemaError
 from p2p.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text
@@ -71,9 +71,10 @@ def parse_quote_request(body: dict[str, Any]) -> QuoteRequest:
 
 @dataclass(frozen=True, slots=True)
 class Quote:
-    """The seller's signed terms for one purchase: the buyer checks them against the listing."""
+    """The seller's signed terms for one purchase: the buyer checks them against the listing. The
+    purchase id is the buyer's own, derived from its address and the seller's ``nonce``."""
 
-    purchase_id: bytes
+    nonce: bytes
     stable_skill_id: str
     version: int
     content_hash: str
@@ -82,11 +83,22 @@ class Quote:
     buyer: bytes  # the buyer's public key
     buyer_address: str
     expires_ms: int  # pay (lock or authorize) before this, or the quote is void
-    deadline_s: int  # chain time after which the escrow refunds a lock not released
+    deadline_s: int  # chain time by which the seller commits a delivery, or the buyer may refund
+
+    @property
+    def purchase_id(self) -> bytes:
+        return purchase_id_of(self.buyer_address, self.nonce)
+
+    def terms(self) -> DealTerms:
+        """The escrow deal these terms make (its fingerprint is what the escrow keeps)."""
+        return DealTerms(
+            self.buyer_address, self.nonce, self.seller_address, self.price_micro_usdc,
+            bytes.fromhex(self.content_hash), self.deadline_s,
+        )  # fmt: skip
 
     def body(self) -> dict[str, Any]:
         return {
-            "purchase_id": self.purchase_id,
+            "nonce": self.nonce,
             "stable_skill_id": self.stable_skill_id,
             "version": self.version,
             "content_hash": self.content_hash,
@@ -103,7 +115,7 @@ def parse_quote(body: dict[str, Any]) -> Quote:
     def parse(doc: dict[str, Any]) -> Quote:
         only(doc, set(Quote.__slots__))
         return Quote(
-            purchase_id=raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES),
+            nonce=raw_bytes(doc, "nonce", _PURCHASE_ID_BYTES),
             stable_skill_id=identifier(doc, "stable_skill_id"),
             version=integer(doc, "version", 1, 10**6),
             content_hash=content_hash_field(doc),
@@ -146,20 +158,57 @@ def parse_delivery_request(body: dict[str, Any]) -> DeliveryRequest:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
+    """The skill, encrypted under a key used for this delivery only (``seal_delivery``). The seller
+    can commit the ciphertext's hash and the key on chain; with this signed message, an arbiter can
+    then open exactly what the buyer received and compare it with the listing."""
+
     purchase_id: bytes
-    sealed: bytes  # the skill's text sealed to the buyer's key
+    ciphertext: bytes
+    key: bytes
 
     def body(self) -> dict[str, Any]:
-        return {"purchase_id": self.purchase_id, "sealed": self.sealed}
+        return {"purchase_id": self.purchase_id, "ciphertext": self.ciphertext, "key": self.key}
 
 
 def parse_delivery(body: dict[str, Any]) -> Delivery:
     def parse(doc: dict[str, Any]) -> Delivery:
-        only(doc, {"purchase_id", "sealed"})
-        return Delivery(raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES), raw_bytes(doc, "sealed"))
+        only(doc, {"purchase_id", "ciphertext", "key"})
+        return Delivery(
+            raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES), raw_bytes(doc, "ciphertext"), raw_bytes(doc, "key", 32)
+        )
 
     result: Delivery = _parsed(KIND_DELIVERY, parse, body)
     return result
+
+
+_DELIVERY_NONCE = bytes(12)  # each key seals one text, once: a fixed nonce is safe, and the ciphertext reproducible
+_DELIVERY_AAD = b"bitterbot-node skill delivery v1"
+
+
+def seal_delivery(text: str, key: bytes) -> bytes:
+    """The ciphertext of ``text`` under ``key`` (32 random bytes, one delivery's own): the same text
+    and key give the same ciphertext, so a delivery sent again matches what was committed."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key).encrypt(_DELIVERY_NONCE, text.encode("utf-8"), _DELIVERY_AAD)
+
+
+def open_delivery(ciphertext: bytes, key: bytes) -> str:
+    """The text, or ``MalformedMessage`` when the key does not open the ciphertext."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    try:
+        return AESGCM(key).decrypt(_DELIVERY_NONCE, ciphertext, _DELIVERY_AAD).decode("utf-8")
+    except (InvalidTag, UnicodeDecodeError):
+        raise MalformedMessage("the delivery's key does not open its ciphertext") from None
+
+
+def delivery_hash(ciphertext: bytes) -> bytes:
+    """What the seller commits on chain: keccak256 of the ciphertext."""
+    from eth_utils.crypto import keccak
+
+    return bytes(keccak(ciphertext))
 
 
 def refusal_of(body: dict[str, Any]) -> str:

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
-from crypto.identity import seal_to
 from marketplace.catalog.listings import listing_envelope
-from marketplace.chain_types import TransferAuthorization
+from marketplace.chain_types import EscrowRules, TransferAuthorization
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
 from marketplace.exchange.party import Party
@@ -31,9 +30,11 @@ from marketplace.exchange.protocol import (
     DeliveryRequest,
     Quote,
     QuoteRequest,
+    delivery_hash,
     parse_delivery_request,
     parse_quote,
     parse_quote_request,
+    seal_delivery,
 )
 from memory.model import Lifecycle
 from memory.storage.crystal_queries import by_content_hash, content_hash_of
@@ -41,6 +42,9 @@ from p2p.messages import parse_skill_listing
 from p2p.validation import RateLimit, TokenBuckets
 
 QUOTE_VALID_MS = 120_000
+#: A delivery the buyer has not released after this long is committed on chain (the dispute window
+#: starts); a buyer that checks and releases at once never makes the seller pay for a commit.
+COMMIT_AFTER_S = 60
 _S = SaleState
 
 
@@ -70,6 +74,8 @@ class Seller:
         self._escrow_window_s = escrow_window_s
         self._limits = limits
         self._sales = Sales(party.store, party.clock)
+        self._escrow = party.escrow
+        self._escrow_rules: EscrowRules | None = None
         self._requests = TokenBuckets(RateLimit(limits.requests_per_min / 60, limits.request_burst), max_keys=10_000)
 
     async def answer(self, peer: str, request: bytes) -> bytes:
@@ -110,7 +116,7 @@ class Seller:
         if crystal is None or crystal.lifecycle in (Lifecycle.EXPIRED, Lifecycle.ARCHIVED):
             raise PurchaseError(f"{skill_id} is no longer held here")
         quote = Quote(
-            purchase_id=os.urandom(32),
+            nonce=os.urandom(32),
             stable_skill_id=skill_id,
             version=listing.version,
             content_hash=listing.content_hash,
@@ -130,28 +136,25 @@ class Seller:
         if sale is None or sale.buyer != buyer:
             raise PurchaseError("no such purchase for this buyer")
         quote = quote_in(sale)
+        key = sale.delivery_key or os.urandom(32)  # a delivery sent again is the same ciphertext
         if request.authorization is not None:
             await self._collect(quote, request.authorization)
             state = _S.PAID  # paid directly: nothing left to settle
         else:
-            lock = await self._chain.lock_info(quote.purchase_id)
-            if (
-                lock.state != "locked"
-                or lock.amount != quote.price_micro_usdc
-                or lock.seller.lower() != quote.seller_address.lower()
-                or lock.buyer.lower() != quote.buyer_address.lower()
-            ):
-                raise PurchaseError(f"payment not locked as quoted (escrow says {lock.state}); nothing delivered")
-            if lock.deadline != quote.deadline_s:  # a nearer one would let the buyer refund itself early
+            # The escrow keeps a fingerprint of the terms: a lock on any other terms (a nearer deadline,
+            # another amount or seller) reads as none, and nothing is delivered against it.
+            status = await self._escrow.status(quote.terms())
+            if status.state not in ("locked", "delivered"):
                 raise PurchaseError(
-                    f"the lock's deadline ({lock.deadline}) is not the quoted one ({quote.deadline_s}); "
-                    "nothing delivered"
+                    f"payment not locked as quoted (the escrow has no {status.state} deal on the quoted terms, "
+                    "deadline included); nothing delivered"
                 )
-            state = _S.DELIVERED  # paid when the buyer releases the escrow
+            state = _S.DELIVERED if status.state == "locked" else _S.COMMITTED  # paid on release or claim
         crystal = await self._store.get(sale.crystal_id)
-        delivery = Delivery(quote.purchase_id, seal_to(buyer, crystal.text.encode()))
+        delivery = Delivery(quote.purchase_id, seal_delivery(crystal.text, key), key)
         sealed = self._messenger.seal(KIND_DELIVERY, delivery.body())
-        await self._sales.move(quote.purchase_id, state)
+        # The key is kept before the delivery leaves: with it the seller can be paid without the buyer.
+        await self._sales.move(quote.purchase_id, state, delivery_key=key)
         return sealed.encode()
 
     async def _collect(self, quote: Quote, auth: TransferAuthorization) -> None:
@@ -173,10 +176,12 @@ class Seller:
                 raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
 
     async def settle(self) -> dict[str, int]:
-        """Mark delivered sales whose escrow was released (``paid``) or refunded. A quote is looked at
-        once its validity and two escrow windows have passed: never locked, it is deleted (``purged``),
-        so unpaid quotes cost neither rows nor chain calls for long; locked and refunded without a
-        delivery, it is ``refunded``. Returns counts by new state."""
+        """Carry each sale on from what the chain says. Delivered and not released after
+        ``COMMIT_AFTER_S``: commit the delivery (its ciphertext's hash and key) on chain; committed
+        and not disputed within the window: claim the payment. Released: ``paid``. A quote is looked
+        at once its validity and two escrow windows have passed: never locked, it is deleted
+        (``purged``), so unpaid quotes cost neither rows nor chain calls for long. Returns counts by
+        new state."""
         lapse_ms = QUOTE_VALID_MS + 2 * self._escrow_window_s * 1000
         rows = await self._sales.to_settle(self._now_ms() - lapse_ms)
         changed: dict[str, int] = {}
@@ -184,19 +189,49 @@ class Seller:
         if purged:
             changed["purged"] = purged
         for sale in rows:
-            lock = await self._chain.lock_info(sale.purchase_id)
-            new_state = {"released": _S.PAID, "refunded": _S.REFUNDED}.get(lock.state)
-            if new_state is _S.REFUNDED and sale.state is _S.DELIVERED and await self._delivered_as_listed(sale):
-                new_state = _S.DEFAULTED  # the buyer kept exactly the listed skill and took its money back
-            if new_state is None and lock.state == "none" and sale.state is _S.QUOTED:
+            new_state = await self._settle_one(sale)
+            if new_state == "purged":
                 await self._sales.drop_unpaid_quote(sale.purchase_id)  # never paid: nothing to keep
-                changed["purged"] = changed.get("purged", 0) + 1
-                continue
-            if new_state is None:
-                continue
-            await self._sales.move(sale.purchase_id, new_state)
-            changed[new_state] = changed.get(new_state, 0) + 1
+            elif isinstance(new_state, SaleState):
+                await self._sales.move(sale.purchase_id, new_state)
+            if new_state is not None:
+                changed[new_state] = changed.get(new_state, 0) + 1
         return changed
+
+    async def _settle_one(self, sale: SaleRecord) -> SaleState | str | None:
+        """The sale's next state, after whatever chain step it needs now; None: nothing to do yet."""
+        terms = quote_in(sale).terms()
+        status = await self._escrow.status(terms)
+        if status.state == "released":
+            return _S.PAID
+        if status.state == "refunded":
+            delivered = sale.state in (_S.DELIVERED, _S.COMMITTED, _S.DISPUTED)
+            return _S.DEFAULTED if delivered and await self._delivered_as_listed(sale) else _S.REFUNDED
+        if status.state == "none":
+            return "purged" if sale.state is _S.QUOTED else None
+        if status.state == "disputed":
+            return _S.DISPUTED if sale.state is not _S.DISPUTED else None
+        chain_now = await self._chain.timestamp()
+        if status.state == "locked" and sale.state is _S.DELIVERED and sale.delivery_key is not None:
+            waited = self._now_ms() - sale.updated_ms >= COMMIT_AFTER_S * 1000
+            if waited or terms.deadline - chain_now <= COMMIT_AFTER_S:
+                text = (await self._store.get(sale.crystal_id)).text
+                ciphertext = seal_delivery(text, sale.delivery_key)
+                await self._escrow.commit(self._wallet, terms, delivery_hash(ciphertext), sale.delivery_key)
+                return _S.COMMITTED
+            return None
+        if status.state == "delivered":
+            rules = await self._rules()
+            if chain_now >= status.committed_at + rules.dispute_window_s:
+                await self._escrow.claim(self._wallet, terms)
+                return _S.PAID
+            return _S.COMMITTED if sale.state is not _S.COMMITTED else None
+        return None
+
+    async def _rules(self) -> EscrowRules:
+        if self._escrow_rules is None:
+            self._escrow_rules = await self._escrow.rules()
+        return self._escrow_rules
 
     async def _delivered_as_listed(self, sale: SaleRecord) -> bool:
         """Whether the crystal this node delivered for a sale is the one its quote named (its content

@@ -191,13 +191,15 @@ def chain_group() -> None:
 
 @chain_group.command("deploy")
 @click.option("--url", required=True, help="A local development chain's JSON-RPC URL (anvil: http://127.0.0.1:8545).")
+@click.option("--arbiter", default=None, help="The address that decides disputes (default: the deploying account).")
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def chain_deploy(url: str, as_json: bool) -> None:
+def chain_deploy(url: str, arbiter: str | None, as_json: bool) -> None:
     """Deploy our DevUSDC token and escrow on a development chain and print the [chain] config for it.
 
-    Uses the chain's first unlocked account (anvil has ten), which becomes the token's minter.
-    Every node that should trade with the others gets the same three lines.
+    Uses the chain's first unlocked account (anvil has ten), which becomes the token's minter, and
+    the escrow's arbiter unless --arbiter names another address (a management node's wallet: it
+    decides disputes). Every node that should trade with the others gets the same three lines.
     """
     import asyncio
 
@@ -205,7 +207,7 @@ def chain_deploy(url: str, as_json: bool) -> None:
     from marketplace.errors import ChainError
 
     async def deploy() -> tuple[str, str]:
-        chain = await Chain.rpc_dev(url)
+        chain = await Chain.rpc_dev(url, arbiter=arbiter)
         try:
             return chain.token_address, chain.escrow_address
         finally:

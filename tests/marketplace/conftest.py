@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from marketplace.chain import Chain
+from marketplace.chain_types import Account
 from marketplace.schema import MARKET_SCHEMA
 from memory.clock import Clock
 from memory.embedders.hashing import HashingEmbedder
@@ -18,6 +19,8 @@ from memory.graph import auto_link
 from memory.storage.store import MemoryStore
 
 ANVIL = shutil.which("anvil")
+#: Who decides disputes on the test chains (a key the tests hold, so they can resolve as it).
+ARBITER = Account.from_key(bytes(31) + b"\x07")
 NO_ANVIL = "anvil is not installed (npm install -g @foundry-rs/anvil, see the README)"
 
 
@@ -37,14 +40,14 @@ async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
 async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
     """A fresh chain with our contracts deployed: the embedded EVM, and a real anvil when installed."""
     if request.param == "embedded":
-        c = await Chain.embedded()
+        c = await Chain.embedded(arbiter=ARBITER.address)
         try:
             yield c
         finally:
             await c.close()
         return
     with anvil_process() as url:
-        c = await Chain.rpc_dev(url)
+        c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
         try:
             yield c
         finally:

@@ -3,43 +3,43 @@ Real nodes (libp2p on loopback) on the embedded chain and on anvil."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from marketplace.chain import Chain
-from marketplace.chain_types import Account, Receipt
+from marketplace.chain_types import Account, DealTerms, Receipt
 from marketplace.errors import PurchaseError
+from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.party import DeadlineBounds
-from tests.marketplace.test_purchase import PRICE, close, trade
+from tests.marketplace.test_purchase import PRICE, close, deal_state, terms_of, trade
 
 pytestmark = pytest.mark.slow  # real hosts and chains
 
 
-class ChainWithShortLocks:
-    """Named fake, on the buyer's side: it locks with a deadline 2 s away, whatever the quote said
-    (the rest is the real chain)."""
+class EscrowWithNearerLocks:
+    """Named fake, on the buyer's side: it locks with a deadline 200 s nearer than the quote said
+    (still within the escrow's bounds; the rest is the real escrow)."""
 
-    def __init__(self, chain: Chain) -> None:
-        self._chain = chain
+    def __init__(self, escrow: Escrow) -> None:
+        self._escrow = escrow
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._chain, name)
+        return getattr(self._escrow, name)
 
-    async def lock(self, account: Account, purchase_id: bytes, seller: str, amount: int, deadline: int,
-                   **kwargs: Any) -> Receipt:  # fmt: skip
-        soon = await self._chain.timestamp() + 2
-        return await self._chain.lock(account, purchase_id, seller, amount, soon, **kwargs)
+    async def lock(self, account: Account, terms: DealTerms, **kwargs: Any) -> Receipt:
+        return await self._escrow.lock(account, replace(terms, deadline=terms.deadline - 200), **kwargs)
 
 
 class BuyerThatLocksShort(Buyer):
-    """Named fake: a buyer that would take the skill and refund itself seconds later."""
+    """Named fake: a buyer that would take the skill and refund itself before the quoted deadline."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._chain = ChainWithShortLocks(self._chain)  # type: ignore[assignment]
+        self._escrow = EscrowWithNearerLocks(self._escrow)  # type: ignore[assignment]
 
 
 async def test_a_lock_nearer_than_the_quoted_deadline_gets_nothing_delivered(tmp_path: Path, chain: Chain) -> None:
@@ -48,10 +48,14 @@ async def test_a_lock_nearer_than_the_quoted_deadline_gets_nothing_delivered(tmp
     try:
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "refused" and result.crystal_id is None
-        assert "is not the quoted one" in result.detail
+        assert "no none deal on the quoted terms, deadline included" in result.detail
         assert (await buyer.store.stats())["total"] == 0  # the skill never reached the buyer
-        await chain.advance_time(3)
-        assert await buyer.market.refund_due() == [result.purchase_id]
+        await chain.advance_time(401)  # the nearer deadline passed: the cheat gets back only its own money
+        nearer = replace(
+            await terms_of(buyer, result.purchase_id),
+            deadline=(await terms_of(buyer, result.purchase_id)).deadline - 200,
+        )
+        await Escrow(chain).refund(buyer.wallet, nearer)
         assert await chain.balance(buyer.wallet.address) == 1_000_000
         assert await chain.balance(seller.wallet.address) == 0
     finally:
@@ -91,7 +95,7 @@ async def test_a_slow_receipt_leaves_the_purchase_pending_and_resume_finishes_it
         assert "revert" not in result.detail
         await chain.set_automine(True)
         await chain.mine()
-        assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "locked"
+        assert await deal_state(chain, buyer, result.purchase_id) == "locked"
         (resumed,) = await buyer.market.resume()
         assert resumed.state == "completed" and resumed.crystal_id is not None
         assert await chain.balance(seller.wallet.address) == PRICE

@@ -13,13 +13,15 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.listings import record_listing
-from marketplace.chain import Chain
-from marketplace.chain_types import Account
-from marketplace.errors import PurchaseError
-from marketplace.exchange.buyer import Buyer
+from marketplace.chain import ESCROW_RULES, Chain
+from marketplace.chain_types import Account, DealTerms
+from marketplace.errors import PurchaseError, TransactionReverted
+from marketplace.escrow import Escrow
+from marketplace.exchange.buyer import Buyer, quote_in
+from marketplace.exchange.deals import Purchases
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest
-from marketplace.exchange.seller import QUOTE_VALID_MS, Seller, SellerLimits
+from marketplace.exchange.seller import COMMIT_AFTER_S, QUOTE_VALID_MS, Seller, SellerLimits
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
@@ -146,6 +148,17 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
+async def terms_of(buyer: Side, purchase_id: str) -> DealTerms:
+    """The escrow terms of one of ``buyer``'s purchases, from the quote it kept."""
+    record = await Purchases(buyer.store).get(bytes.fromhex(purchase_id))
+    assert record is not None
+    return quote_in(record).terms()
+
+
+async def deal_state(chain: Chain, buyer: Side, purchase_id: str) -> str:
+    return (await Escrow(chain).status(await terms_of(buyer, purchase_id))).state
+
+
 async def test_a_purchase_pays_once_and_delivers_exactly_the_listed_skill(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain)
     try:
@@ -159,7 +172,7 @@ async def test_a_purchase_pays_once_and_delivers_exactly_the_listed_skill(tmp_pa
         )
         assert await chain.balance(seller.wallet.address) == PRICE
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
-        assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "released"
+        assert await deal_state(chain, buyer, result.purchase_id) == "released"
         async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
             assert [r[0] for r in await cursor.fetchall()] == ["delivered"]
         # The seller sees the release on chain; both ledgers and the buyer's trust evidence follow.
@@ -224,16 +237,16 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
         await close(buyer, seller)
 
 
-class ChainWithoutRelease:
-    """Named fake, on the buyer's side: its chain client never releases an escrow (the rest is the real chain)."""
+class EscrowWithoutRelease:
+    """Named fake, on the buyer's side: its escrow client never releases (the rest is the real escrow)."""
 
-    def __init__(self, chain: Chain) -> None:
-        self._chain = chain
+    def __init__(self, escrow: Escrow) -> None:
+        self._escrow = escrow
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._chain, name)
+        return getattr(self._escrow, name)
 
-    async def release(self, account: Account, purchase_id: bytes) -> None:
+    async def release(self, account: Account, terms: DealTerms) -> None:
         return None
 
 
@@ -242,20 +255,45 @@ class BuyerThatNeverReleases(Buyer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._chain = ChainWithoutRelease(self._chain)  # type: ignore[assignment]
+        self._escrow = EscrowWithoutRelease(self._escrow)  # type: ignore[assignment]
+
+
+async def test_a_seller_that_delivered_is_paid_without_the_buyers_cooperation(tmp_path: Path, chain: Chain) -> None:
+    """Finding 3: release was the buyer's alone, and after the deadline only a refund was possible.
+    The seller commits its delivery on chain once the buyer has not released it for a minute, and
+    claims the payment after the dispute window; the buyer can no longer refund itself."""
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "completed" and result.crystal_id is not None  # it has the skill, unpaid
+        assert await seller.market.settle_sales() == {}  # the buyer may still release: not yet
+        seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
+        assert await seller.market.settle_sales() == {"committed": 1}
+        assert await deal_state(chain, buyer, result.purchase_id) == "delivered"
+        await chain.advance_time(601)  # past the deadline: a refund is no longer possible
+        with pytest.raises(TransactionReverted, match="not refundable"):
+            await Escrow(chain).refund(buyer.wallet, await terms_of(buyer, result.purchase_id))
+        assert await seller.market.settle_sales() == {}  # the dispute window is still open
+        await chain.advance_time(ESCROW_RULES.dispute_window_s)
+        assert await seller.market.settle_sales() == {"paid": 1}
+        assert await chain.balance(seller.wallet.address) == PRICE
+        assert (await ledger(seller.store, None)).earned_micro_usdc == PRICE
+    finally:
+        await close(buyer, seller)
 
 
 async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and_refused(
     tmp_path: Path, chain: Chain
 ) -> None:
-    """The escrow lets a buyer refund after the deadline even after a valid delivery; the seller marks
-    that sale defaulted, counts it against the buyer, and quotes it no more."""
+    """A seller that did not commit its delivery by the deadline (it was offline, say) lets the buyer
+    refund itself after a valid delivery; the seller marks that sale defaulted, counts it against
+    the buyer, and quotes it no more."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "completed" and result.crystal_id is not None  # it has the skill
         await chain.advance_time(601)
-        await chain.refund(buyer.wallet, bytes.fromhex(result.purchase_id))  # straight to the escrow contract
+        await Escrow(chain).refund(buyer.wallet, await terms_of(buyer, result.purchase_id))  # straight to the escrow
         assert (
             await chain.balance(buyer.wallet.address) == 1_000_000 and await chain.balance(seller.wallet.address) == 0
         )
@@ -377,7 +415,7 @@ async def test_a_quote_that_expired_before_payment_is_never_paid(
         buyer.clock.ahead_ms = QUOTE_VALID_MS + 1_000  # the restart came after the quote expired
         (resumed,) = await buyer.market.resume()
         assert resumed.state == "expired" and "nothing was paid" in resumed.detail
-        assert (await chain.lock_info(bytes.fromhex(resumed.purchase_id))).state == "none"
+        assert await deal_state(chain, buyer, resumed.purchase_id) == "none"
         assert await chain.balance(buyer.wallet.address) == 1_000_000
         assert await buyer.market.resume() == []
     finally:
@@ -394,7 +432,7 @@ async def test_a_direct_payment_is_collected_once_and_the_skill_delivered(tmp_pa
         assert result.state == "completed" and (await buyer.store.get(str(result.crystal_id))).text == SKILL
         assert await chain.balance(seller.wallet.address) == PRICE
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
-        assert (await chain.lock_info(bytes.fromhex(result.purchase_id))).state == "none"  # no escrow involved
+        assert await deal_state(chain, buyer, result.purchase_id) == "none"  # no escrow involved
         assert (await ledger(seller.store, None)).earned_micro_usdc == PRICE  # paid on delivery, nothing to settle
         assert (await ledger(buyer.store, None)).spent_micro_usdc == PRICE
     finally:
