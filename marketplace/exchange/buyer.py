@@ -17,6 +17,7 @@ from marketplace.catalog.listings import listing_envelope
 from marketplace.chain import Chain
 from marketplace.chain_types import DealStatus
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
+from marketplace.exchange.arbitration import evidence_of
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
 from marketplace.exchange.party import Party
 from marketplace.exchange.protocol import (
@@ -182,6 +183,31 @@ class Buyer:
                     "the escrow paid the seller: the arbiter decided so, or no dispute came in time",
                 )
         return done
+
+    async def dispute(self, purchase_id: bytes) -> PurchaseResult:
+        """Contest a committed delivery of this node's purchase (the arbiter decides)."""
+        record = await self._purchases.get(purchase_id)
+        if record is None:
+            raise PurchaseError(f"no purchase {purchase_id.hex()} here")
+        if record.state is _S.COMPLETED:
+            raise PurchaseError("this node received exactly the listed skill: there is nothing to dispute")
+        quote = quote_in(record)
+        status = await self._escrow.status(quote.terms())
+        if status.state != "delivered":
+            raise PurchaseError(
+                f"nothing to dispute: the escrow says {status.state} (a dispute contests a committed delivery)"
+            )
+        await self._escrow.dispute(self._wallet, quote.terms())
+        await self._purchases.move(purchase_id, _S.DISPUTED, "disputed: the arbiter decides", keep_detail=False)
+        return PurchaseResult(purchase_id.hex(), str(_S.DISPUTED), record.crystal_id, quote.price_micro_usdc)
+
+    async def evidence(self, purchase_id: bytes) -> bytes | None:
+        """The evidence of a purchase: the seller's signed quote and delivery, as received; None if
+        this node bought no such thing or received no delivery for it."""
+        record = await self._purchases.get(purchase_id)
+        if record is None or record.delivery is None:
+            return None
+        return evidence_of(record.quote, record.delivery)
 
     async def _continue(self, deal: Deal, *, fresh: bool = False, permit_nonce: int | None = None) -> PurchaseResult:
         """Carry a purchase on from wherever it stands. ``fresh``: quoted just now by this process, so

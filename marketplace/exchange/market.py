@@ -9,6 +9,9 @@ from __future__ import annotations
 from crypto.identity import Identity
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
+from marketplace.errors import PurchaseError
+from marketplace.escrow import Escrow
+from marketplace.exchange.arbitration import Verdict, judge
 from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
 from marketplace.exchange.party import DeadlineBounds, Party
@@ -71,6 +74,22 @@ class Market:
 
     async def settle_sales(self) -> dict[str, int]:
         return await self._seller.settle()
+
+    async def dispute(self, purchase_id: bytes) -> PurchaseResult:
+        return await self._buyer.dispute(purchase_id)
+
+    async def evidence(self, purchase_id: bytes) -> bytes | None:
+        """This node's evidence of a purchase or a sale (``exchange.arbitration``)."""
+        return await self._buyer.evidence(purchase_id) or await self._seller.evidence(purchase_id)
+
+    async def arbitrate(self, evidence: bytes) -> Verdict:
+        """Judge ``evidence`` and send the decision, as the escrow's arbiter (which this wallet must be)."""
+        escrow = Escrow(self._chain)
+        if (await escrow.rules()).arbiter.lower() != self._wallet.address.lower():
+            raise PurchaseError("this node's wallet is not the escrow's arbiter")
+        verdict = await judge(evidence, escrow)
+        await escrow.resolve(self._wallet, verdict.terms, to_seller=verdict.to_seller)
+        return verdict
 
     async def answer(self, peer: str, request: bytes) -> bytes:
         return await self._seller.answer(peer, request)

@@ -17,6 +17,7 @@ from crypto.errors import EnvelopeError
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain_types import EscrowRules, TransferAuthorization
 from marketplace.errors import ChainError, PurchaseError
+from marketplace.exchange.arbitration import evidence_of
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
 from marketplace.exchange.party import Party
 from marketplace.exchange.protocol import (
@@ -227,6 +228,16 @@ class Seller:
                 return _S.PAID
             return _S.COMMITTED if sale.state is not _S.COMMITTED else None
         return None
+
+    async def evidence(self, purchase_id: bytes) -> bytes | None:
+        """The evidence of a sale: this node's signed quote and its delivery, signed again (the same
+        ciphertext and key); None if it sold no such thing or delivered nothing for it."""
+        sale = await self._sales.get(purchase_id)
+        if sale is None or sale.delivery_key is None:
+            return None
+        text = (await self._store.get(sale.crystal_id)).text
+        delivery = Delivery(purchase_id, seal_delivery(text, sale.delivery_key), sale.delivery_key)
+        return evidence_of(sale.quote, self._messenger.seal(KIND_DELIVERY, delivery.body()).encode())
 
     async def _rules(self) -> EscrowRules:
         if self._escrow_rules is None:

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from node.commands.registry import CommandSet, HttpRoute, NoArgs, Request
+from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
 
 
 class MarketHost(Protocol):
@@ -18,6 +18,12 @@ class MarketHost(Protocol):
 
     async def fund_wallet(self, usdc: str) -> dict[str, Any]: ...
 
+    async def dispute(self, purchase_id: str) -> dict[str, Any]: ...
+
+    async def evidence(self, purchase_id: str) -> dict[str, Any]: ...
+
+    async def arbitrate(self, evidence: str) -> dict[str, Any]: ...
+
 
 class BuyArgs(Request):
     listing: str = Field(min_length=1, max_length=200, description="A skill id, or SELLER_PEER_ID/SKILL_ID.")
@@ -28,6 +34,14 @@ class BuyArgs(Request):
 
 class FundArgs(Request):
     amount: str = Field(min_length=1, max_length=32, description="USDC to mint on a dev chain, e.g. 10.")
+
+
+class PurchaseArgs(Request):
+    purchase_id: str = Field(min_length=64, max_length=64, description="A purchase id, as `wallet` lists them.")
+
+
+class ArbitrateArgs(Request):
+    evidence: str = Field(min_length=1, max_length=3_000_000, description="What `skills evidence` printed.")
 
 
 MARKET = CommandSet("market")
@@ -50,3 +64,38 @@ async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
 async def fund(market: MarketHost, request: FundArgs) -> dict[str, Any]:
     """Mint dev USDC to this wallet (dev chains only)."""
     return await market.fund_wallet(request.amount)
+
+
+@commands(
+    "skills.dispute",
+    PurchaseArgs,
+    route=HttpRoute("POST", "/v1/skills/dispute", "skills"),
+    timeout_s=60,
+    cli=CliSpec("skills", "dispute", arguments=("purchase_id",), render=lambda doc: f"{doc['state']}: {doc['detail']}"),
+)
+async def dispute(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
+    """Contest a seller's committed delivery (the escrow's arbiter decides)."""
+    return await market.dispute(request.purchase_id)
+
+
+@commands(
+    "skills.evidence",
+    PurchaseArgs,
+    route=HttpRoute("GET", "/v1/skills/evidence", "skills"),
+    cli=CliSpec("skills", "evidence", arguments=("purchase_id",), render=lambda doc: str(doc["evidence"])),
+)
+async def evidence(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
+    """A purchase's evidence for the arbiter: the seller's signed quote and delivery."""
+    return await market.evidence(request.purchase_id)
+
+
+@commands(
+    "skills.arbitrate",
+    ArbitrateArgs,
+    route=HttpRoute("POST", "/v1/skills/arbitrate", "skills"),
+    timeout_s=60,
+    cli=CliSpec("skills", "arbitrate", arguments=("evidence",), render=lambda doc: f"to the {doc['to']}: {doc['why']}"),
+)
+async def arbitrate(market: MarketHost, request: ArbitrateArgs) -> dict[str, Any]:
+    """Decide a dispute from its evidence, as the escrow's arbiter."""
+    return await market.arbitrate(request.evidence)

@@ -10,6 +10,8 @@ reached does not stop the node: the market waits for it and says why in ``status
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 from typing import Any
 
 from crypto.envelope import decode_envelope
@@ -239,6 +241,35 @@ class MarketPart:
             "recent_purchases": purchases,
         }
 
+    async def dispute(self, purchase_id: str) -> dict[str, Any]:
+        """Contest the seller's committed delivery of one of this node's purchases."""
+        try:
+            result = await self._ready().dispute(_purchase_id(purchase_id))
+        except PurchaseError as exc:
+            raise ValueError(str(exc)) from None
+        return {"purchase_id": result.purchase_id, "state": result.state, "detail": result.detail}
+
+    async def evidence(self, purchase_id: str) -> dict[str, Any]:
+        """The evidence of a purchase or a sale of this node, for the arbiter (base64)."""
+        found = await self._ready().evidence(_purchase_id(purchase_id))
+        if found is None:
+            raise LookupError(f"no purchase or delivered sale {purchase_id} here")
+        return {"purchase_id": purchase_id, "evidence": base64.b64encode(found).decode()}
+
+    async def arbitrate(self, evidence: str) -> dict[str, Any]:
+        """Judge a disputed purchase's evidence and send the decision (this node is the arbiter)."""
+        try:
+            verdict = await self._ready().arbitrate(base64.b64decode(evidence, validate=True))
+        except binascii.Error:
+            raise ValueError("the evidence is not base64 (what `skills evidence` prints)") from None
+        except PurchaseError as exc:
+            raise ValueError(str(exc)) from None
+        return {
+            "purchase_id": verdict.terms.purchase_id.hex(),
+            "to": "seller" if verdict.to_seller else "buyer",
+            "why": verdict.why,
+        }
+
     async def fund_wallet(self, usdc: str) -> dict[str, Any]:
         """Mint development USDC (and gas) to this node's wallet: development chains only."""
         market = self._ready()
@@ -250,3 +281,13 @@ class MarketPart:
         except ChainError as exc:
             raise ValueError(f"{exc} (set [chain] dev = true only for a local development chain)") from None
         return {"address": self._wallet.address, "balance_micro_usdc": await market.chain.balance(self._wallet.address)}
+
+
+def _purchase_id(text: str) -> bytes:
+    try:
+        purchase_id = bytes.fromhex(text)
+    except ValueError:
+        purchase_id = b""
+    if len(purchase_id) != 32:
+        raise ValueError(f"{text!r} is not a purchase id (64 hex digits, as `wallet` lists them)")
+    return purchase_id

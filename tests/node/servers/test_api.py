@@ -254,6 +254,18 @@ def test_maintenance_sharing_connecting_and_funding(api: Api) -> None:
     assert status == 400 and "6 decimal" in doc["error"]
 
 
+def test_the_dispute_commands_answer_for_what_this_node_holds(api: Api) -> None:
+    unknown = "ab" * 32
+    status, doc = api.call("POST", "/v1/skills/dispute", {"purchase_id": unknown})
+    assert status == 400 and f"no purchase {unknown}" in doc["error"]
+    status, doc = api.call("GET", f"/v1/skills/evidence?purchase_id={unknown}")
+    assert status == 404 and "no purchase or delivered sale" in doc["error"]
+    status, doc = api.call("POST", "/v1/skills/arbitrate", {"evidence": "not base64!"})
+    assert status == 400 and "not base64" in doc["error"]
+    status, doc = api.call("POST", "/v1/skills/arbitrate", {"evidence": "AAAA"})
+    assert status == 400 and "not the escrow's arbiter" in doc["error"]  # the embedded escrow's is its deployer
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "message"),
     [
