@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from crypto.identity import Identity
 from marketplace.chain import Chain
-from marketplace.chain_types import Account
+from marketplace.chain_types import Account, EscrowRules
 from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
 from memory.clock import Clock
@@ -26,6 +26,17 @@ class DeadlineBounds:
 
     min_s: int = MIN_DELIVERY_WINDOW_S
     max_s: int = MAX_LOCK_S
+
+    def outside(self, rules: EscrowRules) -> str | None:
+        """Why these bounds do not lie within the escrow's own (a quote they accept would be a lock
+        the escrow refuses), or None."""
+        if self.min_s < rules.min_delivery_window_s or self.max_s > rules.max_lock_s:
+            return (
+                f"this node accepts escrow deadlines {self.min_s}-{self.max_s} s away, the escrow only "
+                f"{rules.min_delivery_window_s}-{rules.max_lock_s} s: set [chain] min_delivery_window_s and "
+                "max_lock_s within the escrow's"
+            )
+        return None
 
     def refusal(self, deadline_s: int, chain_now_s: int) -> str | None:
         """Why ``deadline_s`` is out of bounds, or None."""

@@ -19,6 +19,7 @@ from crypto.peer_id import peer_id_from_ed25519
 from marketplace.catalog.listings import ListingRow, listing_envelope, live_listings
 from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
+from marketplace.escrow import Escrow
 from marketplace.exchange.deals import Purchases
 from marketplace.exchange.market import Market
 from marketplace.exchange.party import DeadlineBounds
@@ -97,6 +98,17 @@ class MarketPart:
             self._chain_error = str(exc)
             return
         chain.receipt_timeout_s = cfg.receipt_timeout_s
+        bounds = DeadlineBounds(cfg.min_delivery_window_s, cfg.max_lock_s)
+        try:
+            mismatch = bounds.outside(await Escrow(chain).rules())
+        except ChainError as exc:
+            mismatch = str(exc)
+        if mismatch is not None:
+            await chain.close()
+            if self._chain_error != mismatch:
+                log.error("market.escrow_bounds", escrow=chain.escrow_address, error=mismatch)
+            self._chain_error = mismatch
+            return
         store = self._memory.store
         host = self._p2p.host
         if store is None or host is None:
@@ -111,7 +123,7 @@ class MarketPart:
             chain,
             host,
             escrow_window_s=cfg.escrow_window_s,
-            bounds=DeadlineBounds(cfg.min_delivery_window_s, cfg.max_lock_s),
+            bounds=bounds,
             payment=market.payment,
             limits=SellerLimits(
                 requests_per_min=market.seller_requests_per_min,

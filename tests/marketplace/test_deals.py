@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from marketplace.chain_types import EscrowRules
 from marketplace.exchange.deals import (
     PURCHASE_MOVES,
     SALE_MOVES,
@@ -13,6 +14,7 @@ from marketplace.exchange.deals import (
     Sales,
     SaleState,
 )
+from marketplace.exchange.party import DeadlineBounds
 from memory.storage.store import MemoryStore
 
 PID = bytes(range(32))
@@ -74,3 +76,15 @@ async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(st
         await sales.move(PID, SaleState.PAID)
     assert await sales.defaulted_by(b"b" * 32) == PID
     assert await sales.count_by_state() == {"defaulted": 1}
+
+
+def test_deadline_bounds_must_lie_within_the_escrows() -> None:
+    rules = EscrowRules("0x" + "00" * 20, min_delivery_window_s=300, max_lock_s=86_400, dispute_window_s=3_600,
+                        arbitration_window_s=604_800)  # fmt: skip
+    assert DeadlineBounds(300, 86_400).outside(rules) is None
+    assert DeadlineBounds(600, 3_600).outside(rules) is None  # stricter than the escrow: fine
+    too_near = DeadlineBounds(120, 86_400).outside(rules)
+    assert too_near is not None and "the escrow only 300-86400 s" in too_near
+    assert DeadlineBounds(300, 172_800).outside(rules) is not None
+    assert DeadlineBounds(300, 86_400).refusal(1_000 + 299, 1_000) is not None  # a quote 299 s away
+    assert DeadlineBounds(300, 86_400).refusal(1_000 + 300, 1_000) is None
