@@ -51,7 +51,7 @@ class TrioThread:
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
         self._stop: trio.Event | None = None
-        #: Blocking calls queued and not yet run: told the thread stopped if it ends first.
+        #: Calls queued and not yet answered: told the thread stopped if it ends first.
         self._queued: set[asyncio.Future[Any]] = set()
 
     @property
@@ -94,32 +94,43 @@ class TrioThread:
 
     async def call(self, work: Callable[[], Awaitable[T]]) -> T:
         """Run ``work`` on the trio thread and await its result here."""
-        loop, token, nursery = self._loop, self._token, self._nursery
-        if loop is None or token is None or nursery is None:
-            raise BridgeStopped(f"the {self.name} thread is not running")
-        future: asyncio.Future[T] = loop.create_future()
+        nursery = self._nursery
 
-        async def run() -> None:
-            try:
-                result = await work()
-            except Exception as exc:  # noqa: BLE001 - handed to the caller, who decides
-                loop.call_soon_threadsafe(_settle, future, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
-            finally:  # cancelled by shutdown: the caller must not wait forever (a no-op if settled)
-                with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
-                    loop.call_soon_threadsafe(_settle, future, None, BridgeStopped(f"the {self.name} thread stopped"))
+        def start(settle: Callable[[T | None, BaseException | None], None]) -> None:
+            async def run() -> None:
+                try:
+                    result = await work()
+                except Exception as exc:  # noqa: BLE001 - handed to the caller, who decides
+                    settle(None, exc)
+                else:
+                    settle(result, None)
+                finally:  # cancelled by shutdown: the caller must not wait forever (a no-op if settled)
+                    settle(None, BridgeStopped(f"the {self.name} thread stopped"))
 
-        try:
-            token.run_sync_soon(nursery.start_soon, run)
-        except trio.RunFinishedError:
-            raise BridgeStopped(f"the {self.name} thread has stopped") from None
-        return await future
+            assert nursery is not None
+            nursery.start_soon(run)
+
+        return await self._submit(start)
 
     async def call_blocking(self, work: Callable[[], T]) -> T:
         """Run a synchronous ``work`` on the thread, which it holds until done: such calls run one at
         a time, in the order they were made (trio runs ``run_sync_soon`` callbacks first in, first
         out), which web3 on eth-tester needs."""
+
+        def run(settle: Callable[[T | None, BaseException | None], None]) -> None:
+            try:
+                result = work()
+            except Exception as exc:  # noqa: BLE001 - handed to the caller; one raised here would end trio
+                settle(None, exc)
+            else:
+                settle(result, None)
+
+        return await self._submit(run)
+
+    async def _submit(self, job: Callable[[Callable[[T | None, BaseException | None], None]], None]) -> T:
+        """Queue ``job`` on the thread (``run_sync_soon``: first in, first out) with the one way it
+        reports back. Until it reports, its future is queued: if the thread ends first, the caller
+        is told it stopped instead of waiting forever."""
         loop, token = self._loop, self._token
         if loop is None or token is None or self._nursery is None:
             raise BridgeStopped(f"the {self.name} thread is not running")
@@ -127,16 +138,12 @@ class TrioThread:
         self._queued.add(future)
         future.add_done_callback(self._queued.discard)
 
-        def run() -> None:
-            try:
-                result = work()
-            except Exception as exc:  # noqa: BLE001 - handed to the caller; one raised here would end trio
-                loop.call_soon_threadsafe(_settle, future, None, exc)
-            else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
+        def settle(result: T | None, error: BaseException | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
+                loop.call_soon_threadsafe(_settle, future, result, error)
 
         try:
-            token.run_sync_soon(run)
+            token.run_sync_soon(job, settle)
         except trio.RunFinishedError:
             raise BridgeStopped(f"the {self.name} thread has stopped") from None
         return await future
