@@ -18,7 +18,7 @@ from marketplace.chain import Chain
 from marketplace.chain_types import DealStatus
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.arbitration import evidence_of
-from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
+from marketplace.exchange.deals import UNFINISHED_PURCHASES, Purchases, PurchaseState
 from marketplace.exchange.party import Party
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
@@ -32,6 +32,7 @@ from marketplace.exchange.protocol import (
     open_delivery,
     parse_delivery,
     parse_quote,
+    quote_of,
 )
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
@@ -76,10 +77,6 @@ def _listing_of(quote: Quote) -> SkillListing:
         title=quote.stable_skill_id, description="", tags=(), category="", price_micro_usdc=quote.price_micro_usdc,
         seller_address=quote.seller_address, executions=0, successes=0, content=None,
     )  # fmt: skip
-
-
-def quote_in(record: PurchaseRecord) -> Quote:
-    return parse_quote(decode_envelope(record.quote, max_bytes=POLICY.max_bytes).body_map())
 
 
 class Buyer:
@@ -143,7 +140,7 @@ class Buyer:
         for record in await self._purchases.in_states(*UNFINISHED_PURCHASES, _S.FAILED):
             if record.purchase_id in self._in_flight:
                 continue  # a buy in this process is carrying it right now
-            quote = quote_in(record)
+            quote = quote_of(record.quote)
             if record.state is _S.FAILED and (
                 record.payment != "escrow" or (await self._escrow.status(quote.terms())).state == "none"
             ):
@@ -164,7 +161,7 @@ class Buyer:
         done = []
         now = await self._chain.timestamp()
         for record in pending:
-            terms = quote_in(record).terms()
+            terms = quote_of(record.quote).terms()
             status = await self._escrow.status(terms)
             if status.state == "locked" and now >= terms.deadline:
                 await self._escrow.refund(self._wallet, terms)
@@ -191,7 +188,7 @@ class Buyer:
             raise PurchaseError(f"no purchase {purchase_id.hex()} here")
         if record.state is _S.COMPLETED:
             raise PurchaseError("this node received exactly the listed skill: there is nothing to dispute")
-        quote = quote_in(record)
+        quote = quote_of(record.quote)
         status = await self._escrow.status(quote.terms())
         if status.state != "delivered":
             raise PurchaseError(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crypto.envelope import EnvelopePolicy
+from crypto.envelope import EnvelopePolicy, decode_envelope
 from marketplace.chain_types import DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
 from p2p.errors import SchemaError
@@ -129,6 +129,11 @@ def parse_quote(body: dict[str, Any]) -> Quote:
 
     result: Quote = _parsed(KIND_QUOTE, parse, body)
     return result
+
+
+def quote_of(wire: bytes) -> Quote:
+    """The quote in a signed quote envelope as a purchase or a sale keeps it."""
+    return parse_quote(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,8 @@ from marketplace.exchange.protocol import (
     QuoteRequest,
     delivery_hash,
     parse_delivery_request,
-    parse_quote,
     parse_quote_request,
+    quote_of,
     seal_delivery,
 )
 from memory.model import Lifecycle
@@ -58,10 +58,6 @@ class SellerLimits:
     request_burst: int = 5
     max_open_quotes: int = 100  # quotes not yet expired and not delivered, from everyone
     max_open_quotes_per_buyer: int = 3
-
-
-def quote_in(sale: SaleRecord) -> Quote:
-    return parse_quote(decode_envelope(sale.quote, max_bytes=POLICY.max_bytes).body_map())
 
 
 class Seller:
@@ -136,7 +132,7 @@ class Seller:
         sale = await self._sales.get(request.purchase_id)
         if sale is None or sale.buyer != buyer:
             raise PurchaseError("no such purchase for this buyer")
-        quote = quote_in(sale)
+        quote = quote_of(sale.quote)
         key = sale.delivery_key or os.urandom(32)  # a delivery sent again is the same ciphertext
         if request.authorization is not None:
             await self._collect(quote, request.authorization)
@@ -201,7 +197,7 @@ class Seller:
 
     async def _settle_one(self, sale: SaleRecord) -> SaleState | str | None:
         """The sale's next state, after whatever chain step it needs now; None: nothing to do yet."""
-        terms = quote_in(sale).terms()
+        terms = quote_of(sale.quote).terms()
         status = await self._escrow.status(terms)
         if status.state == "released":
             return _S.PAID
@@ -247,4 +243,4 @@ class Seller:
     async def _delivered_as_listed(self, sale: SaleRecord) -> bool:
         """Whether the crystal this node delivered for a sale is the one its quote named (its content
         hash): only then is a refund after delivery the buyer's doing rather than this node's."""
-        return quote_in(sale).content_hash == await content_hash_of(self._store, sale.crystal_id)
+        return quote_of(sale.quote).content_hash == await content_hash_of(self._store, sale.crystal_id)

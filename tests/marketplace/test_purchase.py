@@ -17,10 +17,10 @@ from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, DealTerms
 from marketplace.errors import PurchaseError, TransactionReverted
 from marketplace.escrow import Escrow
-from marketplace.exchange.buyer import Buyer, quote_in
+from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.deals import Purchases
 from marketplace.exchange.market import Market
-from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest
+from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest, quote_of
 from marketplace.exchange.seller import COMMIT_AFTER_S, QUOTE_VALID_MS, Seller, SellerLimits
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.schema import MARKET_SCHEMA
@@ -152,7 +152,7 @@ async def terms_of(buyer: Side, purchase_id: str) -> DealTerms:
     """The escrow terms of one of ``buyer``'s purchases, from the quote it kept."""
     record = await Purchases(buyer.store).get(bytes.fromhex(purchase_id))
     assert record is not None
-    return quote_in(record).terms()
+    return quote_of(record.quote).terms()
 
 
 async def deal_state(chain: Chain, buyer: Side, purchase_id: str) -> str:
