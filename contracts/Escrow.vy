@@ -7,6 +7,9 @@
 #         delivery was committed. A dispute within the window goes to the arbiter named at deployment,
 #         whose decision is one transaction; a dispute it leaves open for the arbitration window
 #         ends as undisputed.
+#         Released money is owed to the seller here until it withdraws it (one transfer for many
+#         sales; a seller the token refuses to pay cannot block a release) or spends it on its own
+#         purchases (``lock_from_credit``). Refunds go straight back to the buyer.
 #         A purchase id is the buyer's own (keccak of its address and a nonce): nobody else can take
 #         one. Each deal is one storage word: the hash of its terms, its state and its commit time;
 #         the terms are passed again with each call and checked against that hash.
@@ -37,11 +40,7 @@ TIME_MASK: constant(uint256) = 2**64 - 1
 
 event Locked:
     purchase_id: indexed(bytes32)
-    buyer: indexed(address)
     seller: indexed(address)
-    amount: uint256
-    content_hash: bytes32
-    deadline: uint256
 
 event Committed:
     purchase_id: indexed(bytes32)
@@ -53,6 +52,9 @@ event Disputed:
 
 event Released:
     purchase_id: indexed(bytes32)
+
+event Withdrawn:
+    account: indexed(address)
     amount: uint256
 
 event Refunded:
@@ -66,6 +68,7 @@ max_lock: public(immutable(uint256))
 dispute_window: public(immutable(uint256))
 arbitration_window: public(immutable(uint256))
 deals: public(HashMap[bytes32, uint256])
+owed: public(HashMap[address, uint256])
 
 
 @deploy
@@ -126,15 +129,16 @@ def _load(terms: Terms) -> (bytes32, uint256, uint256):
 @internal
 def _pay(deal_id: bytes32, terms: Terms, state: uint256, receiver: address):
     self.deals[deal_id] = self._word(self._fingerprint(terms), state, 0)
-    assert extcall IERC20(token).transfer(receiver, terms.amount), "transfer failed"
     if state == RELEASED:
-        log Released(purchase_id=deal_id, amount=terms.amount)
+        self.owed[receiver] += terms.amount
+        log Released(purchase_id=deal_id)
     else:
+        assert extcall IERC20(token).transfer(receiver, terms.amount), "transfer failed"
         log Refunded(purchase_id=deal_id, amount=terms.amount)
 
 
 @internal
-def _lock(terms: Terms):
+def _lock(terms: Terms, from_credit: bool):
     assert terms.buyer == msg.sender, "the buyer locks its own purchase"
     deal_id: bytes32 = self._id(terms)
     assert self.deals[deal_id] == 0, "purchase already locked"
@@ -143,21 +147,24 @@ def _lock(terms: Terms):
     assert terms.deadline >= block.timestamp + min_delivery_window, "deadline nearer than the delivery window"
     assert terms.deadline <= block.timestamp + max_lock, "deadline further than the longest lock"
     self.deals[deal_id] = self._word(self._fingerprint(terms), LOCKED, 0)
-    assert extcall IERC20(token).transferFrom(msg.sender, self, terms.amount), "transfer failed"
-    log Locked(
-        purchase_id=deal_id,
-        buyer=msg.sender,
-        seller=terms.seller,
-        amount=terms.amount,
-        content_hash=terms.content_hash,
-        deadline=terms.deadline,
-    )
+    if from_credit:
+        assert self.owed[msg.sender] >= terms.amount, "not owed that much"
+        self.owed[msg.sender] -= terms.amount
+    else:
+        assert extcall IERC20(token).transferFrom(msg.sender, self, terms.amount), "transfer failed"
+    log Locked(purchase_id=deal_id, seller=terms.seller)
 
 
 @external
 def lock(terms: Terms):
     """Lock after an ``approve`` of this escrow for at least the amount."""
-    self._lock(terms)
+    self._lock(terms, False)
+
+
+@external
+def lock_from_credit(terms: Terms):
+    """Lock out of what the escrow owes the buyer (its own released sales): no token transfer."""
+    self._lock(terms, True)
 
 
 @external
@@ -169,7 +176,16 @@ def lock_with_permit(
     can submit a permit seen in flight first; the allowance it made then serves the same lock."""
     if staticcall IERC20(token).allowance(msg.sender, self) < terms.amount:
         extcall IERC20(token).permit(msg.sender, self, permit_value, permit_deadline, v, r, s)
-    self._lock(terms)
+    self._lock(terms, False)
+
+
+@external
+def withdraw(amount: uint256):
+    """Pay out ``amount`` of what the escrow owes the sender (its released sales)."""
+    assert amount > 0 and amount <= self.owed[msg.sender], "not owed that much"
+    self.owed[msg.sender] -= amount
+    assert extcall IERC20(token).transfer(msg.sender, amount), "transfer failed"
+    log Withdrawn(account=msg.sender, amount=amount)
 
 
 @external
@@ -190,13 +206,18 @@ def commit(terms: Terms, delivery_hash: bytes32, key: bytes32):
 @external
 def release(terms: Terms):
     """The buyer pays the seller now (the delivery checked out)."""
-    deal_id: bytes32 = empty(bytes32)
-    state: uint256 = 0
-    at: uint256 = 0
-    deal_id, state, at = self._load(terms)
+    # The most frequent call, so it reads the deal in line rather than through _load and _pay:
+    # each terms hash is computed once (about 850 gas less per purchase).
     assert msg.sender == terms.buyer, "only the buyer releases"
+    deal_id: bytes32 = self._id(terms)
+    fingerprint: uint256 = self._fingerprint(terms)
+    word: uint256 = self.deals[deal_id]
+    assert word != 0 and word >> TERMS_SHIFT == fingerprint, "no such deal"
+    state: uint256 = (word >> STATE_SHIFT) & 255
     assert state == LOCKED or state == DELIVERED, "not locked"
-    self._pay(deal_id, terms, RELEASED, terms.seller)
+    self.deals[deal_id] = self._word(fingerprint, RELEASED, 0)
+    self.owed[terms.seller] += terms.amount
+    log Released(purchase_id=deal_id)
 
 
 @external

@@ -320,10 +320,10 @@ class Chain:
         except Exception as exc:  # noqa: BLE001
             raise ChainError(f"the escrow address {self.escrow_address} does not answer token(): {exc}") from None
         try:
-            self.escrow_contract.functions.dispute_window().call()
-        except Exception:  # noqa: BLE001 - the escrow before seller-side settlement has no such rule
+            self.escrow_contract.functions.owed(self.escrow_address).call()
+        except Exception:  # noqa: BLE001 - escrows before pull payments (issue 15) have no ``owed``
             raise ChainError(
-                f"the escrow at {self.escrow_address} is an earlier version (no dispute window): deploy the "
+                f"the escrow at {self.escrow_address} is an earlier version (it pays sellers directly): deploy the "
                 "current one (`bitterbot-node chain deploy`) and point every node at it"
             ) from None
         if held.lower() != self.token_address.lower():
@@ -394,6 +394,13 @@ class Chain:
             signed = EthAccount.sign_transaction(tx, account.private_key)
             try:
                 tx_hash = self._w3.eth.send_raw_transaction(signed.raw_transaction)
+            except OSError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - refused before mining: its reason is the answer
+                if "afford" in str(exc) or "insufficient funds" in str(exc).lower():
+                    raise InsufficientFunds(f"{account.address} has too little ether for the gas: {exc}") from None
+                raise TransactionReverted(f"the chain refused the transaction: {exc}") from None
+            try:
                 receipt = _wait(self._w3, tx_hash, self.receipt_timeout_s)
                 failed = int(receipt["status"]) != 1
             except OSError:

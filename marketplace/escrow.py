@@ -6,6 +6,8 @@ Who may send what (``contracts/Escrow.vy``):
   within the dispute window;
 - the seller ``commit``s its delivery (the ciphertext's hash and the key that opens it) before the
   deadline; after the dispute window anyone may ``claim`` it for the seller;
+- released money is ``owed`` to the seller by the escrow until it ``withdraw``s it or locks its own
+  purchases with it (``lock`` uses the credit first): one transfer for many sales;
 - after the deadline with no delivery committed, anyone may ``refund`` the buyer;
 - the arbiter ``resolve``s a dispute, to the seller or to the buyer.
 """
@@ -60,10 +62,13 @@ class Escrow:
     async def lock(
         self, account: Account, terms: DealTerms, *, permit_value: int | None = None, permit_nonce: int | None = None
     ) -> Receipt:
-        """Lock ``terms.amount`` in one transaction. Without an allowance for it, an EIP-2612 permit
-        signed here stands in for an approve: for ``permit_value`` (at least the amount) so that later
-        locks need none (only this buyer's own locks can draw on it)."""
+        """Lock ``terms.amount`` in one transaction: out of what the escrow owes this buyer if that
+        covers it (no token transfer), else from its wallet. Without an allowance for it, an EIP-2612
+        permit signed here stands in for an approve: for ``permit_value`` (at least the amount) so that
+        later locks need none (only this buyer's own locks can draw on it)."""
         args = _terms(terms)
+        if await self.owed(account.address) >= terms.amount:
+            return await self._chain.send(account, lambda: self._contract.functions.lock_from_credit(args))
         allowance = await self._chain.allowance(account.address, self.address)
         if allowance >= terms.amount:
             return await self._chain.send(account, lambda: self._contract.functions.lock(args))
@@ -72,6 +77,16 @@ class Escrow:
         return await self._chain.send(  # the permit expires with the lock's deadline
             account, lambda: self._contract.functions.lock_with_permit(args, value, terms.deadline, v, r, s)
         )
+
+    async def owed(self, address: str) -> int:
+        """Micro-USDC the escrow owes ``address``: its released sales not yet withdrawn or spent."""
+        return int(await self._chain.run(lambda: self._contract.functions.owed(address).call()))
+
+    async def withdraw(self, account: Account, amount: int) -> Receipt:
+        """Pay ``amount`` of what the escrow owes ``account`` into its wallet."""
+        if amount <= 0:
+            raise ValueError("withdraw a positive amount")
+        return await self._chain.send(account, lambda: self._contract.functions.withdraw(amount))
 
     async def commit(self, seller: Account, terms: DealTerms, delivery_hash: bytes, key: bytes) -> Receipt:
         args = _terms(terms)

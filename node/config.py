@@ -188,6 +188,9 @@ class MarketplaceSection(_Section):
     max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
     # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC).
     max_purchase_micro_usdc: int = Field(default=1_000_000, ge=1, le=10**12)
+    # Sales are paid into the escrow (one storage write, not a transfer); the node withdraws them
+    # to its wallet once they reach this much, in one transaction. 0: only on `wallet withdraw`.
+    withdraw_at_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
     payment: Literal["escrow", "direct"] = "escrow"
     seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
     seller_request_burst: int = Field(default=5, ge=1, le=1_000)

@@ -16,6 +16,7 @@ from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
 from marketplace.exchange.party import DeadlineBounds, Party
 from marketplace.exchange.seller import Seller, SellerLimits
+from marketplace.pricing import format_usdc
 from memory.clock import Clock, wall_clock_ms
 from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
@@ -74,6 +75,24 @@ class Market:
 
     async def settle_sales(self) -> dict[str, int]:
         return await self._seller.settle()
+
+    async def owed(self) -> int:
+        """Micro-USDC the escrow holds for this node: released sales not yet withdrawn or spent on
+        purchases (a purchase locks out of it first)."""
+        return await Escrow(self._chain).owed(self._wallet.address)
+
+    async def withdraw(self, amount: int | None = None, *, at_least: int = 1) -> int:
+        """Move ``amount`` (default: all) of what the escrow owes this node into its wallet, if that
+        is at least ``at_least``; returns the micro-USDC moved (0: nothing was sent)."""
+        escrow = Escrow(self._chain)
+        owed = await escrow.owed(self._wallet.address)
+        if amount is not None and amount > owed:
+            raise PurchaseError(f"the escrow owes this node {format_usdc(owed)}, less than {format_usdc(amount)}")
+        amount = owed if amount is None else amount
+        if amount <= 0 or amount < at_least:
+            return 0
+        await escrow.withdraw(self._wallet, amount)
+        return amount
 
     async def dispute(self, purchase_id: bytes) -> PurchaseResult:
         return await self._buyer.dispute(purchase_id)

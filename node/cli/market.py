@@ -144,6 +144,8 @@ def format_wallet(doc: dict[str, Any]) -> str:
     lines = [
         f"address   {doc['address']} on {doc['chain']}",
         f"balance   {balance}" + (f"  (chain: {doc['chain_error']})" if doc.get("chain_error") else ""),
+        f"owed      {'unknown' if doc.get('owed_micro_usdc') is None else format_usdc(doc['owed_micro_usdc'])}"
+        " by the escrow for paid sales (`wallet withdraw`)",
         f"earned    {format_usdc(led['earned_micro_usdc'])} from {led['sales']} sales to {led['unique_buyers']} buyers"
         f" (+{format_usdc(led['pending_micro_usdc'])} delivered, awaiting release)",
         f"spent     {format_usdc(led['spent_micro_usdc'])} on {led['purchases']} skills",

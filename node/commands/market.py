@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
+from marketplace.pricing import format_usdc
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
 
 
@@ -17,6 +18,8 @@ class MarketHost(Protocol):
     async def wallet_report(self) -> dict[str, Any]: ...
 
     async def fund_wallet(self, usdc: str) -> dict[str, Any]: ...
+
+    async def withdraw(self, usdc: str | None) -> dict[str, Any]: ...
 
     async def dispute(self, purchase_id: str) -> dict[str, Any]: ...
 
@@ -34,6 +37,12 @@ class BuyArgs(Request):
 
 class FundArgs(Request):
     amount: str = Field(min_length=1, max_length=32, description="USDC to mint on a dev chain, e.g. 10.")
+
+
+class WithdrawArgs(Request):
+    amount: str | None = Field(
+        default=None, max_length=32, description="USDC to withdraw, e.g. 2.5; all that is owed if omitted."
+    )
 
 
 class PurchaseArgs(Request):
@@ -64,6 +73,26 @@ async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
 async def fund(market: MarketHost, request: FundArgs) -> dict[str, Any]:
     """Mint dev USDC to this wallet (dev chains only)."""
     return await market.fund_wallet(request.amount)
+
+
+def _withdrawn(doc: dict[str, Any]) -> str:
+    return (
+        f"withdrew {format_usdc(doc['withdrawn_micro_usdc'])}; "
+        f"the wallet holds {format_usdc(doc['balance_micro_usdc'])}, "
+        f"the escrow still owes {format_usdc(doc['owed_micro_usdc'])}"
+    )
+
+
+@commands(
+    "wallet.withdraw",
+    WithdrawArgs,
+    route=HttpRoute("POST", "/v1/wallet/withdraw", "market"),
+    timeout_s=60,
+    cli=CliSpec("wallet", "withdraw", options={"amount": "--usdc"}, render=_withdrawn),
+)
+async def withdraw(market: MarketHost, request: WithdrawArgs) -> dict[str, Any]:
+    """Move paid sales the escrow holds into this wallet."""
+    return await market.withdraw(request.amount)
 
 
 @commands(

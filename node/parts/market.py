@@ -145,13 +145,16 @@ class MarketPart:
                 try:
                     resumed = await market.resume()
                     settled = await market.settle_sales()
+                    withdraw_at = self._ctx.config.marketplace.withdraw_at_micro_usdc
+                    withdrawn = await market.withdraw(at_least=withdraw_at) if withdraw_at else 0
                     self._last_round = {
                         "at_ms": self._ctx.now_ms(),
                         "resumed": {r.purchase_id: r.state for r in resumed},
                         "settled": settled,
+                        "withdrawn_micro_usdc": withdrawn,
                     }
-                    if resumed or settled:
-                        log.info("market.round", resumed=len(resumed), settled=str(settled))
+                    if resumed or settled or withdrawn:
+                        log.info("market.round", resumed=len(resumed), settled=str(settled), withdrawn=withdrawn)
                 except (ChainError, PurchaseError, ConnectionError, TimeoutError) as exc:
                     log.warning("market.round_failed", error=str(exc))
             await asyncio.sleep(self._ctx.config.chain.resume_interval_s)
@@ -233,10 +236,11 @@ class MarketPart:
 
     async def wallet_report(self) -> dict[str, Any]:
         store = self._memory.running_store()
-        balance = None
+        balance = owed = None
         if self.market is not None:
             try:
                 balance = await self.market.chain.balance(self._wallet.address)
+                owed = await self.market.owed()
             except ChainError as exc:
                 self._chain_error = str(exc)
         purchases = [
@@ -248,6 +252,7 @@ class MarketPart:
             "address": self._wallet.address,
             "chain": self._ctx.config.chain.url or "embedded",
             "balance_micro_usdc": balance,
+            "owed_micro_usdc": owed,  # paid sales held by the escrow until withdrawn
             "chain_error": self._chain_error or None,
             "ledger": (await ledger(store, self._ctx.identity.public_key.hex())).as_dict(),
             "recent_purchases": purchases,
@@ -280,6 +285,19 @@ class MarketPart:
             "purchase_id": verdict.terms.purchase_id.hex(),
             "to": "seller" if verdict.to_seller else "buyer",
             "why": verdict.why,
+        }
+
+    async def withdraw(self, usdc: str | None) -> dict[str, Any]:
+        """Move what the escrow owes this node (all of it, or ``usdc``) into its wallet."""
+        market = self._ready()
+        try:
+            moved = await market.withdraw(None if usdc is None else parse_usdc(usdc))
+        except PurchaseError as exc:
+            raise ValueError(str(exc)) from None
+        return {
+            "withdrawn_micro_usdc": moved,
+            "balance_micro_usdc": await market.chain.balance(self._wallet.address),
+            "owed_micro_usdc": await market.owed(),
         }
 
     async def fund_wallet(self, usdc: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
+from marketplace.escrow import Escrow
 from marketplace.schema import MARKET_SCHEMA
 from memory.clock import Clock
 from memory.embedders.hashing import HashingEmbedder
@@ -21,6 +22,13 @@ from memory.storage.store import MemoryStore
 ANVIL = shutil.which("anvil")
 #: Who decides disputes on the test chains (a key the tests hold, so they can resolve as it).
 ARBITER = Account.from_key(bytes(31) + b"\x07")
+
+
+async def funds(chain: Chain, address: str) -> int:
+    """Micro-USDC ``address`` holds: in its wallet, plus its paid sales the escrow owes it."""
+    return await chain.balance(address) + await Escrow(chain).owed(address)
+
+
 NO_ANVIL = "anvil is not installed (npm install -g @foundry-rs/anvil, see the README)"
 
 

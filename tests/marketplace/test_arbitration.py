@@ -16,7 +16,7 @@ from marketplace.exchange.arbitration import EvidenceRefused, evidence_of, judge
 from marketplace.exchange.deals import Purchases
 from marketplace.exchange.market import Market
 from marketplace.exchange.seller import COMMIT_AFTER_S
-from tests.marketplace.conftest import ARBITER
+from tests.marketplace.conftest import ARBITER, funds
 from tests.marketplace.test_purchase import (
     PRICE,
     BuyerThatNeverReleases,
@@ -58,7 +58,7 @@ async def test_a_buyer_disputing_a_good_delivery_loses_and_the_seller_is_paid(tm
         arbiter = Market(Identity.generate(), ARBITER, buyer.store, chain, buyer.host)  # a management node's
         assert (await arbiter.arbitrate(sellers)).to_seller
         assert await seller.market.settle_sales() == {"paid": 1}
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
     finally:
         await close(buyer, seller)
 
@@ -81,7 +81,7 @@ async def test_a_seller_that_delivered_something_else_loses_the_dispute(tmp_path
         assert await chain.balance(buyer.wallet.address) == 1_000_000
         await chain.advance_time(ESCROW_RULES.dispute_window_s + 1)
         assert await seller.market.settle_sales() == {"refunded": 1}
-        assert await chain.balance(seller.wallet.address) == 0
+        assert await funds(chain, seller.wallet.address) == 0
     finally:
         await close(buyer, seller)
 

@@ -16,7 +16,7 @@ from web3 import Web3
 from marketplace.chain import Chain, artifact
 from marketplace.chain_types import Account
 from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds
-from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
+from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process, funds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ async def buyer(chain: Chain) -> Account:
 async def test_a_usdc_like_token_with_six_decimals(chain: Chain, buyer: Account) -> None:
     seller = Account.create()
     await chain.transfer(buyer, seller.address, 1_250_000)
-    assert (await chain.balance(buyer.address), await chain.balance(seller.address)) == (3_750_000, 1_250_000)
+    assert (await chain.balance(buyer.address), await funds(chain, seller.address)) == (3_750_000, 1_250_000)
     with pytest.raises(InsufficientFunds, match="exceeds balance"):
         await chain.transfer(buyer, seller.address, 3_750_001)
     assert await chain.balance(buyer.address) == 3_750_000  # a refused transfer moves nothing

@@ -117,8 +117,17 @@ def test_two_daemons_buy_and_sell_over_anvil(trading_pair: tuple[Node, Node, str
     earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
     assert earned["earned_micro_usdc"] == price and earned["unique_buyers"] == 1
     assert earned["top_skills"] == [{"stable_skill_id": skill_id, "sales": 1, "earned_micro_usdc": price}]
-    assert seller.json("wallet")["balance_micro_usdc"] == price
+    seller_wallet = seller.json("wallet")  # paid into the escrow, withdrawn in one transfer for many sales
+    assert (seller_wallet["balance_micro_usdc"], seller_wallet["owed_micro_usdc"]) == (0, price)
     assert "earned    " in seller.cli("wallet").stdout
+    no_gas = seller.cli("wallet", "withdraw")  # the seller never needed ether so far: a clear refusal
+    assert no_gas.returncode == 2 and "too little ether for the gas" in no_gas.stderr, no_gas.stderr
+    assert seller.cli("wallet", "fund", "0").returncode == 0  # gas only
+    withdrawn = seller.cli("wallet", "withdraw")
+    assert withdrawn.returncode == 0 and "the escrow still owes 0.000000 USDC" in withdrawn.stdout, withdrawn.stderr
+    assert seller.json("wallet")["balance_micro_usdc"] == price
+    too_much = seller.cli("wallet", "withdraw", "--usdc", "0.5").stderr
+    assert "the escrow owes this node 0.000000 USDC, less than 0.500000 USDC" in too_much
 
     again = buyer.cli("skills", "buy", f"{seller.json('status')['identity']['peer_id']}/nope")
     assert again.returncode == 2 and "no live listing" in again.stderr

@@ -11,7 +11,7 @@ from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, DealTerms
 from marketplace.errors import InsufficientFunds, TransactionReverted
 from marketplace.escrow import Escrow
-from tests.marketplace.conftest import ARBITER
+from tests.marketplace.conftest import ARBITER, funds
 
 HASH = bytes(range(32))
 
@@ -40,7 +40,7 @@ async def test_a_buyer_releases_once_and_only_the_buyer(chain: Chain, parties: t
     with pytest.raises(TransactionReverted, match="only the buyer releases"):
         await escrow.release(seller, deal)
     await escrow.release(buyer, deal)
-    assert (await escrow.status(deal)).state == "released" and await chain.balance(seller.address) == 10_000
+    assert (await escrow.status(deal)).state == "released" and await funds(chain, seller.address) == 10_000
     with pytest.raises(TransactionReverted, match="not refundable"):
         await escrow.refund(buyer, deal)
 
@@ -92,7 +92,7 @@ async def test_a_committed_delivery_is_paid_without_the_buyer_after_the_window(
         await escrow.refund(buyer, deal)
     await chain.advance_time(ESCROW_RULES.dispute_window_s)
     await escrow.claim(seller, deal)
-    assert (await escrow.status(deal)).state == "released" and await chain.balance(seller.address) == 10_000
+    assert (await escrow.status(deal)).state == "released" and await funds(chain, seller.address) == 10_000
 
 
 async def test_nothing_committed_by_the_deadline_is_refunded_without_the_seller(
@@ -133,7 +133,7 @@ async def test_a_dispute_in_the_window_goes_to_the_arbiter_whose_decision_is_one
     await escrow.resolve(ARBITER, deal, to_seller=to_seller)
     assert (await escrow.status(deal)).state == ("released" if to_seller else "refunded")
     paid, back = (10_000, 4_990_000) if to_seller else (0, 5_000_000)
-    assert (await chain.balance(seller.address), await chain.balance(buyer.address)) == (paid, back)
+    assert (await funds(chain, seller.address), await chain.balance(buyer.address)) == (paid, back)
 
 
 async def test_a_dispute_the_arbiter_leaves_open_ends_as_undisputed(
@@ -146,7 +146,7 @@ async def test_a_dispute_the_arbiter_leaves_open_ends_as_undisputed(
     await escrow.dispute(buyer, deal)
     await chain.advance_time(ESCROW_RULES.dispute_window_s + ESCROW_RULES.arbitration_window_s)
     await escrow.claim(seller, deal)
-    assert await chain.balance(seller.address) == 10_000
+    assert await funds(chain, seller.address) == 10_000
 
 
 async def test_a_permit_front_run_by_someone_else_still_locks(chain: Chain, parties: tuple[Account, Account]) -> None:
@@ -177,3 +177,39 @@ async def test_a_lock_on_other_terms_reads_as_no_deal_on_the_quoted_ones(
     await escrow.lock(buyer, nearer)
     assert (await escrow.status(quoted)).state == "none"  # what a seller checking the quoted terms sees
     assert (await escrow.status(nearer)).state == "locked"
+
+
+async def test_released_money_is_owed_to_the_seller_until_it_withdraws_or_spends_it(
+    chain: Chain, parties: tuple[Account, Account]
+) -> None:
+    """Pull payments: a release credits the seller in the escrow (no token transfer); only the seller
+    withdraws its credit, never more than it; its own purchases lock out of the credit first."""
+    buyer, seller = parties
+    escrow, deal = Escrow(chain), await terms(chain, *parties, amount=30_000)
+    await escrow.lock(buyer, deal)
+    await escrow.release(buyer, deal)
+    assert (await escrow.owed(seller.address), await chain.balance(seller.address)) == (30_000, 0)
+    with pytest.raises(TransactionReverted, match="not owed that much"):
+        await escrow.withdraw(buyer, 1)  # nothing owed to the buyer
+    with pytest.raises(TransactionReverted, match="not owed that much"):
+        await escrow.withdraw(seller, 30_001)
+    await escrow.withdraw(seller, 10_000)
+    assert (await escrow.owed(seller.address), await chain.balance(seller.address)) == (20_000, 10_000)
+
+    # The seller buys from the buyer: the lock draws on its credit, its wallet pays only gas.
+    purchase = await terms(chain, seller, buyer, amount=15_000)
+    await escrow.lock(seller, purchase)
+    assert (await escrow.status(purchase)).state == "locked"
+    assert (await escrow.owed(seller.address), await chain.balance(seller.address)) == (5_000, 10_000)
+    # Credit short of the amount: the wallet pays, the credit stays (no allowance yet: a permit).
+    dearer = await terms(chain, seller, buyer, amount=6_000)
+    await escrow.lock(seller, dearer)
+    assert (await escrow.owed(seller.address), await chain.balance(seller.address)) == (5_000, 4_000)
+
+
+async def test_a_sender_without_ether_for_gas_gets_that_reason(chain: Chain) -> None:
+    """A transaction the chain refuses before mining was re-run as a call, which then passed:
+    "reverted on chain" with no reason."""
+    penniless = Account.create()  # never funded
+    with pytest.raises(InsufficientFunds, match=f"{penniless.address} has too little ether for the gas"):
+        await Escrow(chain).withdraw(penniless, 1)

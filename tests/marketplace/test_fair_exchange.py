@@ -15,6 +15,7 @@ from marketplace.errors import PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.party import DeadlineBounds
+from tests.marketplace.conftest import funds
 from tests.marketplace.test_purchase import PRICE, close, deal_state, terms_of, trade
 
 pytestmark = pytest.mark.slow  # real hosts and chains
@@ -57,7 +58,7 @@ async def test_a_lock_nearer_than_the_quoted_deadline_gets_nothing_delivered(tmp
         )
         await Escrow(chain).refund(buyer.wallet, nearer)
         assert await chain.balance(buyer.wallet.address) == 1_000_000
-        assert await chain.balance(seller.wallet.address) == 0
+        assert await funds(chain, seller.wallet.address) == 0
     finally:
         await close(buyer, seller)
 
@@ -98,7 +99,7 @@ async def test_a_slow_receipt_leaves_the_purchase_pending_and_resume_finishes_it
         assert await deal_state(chain, buyer, result.purchase_id) == "locked"
         (resumed,) = await buyer.market.resume()
         assert resumed.state == "completed" and resumed.crystal_id is not None
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
     finally:
         await close(buyer, seller)
 
@@ -122,3 +123,21 @@ async def test_a_purchase_an_earlier_release_stored_failed_is_carried_on_when_it
         assert await buyer.market.resume() == []
     finally:
         await close(buyer, seller)
+
+
+async def test_a_seller_withdraws_its_paid_sales_once_they_reach_the_threshold(tmp_path: Path, chain: Chain) -> None:
+    """Released sales are owed by the escrow until the seller withdraws: below the node's threshold
+    nothing is sent; at it, everything owed moves to the wallet in one transaction."""
+    seller, buyer = await trade(tmp_path, chain)
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "completed" and await seller.market.owed() == PRICE
+        sent = chain.sent.get(seller.wallet.address)
+        assert await seller.market.withdraw(at_least=PRICE + 1) == 0
+        assert chain.sent.get(seller.wallet.address) == sent  # no transaction below the threshold
+        assert await seller.market.withdraw(at_least=PRICE) == PRICE
+        assert (await seller.market.owed(), await chain.balance(seller.wallet.address)) == (0, PRICE)
+        with pytest.raises(PurchaseError, match=r"the escrow owes this node 0\.000000 USDC"):
+            await seller.market.withdraw(1)
+    finally:
+        await close(seller, buyer)

@@ -31,6 +31,7 @@ from p2p.host import HostSettings, P2PHost
 from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
+from tests.marketplace.conftest import funds
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -170,7 +171,7 @@ async def test_a_purchase_pays_once_and_delivers_exactly_the_listed_skill(tmp_pa
             and bought.origin.value == "peer"
             and bought.source == f"peer:{seller.identity.public_key.hex()}"
         )
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
         assert await deal_state(chain, buyer, result.purchase_id) == "released"
         async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
@@ -221,9 +222,7 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
         assert await buyer.market.refund_due() == []  # not before the deadline
         await chain.advance_time(601)
         assert await buyer.market.refund_due() == [result.purchase_id]
-        assert (
-            await chain.balance(buyer.wallet.address) == 1_000_000 and await chain.balance(seller.wallet.address) == 0
-        )
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 and await funds(chain, seller.wallet.address) == 0
         assert (await buyer.store.stats())["total"] == 0  # nothing wrong was stored
         async with buyer.store.reader().execute("SELECT state, detail FROM purchases") as cursor:
             ((state, detail),) = await cursor.fetchall()
@@ -276,7 +275,7 @@ async def test_a_seller_that_delivered_is_paid_without_the_buyers_cooperation(tm
         assert await seller.market.settle_sales() == {}  # the dispute window is still open
         await chain.advance_time(ESCROW_RULES.dispute_window_s)
         assert await seller.market.settle_sales() == {"paid": 1}
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
         assert (await ledger(seller.store, None)).earned_micro_usdc == PRICE
     finally:
         await close(buyer, seller)
@@ -294,9 +293,7 @@ async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and
         assert result.state == "completed" and result.crystal_id is not None  # it has the skill
         await chain.advance_time(601)
         await Escrow(chain).refund(buyer.wallet, await terms_of(buyer, result.purchase_id))  # straight to the escrow
-        assert (
-            await chain.balance(buyer.wallet.address) == 1_000_000 and await chain.balance(seller.wallet.address) == 0
-        )
+        assert await chain.balance(buyer.wallet.address) == 1_000_000 and await funds(chain, seller.wallet.address) == 0
         assert await seller.market.settle_sales() == {"defaulted": 1}
         assert await sale_defaults_by_buyer(seller.store) == {buyer.identity.public_key: 1}
         assert (await ledger(seller.store, None)).earned_micro_usdc == 0
@@ -377,7 +374,7 @@ async def test_a_buyer_killed_after_paying_resumes_and_never_pays_twice(tmp_path
         buyer = await restart(buyer, chain, seller.host.listen_addrs[0])
         (resumed,) = await buyer.market.resume()
         assert resumed.state == "completed" and resumed.crystal_id is not None
-        assert await chain.balance(seller.wallet.address) == PRICE  # paid exactly once
+        assert await funds(chain, seller.wallet.address) == PRICE  # paid exactly once
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
         assert await buyer.market.resume() == []  # nothing left to do
     finally:
@@ -392,7 +389,7 @@ async def test_a_seller_killed_before_delivering_delivers_after_its_restart(tmp_
         seller = await restart(seller, chain, "", same_port=True)
         (resumed,) = await buyer.market.resume()  # its old connection is dead: the request redials
         assert resumed.state == "completed", resumed.detail
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
     finally:
         await close(buyer, seller)
 
@@ -430,7 +427,7 @@ async def test_a_direct_payment_is_collected_once_and_the_skill_delivered(tmp_pa
     try:
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "completed" and (await buyer.store.get(str(result.crystal_id))).text == SKILL
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
         assert await deal_state(chain, buyer, result.purchase_id) == "none"  # no escrow involved
         assert (await ledger(seller.store, None)).earned_micro_usdc == PRICE  # paid on delivery, nothing to settle
@@ -447,7 +444,7 @@ async def test_a_tampered_direct_delivery_is_refused_and_counts_against_the_sell
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "refused" and "paid directly, so there is no refund" in result.detail
         assert (await buyer.store.stats())["total"] == 0
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
         assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (0, 1)}
         assert (await ledger(buyer.store, None)).spent_micro_usdc == PRICE
         assert await buyer.market.refund_due() == []  # nothing to refund from: no escrow
@@ -468,11 +465,11 @@ async def test_a_direct_payment_is_never_collected_twice_across_a_seller_restart
     try:
         waiting = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert waiting.state == "authorized" and "collected at most once" in waiting.detail
-        assert await chain.balance(seller.wallet.address) == PRICE  # collected, not delivered
+        assert await funds(chain, seller.wallet.address) == PRICE  # collected, not delivered
         seller = await restart(seller, chain, "", same_port=True)
         (resumed,) = await buyer.market.resume()  # signs the same nonce again; the seller sees it used
         assert resumed.state == "completed", resumed.detail
-        assert await chain.balance(seller.wallet.address) == PRICE
+        assert await funds(chain, seller.wallet.address) == PRICE
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
     finally:
         await close(buyer, seller)
@@ -496,7 +493,7 @@ async def test_an_authorization_for_less_than_the_quote_gets_nothing(tmp_path: P
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "failed" and "amount differs from the quote" in result.detail
         assert "nothing was paid" in result.detail
-        assert await chain.balance(seller.wallet.address) == 0
+        assert await funds(chain, seller.wallet.address) == 0
         assert await chain.balance(buyer.wallet.address) == 1_000_000
     finally:
         await close(buyer, seller)

@@ -226,7 +226,7 @@ def test_skills_peers_weather_and_wallet(api: Api) -> None:
     status, weather = api.call("POST", "/v1/weather", {"level": 0.5, "duration_s": 60, "reason": "drill"})
     assert status == 400 and "only a management node" in weather["error"]
     wallet = api.ok("GET", "/v1/wallet")
-    assert wallet["address"].startswith("0x") and wallet["balance_micro_usdc"] == 0
+    assert wallet["address"].startswith("0x") and wallet["balance_micro_usdc"] == wallet["owed_micro_usdc"] == 0
 
 
 def test_maintenance_sharing_connecting_and_funding(api: Api) -> None:
@@ -252,6 +252,10 @@ def test_maintenance_sharing_connecting_and_funding(api: Api) -> None:
     assert funded["balance_micro_usdc"] == 2_500_000
     status, doc = api.call("POST", "/v1/wallet/fund", {"amount": "0.0000001"})
     assert status == 400 and "6 decimal" in doc["error"]
+    nothing = api.ok("POST", "/v1/wallet/withdraw", {})  # no sales: nothing owed, nothing sent
+    assert (nothing["withdrawn_micro_usdc"], nothing["owed_micro_usdc"]) == (0, 0)
+    status, doc = api.call("POST", "/v1/wallet/withdraw", {"amount": "1"})
+    assert status == 400 and "owes this node 0.000000 USDC, less than 1.000000 USDC" in doc["error"]
 
 
 def test_the_dispute_commands_answer_for_what_this_node_holds(api: Api) -> None:
