@@ -26,6 +26,7 @@ from marketplace.exchange.protocol import (
     KIND_QUOTE,
     KIND_QUOTE_REQUEST,
     POLICY,
+    STALE_DETAIL,
     DeliveryRequest,
     Quote,
     QuoteRequest,
@@ -33,6 +34,7 @@ from marketplace.exchange.protocol import (
     parse_delivery,
     parse_quote,
     quote_of,
+    readable_quote,
 )
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
@@ -140,7 +142,10 @@ class Buyer:
         for record in await self._purchases.in_states(*UNFINISHED_PURCHASES, _S.FAILED):
             if record.purchase_id in self._in_flight:
                 continue  # a buy in this process is carrying it right now
-            quote = quote_of(record.quote)
+            quote = readable_quote(record.quote)
+            if quote is None:
+                await self._purchases.move(record.purchase_id, _S.STALE, STALE_DETAIL)
+                continue
             if record.state is _S.FAILED and (
                 record.payment != "escrow" or (await self._escrow.status(quote.terms())).state == "none"
             ):
@@ -161,7 +166,11 @@ class Buyer:
         done = []
         now = await self._chain.timestamp()
         for record in pending:
-            terms = quote_of(record.quote).terms()
+            quote = readable_quote(record.quote)
+            if quote is None:
+                await self._purchases.move(record.purchase_id, _S.STALE, STALE_DETAIL)
+                continue
+            terms = quote.terms()
             status = await self._escrow.status(terms)
             if status.state == "locked" and now >= terms.deadline:
                 await self._escrow.refund(self._wallet, terms)

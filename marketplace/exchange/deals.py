@@ -36,25 +36,29 @@ class PurchaseState(StrEnum):
     LOST = "lost"  # the seller was paid without a valid delivery here (the arbiter so decided, or no dispute in time)
     EXPIRED = "expired"  # the quote lapsed before anything was paid
     FAILED = "failed"  # the payment was not made
+    STALE = "stale"  # an earlier release left it unfinished, against an earlier escrow: set aside, see detail
 
 
 _P = PurchaseState
 PURCHASE_MOVES: Mapping[PurchaseState, frozenset[PurchaseState]] = {
     # A resumed purchase reads the chain first: it may find its lock already released or refunded.
-    _P.QUOTED: frozenset({_P.LOCKED, _P.PENDING, _P.AUTHORIZED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
+    _P.QUOTED: frozenset(
+        {_P.STALE, _P.LOCKED, _P.PENDING, _P.AUTHORIZED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}
+    ),
     # Pending: the chain tells how it ended (locked, or never: sent again or expired).
-    _P.PENDING: frozenset({_P.PENDING, _P.LOCKED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
-    _P.LOCKED: frozenset({_P.LOCKED, _P.COMPLETED, _P.REFUSED, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
-    _P.AUTHORIZED: frozenset({_P.AUTHORIZED, _P.COMPLETED, _P.REFUSED, _P.FAILED, _P.EXPIRED}),
-    _P.REFUSED: frozenset({_P.REFUNDED, _P.DISPUTED, _P.LOST}),
-    _P.DISPUTED: frozenset({_P.REFUNDED, _P.LOST, _P.COMPLETED}),
+    _P.PENDING: frozenset({_P.STALE, _P.PENDING, _P.LOCKED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
+    _P.LOCKED: frozenset({_P.STALE, _P.LOCKED, _P.COMPLETED, _P.REFUSED, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
+    _P.AUTHORIZED: frozenset({_P.STALE, _P.AUTHORIZED, _P.COMPLETED, _P.REFUSED, _P.FAILED, _P.EXPIRED}),
+    _P.REFUSED: frozenset({_P.STALE, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
+    _P.DISPUTED: frozenset({_P.STALE, _P.REFUNDED, _P.LOST, _P.COMPLETED}),
     _P.LOST: frozenset(),
     _P.COMPLETED: frozenset(),
     _P.REFUNDED: frozenset(),
     _P.EXPIRED: frozenset(),
+    _P.STALE: frozenset(),
     # Failed is final unless the chain holds a lock for it after all (a release before ``pending``
     # existed stored an unknown outcome as failed): then the money is carried on, never stranded.
-    _P.FAILED: frozenset({_P.LOCKED, _P.COMPLETED, _P.REFUNDED}),
+    _P.FAILED: frozenset({_P.STALE, _P.LOCKED, _P.COMPLETED, _P.REFUNDED}),
 }
 UNFINISHED_PURCHASES = (_P.QUOTED, _P.PENDING, _P.LOCKED, _P.AUTHORIZED)
 
@@ -68,19 +72,21 @@ class SaleState(StrEnum):
     REFUNDED = "refunded"  # locked, never delivered, refunded to the buyer
     DEFAULTED = "defaulted"  # delivered as listed, and the buyer took its money back
     LAPSED = "lapsed"  # never paid: earlier releases kept these; they are deleted now
+    STALE = "stale"  # an earlier release left it unfinished, against an earlier escrow: set aside
 
 
 _S = SaleState
 SALE_MOVES: Mapping[SaleState, frozenset[SaleState]] = {
-    _S.QUOTED: frozenset({_S.DELIVERED, _S.PAID, _S.REFUNDED}),
+    _S.QUOTED: frozenset({_S.STALE, _S.DELIVERED, _S.PAID, _S.REFUNDED}),
     # A buyer that did not get the delivery asks again: the seller sends it again, same state.
-    _S.DELIVERED: frozenset({_S.DELIVERED, _S.PAID, _S.REFUNDED, _S.DEFAULTED, _S.COMMITTED, _S.DISPUTED}),
-    _S.COMMITTED: frozenset({_S.COMMITTED, _S.PAID, _S.DISPUTED, _S.REFUNDED}),
-    _S.DISPUTED: frozenset({_S.PAID, _S.REFUNDED}),
+    _S.DELIVERED: frozenset({_S.STALE, _S.DELIVERED, _S.PAID, _S.REFUNDED, _S.DEFAULTED, _S.COMMITTED, _S.DISPUTED}),
+    _S.COMMITTED: frozenset({_S.STALE, _S.COMMITTED, _S.PAID, _S.DISPUTED, _S.REFUNDED}),
+    _S.DISPUTED: frozenset({_S.STALE, _S.PAID, _S.REFUNDED}),
     _S.PAID: frozenset({_S.PAID}),
     _S.REFUNDED: frozenset(),
     _S.DEFAULTED: frozenset(),
     _S.LAPSED: frozenset(),
+    _S.STALE: frozenset(),
 }
 
 

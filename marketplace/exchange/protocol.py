@@ -136,6 +136,20 @@ def quote_of(wire: bytes) -> Quote:
     return parse_quote(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
 
 
+#: Why a kept deal whose quote this release cannot read is set aside (``stale``).
+STALE_DETAIL = "its quote is in an earlier release's form (for an earlier escrow): settle it with that release"
+
+
+def readable_quote(wire: bytes) -> Quote | None:
+    """The kept quote, or None if it is not in this release's form (a deal an earlier release left
+    unfinished, against the escrow of its day): such a deal is set aside, not settled here, and one
+    of them must not stop the others."""
+    try:
+        return quote_of(wire)
+    except MalformedMessage:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class DeliveryRequest:
     purchase_id: bytes

@@ -35,6 +35,7 @@ from marketplace.exchange.protocol import (
     parse_delivery_request,
     parse_quote_request,
     quote_of,
+    readable_quote,
     seal_delivery,
 )
 from memory.model import Lifecycle
@@ -197,7 +198,10 @@ class Seller:
 
     async def _settle_one(self, sale: SaleRecord) -> SaleState | str | None:
         """The sale's next state, after whatever chain step it needs now; None: nothing to do yet."""
-        terms = quote_of(sale.quote).terms()
+        quote = readable_quote(sale.quote)
+        if quote is None:
+            return _S.STALE
+        terms = quote.terms()
         status = await self._escrow.status(terms)
         if status.state == "released":
             return _S.PAID

@@ -3,20 +3,27 @@ Real nodes (libp2p on loopback) on the embedded chain and on anvil."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from crypto.envelope import pack_body, seal_envelope
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, DealTerms, Receipt
 from marketplace.errors import PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer
+from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
 from marketplace.exchange.party import DeadlineBounds
+from marketplace.exchange.protocol import KIND_QUOTE
+from marketplace.exchange.seller import COMMIT_AFTER_S
+from memory.model import content_hash
+from memory.storage.crystal_queries import by_content_hash
 from tests.marketplace.conftest import funds
-from tests.marketplace.test_purchase import PRICE, close, deal_state, terms_of, trade
+from tests.marketplace.test_purchase import PRICE, SKILL, BuyerThatNeverReleases, close, deal_state, terms_of, trade
 
 pytestmark = pytest.mark.slow  # real hosts and chains
 
@@ -139,5 +146,35 @@ async def test_a_seller_withdraws_its_paid_sales_once_they_reach_the_threshold(t
         assert (await seller.market.owed(), await chain.balance(seller.wallet.address)) == (0, PRICE)
         with pytest.raises(PurchaseError, match=r"the escrow owes this node 0\.000000 USDC"):
             await seller.market.withdraw(1)
+    finally:
+        await close(seller, buyer)
+
+
+async def test_a_deal_an_earlier_release_left_unfinished_is_set_aside_and_stops_no_other(
+    tmp_path: Path, chain: Chain
+) -> None:
+    """A quote kept in an earlier release's form (a seller-chosen purchase id, no nonce, for the
+    escrow of its day) made every market round raise at that row: no other deal moved on."""
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
+    try:
+        old_id = os.urandom(32)
+        old_body = {"purchase_id": old_id, "stable_skill_id": "db.pg-upgrade", "version": 1, "deadline_s": 1}
+        old_quote = seal_envelope(seller.identity, KIND_QUOTE, pack_body(old_body), now_ms=seller.clock()).encode()
+        purchases, sales = Purchases(buyer.store), Sales(seller.store, seller.clock)
+        await purchases.add(old_id, seller.identity.public_key, seller.host.peer_id, old_quote, "escrow")
+        await purchases.move(old_id, PurchaseState.LOCKED)
+        skill = await by_content_hash(seller.store, content_hash(SKILL))
+        assert skill is not None
+        await sales.add_quote(old_id, buyer.identity.public_key, skill.id, old_quote)
+        await sales.move(old_id, SaleState.DELIVERED, delivery_key=b"\1" * 32)
+
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        assert result.state == "completed"  # the new deal: delivered, not released
+        assert await buyer.market.resume() == []  # no error: the old one is set aside
+        old = await purchases.get(old_id)
+        assert old is not None and old.state is PurchaseState.STALE and "earlier release" in old.detail
+        seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
+        assert await seller.market.settle_sales() == {"stale": 1, "committed": 1}  # the new one goes on
+        assert await seller.market.settle_sales() == {}  # set aside once, never read again
     finally:
         await close(seller, buyer)
