@@ -18,7 +18,7 @@ from marketplace.chain import Chain
 from marketplace.chain_types import DealStatus
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.arbitration import evidence_of
-from marketplace.exchange.deals import UNFINISHED_PURCHASES, Purchases, PurchaseState
+from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
 from marketplace.exchange.party import Party
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
@@ -142,9 +142,8 @@ class Buyer:
         for record in await self._purchases.in_states(*UNFINISHED_PURCHASES, _S.FAILED):
             if record.purchase_id in self._in_flight:
                 continue  # a buy in this process is carrying it right now
-            quote = readable_quote(record.quote)
+            quote = await self._readable(record)
             if quote is None:
-                await self._purchases.move(record.purchase_id, _S.STALE, STALE_DETAIL)
                 continue
             if record.state is _S.FAILED and (
                 record.payment != "escrow" or (await self._escrow.status(quote.terms())).state == "none"
@@ -158,6 +157,13 @@ class Buyer:
         await self.refund_due()
         return results
 
+    async def _readable(self, record: PurchaseRecord) -> Quote | None:
+        """The purchase's quote; None once a quote in an earlier release's form has set it aside."""
+        quote = readable_quote(record.quote)
+        if quote is None:
+            await self._purchases.move(record.purchase_id, _S.STALE, STALE_DETAIL)
+        return quote
+
     async def refund_due(self) -> list[str]:
         """Settle every escrowed purchase still open here from what the chain says: refund what had no
         delivery committed by its deadline, dispute a committed delivery this node refused, record
@@ -166,9 +172,8 @@ class Buyer:
         done = []
         now = await self._chain.timestamp()
         for record in pending:
-            quote = readable_quote(record.quote)
+            quote = await self._readable(record)
             if quote is None:
-                await self._purchases.move(record.purchase_id, _S.STALE, STALE_DETAIL)
                 continue
             terms = quote.terms()
             status = await self._escrow.status(terms)
