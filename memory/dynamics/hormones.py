@@ -7,15 +7,19 @@ persists it. The numbers below are the documented model:
   (dopamine 30 min, cortisol 60, oxytocin 45; homeostasis 0.15, 0.02, 0.10):
   ``level(t) = home + (level(0) - home) * 0.5 ** (dt / half_life)``. Levels are
   clamped to [0, 1] and anything below 0.001 is 0.
-- Events spike levels (``SPIKES``); ``detect_events`` finds them in text by keyword.
+- Events spike levels (``SPIKES``: reward dopamine +0.3; error cortisol +0.3; social
+  oxytocin +0.3; achievement dopamine +0.4 and oxytocin +0.2; urgency cortisol +0.4);
+  ``detect_events`` finds them in text by the design's trigger words (``TRIGGERS``).
 - A network cortisol override (from a signed weather event) raises *effective*
   cortisol to max(local, network) and halts untrusted ingestion until it expires.
 - Emotional valence of a moment is ``(dopamine + oxytocin - cortisol) / 2``.
-- Consolidation modulation: arousal (the larger of dopamine and cortisol) makes
-  emotional memories resist decay more; stress raises the merge threshold (merge
-  less while things go wrong), bonding lowers it.
-- Retrieval modulation: dopamine boosts the weight of importance, cortisol biases
-  toward recent crystals.
+- Consolidation modulation: decay resistance ``0.3 c + 0.2 d + 0.2 o`` (at most 0.5, with
+  c the effective cortisol), added to how much a crystal's valence slows its decay; merge
+  threshold ``base + 0.03 c`` (merge more cautiously while things go wrong).
+- Retrieval modulation: the importance weight of search times ``1 + 0.2 d``, the recency
+  weight times ``1 + 0.3 c``.
+
+These are the design's numbers (``../shared/seeds/000``); the tests assert them.
 """
 
 from __future__ import annotations
@@ -47,21 +51,46 @@ class Event(StrEnum):
 
 #: (dopamine, cortisol, oxytocin) added by each event.
 SPIKES: dict[Event, tuple[float, float, float]] = {
-    Event.REWARD: (0.25, 0.0, 0.0),
-    Event.ACHIEVEMENT: (0.35, -0.05, 0.05),
-    Event.ERROR: (-0.05, 0.25, 0.0),
-    Event.URGENCY: (0.0, 0.35, 0.0),
-    Event.SOCIAL: (0.0, 0.0, 0.25),
+    Event.REWARD: (0.3, 0.0, 0.0),
+    Event.ERROR: (0.0, 0.3, 0.0),
+    Event.SOCIAL: (0.0, 0.0, 0.3),
+    Event.ACHIEVEMENT: (0.4, 0.0, 0.2),
+    Event.URGENCY: (0.0, 0.4, 0.0),
 }
 
-_EVENT_WORDS: dict[Event, str] = {
-    Event.REWARD: r"thanks?|thank you|great|perfect|excellent|well done|awesome|helpful|love it",
-    Event.ACHIEVEMENT: r"done|finished|completed|shipped|solved|passed|succeeded|merged|released|milestone",
-    Event.ERROR: r"error|failed|failure|broken|bug|crash(?:ed)?|exception|wrong|traceback|regression",
-    Event.URGENCY: r"urgent|asap|immediately|deadline|critical|emergency|right now|outage|blocker",
-    Event.SOCIAL: r"we|together|friend|team|family|colleague|partner|thank you|appreciate|sorry",
+#: The design's trigger words per hormone ("success", "fixed", "shipped", "deployed", "milestone";
+#: "fail", "error", "bug", "crash", "urgent", "deadline"; "thank", "help", "appreciate", "team",
+#: "collaborate"), each with its inflections, and the event each one is: a fix or a success is a
+#: reward, shipping or a milestone an achievement; a failure an error, a deadline urgency.
+TRIGGERS: dict[Event, tuple[str, ...]] = {
+    Event.REWARD: ("success", "fixed"),
+    Event.ACHIEVEMENT: ("shipped", "deployed", "milestone"),
+    Event.ERROR: ("fail", "error", "bug", "crash"),
+    Event.URGENCY: ("urgent", "deadline"),
+    Event.SOCIAL: ("thank", "help", "appreciate", "team", "collaborate"),
 }
-_EVENT_PATTERNS = {event: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for event, words in _EVENT_WORDS.items()}
+_INFLECTIONS: dict[str, str] = {
+    "success": r"success(?:es|ful|fully)?",
+    "fixed": r"fixed",
+    "shipped": r"shipped",
+    "deployed": r"deployed",
+    "milestone": r"milestones?",
+    "fail": r"fail(?:s|ed|ing|ure|ures)?",
+    "error": r"errors?",
+    "bug": r"bugs?",
+    "crash": r"crash(?:es|ed|ing)?",
+    "urgent": r"urgent(?:ly)?",
+    "deadline": r"deadlines?",
+    "thank": r"thank(?:s|ed|ful|ing)?",
+    "help": r"help(?:s|ed|ful|ing)?",
+    "appreciate": r"appreciat(?:e|es|ed|ion)",
+    "team": r"team(?:s|mate|mates|work)?",
+    "collaborate": r"collaborat(?:e|es|ed|ing|ion)",
+}
+_EVENT_PATTERNS = {
+    event: re.compile(rf"\b(?:{'|'.join(_INFLECTIONS[w] for w in words)})\b", re.IGNORECASE)
+    for event, words in TRIGGERS.items()
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,29 +249,37 @@ def influence_at_ingest(levels: Hormones, origin: Origin) -> Hormones:
     return levels
 
 
+#: The most hormones add to how much valence slows decay (the design's cap).
+MAX_DECAY_RESISTANCE = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class ConsolidationModulation:
-    emotion_decay_resistance: float  # how much |valence| slows decay, in [0, 0.95]
+    decay_resistance: float  # the hormones' share: 0.3 c + 0.2 d + 0.2 o, at most 0.5
+    emotion_decay_resistance: float  # the configured resistance plus that share, in [0, 0.95]
     merge_threshold: float  # similarity at or above which two crystals merge
 
 
 def consolidation_modulation(
     levels: Hormones, base_resistance: float = 0.5, base_merge_threshold: float = 0.92
 ) -> ConsolidationModulation:
-    arousal = max(levels.dopamine, levels.cortisol)
-    resistance = min(0.95, base_resistance + 0.4 * arousal)
-    threshold = base_merge_threshold + 0.05 * levels.cortisol - 0.04 * levels.oxytocin
-    return ConsolidationModulation(resistance, min(0.99, max(0.8, threshold)))
+    """The design's ``getConsolidationModulation``; ``levels.cortisol`` is the effective cortisol."""
+    hormonal = min(MAX_DECAY_RESISTANCE, 0.3 * levels.cortisol + 0.2 * levels.dopamine + 0.2 * levels.oxytocin)
+    return ConsolidationModulation(
+        decay_resistance=hormonal,
+        emotion_decay_resistance=min(0.95, base_resistance + hormonal),
+        merge_threshold=min(0.99, base_merge_threshold + 0.03 * levels.cortisol),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class RetrievalModulation:
-    importance_boost: float  # multiplies the importance weight of search, in [1, 2]
-    recency_bias: float  # added to the recency weight of search, in [0, 0.3]
+    importance_boost: float  # multiplies the importance weight of search: 1 + 0.2 d, in [1, 1.2]
+    recency_bias: float  # multiplies the recency weight of search: 1 + 0.3 c, in [1, 1.3]
 
 
 def retrieval_modulation(levels: Hormones) -> RetrievalModulation:
-    return RetrievalModulation(importance_boost=1.0 + levels.dopamine, recency_bias=0.3 * levels.cortisol)
+    return RetrievalModulation(importance_boost=1.0 + 0.2 * levels.dopamine, recency_bias=1.0 + 0.3 * levels.cortisol)
 
 
 def notable(levels: Hormones) -> list[tuple[str, float]]:

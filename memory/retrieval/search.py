@@ -178,7 +178,7 @@ def modulated(weights: Weights, levels: Hormones) -> Weights:
     return replace(
         weights,
         importance_weight=weights.importance_weight * modulation.importance_boost,
-        recency_weight=weights.recency_weight + modulation.recency_bias,
+        recency_weight=weights.recency_weight * modulation.recency_bias,
     )
 
 

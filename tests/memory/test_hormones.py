@@ -9,6 +9,8 @@ import pytest
 
 from memory.dynamics.endocrine import META_KEY, Endocrine
 from memory.dynamics.hormones import (
+    SPIKES,
+    TRIGGERS,
     Event,
     HormonalState,
     HormoneSettings,
@@ -60,24 +62,44 @@ def test_a_clock_going_backwards_changes_nothing() -> None:
     assert (back.dopamine, back.cortisol, back.oxytocin, back.at_ms) == (0.9, 0.5, 0.3, T0)
 
 
-def test_events_spike_and_levels_stay_in_the_unit_interval() -> None:
-    rest = HormonalState.at_rest(T0)
-    assert spiked(rest, [Event.REWARD], T0, S).dopamine == pytest.approx(0.40)
-    assert spiked(rest, [Event.ERROR], T0, S).cortisol == pytest.approx(0.27)
-    assert spiked(rest, [Event.SOCIAL], T0, S).oxytocin == pytest.approx(0.35)
+def test_events_spike_by_the_designs_values_and_levels_stay_in_the_unit_interval() -> None:
+    assert SPIKES == {
+        Event.REWARD: (0.3, 0.0, 0.0),
+        Event.ERROR: (0.0, 0.3, 0.0),
+        Event.SOCIAL: (0.0, 0.0, 0.3),
+        Event.ACHIEVEMENT: (0.4, 0.0, 0.2),
+        Event.URGENCY: (0.0, 0.4, 0.0),
+    }
+    rest = HormonalState.at_rest(T0)  # 0.15, 0.02, 0.10
+    assert spiked(rest, [Event.REWARD], T0, S).dopamine == pytest.approx(0.45)
+    assert spiked(rest, [Event.ERROR], T0, S).cortisol == pytest.approx(0.32)
+    assert spiked(rest, [Event.SOCIAL], T0, S).oxytocin == pytest.approx(0.40)
+    achieved = spiked(rest, [Event.ACHIEVEMENT], T0, S)
+    assert (achieved.dopamine, achieved.cortisol, achieved.oxytocin) == pytest.approx((0.55, 0.02, 0.30))
+    assert spiked(rest, [Event.URGENCY], T0, S).cortisol == pytest.approx(0.42)
     maxed = spiked(rest, [Event.URGENCY] * 5, T0, S)
     assert maxed.cortisol == 1.0
-    floor = spiked(HormonalState(0.0, 0.0, 0.0, T0), [Event.ERROR], T0, S)
-    assert floor.dopamine == 0.0  # -0.05 from zero stays zero
 
 
-def test_keyword_detection_of_events() -> None:
-    assert detect_events("Thanks, that was perfect") == [Event.REWARD]
-    assert detect_events("The deploy FAILED with a traceback") == [Event.ERROR]
-    assert detect_events("Urgent: the outage needs a fix before the deadline") == [Event.URGENCY]
-    assert detect_events("We shipped it together") == [Event.SOCIAL, Event.ACHIEVEMENT]
+def test_the_designs_trigger_words_and_only_whole_words() -> None:
+    assert TRIGGERS == {
+        Event.REWARD: ("success", "fixed"),
+        Event.ACHIEVEMENT: ("shipped", "deployed", "milestone"),
+        Event.ERROR: ("fail", "error", "bug", "crash"),
+        Event.URGENCY: ("urgent", "deadline"),
+        Event.SOCIAL: ("thank", "help", "appreciate", "team", "collaborate"),
+    }
+    assert detect_events("It was a success: I fixed it") == [Event.REWARD]
+    assert detect_events("We deployed the release, a milestone") == [Event.ACHIEVEMENT]
+    assert detect_events("The deploy FAILED with an error") == [Event.ERROR]
+    assert detect_events("Another bug; the app crashed") == [Event.ERROR]
+    assert detect_events("Urgent: the deadline is Friday") == [Event.URGENCY]
+    assert detect_events("Thanks for the help, I appreciate the team") == [Event.SOCIAL]
+    assert detect_events("Let's collaborate on it") == [Event.SOCIAL]
+    assert detect_events("We shipped it together") == [Event.ACHIEVEMENT]  # "we" alone is not social
+    assert detect_events("We went for a walk") == []
     assert detect_events("The volcano is 3,000 m high") == []
-    assert detect_events("errors in terror") == []  # whole words only: "terror" is not "error"
+    assert detect_events("errors in terror, debugger, helpless") == [Event.ERROR]  # "errors" only
 
 
 def test_valence_is_dopamine_plus_oxytocin_minus_cortisol_over_two() -> None:
@@ -100,17 +122,23 @@ def test_network_override_raises_effective_cortisol_halts_ingestion_and_expires(
     assert decayed(storm, after, S).override is None
 
 
-def test_modulation_directions() -> None:
-    calm = consolidation_modulation(Hormones(dopamine=0.1, cortisol=0.0, oxytocin=0.0))
-    stressed = consolidation_modulation(Hormones(dopamine=0.1, cortisol=0.9, oxytocin=0.0))
-    bonded = consolidation_modulation(Hormones(dopamine=0.1, cortisol=0.0, oxytocin=0.9))
-    assert stressed.merge_threshold > calm.merge_threshold > bonded.merge_threshold
-    assert stressed.emotion_decay_resistance > calm.emotion_decay_resistance
-    rewarded = retrieval_modulation(Hormones(dopamine=0.8, cortisol=0.0, oxytocin=0.0))
-    assert rewarded.importance_boost == pytest.approx(1.8)
+def test_modulation_follows_the_designs_formulas() -> None:
+    levels = Hormones(dopamine=0.4, cortisol=0.5, oxytocin=0.3)
+    mod = consolidation_modulation(levels, base_resistance=0.5, base_merge_threshold=0.92)
+    assert mod.decay_resistance == pytest.approx(0.3 * 0.5 + 0.2 * 0.4 + 0.2 * 0.3)  # 0.29
+    assert mod.emotion_decay_resistance == pytest.approx(0.5 + 0.29)
+    assert mod.merge_threshold == pytest.approx(0.92 + 0.03 * 0.5)
+    storm = consolidation_modulation(Hormones(dopamine=1.0, cortisol=1.0, oxytocin=1.0))
+    assert storm.decay_resistance == 0.5  # the design's cap
+    assert storm.merge_threshold == pytest.approx(0.95)
+    calm = consolidation_modulation(Hormones())
+    assert (calm.decay_resistance, calm.merge_threshold) == (0.0, 0.92)
+    rewarded = retrieval_modulation(Hormones(dopamine=0.8, cortisol=0.5, oxytocin=0.0))
+    assert rewarded.importance_boost == pytest.approx(1.16)
+    assert rewarded.recency_bias == pytest.approx(1.15)
     weights = modulated(Weights(), Hormones(dopamine=0.5, cortisol=1.0, oxytocin=0.0))
-    assert weights.importance_weight == pytest.approx(Weights().importance_weight * 1.5)
-    assert weights.recency_weight == pytest.approx(Weights().recency_weight + 0.3)
+    assert weights.importance_weight == pytest.approx(Weights().importance_weight * 1.1)
+    assert weights.recency_weight == pytest.approx(Weights().recency_weight * 1.3)
 
 
 @pytest.mark.parametrize(
@@ -131,14 +159,14 @@ async def test_state_persists_across_restarts_and_keeps_decaying(tmp_path: Path,
     path = tmp_path / "m.db"
     store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
     endocrine = await Endocrine.attach(store)
-    await endocrine.observe([Event.URGENCY, Event.URGENCY])  # cortisol 0.02 + 0.70 = 0.72
+    await endocrine.observe([Event.URGENCY, Event.URGENCY])  # cortisol 0.02 + 2 x 0.4 = 0.82
     await endocrine.apply_override(NetworkOverride(level=0.9, until_ms=T0 + 10 * MIN, reason="storm"))
     await store.close()
     clock.advance(60 * MIN)
     store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
     try:
         again = await Endocrine.attach(store)
-        assert again.state().cortisol == pytest.approx(0.02 + 0.70 / 2)
+        assert again.state().cortisol == pytest.approx(0.02 + 0.80 / 2)  # one half-life later
         assert again.state().override is None  # it expired while the node was down
         assert not again.halts_untrusted_ingestion()
     finally:
@@ -160,18 +188,18 @@ async def test_crystals_carry_the_hormonal_influence_of_their_moment(store: Memo
     plain = (await store.remember(NewCrystal("Volcanic soil is rich in minerals", origin=Origin.INDEXED))).crystal
     assert plain.hormones == Hormones(0.15, 0.02, 0.10)
     assert plain.emotional_valence == pytest.approx((0.15 + 0.10 - 0.02) / 2)
-    said = (await store.remember(NewCrystal("Thanks, the fix was perfect", origin=Origin.SESSION))).crystal
+    said = (await store.remember(NewCrystal("It works now, the build is fixed", origin=Origin.SESSION))).crystal
     # The reward in the text spiked dopamine first; session content adds the oxytocin baseline.
-    assert said.hormones.dopamine == pytest.approx(0.40)
+    assert said.hormones.dopamine == pytest.approx(0.45)
     assert said.hormones.oxytocin == pytest.approx(0.10 + 0.1)
-    assert endocrine.state().dopamine == pytest.approx(0.40)
+    assert endocrine.state().dopamine == pytest.approx(0.45)
     explicit = Hormones(0.5, 0.5, 0.5)
     kept = (await store.remember(NewCrystal("explicit snapshot", hormones=explicit))).crystal
     assert kept.hormones == explicit
     bulk = await store.remember_many([NewCrystal(f"bulk line {i}", origin=Origin.SESSION) for i in range(3)])
     first = await store.get(bulk.ids[0])
     assert first.hormones.oxytocin == pytest.approx(0.2)
-    assert math.isclose(endocrine.state().dopamine, 0.40)  # bulk imports stamp but do not spike
+    assert math.isclose(endocrine.state().dopamine, 0.45)  # bulk imports stamp but do not spike
 
 
 async def test_dopamine_makes_importance_count_more_in_search(store: MemoryStore) -> None:
