@@ -13,15 +13,16 @@ from typing import Any
 
 BENCHMARKS = {
     "consolidation": "bench.consolidation",
-    "p2p": "bench.p2p",
+    "p2p": "bench.network.p2p",
     "marketplace": "bench.marketplace",
-    "envelope_verify": "bench.envelope_verify",
+    "envelope_verify": "bench.network.envelope_verify",
     "locomo_recall": "bench.locomo_recall",
     "memory_store": "bench.memory_store",
     "api": "bench.api",
-    "eigentrust": "bench.eigentrust",
+    "eigentrust": "bench.network.eigentrust",
     "injection": "bench.injection",
-    "stranger_flood": "bench.stranger_flood",
+    "stranger_flood": "bench.network.stranger_flood",
+    "typing": "bench.typing",
 }
 
 

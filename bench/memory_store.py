@@ -9,7 +9,8 @@ Baselines, measured in the same run on the same rows:
 - ingest: a plain batched ``executemany`` INSERT of the same texts into a bare table;
 - search: sqlite-vec KNN (k=50) on the store's own vector table plus an FTS5 BM25
   top-50 on its own index, run back to back, per query.
-Goals (issue 3) at 100K: ingest >= 5,000 crystals/s without embedding; hybrid p50 <= 30 ms.
+- ingest with automatic typing (the crystals come untyped) beside the same ingest typed by the caller.
+Goals (issues 3 and 16) at 100K: ingest >= 5,000 crystals/s without embedding, typing on; hybrid p50 <= 30 ms.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sqlite_vec
 
 from bench.timing import percentiles_ms
 from memory.embedders.base import Vectors, normalise_rows
-from memory.model import NewCrystal
+from memory.model import NewCrystal, SemanticType
 from memory.retrieval.query import SearchRequest, fts_query
 from memory.retrieval.search import search
 from memory.storage.store import LinkSettings, MemoryStore
@@ -111,9 +112,17 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
     texts = synthetic_texts(size, rng)
     baseline_ingest = raw_insert_rate(tmp / f"raw{size}.db", texts)
     embedder = SyntheticEmbedder()
+    # The caller types every crystal: the store's cost without automatic typing (before issue 16).
+    untyped_store = await MemoryStore.open(tmp / f"typed{size}.db", embedder, links=LinkSettings(enabled=False))
+    try:
+        started = time.perf_counter()
+        await untyped_store.remember_many([NewCrystal(t, semantic_type=SemanticType.GENERAL) for t in texts])
+        ingest_typed_by_caller = size / (time.perf_counter() - started)
+    finally:
+        await untyped_store.close()
     store = await MemoryStore.open(tmp / f"store{size}.db", embedder, links=LinkSettings(enabled=False))
     try:
-        news = [NewCrystal(t) for t in texts]
+        news = [NewCrystal(t) for t in texts]  # untyped: the store types each one
         started = time.perf_counter()
         await store.remember_many(news, batch_size=1000)
         ingest = size / (time.perf_counter() - started)
@@ -139,6 +148,7 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
     result: dict[str, Any] = {
         "crystals": size,
         "ingest_per_s": round(ingest),
+        "ingest_per_s_typed_by_caller": round(ingest_typed_by_caller),
         "baseline_raw_sqlite_insert_per_s": round(baseline_ingest),
         "ingest_ratio_to_raw": round(ingest / baseline_ingest, 3),
         "vector_index_per_s": round(vectors_per_s),

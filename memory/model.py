@@ -75,10 +75,22 @@ class Lifespan(StrEnum):
 
 
 class EpistemicLayer(StrEnum):
-    OBSERVATION = "observation"  # recorded as seen or said
-    BELIEF = "belief"  # inferred, not confirmed
-    KNOWLEDGE = "knowledge"  # confirmed, by use, verification or consolidation
-    INSIGHT = "insight"  # synthesised across crystals
+    """What kind of knowing a crystal is (``memory.cognition.epistemic`` decides it at ingest)."""
+
+    EXPERIENCE = "experience"  # lived or said: an event, a conversation, a goal stated
+    DIRECTIVE = "directive"  # the person's explicit preference or instruction: ranks above anything inferred
+    WORLD_FACT = "world_fact"  # how things are: facts, people, procedures
+    MENTAL_MODEL = "mental_model"  # inferred by the node: insights, patterns, syntheses
+
+
+class TypeSource(StrEnum):
+    """Who decided a crystal's semantic type."""
+
+    CALLER = "caller"  # given with the crystal
+    MODEL = "model"  # the offline typer (``memory.cognition.typing``)
+    LLM = "llm"  # the [llm] endpoint
+    CORRECTION = "correction"  # the person, with ``memory retype``
+    LEGACY = "legacy"  # stored before automatic typing existed (release 9 and earlier)
 
 
 class AssociationType(StrEnum):
@@ -162,7 +174,7 @@ class NewCrystal:
     """What a caller asks the store to remember. Everything but ``text`` has a default."""
 
     text: str
-    semantic_type: SemanticType = SemanticType.GENERAL
+    semantic_type: SemanticType | None = None  # None: typed at ingest (``memory.cognition``)
     origin: Origin = Origin.USER_INPUT
     created_at_ms: int | None = None  # the time the content refers to; default: now
     source_path: str | None = None
@@ -174,7 +186,9 @@ class NewCrystal:
     hormones: Hormones = field(default_factory=Hormones)
     curiosity_boost: float = 0.0
     steering_reward: float = 0.0
-    epistemic_layer: EpistemicLayer = EpistemicLayer.OBSERVATION
+    epistemic_layer: EpistemicLayer | None = None  # None: decided at ingest from the type and the text
+    type_confidence: float = 1.0  # how sure whoever typed it was
+    type_source: TypeSource = TypeSource.CALLER
     verification: Verification = field(default_factory=Verification)
     bounty: Bounty | None = None
     skill: SkillVersion | None = None
@@ -208,6 +222,8 @@ class NewCrystal:
             raise ValueError("ttl_ms must be positive")
         if self.line_start is not None and self.line_end is not None and self.line_end < self.line_start:
             raise ValueError("line_end before line_start")
+        if not 0.0 <= self.type_confidence <= 1.0:
+            raise ValueError("type_confidence must be in [0, 1]")
         if (self.semantic_type is SemanticType.SKILL) and self.skill is None:
             object.__setattr__(self, "skill", SkillVersion(stable_skill_id=content_hash(self.text)[:16]))
 
@@ -238,6 +254,8 @@ class Crystal:
     last_dream_ms: int | None
     steering_reward: float
     epistemic_layer: EpistemicLayer
+    type_confidence: float
+    type_source: TypeSource
     verification: Verification
     bounty: Bounty | None
     skill: SkillVersion | None

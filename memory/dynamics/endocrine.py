@@ -100,19 +100,16 @@ class Endocrine:
         mood = new.emotional_valence if new.emotional_valence != 0.0 else max(-1.0, min(1.0, valence(snapshot)))
         return replace(new, hormones=snapshot, emotional_valence=mood)
 
-    def stamp_many(self, items: Sequence[NewCrystal]) -> list[NewCrystal]:
-        """``stamp`` for a bulk import: one snapshot per origin for the whole batch."""
+    def influences(self, items: Sequence[NewCrystal]) -> list[tuple[Hormones, float]]:
+        """The (hormonal influence, emotional valence) ``stamp`` would give each of a bulk import's
+        items, from one snapshot per origin; the store writes them beside the items (no copies)."""
         levels = self.levels()
         snapshots = {origin: influence_at_ingest(levels, origin) for origin in {n.origin for n in items}}
         moods = {origin: max(-1.0, min(1.0, valence(h))) for origin, h in snapshots.items()}
         return [
-            n
+            (n.hormones, n.emotional_valence)
             if n.hormones != Hormones()
-            else replace(
-                n,
-                hormones=snapshots[n.origin],
-                emotional_valence=n.emotional_valence if n.emotional_valence != 0.0 else moods[n.origin],
-            )
+            else (snapshots[n.origin], n.emotional_valence if n.emotional_valence != 0.0 else moods[n.origin])
             for n in items
         ]
 

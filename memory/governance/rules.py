@@ -73,21 +73,42 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _matches(patterns: list[_Gated], text: str, lowered: str) -> bool:
-    return any(any(hint in lowered for hint in hints) and pattern.search(text) for hints, pattern in patterns)
+def _hint_finder(patterns: list[_Gated]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(h) for hints, _ in patterns for h in hints))
+
+
+_SECRET_HINTS = _hint_finder(_SECRET_PATTERNS)
+_PERSONAL_HINTS = _hint_finder(_PERSONAL_PATTERNS)
+#: Every digit pattern above needs a digit, a separator and a digit in a row (a phone number, an SSN),
+#: or two capitals and two digits (an IBAN): text without either skips them (most text with digits).
+_DIGIT_SHAPES = re.compile(r"\d[\s\-.]\d|[A-Z]{2}\d\d")
+
+
+def _matches(patterns: list[_Gated], hints_found: re.Pattern[str], text: str, lowered: str) -> bool:
+    if hints_found.search(lowered) is None:  # one pass for every hint: most text has none
+        return False
+    shaped: bool | None = None
+    for hints, pattern in patterns:
+        if hints is _DIGITS:
+            shaped = _DIGIT_SHAPES.search(text) is not None if shaped is None else shaped
+            if not shaped:
+                continue
+        if any(hint in lowered for hint in hints) and pattern.search(text):
+            return True
+    return False
 
 
 def classify_sensitivity(text: str) -> Sensitivity:
     """Confidential if the text holds a secret; personal if it holds personal data; else normal."""
     lowered = text.lower()
-    if _matches(_SECRET_PATTERNS, text, lowered):
+    if _matches(_SECRET_PATTERNS, _SECRET_HINTS, text, lowered):
         return Sensitivity.CONFIDENTIAL
     if _DIGIT_RUN.search(text):
         for match in _CARD.finditer(text):
             digits = re.sub(r"\D", "", match.group())
             if 13 <= len(digits) <= 19 and _luhn_ok(digits):
                 return Sensitivity.CONFIDENTIAL
-    if _matches(_PERSONAL_PATTERNS, text, lowered):
+    if _matches(_PERSONAL_PATTERNS, _PERSONAL_HINTS, text, lowered):
         return Sensitivity.PERSONAL
     return Sensitivity.NORMAL
 

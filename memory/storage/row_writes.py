@@ -14,6 +14,7 @@ from memory.errors import CrystalNotFound
 from memory.model import Crystal, Lifecycle, NewCrystal, content_hash
 from memory.storage.connection import select_in
 from memory.storage.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row
+from memory.storage.vectors import VectorIndex
 
 
 async def insert_rows(
@@ -31,15 +32,31 @@ async def insert_rows(
         "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
         (last_rowid,),
     )
-    await db.executemany(
-        "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
-        "VALUES (?, NULL, 'generated', 'created', ?, ?)",
-        [(cid, new.actor, now) for cid, new in rows],
-    )
-    await db.executemany(
-        "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
-        [(cid, new.actor, now, new.origin.value) for cid, new in rows],
-    )
+    actors = {new.actor for _, new in rows}
+    if len(actors) == 1:
+        # One actor (a bulk import, a single remember): the audit and attribution rows are written
+        # from the rows just inserted, in one statement each instead of one bound row per crystal.
+        shared = {"actor": actors.pop(), "now": now, "after": last_rowid}
+        await db.execute(
+            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
+            "SELECT id, NULL, 'generated', 'created', :actor, :now FROM crystals WHERE rowid > :after ORDER BY rowid",
+            shared,
+        )
+        await db.execute(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) "
+            "SELECT id, :actor, 'created', :now, origin FROM crystals WHERE rowid > :after ORDER BY rowid",
+            shared,
+        )
+    else:
+        await db.executemany(
+            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
+            "VALUES (?, NULL, 'generated', 'created', ?, ?)",
+            [(cid, new.actor, now) for cid, new in rows],
+        )
+        await db.executemany(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'created', ?, ?)",
+            [(cid, new.actor, now, new.origin.value) for cid, new in rows],
+        )
     await hold_in_quarantine(
         db, [(cid, content_hash(new.text), new) for cid, new in rows if new.quarantine is not None], now
     )
@@ -102,3 +119,17 @@ async def crystal_by_hash(db: aiosqlite.Connection, chash: str) -> Crystal | Non
 async def ids_by_hash(db: aiosqlite.Connection, hashes: list[str]) -> dict[str, str]:
     rows = await select_in(db, "SELECT content_hash, id FROM crystals WHERE content_hash IN ({marks})", hashes)
     return {r[0]: r[1] for r in rows}
+
+
+async def delete_rows(db: aiosqlite.Connection, vectors: VectorIndex, rows: Sequence[tuple[int, str]]) -> None:
+    """Delete (rowid, id) crystals with their vectors, links, replay entries, merge records and held
+    quarantine rows. The audit log, attributions and a rejected text's quarantine record stay: they
+    record that the crystal existed, and what was decided."""
+    ids = [(cid,) for _, cid in rows]
+    await vectors.delete(db, [rowid for rowid, _ in rows])
+    await db.executemany("DELETE FROM associations WHERE src_id = ?", ids)
+    await db.executemany("DELETE FROM associations WHERE dst_id = ?", ids)
+    await db.executemany("DELETE FROM replay_queue WHERE crystal_id = ?", ids)
+    await db.executemany("DELETE FROM merges WHERE loser_id = ? OR winner_id = ?", [(i, i) for (i,) in ids])
+    await db.executemany("DELETE FROM quarantine WHERE crystal_id = ? AND status = 'held'", ids)
+    await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(rowid,) for rowid, _ in rows])

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.cognition.typer import Typing
 from memory.governance.rules import classify_sensitivity
 from memory.model import (
     Bounty,
@@ -21,6 +22,7 @@ from memory.model import (
     SemanticType,
     Sensitivity,
     SkillVersion,
+    TypeSource,
     Verification,
     content_hash,
 )
@@ -30,7 +32,8 @@ COLUMNS = (
     "line_start, line_end, importance, access_count, last_access_ms, emotional_valence, dopamine, cortisol, oxytocin, "
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
-    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined"
+    "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined, "
+    "type_confidence, type_source"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -40,7 +43,7 @@ INSERT_COLUMNS = (
     "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
     "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
-    "text_bytes",
+    "text_bytes", "type_confidence", "type_source",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -52,23 +55,36 @@ def new_crystal_id(now_ms: int) -> str:
 
 
 def insert_params(
-    new: NewCrystal, *, crystal_id: str, content_hash: str, sensitivity: Sensitivity, now_ms: int
+    new: NewCrystal,
+    *,
+    crystal_id: str,
+    content_hash: str,
+    sensitivity: Sensitivity,
+    now_ms: int,
+    typing: Typing | None = None,
+    influence: tuple[Hormones, float] | None = None,
 ) -> tuple[Any, ...]:
-    """The INSERT's parameters, in ``INSERT_COLUMNS`` order."""
-    skill, bounty, hormones = new.skill, new.bounty, new.hormones
+    """The INSERT's parameters, in ``INSERT_COLUMNS`` order. The type and layer are ``typing``'s, else
+    ``new``'s own (then it must be typed); the hormones and valence ``influence``'s, else ``new``'s."""
+    if typing is None:
+        if new.semantic_type is None or new.epistemic_layer is None:
+            raise ValueError("a crystal is typed before it is stored")
+        typing = Typing(new.semantic_type, new.type_confidence, new.type_source, new.epistemic_layer, new.skill)
+    hormones, valence = influence or (new.hormones, new.emotional_valence)
+    skill, bounty = typing.skill, new.bounty
     return (
-        crystal_id, new.text, content_hash, new.semantic_type.value, new.origin.value,
+        crystal_id, new.text, content_hash, typing.semantic_type.value, new.origin.value,
         new.created_at_ms if new.created_at_ms is not None else now_ms, now_ms, now_ms,
-        new.source_path, new.source, new.line_start, new.line_end, new.importance, new.emotional_valence,
+        new.source_path, new.source, new.line_start, new.line_end, new.importance, valence,
         hormones.dopamine, hormones.cortisol, hormones.oxytocin, new.curiosity_boost, new.steering_reward,
-        new.epistemic_layer.value, int(new.verification.is_verified), new.verification.verified_by,
+        typing.layer.value, int(new.verification.is_verified), new.verification.verified_by,
         bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
         skill.stable_skill_id if skill else None, skill.version if skill else None,
         skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
         skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
         skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
-        int(new.quarantine is not None), len(new.text.encode()),
+        int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
     )  # fmt: skip
 
 
@@ -77,7 +93,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
      tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
-     ) = row  # fmt: skip
+     type_confidence, type_source) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -101,6 +117,8 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         last_dream_ms=last_dream,
         steering_reward=steering,
         epistemic_layer=EpistemicLayer(layer),
+        type_confidence=type_confidence,
+        type_source=TypeSource(type_source),
         verification=Verification(bool(verified), verified_by),
         bounty=Bounty(bounty_id, bounty_reward) if bounty_id is not None else None,
         skill=SkillVersion(
@@ -133,8 +151,14 @@ class PreparedBatch:
     now_ms: int
 
 
-def prepare_batch(items: Sequence[NewCrystal], now_ms: int) -> PreparedBatch:
-    """Hash, classify and lay out a batch (pure Python work, done off the write path)."""
+def prepare_batch(
+    items: Sequence[NewCrystal],
+    now_ms: int,
+    typings: Sequence[Typing],
+    influences: Sequence[tuple[Hormones, float]] | None = None,
+) -> PreparedBatch:
+    """Hash, classify sensitivity and lay out a batch with its typings and hormonal influences (pure
+    Python work, done off the write path)."""
     hashes = [content_hash(n.text) for n in items]
     params = [
         insert_params(
@@ -143,7 +167,9 @@ def prepare_batch(items: Sequence[NewCrystal], now_ms: int) -> PreparedBatch:
             content_hash=h,
             now_ms=now_ms,
             sensitivity=n.sensitivity or classify_sensitivity(n.text),
+            typing=typing,
+            influence=influences[i] if influences is not None else None,
         )
-        for n, h in zip(items, hashes, strict=True)
+        for i, (n, h, typing) in enumerate(zip(items, hashes, typings, strict=True))
     ]
     return PreparedBatch(items, hashes, params, now_ms)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import aiosqlite
 
+from memory.cognition.epistemic import MIGRATE_LAYER_SQL
 from memory.storage.migrations import Migration, SchemaSet, split_sql, table_exists
 
 SCHEMA_V1 = """
@@ -253,10 +254,30 @@ CREATE INDEX crystals_peer_content ON crystals (source, stored_at_ms, text_bytes
     WHERE origin = 'peer' AND scope = 'shared' AND lifecycle != 'expired';
 """
 
+# v13: automatic typing and the design's epistemic layers (memory.cognition). Each crystal keeps
+# how sure its typing was and who decided it (stored crystals were typed by their callers, or
+# defaulted to general: 'legacy'); the old layers (observation, belief, knowledge, insight) map to
+# experience, directive, world_fact and mental_model by type and origin. A person's corrections
+# (``memory retype``) are kept as labelled examples the typer learns from.
+SCHEMA_V13 = f"""
+ALTER TABLE crystals ADD COLUMN type_confidence REAL NOT NULL DEFAULT 1.0;
+ALTER TABLE crystals ADD COLUMN type_source TEXT NOT NULL DEFAULT 'caller';
+UPDATE crystals SET type_source = 'legacy';
+UPDATE crystals SET epistemic_layer = {MIGRATE_LAYER_SQL.strip()};
+CREATE TABLE type_corrections (
+    content_hash  TEXT PRIMARY KEY,
+    text          TEXT NOT NULL,
+    semantic_type TEXT NOT NULL,
+    corrected_ms  INTEGER NOT NULL,
+    actor         TEXT NOT NULL
+);
+CREATE INDEX type_corrections_time ON type_corrections (corrected_ms);
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
-    MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE,
+    MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

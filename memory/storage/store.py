@@ -22,6 +22,8 @@ from typing import Any, Protocol
 import aiosqlite
 
 from memory.clock import Clock, wall_clock_ms
+from memory.cognition.bulk_typing import WORKER_MIN_UNTYPED, BulkTyping
+from memory.cognition.typer import Typer, load_corrections
 from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
@@ -35,6 +37,7 @@ from memory.storage.private_files import private_dir, private_file
 from memory.storage.row_writes import (
     crystal_any,
     crystal_by_hash,
+    delete_rows,
     hold_in_quarantine,
     ids_by_hash,
     insert_rows,
@@ -77,7 +80,7 @@ class HormoneSource(Protocol):
 
     def levels(self) -> Hormones: ...
 
-    def stamp_many(self, items: Sequence[NewCrystal]) -> list[NewCrystal]: ...
+    def influences(self, items: Sequence[NewCrystal]) -> list[tuple[Hormones, float]]: ...
 
     async def on_ingest(self, new: NewCrystal) -> NewCrystal: ...
 
@@ -107,6 +110,7 @@ class MemoryStore:
         now_ms: Clock,
         links: LinkSettings,
         on_embedded: EmbeddedHook | None = None,
+        typer: Typer | None = None,
     ) -> None:
         self.path = path
         self.writer = writer
@@ -121,6 +125,8 @@ class MemoryStore:
         self._closed = False
         #: Set by ``Endocrine.attach``: stamps new crystals with the hormonal state, modulates search.
         self.hormone_source: HormoneSource | None = None
+        #: Types what its callers left untyped, and learns from ``memory retype``.
+        self.typer = typer or Typer()
         self._accesses = AccessCounter(self.touch)  # searches record, a flusher writes off their latency path
 
     @classmethod
@@ -149,6 +155,7 @@ class MemoryStore:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (embedder.id,),
             )
+            typer = Typer(await load_corrections(writer))
             reader_conns = []
             for _ in range(readers):
                 conn = await open_connection(path, readonly=True)
@@ -158,7 +165,7 @@ class MemoryStore:
             for conn in opened:
                 await conn.close()
             raise
-        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings(), on_embedded)
+        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings(), on_embedded, typer)
 
     async def close(self) -> None:
         """Flush recorded accesses, checkpoint, close every connection."""
@@ -203,6 +210,7 @@ class MemoryStore:
         existing = await crystal_by_hash(self.reader(), chash)
         if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
             return Remembered(existing, created=False)
+        new = self.typer.complete(new)
         if self.hormone_source is not None:
             new = await self.hormone_source.on_ingest(new)
         # Held content is not embedded until it is approved: it costs a stranger's sender no
@@ -236,31 +244,33 @@ class MemoryStore:
         Each batch commits on its own: after a crash, every committed batch is kept
         and a re-run skips it by content hash.
         """
+        batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
+        if len(batches) > 1 and sum(n.semantic_type is None for n in items) >= WORKER_MIN_UNTYPED:
+            async with BulkTyping(self.typer) as typing:
+                return await self._write_batches(batches, typing, progress)
+        return await self._write_batches(batches, None, progress)
+
+    async def _write_batches(
+        self, batches: Sequence[Sequence[NewCrystal]], typing: BulkTyping | None, progress: Progress | None
+    ) -> BulkResult:
         ids: list[str] = []
         created = 0
-        if self.hormone_source is not None:
-            items = self.hormone_source.stamp_many(items)
-        batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
-        prepared = prepare_batch(batches[0], self.now_ms()) if batches else None
-        for index in range(len(batches)):
-            assert prepared is not None
-            # Write this batch on the SQLite thread while preparing the next on this one (hashing and
-            # classifying are Python work that would otherwise add to the write time instead of overlapping).
-            write = asyncio.ensure_future(self._write_batch(prepared))
-            try:
-                upcoming = prepare_batch(batches[index + 1], self.now_ms()) if index + 1 < len(batches) else None
-            except BaseException:
-                await asyncio.gather(write, return_exceptions=True)  # this batch commits; then the error
-                raise
-            batch_ids, batch_created = await write
+        for index, batch in enumerate(batches):
+            # The worker types batch n + 1 while this process writes batch n (the first batch is
+            # typed here, while the worker starts).
+            guesses = await typing.guesses() if typing is not None and index > 0 else None
+            if typing is not None and index + 1 < len(batches):
+                typing.start(batches[index + 1])
+            influences = self.hormone_source.influences(batch) if self.hormone_source is not None else None
+            typings = self.typer.decide_many(batch, guesses)
+            batch_ids, batch_created = await self._write_batch(prepare_batch(batch, self.now_ms(), typings, influences))
             created += batch_created
             ids.extend(batch_ids)
             if progress:
-                progress(len(batches[index]))
-            prepared = upcoming
+                progress(len(batch))
         if created:
             await self.checkpoint()
-        return BulkResult(created=created, duplicates=len(items) - created, ids=tuple(ids))
+        return BulkResult(created=created, duplicates=sum(map(len, batches)) - created, ids=tuple(ids))
 
     async def checkpoint(self) -> None:
         """Fold the WAL back into the database file. After bulk writes a long WAL slows every
@@ -338,17 +348,9 @@ class MemoryStore:
         return await self.transition(crystal_id, Lifecycle.EXPIRED, reason=reason, actor=actor)
 
     async def delete_physically(self, db: aiosqlite.Connection, rows: Sequence[tuple[int, str]]) -> None:
-        """Delete (rowid, id) crystals with their vectors, links, replay entries, merge records and held
-        quarantine rows, inside the caller's transaction. The audit log, attributions and a rejected
-        text's quarantine record stay: they record that the crystal existed, and what was decided."""
-        ids = [(cid,) for _, cid in rows]
-        await self.vectors.delete(db, [rowid for rowid, _ in rows])
-        await db.executemany("DELETE FROM associations WHERE src_id = ?", ids)
-        await db.executemany("DELETE FROM associations WHERE dst_id = ?", ids)
-        await db.executemany("DELETE FROM replay_queue WHERE crystal_id = ?", ids)
-        await db.executemany("DELETE FROM merges WHERE loser_id = ? OR winner_id = ?", [(i, i) for (i,) in ids])
-        await db.executemany("DELETE FROM quarantine WHERE crystal_id = ? AND status = 'held'", ids)
-        await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
+        """Delete (rowid, id) crystals with everything that hangs on them, inside the caller's transaction
+        (``row_writes.delete_rows``: what stays, and why)."""
+        await delete_rows(db, self.vectors, rows)
 
     def record_access(self, crystal_ids: Sequence[str]) -> None:
         """Count an access of each crystal, written shortly after (``memory.storage.access``)."""
@@ -472,14 +474,10 @@ class MemoryStore:
         now: int,
     ) -> None:
         """Move one crystal to ``new`` and write its audit row, inside the caller's transaction ``db``."""
-        await self.write_transitions(db, [(crystal_id, old, new, reason)], actor, now)
+        await write_transitions(db, [(crystal_id, old, new, reason)], actor, now)
 
     async def write_transitions(
-        self,
-        db: aiosqlite.Connection,
-        moves: Sequence[tuple[str, Lifecycle, Lifecycle, str]],
-        actor: str,
-        now: int,
+        self, db: aiosqlite.Connection, moves: Sequence[tuple[str, Lifecycle, Lifecycle, str]], actor: str, now: int
     ) -> None:
         """``write_transition`` for many (crystal id, from, to, reason) at once."""
         await write_transitions(db, moves, actor, now)

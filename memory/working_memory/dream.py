@@ -28,7 +28,7 @@ from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
 from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
 from memory.governance.rules import classify_sensitivity
-from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
+from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.connection import sync_wal
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
@@ -306,7 +306,6 @@ async def working_memory_note(
         NewCrystal(
             written.text,
             origin=Origin.SESSION,
-            semantic_type=SemanticType.GENERAL,
             importance=written.importance,
             source="scratch",
             actor="agent",

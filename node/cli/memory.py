@@ -39,26 +39,28 @@ def memory_group() -> None:
 @memory_group.command("add")
 @location_options
 @click.argument("text")
-@click.option("--type", "stype", type=_choices(SemanticType), default="general")
+@click.option("--type", "stype", type=_choices(SemanticType), default=None, help="Left out: the node types it.")
 @click.option("--origin", type=_choices(Origin), default="user_input")
 @click.option("--importance", type=click.FloatRange(0, 1), default=0.5)
 @click.option("--scope", type=_choices(Scope), default="private")
 @click.option("--ttl", default=None, help="Forget after this long: 30m, 24h, 7d, 2w.")
+@click.option("--pin", is_flag=True, help="Keep it for good: it never decays or expires.")
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def memory_add(
     config_path: Path | None,
     data_dir: Path | None,
     text: str,
-    stype: str,
+    stype: str | None,
     origin: str,
     importance: float,
     scope: str,
     ttl: str | None,
+    pin: bool,
     as_json: bool,
 ) -> None:
-    """Remember TEXT (deduplicated: the same text is stored once)."""
-    args = dict(text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl)
+    """Remember TEXT (deduplicated: the same text is stored once). Untyped, the node types it."""
+    args = dict(text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl, pin=pin)
 
     doc = run_command(config_path, data_dir, "memory.remember", args)
     if as_json:
@@ -66,7 +68,10 @@ def memory_add(
     else:
         verb = "remembered" if doc["created"] else "already known"
         c = doc["crystal"]
-        click.echo(f"{verb} {c['id']} ({c['semantic_type']}, {c['sensitivity']})")
+        typed = (
+            f"{c['semantic_type']} {c['type_confidence']:.2f}" if c["type_source"] == "model" else c["semantic_type"]
+        )
+        click.echo(f"{verb} {c['id']} ({typed}, {c['epistemic_layer']}, {c['sensitivity']}, {c['lifespan']})")
 
 
 @memory_group.command("search")
@@ -139,6 +144,10 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
     c = doc["crystal"]
     click.echo(
         f"{c['id']}  {c['semantic_type']} / {c['origin']} / {c['lifecycle']} / {c['scope']} / {c['sensitivity']}"
+    )
+    click.echo(
+        f"  typed by {c['type_source']} ({c['type_confidence']:.2f})  layer {c['epistemic_layer']}  "
+        f"lifespan {c['lifespan']}"
     )
     click.echo(f"  importance {c['importance']}  accessed {c['access_count']}x  embedded {c['embedded_with']}")
     click.echo(f"  {c['text']}")

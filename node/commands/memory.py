@@ -21,6 +21,7 @@ from node.commands.memory_requests import (
     NoteArgs,
     QuarantineArgs,
     RememberArgs,
+    RetypeArgs,
     SearchArgs,
     ShowArgs,
 )
@@ -70,6 +71,26 @@ async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
     from node.commands import memory_service as service
 
     return await service.remember(host.running_store(), request, actor=current_actor())
+
+
+@commands(
+    "memory.retype",
+    RetypeArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/type", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "retype",
+        arguments=("id", "type"),
+        render=lambda c: f"{c['id']} is now {c['semantic_type']} ({c['epistemic_layer']}); the typer learned it",
+    ),
+)
+async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
+    """Correct a crystal's semantic type; the node keeps the correction as an example and learns from it."""
+    from memory.cognition.retype import retype as correct
+    from node.commands.memory_service import crystal_json
+
+    return crystal_json(await correct(host.running_store(), request.id, request.type, actor=current_actor()))
 
 
 @commands("memory.stats", NoArgs, route=HttpRoute("GET", "/v1/memory/stats", "memory"), local=True)

@@ -47,11 +47,21 @@ class RememberArgs(_Request):
     """A new memory. The same text is stored once (the existing crystal is returned)."""
 
     text: str = Field(min_length=1, max_length=100_000)
-    type: SemanticType = SemanticType.GENERAL
+    type: SemanticType | None = Field(
+        default=None, description="Its semantic type; left out, the node types it (see type_confidence)."
+    )
     origin: Origin = Origin.USER_INPUT
     importance: float = Field(default=0.5, ge=0, le=1)
     scope: Scope = Scope.PRIVATE
     ttl: str | None = Field(default=None, description="Forget after this long: 30m, 24h, 7d, 2w.")
+    pin: bool = Field(default=False, description="Keep it: it never decays or expires (permanent lifespan).")
+
+
+class RetypeArgs(_Request):
+    """A person's correction of a crystal's type; kept as an example the typer learns from."""
+
+    id: str = Field(min_length=1, max_length=64)
+    type: SemanticType = Field(description="The type it really is.")
 
 
 class ForgetArgs(_Request):

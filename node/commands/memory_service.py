@@ -30,13 +30,15 @@ def crystal_json(crystal: Crystal) -> dict[str, Any]:
 async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dict[str, Any]:
     try:
         ttl_ms = -parse_since(args.ttl, 0) if args.ttl else None
+        if args.pin and ttl_ms:
+            raise InvalidRequest("a pinned memory is kept for good: give --pin or --ttl, not both")
         new = NewCrystal(
             args.text,
             semantic_type=args.type,
             origin=args.origin,
             importance=args.importance,
             scope=args.scope,
-            lifespan=Lifespan.TTL if ttl_ms else Lifespan.DECAY,
+            lifespan=Lifespan.PERMANENT if args.pin else Lifespan.TTL if ttl_ms else Lifespan.DECAY,
             ttl_ms=ttl_ms,
             actor=actor,
         )

@@ -76,17 +76,28 @@ def build_server(client: NodeClient) -> Any:
     @server.tool()
     async def memory_remember(
         text: str,
-        type: SemanticType = SemanticType.GENERAL,
+        type: SemanticType | None = None,
         importance: float = 0.5,
         scope: Scope = Scope.PRIVATE,
         ttl: str | None = None,
+        pin: bool = False,
     ) -> dict[str, Any]:
         """Store a durable memory: a fact, preference, decision, skill... (the same text is stored once).
-        importance in [0, 1]. scope: private (default), shared or public. ttl: forget after 30m, 24h, 7d...
-        Returns its id and whether it was new."""
-        done = await run("memory.remember", {"text": text, "type": type, "importance": importance,
+        type: leave it out and the node types it. importance in [0, 1]. scope: private (default), shared or
+        public. ttl: forget after 30m, 24h, 7d... pin: keep it for good (never decays or expires).
+        Returns its id, whether it was new, and its type and epistemic layer."""
+        done = await run("memory.remember", {"text": text, "type": type, "importance": importance, "pin": pin,
                                              "scope": scope, "ttl": ttl, "origin": Origin.SESSION})  # fmt: skip
-        return {"id": done["crystal"]["id"], "created": done["created"], "type": done["crystal"]["semantic_type"]}
+        crystal = done["crystal"]
+        return {"id": crystal["id"], "created": done["created"], "type": crystal["semantic_type"],
+                "type_confidence": round(crystal["type_confidence"], 3),
+                "layer": crystal["epistemic_layer"]}  # fmt: skip
+
+    @server.tool()
+    async def memory_retype(id: str, type: SemanticType) -> dict[str, Any]:
+        """Correct a memory's type when the node typed it wrong (the node learns from the correction)."""
+        crystal = await run("memory.retype", {"id": id, "type": type})
+        return {"id": crystal["id"], "type": crystal["semantic_type"], "layer": crystal["epistemic_layer"]}
 
     @server.tool()
     async def memory_quarantine(action: str = "list", id: str | None = None) -> Any:

@@ -9,7 +9,7 @@ just as a dense matrix row equal to ``p`` would. The product ``C^T t`` is one
 ``numpy.bincount`` over the edge list, so a graph of E ratings over n keys costs
 O(E + n) memory and time per round, never the O(n^2) of a dense matrix: 10,000
 attesters x 256 ratings is about 60 MB and well under a second per round on one core
-(``bench/eigentrust.py`` measures it beside the dense form).
+(``bench/network/eigentrust.py`` measures it beside the dense form).
 
 A round budget and a wall-time budget bound the work; a result that ran out of either
 says so (``converged`` False) and carries the last iterate, which is already a valid

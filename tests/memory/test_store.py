@@ -273,12 +273,12 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
 
     calls = 0
 
-    def prepare_then_fail(items: Any, now_ms: int) -> Any:
+    def prepare_then_fail(items: Any, now_ms: int, *args: Any) -> Any:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise RuntimeError("preparing the second batch failed")
-        return real(items, now_ms)
+        return real(items, now_ms, *args)
 
     monkeypatch.setattr("memory.storage.store.prepare_batch", prepare_then_fail)
     store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)

@@ -60,6 +60,18 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
             bought = {row[0] for row in await cursor.fetchall()}
         for crystal_id in bought:  # what this node bought stays the agent's: it chose to buy it
             assert not (await store.get(crystal_id)).quarantined
+        # v13: the old layers (observation, ...) became the design's four; types stay as their callers
+        # gave them, marked as typed before automatic typing existed.
+        async with store.reader().execute(
+            "SELECT DISTINCT epistemic_layer, type_source, type_confidence FROM crystals"
+        ) as cursor:
+            rows = await cursor.fetchall()
+        assert {r[0] for r in rows} <= {"experience", "directive", "world_fact", "mental_model"}
+        assert {(r[1], r[2]) for r in rows} == {("legacy", 1.0)}
+        layers = {c.id: c.epistemic_layer.value async for c in store.iter_live()}
+        for crystal in before_crystals:
+            if crystal[3] in ("fact", "relationship", "skill"):
+                assert layers[crystal[0]] == "world_fact" or crystal[4] in ("dream", "inferred")
     finally:
         await store.close()
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.attestation_flood import peak_rss_kb, run_attackers, seeded_keys
+from bench.network.attestation_flood import peak_rss_kb, run_attackers, seeded_keys
 from p2p.topics import TRUST_TOPIC
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for

@@ -41,6 +41,25 @@ def test_add_search_show_forget_stats(tmp_path: Path) -> None:
     assert stats["total"] == 1 and stats["by_lifecycle"] == {"expired": 1}
 
 
+def test_untyped_memories_are_typed_a_correction_sticks_and_pin_keeps(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    added = run_cli("memory", "add", "wants to pass the Oslo sailing licence this summer", "--data-dir", data, env=ENV)
+    assert added.returncode == 0, added.stderr
+    assert "(goal 0." in added.stdout and "experience" in added.stdout  # typed by the model, with its confidence
+    crystal_id = added.stdout.split()[1]
+    fixed = run_cli("memory", "retype", crystal_id, "task_pattern", "--data-dir", data, env=ENV)
+    assert fixed.returncode == 0 and f"{crystal_id} is now task_pattern (mental_model)" in fixed.stdout
+    shown = json.loads(run_cli("memory", "show", crystal_id, "--data-dir", data, "--json", env=ENV).stdout)
+    assert (shown["crystal"]["semantic_type"], shown["crystal"]["type_source"]) == ("task_pattern", "correction")
+    assert shown["attribution"][-1]["action"] == "retyped"
+
+    pinned = run_cli("memory", "add", "Never call me before 10", "--pin", "--data-dir", data, "--json", env=ENV)
+    crystal = json.loads(pinned.stdout)["crystal"]
+    assert (crystal["lifespan"], crystal["epistemic_layer"]) == ("permanent", "directive")
+    both = run_cli("memory", "add", "x", "--pin", "--ttl", "2d", "--data-dir", data, env=ENV)
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
 def test_bad_memory_input_gets_a_clear_error(tmp_path: Path) -> None:
     data = str(tmp_path / "d")
     cases = [

@@ -180,6 +180,10 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     )
     assert status == 200
     assert api.ok("GET", f"/v1/memory/{by_agent}")["audit"][0]["actor"] == "agent"
+    retyped = api.ok("POST", f"/v1/memory/{by_agent}/type", {"type": "fact"})
+    assert (retyped["semantic_type"], retyped["type_source"]) == ("fact", "correction")
+    assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["actor"] == "agent"
+    assert api.call("POST", f"/v1/memory/{by_agent}/type", {"type": "gossip"})[0] == 400
     assert api.ok("GET", f"/v1/memory/{by_cli['crystal']['id']}")["audit"][0]["actor"] == "cli"
     status, doc = api.call("POST", "/v1/memory", {"text": "Nobody"}, headers={"X-Bitterbot-Actor": "root"})
     assert status == 400 and "X-Bitterbot-Actor must be one of agent, cli" in doc["error"]

@@ -1,7 +1,7 @@
 """An attacker's process: libp2p peers that connect to a node and each gossip one trust attestation,
 signed by its own fresh key and rating 256 made-up keys (the flood of issue 13, finding 1).
 
-    python -m bench.attestation_flood ADDRESS --keys 10 [--seed S]
+    python -m bench.network.attestation_flood ADDRESS --keys 10 [--seed S]
 
 With ``--seed`` the signing keys are derived from it (key i from sha256(seed || i)), so a test can
 name them as management keys beforehand; without it they are fresh. Prints one JSON line with what
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.p2p_node import ForwardAnything
+from bench.network.p2p_node import ForwardAnything
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
@@ -80,7 +80,7 @@ def run_attackers(address: str, *, attackers: int, keys_each: int, seeded: bool)
     """Attacker processes side by side, each with ``keys_each`` peers; how many attestations they published."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "bench.attestation_flood", address, "--keys", str(keys_each)]
+            [sys.executable, "-m", "bench.network.attestation_flood", address, "--keys", str(keys_each)]
             + (["--seed", seed_of(n)] if seeded else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

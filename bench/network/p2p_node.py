@@ -1,6 +1,6 @@
 """One benchmark node: a real P2PHost in its own process, driven over stdin, reporting on stdout.
 
-`python -m bench.p2p_node SEED_HEX MANAGEMENT_KEY_HEX [--rogue]`. Commands, one JSON
+`python -m bench.network.p2p_node SEED_HEX MANAGEMENT_KEY_HEX [--rogue]`. Commands, one JSON
 object per line: {"cmd": "connect", "addr": ...}, {"cmd": "skill"}, {"cmd": "weather",
 "seq": n}, {"cmd": "flood", "rate": 500, "seconds": 5}, {"cmd": "stats"}, {"cmd": "quit"}.
 Reports, one JSON object per line: ready (address), published (nonce, time),

@@ -1,6 +1,6 @@
 """Gossip across 8 real nodes in separate processes on 127.0.0.1, and the validator's throughput.
 
-Nodes are ``bench.p2p_node`` processes (a real P2PHost each); node i dials nodes
+Nodes are ``bench.network.p2p_node`` processes (a real P2PHost each); node i dials nodes
 i-1 and i-2, so messages cross up to four hops. Node 0 holds the management key.
 Phases, timed with the wall clock all processes share:
 1. skills: honest nodes publish round-robin at 20 msg/s; latency to every other node.
@@ -27,7 +27,7 @@ from typing import Any
 
 import nacl.bindings
 
-from bench.p2p_node import skill
+from bench.network.p2p_node import skill
 from bench.timing import percentiles_ms, rate_per_s
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
@@ -66,7 +66,7 @@ class NodeProcess:
 
 
 async def _spawn(index: int, seed: bytes, management: str, rogue: bool) -> NodeProcess:
-    args = [sys.executable, "-m", "bench.p2p_node", seed.hex(), management, *(["--rogue"] if rogue else [])]
+    args = [sys.executable, "-m", "bench.network.p2p_node", seed.hex(), management, *(["--rogue"] if rogue else [])]
     proc = await asyncio.create_subprocess_exec(
         *args,
         cwd=ROOT,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.api import ApiClient, daemon_env, stop_daemon, wait_for_api
-from bench.attestation_flood import peak_rss_kb, run_attackers, seeded_keys
+from bench.network.attestation_flood import peak_rss_kb, run_attackers, seeded_keys
 from bench.timing import percentiles_ms
 from node.runtime.status import read_status
 from p2p.topics import TRUST_TOPIC

@@ -1,0 +1,1 @@
+"""Benchmarks of the network: gossip, trust, envelope checks and floods from strangers."""

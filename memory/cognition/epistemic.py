@@ -1,0 +1,84 @@
+"""The epistemic layer of a crystal: lived experience, the person's directive, a fact about the
+world, or the node's own mental model (the design's four values).
+
+Directives are what the person explicitly asked for or prefers; they rank above anything the node
+inferred (the bootstrap text puts them first and the budget evicts them last). Only the person
+and the local agent can direct: text from a peer or an indexed file is never a directive, however
+it is phrased, or a stranger could instruct the agent by sharing a skill.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.model import EpistemicLayer, Origin, SemanticType
+
+#: Origins whose text the person or their agent wrote.
+_PERSONAL_ORIGINS = frozenset({Origin.USER_INPUT, Origin.SESSION})
+#: Origins whose text the node derived itself.
+_INFERRED_ORIGINS = frozenset({Origin.DREAM, Origin.INFERRED})
+
+_BY_TYPE = {
+    SemanticType.FACT: EpistemicLayer.WORLD_FACT,
+    SemanticType.RELATIONSHIP: EpistemicLayer.WORLD_FACT,
+    SemanticType.SKILL: EpistemicLayer.WORLD_FACT,
+    SemanticType.INSIGHT: EpistemicLayer.MENTAL_MODEL,
+    SemanticType.TASK_PATTERN: EpistemicLayer.MENTAL_MODEL,
+    SemanticType.PREFERENCE: EpistemicLayer.DIRECTIVE,
+    SemanticType.EPISODE: EpistemicLayer.EXPERIENCE,
+    SemanticType.GOAL: EpistemicLayer.EXPERIENCE,
+    SemanticType.GENERAL: EpistemicLayer.EXPERIENCE,
+}
+
+#: An instruction to the agent: "always…", "never…", "don't…", "please…", "remember to…".
+_INSTRUCTION = re.compile(
+    r"^\W*(?:please\b|always\b|never\b|don'?t\b|do not\b|make sure\b|remember to\b|be sure to\b|avoid\b|"
+    r"call me\b|address me\b|use (?:formal|informal|british|american|metric|imperial)\b)"
+    r"|\b(?:i want you to|you should always|you must|from now on)\b",
+    re.IGNORECASE,
+)
+
+
+#: Words one of which every instruction above holds: text without any skips the expression.
+_INSTRUCTION_WORDS = frozenset(
+    ("please", "always", "never", "don't", "dont", "do", "make", "remember", "be", "avoid", "call", "address", "use",
+     "want", "should", "must", "now")
+)  # fmt: skip
+
+
+_PUNCTUATION_TO_SPACE = str.maketrans({c: " " for c in '.,;:!?()[]{}"*_-'})
+
+
+def is_instruction(text: str) -> bool:
+    """Whether ``text`` reads as an instruction to the agent."""
+    head = text[:500]
+    if _INSTRUCTION_WORDS.isdisjoint(head.lower().translate(_PUNCTUATION_TO_SPACE).split()):
+        return False
+    return _INSTRUCTION.search(head) is not None
+
+
+def layer_for(text: str, semantic_type: SemanticType, origin: Origin) -> EpistemicLayer:
+    """The layer of a new crystal of ``semantic_type`` from ``origin``."""
+    if origin in _INFERRED_ORIGINS:
+        return EpistemicLayer.MENTAL_MODEL
+    layer = _BY_TYPE[semantic_type]
+    if origin not in _PERSONAL_ORIGINS:
+        # Nobody but the person directs the agent: a peer's or a file's "preference" is a fact about it.
+        return EpistemicLayer.WORLD_FACT if layer is EpistemicLayer.DIRECTIVE else layer
+    if layer is not EpistemicLayer.DIRECTIVE and is_instruction(text):
+        return EpistemicLayer.DIRECTIVE
+    return layer
+
+
+#: The v13 migration's mapping of the old values (observation, belief, knowledge, insight), by type
+#: and origin as ``layer_for`` would decide without the text: SQL over the ``crystals`` row.
+MIGRATE_LAYER_SQL = """
+CASE
+    WHEN origin IN ('dream', 'inferred') OR epistemic_layer IN ('belief', 'insight') THEN 'mental_model'
+    WHEN semantic_type = 'preference' AND origin IN ('user_input', 'session') THEN 'directive'
+    WHEN semantic_type IN ('fact', 'relationship', 'skill', 'preference') OR epistemic_layer = 'knowledge'
+        THEN 'world_fact'
+    WHEN semantic_type IN ('insight', 'task_pattern') THEN 'mental_model'
+    ELSE 'experience'
+END
+"""

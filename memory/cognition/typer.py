@@ -1,0 +1,125 @@
+"""The store's typer: gives every new crystal a semantic type, a confidence and an epistemic layer
+when its caller gave none, and learns from the person's corrections.
+
+A caller's explicit type always wins. A corrected text gets its corrected type whenever it comes
+again (confidence 1); every correction is also a labelled example that the model is refitted with
+(``learn``), weighted above the shipped examples, so that statements like it are typed alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+import aiosqlite
+
+from memory.cognition.epistemic import layer_for
+from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples, shipped_model
+from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash
+
+#: A person's correction counts as this many shipped examples when the model is refitted.
+CORRECTION_WEIGHT = 3.0
+#: The newest corrections taken into a refit: bounds its cost (about 2 ms per 100 examples).
+MAX_CORRECTIONS_FITTED = 5_000
+
+
+class Typing(NamedTuple):
+    """What the typer decided for one new crystal (the caller's own choices where it made them)."""
+
+    semantic_type: SemanticType
+    confidence: float
+    source: TypeSource
+    layer: EpistemicLayer
+    skill: SkillVersion | None
+
+
+class Typer:
+    """Create with the stored corrections (``load_corrections``): (text, type) pairs, oldest first."""
+
+    def __init__(self, corrections: Sequence[tuple[str, SemanticType]] = ()) -> None:
+        self._corrected = {content_hash(text): stype for text, stype in corrections}
+        self._corrections = list(corrections)[-MAX_CORRECTIONS_FITTED:]
+        self._model = self._fit(self._corrections) if self._corrections else shipped_model()
+
+    @staticmethod
+    def _fit(corrections: Sequence[tuple[str, SemanticType]]) -> TypingModel:
+        examples = shipped_examples() + [Example(t, s, CORRECTION_WEIGHT) for t, s in corrections]
+        return TypingModel.fit(examples)
+
+    def guess(self, text: str) -> tuple[Guess, TypeSource]:
+        corrected = self._corrected.get(content_hash(text))
+        if corrected is not None:
+            return Guess(corrected, 1.0), TypeSource.CORRECTION
+        return self._model.classify(text), TypeSource.MODEL
+
+    def decide(self, new: NewCrystal) -> Typing:
+        if new.semantic_type is not None:
+            return _decided(new, Guess(new.semantic_type, new.type_confidence), new.type_source)
+        return _decided(new, *self.guess(new.text))
+
+    @property
+    def corrections(self) -> list[tuple[str, SemanticType]]:
+        """The corrections the model was fitted with (a worker process fits the same model from them)."""
+        return list(self._corrections)
+
+    def classify_texts(self, texts: Sequence[str]) -> list[Guess]:
+        """The model's guesses, corrections aside (a worker process's part of ``decide_many``)."""
+        return self._model.classify_many(texts)
+
+    def for_the_model(self, items: Sequence[NewCrystal]) -> list[str]:
+        """The texts of ``items`` that the model must classify: untyped, and not corrected."""
+        return [n.text for n in items if n.semantic_type is None and content_hash(n.text) not in self._corrected]
+
+    def decide_many(self, items: Sequence[NewCrystal], guesses: Sequence[Guess] | None = None) -> list[Typing]:
+        """``decide`` for a batch: the untyped ones are classified in one pass, unless ``guesses`` are
+        the model's guesses for ``for_the_model(items)`` already (made in a worker process). The bulk
+        path stores these beside the items instead of copying each crystal (a copy costs as much as
+        typing)."""
+        hashes = [content_hash(n.text) if n.semantic_type is None else "" for n in items]
+        if guesses is None:
+            to_model = [n.text for n, h in zip(items, hashes, strict=True) if h and h not in self._corrected]
+            guesses = self._model.classify_many(to_model)
+        remaining = iter(guesses)
+        out = []
+        for new, chash in zip(items, hashes, strict=True):
+            if new.semantic_type is not None:
+                out.append(_decided(new, Guess(new.semantic_type, new.type_confidence), new.type_source))
+            elif chash in self._corrected:
+                out.append(_decided(new, Guess(self._corrected[chash], 1.0), TypeSource.CORRECTION))
+            else:
+                out.append(_decided(new, next(remaining), TypeSource.MODEL))
+        return out
+
+    def complete(self, new: NewCrystal) -> NewCrystal:
+        """``new`` with its type, confidence and epistemic layer filled in where the caller left them."""
+        typing = self.decide(new)
+        return replace(
+            new,
+            semantic_type=typing.semantic_type,
+            type_confidence=typing.confidence,
+            type_source=typing.source,
+            epistemic_layer=typing.layer,
+            skill=typing.skill,
+        )
+
+    def learn(self, text: str, semantic_type: SemanticType) -> None:
+        """Take a correction: exact at once, and into the model (a refit: call it off the event loop)."""
+        self._corrected[content_hash(text)] = semantic_type
+        self._corrections = [*self._corrections, (text, semantic_type)][-MAX_CORRECTIONS_FITTED:]
+        self._model = self._fit(self._corrections)
+
+
+def _decided(new: NewCrystal, guess: Guess, source: TypeSource) -> Typing:
+    stype = guess.semantic_type
+    skill = new.skill
+    if stype is SemanticType.SKILL and skill is None:
+        skill = SkillVersion(stable_skill_id=content_hash(new.text)[:16])
+    layer = new.epistemic_layer or layer_for(new.text, stype, new.origin)
+    return Typing(stype, guess.confidence, source, layer, skill)
+
+
+async def load_corrections(db: aiosqlite.Connection) -> list[tuple[str, SemanticType]]:
+    """Every correction kept in the ``type_corrections`` table, oldest first."""
+    async with db.execute("SELECT text, semantic_type FROM type_corrections ORDER BY corrected_ms, rowid") as cursor:
+        return [(str(text), SemanticType(stype)) for text, stype in await cursor.fetchall()]
