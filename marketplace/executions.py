@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memory.cognition.steering import record_outcome
 from memory.errors import CrystalNotFound
 from memory.model import KNOWLEDGE_TYPES
 from memory.storage.crystal_queries import sources_of
@@ -35,6 +36,8 @@ async def record_execution(
             "INSERT INTO skill_executions (crystal_id, ts_ms, success, reward_milli, actor) VALUES (?, ?, ?, ?, ?)",
             (crystal_id, store.now_ms(), int(success), reward_milli, actor),
         )
+    # The outcome steers the skill's ranking and life in memory (memory.cognition.steering).
+    await record_outcome(store, crystal_id, success=success, reward=reward_milli / 1000, actor=actor)
     return await execution_stats(store, crystal_id)
 
 

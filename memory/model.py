@@ -182,6 +182,7 @@ class NewCrystal:
     line_start: int | None = None
     line_end: int | None = None
     importance: float = 0.5
+    importance_floor: float = 0.0  # the importance its caller stated: consolidation never goes below
     emotional_valence: float = 0.0
     hormones: Hormones = field(default_factory=Hormones)
     curiosity_boost: float = 0.0
@@ -214,6 +215,8 @@ class NewCrystal:
             raise ValueError(f"context is {len(self.context)} characters; at most {MAX_CONTEXT_CHARS}")
         if not 0.0 <= self.importance <= 1.0:
             raise ValueError("importance must be in [0, 1]")
+        if not 0.0 <= self.importance_floor <= self.importance:
+            raise ValueError("importance_floor must be in [0, importance]")
         if not -1.0 <= self.emotional_valence <= 1.0:
             raise ValueError("emotional_valence must be in [-1, 1]")
         if (self.lifespan is Lifespan.TTL) != (self.ttl_ms is not None):
@@ -245,6 +248,7 @@ class Crystal:
     line_start: int | None
     line_end: int | None
     importance: float
+    importance_floor: float
     access_count: int
     last_access_ms: int | None
     emotional_valence: float

@@ -40,7 +40,13 @@ class Typer:
     def __init__(self, corrections: Sequence[tuple[str, SemanticType]] = ()) -> None:
         self._corrected = {content_hash(text): stype for text, stype in corrections}
         self._corrections = list(corrections)[-MAX_CORRECTIONS_FITTED:]
-        self._model = self._fit(self._corrections) if self._corrections else shipped_model()
+        self._fitted: TypingModel | None = None  # fitted at the first statement to type, not at open
+
+    @property
+    def _model(self) -> TypingModel:
+        if self._fitted is None:
+            self._fitted = self._fit(self._corrections) if self._corrections else shipped_model()
+        return self._fitted
 
     @staticmethod
     def _fit(corrections: Sequence[tuple[str, SemanticType]]) -> TypingModel:
@@ -107,7 +113,7 @@ class Typer:
         """Take a correction: exact at once, and into the model (a refit: call it off the event loop)."""
         self._corrected[content_hash(text)] = semantic_type
         self._corrections = [*self._corrections, (text, semantic_type)][-MAX_CORRECTIONS_FITTED:]
-        self._model = self._fit(self._corrections)
+        self._fitted = self._fit(self._corrections)
 
 
 def _decided(new: NewCrystal, guess: Guess, source: TypeSource) -> Typing:

@@ -147,7 +147,7 @@ class TypingModel:
         return list(found)
 
     @classmethod
-    def fit(cls, examples: Sequence[Example], *, l2: float = 1e-3, steps: int = 300) -> TypingModel:
+    def fit(cls, examples: Sequence[Example], *, l2: float = 1e-3, steps: int = 100) -> TypingModel:
         """Full-batch gradient descent with momentum on the mean weighted log loss (deterministic)."""
         rows = [features(e.text) for e in examples]
         vocabulary: dict[str, int] = {}
@@ -161,6 +161,7 @@ class TypingModel:
         row_starts = np.searchsorted(pair_rows, np.arange(len(examples)))  # every row has a length feature
         by_feature = np.argsort(pair_features, kind="stable")
         feature_starts = np.searchsorted(pair_features[by_feature], np.arange(len(vocabulary)))
+        rows_by_feature = pair_rows[by_feature]
         y = np.zeros((len(examples), len(CLASSES)))
         y[np.arange(len(examples)), [CLASSES.index(e.semantic_type) for e in examples]] = 1.0
         sample = np.array([e.weight for e in examples])[:, None]
@@ -175,7 +176,7 @@ class TypingModel:
             p = np.exp(logits)
             p /= p.sum(axis=1, keepdims=True)
             error = (p - y) * sample
-            gradient = l2 * w + np.add.reduceat(error[pair_rows[by_feature]], feature_starts)
+            gradient = l2 * w + np.add.reduceat(error[rows_by_feature], feature_starts)
             velocity_w = momentum * velocity_w - rate * gradient
             velocity_b = momentum * velocity_b - rate * error.sum(axis=0)
             w += velocity_w

@@ -1,9 +1,13 @@
 """Ebbinghaus-style importance: how strongly a crystal is held now.
 
-    I(t)       = f(n) * exp(-lambda_eff * dt)
+    I(t)       = max(floor, min(1, f(n) * exp(-lambda_eff * dt) * (1 + curiosity) * (1 + 0.5 * steering)))
     f(n)       = 1 - exp(-0.1 * (n + 1))                      n: access count
     lambda_eff = decay_rate * (1 - |valence| * emotion_decay_resistance)
     dt         = now - last reinforcement (last access, else when the node stored it)
+
+``curiosity`` is the crystal's curiosity boost at ingest (novelty, a filled gap: ``memory.
+cognition.curiosity``), ``steering`` its steering reward in [-1, 1] (``memory.cognition.steering``)
+and ``floor`` the importance its caller stated, which consolidation never goes below.
 
 Time runs from when the node learned a crystal, not from the date its content
 refers to: an imported diary from 2019 does not arrive already forgotten.
@@ -49,6 +53,10 @@ def access_strength(access_count: int) -> float:
     return 1.0 - math.exp(-0.1 * (access_count + 1))
 
 
+#: How much the steering reward rescales importance (see ``memory.cognition.steering``).
+STEERING_IMPORTANCE_WEIGHT = 0.5
+
+
 def importance(
     *,
     access_count: int,
@@ -58,20 +66,29 @@ def importance(
     decays: bool,
     decay_rate_per_ms: float,
     emotion_decay_resistance: float,
+    curiosity_boost: float = 0.0,
+    steering_reward: float = 0.0,
+    floor: float = 0.0,
 ) -> float:
-    strength = access_strength(access_count)
-    if not decays:
-        return strength
-    dt = max(0, now_ms - reinforced_at_ms)
-    rate = decay_rate_per_ms * (1.0 - abs(valence) * emotion_decay_resistance)
-    return strength * math.exp(-rate * dt)
+    held = access_strength(access_count)
+    if decays:
+        dt = max(0, now_ms - reinforced_at_ms)
+        rate = decay_rate_per_ms * (1.0 - abs(valence) * emotion_decay_resistance)
+        held *= math.exp(-rate * dt)
+    modulated = held * (1.0 + curiosity_boost) * (1.0 + STEERING_IMPORTANCE_WEIGHT * steering_reward)
+    return max(floor, min(1.0, modulated))
 
 
 #: Named parameters :now, :rate, :resistance. Whether a row decays is decided by the caller's
 #: WHERE clause (see ``DECAYING_SQL``); rows that do not decay get ``STRENGTH_SQL``.
-STRENGTH_SQL = "(1.0 - exp(-0.1 * (access_count + 1)))"
-IMPORTANCE_SQL = (
-    f"{STRENGTH_SQL} * exp(-(:rate * (1.0 - abs(emotional_valence) * :resistance)) "
+_MODULATED = (
+    "max(importance_floor, min(1.0, {held} * (1.0 + curiosity_boost) * "
+    f"(1.0 + {STEERING_IMPORTANCE_WEIGHT} * steering_reward)))"
+)
+_STRENGTH = "(1.0 - exp(-0.1 * (access_count + 1)))"
+STRENGTH_SQL = _MODULATED.format(held=_STRENGTH)
+IMPORTANCE_SQL = _MODULATED.format(
+    held=f"{_STRENGTH} * exp(-(:rate * (1.0 - abs(emotional_valence) * :resistance)) "
     "* max(0, :now - coalesce(last_access_ms, stored_at_ms)))"
 )
 #: Rows whose importance decays with time.

@@ -94,6 +94,7 @@ class Explain:
     rrf: float
     importance_factor: float
     recency_factor: float
+    steering_factor: float  # 1 + 0.3 x the crystal's steering reward (memory.cognition.steering)
     fused_rank: int
     final_score: float
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import aiosqlite
 
+from memory.cognition.steering import rank_factor
 from memory.dynamics.hormones import retrieval_modulation
 from memory.embedders.base import Vectors
 from memory.governance.rules import visibility_sql
@@ -221,7 +222,7 @@ async def _ranked(
             continue
         imp = importance_factor(crystal.importance, request.weights)
         rec = recency_factor(crystal.created_at_ms, now, request.weights)
-        scored.append((rrf * imp * rec, rowid, crystal, rrf, imp, rec))
+        scored.append((rrf * imp * rec * rank_factor(crystal.steering_reward), rowid, crystal, rrf, imp, rec))
     scored.sort(key=lambda s: (-s[0], s[1]))
     fused_order = {rowid: i for i, rowid in enumerate(sorted(fused, key=lambda r: (-fused[r], r)), start=1)}
     hits = []
@@ -237,6 +238,7 @@ async def _ranked(
                 rrf=round(rrf, 6),
                 importance_factor=round(imp, 4),
                 recency_factor=round(rec, 4),
+                steering_factor=round(rank_factor(crystal.steering_reward), 4),
                 fused_rank=fused_order[rowid],
                 final_score=round(final, 6),
             )

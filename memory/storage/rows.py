@@ -33,7 +33,7 @@ COLUMNS = (
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
     "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined, "
-    "type_confidence, type_source"
+    "type_confidence, type_source, importance_floor"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -43,7 +43,7 @@ INSERT_COLUMNS = (
     "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
     "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
-    "text_bytes", "type_confidence", "type_source",
+    "text_bytes", "type_confidence", "type_source", "importance_floor",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -85,6 +85,7 @@ def insert_params(
         skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
         int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
+        new.importance_floor,
     )  # fmt: skip
 
 
@@ -93,7 +94,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
      tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
-     type_confidence, type_source) = row  # fmt: skip
+     type_confidence, type_source, importance_floor) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -108,6 +109,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         line_start=lstart,
         line_end=lend,
         importance=importance,
+        importance_floor=importance_floor,
         access_count=access,
         last_access_ms=last_access,
         emotional_valence=valence,

@@ -274,10 +274,17 @@ CREATE TABLE type_corrections (
 CREATE INDEX type_corrections_time ON type_corrections (corrected_ms);
 """
 
+# v14: keep-this. The importance a caller stated when it stored a crystal is a floor that
+# consolidation never rescores below (stored crystals stated none: 0).
+SCHEMA_V14 = """
+ALTER TABLE crystals ADD COLUMN importance_floor REAL NOT NULL DEFAULT 0;
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
+    SCHEMA_V14,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

@@ -297,16 +297,22 @@ async def _advance_replay(store: MemoryStore, replayed: tuple[Crystal, ...], now
     return len(ids)
 
 
+#: A note's importance when the agent states none (the design's default for working_memory_note).
+NOTE_IMPORTANCE = 0.7
+
+
 async def working_memory_note(
-    store: MemoryStore, files: WorkingMemoryFiles, note: str, importance: float = 0.5
+    store: MemoryStore, files: WorkingMemoryFiles, note: str, importance: float | None = None
 ) -> Crystal:
-    """Append a note to scratch (durably, first) and make it a searchable crystal at once."""
-    written = files.scratch.append(note, importance, store.now_ms())
+    """Append a note to scratch (durably, first) and make it a searchable crystal at once. A stated
+    importance is also its crystal's floor: "deadline Friday" at 0.8 is not forgotten unused."""
+    written = files.scratch.append(note, NOTE_IMPORTANCE if importance is None else importance, store.now_ms())
     remembered = await store.remember(
         NewCrystal(
             written.text,
             origin=Origin.SESSION,
             importance=written.importance,
+            importance_floor=written.importance if importance is not None else 0.0,
             source="scratch",
             actor="agent",
         )

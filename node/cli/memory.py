@@ -41,7 +41,7 @@ def memory_group() -> None:
 @click.argument("text")
 @click.option("--type", "stype", type=_choices(SemanticType), default=None, help="Left out: the node types it.")
 @click.option("--origin", type=_choices(Origin), default="user_input")
-@click.option("--importance", type=click.FloatRange(0, 1), default=0.5)
+@click.option("--importance", type=click.FloatRange(0, 1), default=None, help="Stated: a floor it keeps.")
 @click.option("--scope", type=_choices(Scope), default="private")
 @click.option("--ttl", default=None, help="Forget after this long: 30m, 24h, 7d, 2w.")
 @click.option("--pin", is_flag=True, help="Keep it for good: it never decays or expires.")
@@ -53,7 +53,7 @@ def memory_add(
     text: str,
     stype: str | None,
     origin: str,
-    importance: float,
+    importance: float | None,
     scope: str,
     ttl: str | None,
     pin: bool,
@@ -123,7 +123,8 @@ def memory_search(
             click.echo(
                 f"     keyword rank {e['keyword_rank']} bm25 {e['keyword_score']} | vector rank {e['vector_rank']} "
                 f"sim {e['vector_similarity']} | rrf {e['rrf']} x importance {e['importance_factor']} "
-                f"x recency {e['recency_factor']} = {e['final_score']} (fused rank {e['fused_rank']})"
+                f"x recency {e['recency_factor']} x steering {e['steering_factor']} = {e['final_score']} "
+                f"(fused rank {e['fused_rank']})"
             )
 
 

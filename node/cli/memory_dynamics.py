@@ -65,10 +65,12 @@ def memory_unmerge(config_path: Path | None, data_dir: Path | None, crystal_id: 
 @memory_group.command("note")
 @location_options
 @click.argument("text")
-@click.option("--importance", type=click.FloatRange(0, 1), default=0.5)
+@click.option("--importance", type=click.FloatRange(0, 1), default=None, help="0.7 if left out; stated: a floor.")
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def memory_note(config_path: Path | None, data_dir: Path | None, text: str, importance: float, as_json: bool) -> None:
+def memory_note(
+    config_path: Path | None, data_dir: Path | None, text: str, importance: float | None, as_json: bool
+) -> None:
     """Write a working-memory note: appended to scratch.md durably, searchable at once."""
     from node.parts.memory import working_memory_files
 

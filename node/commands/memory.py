@@ -17,6 +17,7 @@ from node.commands.memory_requests import (
     BootstrapArgs,
     ConsolidateArgs,
     EventArgs,
+    FeedbackArgs,
     ForgetArgs,
     NoteArgs,
     QuarantineArgs,
@@ -91,6 +92,26 @@ async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
     from node.commands.memory_service import crystal_json
 
     return crystal_json(await correct(host.running_store(), request.id, request.type, actor=current_actor()))
+
+
+@commands(
+    "memory.feedback",
+    FeedbackArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/feedback", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "feedback",
+        arguments=("id", "feedback"),
+        render=lambda c: f"{c['id']} steering reward {c['steering_reward']:+.3f}",
+    ),
+)
+async def feedback(host: MemoryHost, request: FeedbackArgs) -> dict[str, Any]:
+    """Say a crystal was useful, wrong or outdated: its steering reward moves, and with it its rank and life."""
+    from memory.cognition.steering import give_feedback
+    from node.commands.memory_service import crystal_json
+
+    return crystal_json(await give_feedback(host.running_store(), request.id, request.feedback, actor=current_actor()))
 
 
 @commands("memory.stats", NoArgs, route=HttpRoute("GET", "/v1/memory/stats", "memory"), local=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.cognition.steering import Feedback
 from memory.dynamics.hormones import Event
 from memory.model import HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
@@ -51,7 +52,9 @@ class RememberArgs(_Request):
         default=None, description="Its semantic type; left out, the node types it (see type_confidence)."
     )
     origin: Origin = Origin.USER_INPUT
-    importance: float = Field(default=0.5, ge=0, le=1)
+    importance: float | None = Field(
+        default=None, ge=0, le=1, description="How much it matters, in [0, 1]: a floor consolidation keeps."
+    )
     scope: Scope = Scope.PRIVATE
     ttl: str | None = Field(default=None, description="Forget after this long: 30m, 24h, 7d, 2w.")
     pin: bool = Field(default=False, description="Keep it: it never decays or expires (permanent lifespan).")
@@ -62,6 +65,13 @@ class RetypeArgs(_Request):
 
     id: str = Field(min_length=1, max_length=64)
     type: SemanticType = Field(description="The type it really is.")
+
+
+class FeedbackArgs(_Request):
+    """What a crystal turned out to be worth: it steers its ranking and how long it is kept."""
+
+    id: str = Field(min_length=1, max_length=64)
+    feedback: Feedback = Field(description="useful, wrong or outdated.")
 
 
 class ForgetArgs(_Request):
@@ -82,7 +92,9 @@ class QuarantineArgs(_Request):
 
 class NoteArgs(_Request):
     text: str = Field(min_length=1, max_length=10_000)
-    importance: float = Field(default=0.5, ge=0, le=1)
+    importance: float | None = Field(
+        default=None, ge=0, le=1, description="0.7 when left out; when given, a floor its crystal keeps."
+    )
 
 
 class EventArgs(_Request):

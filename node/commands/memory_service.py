@@ -36,7 +36,9 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
             args.text,
             semantic_type=args.type,
             origin=args.origin,
-            importance=args.importance,
+            # A stated importance is kept as a floor (README, "Keep this"); unstated, the default.
+            importance=args.importance if args.importance is not None else 0.5,
+            importance_floor=args.importance or 0.0,
             scope=args.scope,
             lifespan=Lifespan.PERMANENT if args.pin else Lifespan.TTL if ttl_ms else Lifespan.DECAY,
             ttl_ms=ttl_ms,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory.cognition.steering import Feedback
 from memory.model import Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode
 from node.clients.base import ControlError, NodeClient
@@ -77,13 +78,14 @@ def build_server(client: NodeClient) -> Any:
     async def memory_remember(
         text: str,
         type: SemanticType | None = None,
-        importance: float = 0.5,
+        importance: float | None = None,
         scope: Scope = Scope.PRIVATE,
         ttl: str | None = None,
         pin: bool = False,
     ) -> dict[str, Any]:
         """Store a durable memory: a fact, preference, decision, skill... (the same text is stored once).
-        type: leave it out and the node types it. importance in [0, 1]. scope: private (default), shared or
+        type: leave it out and the node types it. importance in [0, 1]: when given, the memory never ranks
+        below it as it ages. scope: private (default), shared or
         public. ttl: forget after 30m, 24h, 7d... pin: keep it for good (never decays or expires).
         Returns its id, whether it was new, and its type and epistemic layer."""
         done = await run("memory.remember", {"text": text, "type": type, "importance": importance, "pin": pin,
@@ -92,6 +94,13 @@ def build_server(client: NodeClient) -> Any:
         return {"id": crystal["id"], "created": done["created"], "type": crystal["semantic_type"],
                 "type_confidence": round(crystal["type_confidence"], 3),
                 "layer": crystal["epistemic_layer"]}  # fmt: skip
+
+    @server.tool()
+    async def memory_feedback(id: str, feedback: Feedback) -> dict[str, Any]:
+        """Tell the node what a memory turned out to be: useful, wrong or outdated. Useful ones rank
+        higher and are kept longer; wrong or outdated ones rank lower and fade sooner."""
+        crystal = await run("memory.feedback", {"id": id, "feedback": feedback})
+        return {"id": crystal["id"], "steering_reward": round(crystal["steering_reward"], 3)}
 
     @server.tool()
     async def memory_retype(id: str, type: SemanticType) -> dict[str, Any]:
@@ -127,9 +136,10 @@ def build_server(client: NodeClient) -> Any:
                 "hormones": hormones}  # fmt: skip
 
     @server.tool()
-    async def working_memory_note(text: str, importance: float = 0.5) -> dict[str, Any]:
+    async def working_memory_note(text: str, importance: float | None = None) -> dict[str, Any]:
         """Note something that matters in this session (written durably to scratch.md, searchable at once,
-        folded into MEMORY.md by the next dream). importance in [0, 1]."""
+        folded into MEMORY.md by the next dream). importance in [0, 1] (0.7 when left out; when given,
+        the note's memory never ranks below it)."""
         crystal = await run("wm.note", {"text": text, "importance": importance})
         return {"id": crystal["id"], "noted": crystal["text"]}
 

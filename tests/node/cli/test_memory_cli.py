@@ -52,6 +52,8 @@ def test_untyped_memories_are_typed_a_correction_sticks_and_pin_keeps(tmp_path: 
     shown = json.loads(run_cli("memory", "show", crystal_id, "--data-dir", data, "--json", env=ENV).stdout)
     assert (shown["crystal"]["semantic_type"], shown["crystal"]["type_source"]) == ("task_pattern", "correction")
     assert shown["attribution"][-1]["action"] == "retyped"
+    steered = run_cli("memory", "feedback", crystal_id, "wrong", "--data-dir", data, env=ENV)
+    assert steered.returncode == 0 and "steering reward -0.500" in steered.stdout
 
     pinned = run_cli("memory", "add", "Never call me before 10", "--pin", "--data-dir", data, "--json", env=ENV)
     crystal = json.loads(pinned.stdout)["crystal"]

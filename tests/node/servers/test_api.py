@@ -184,6 +184,9 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     assert (retyped["semantic_type"], retyped["type_source"]) == ("fact", "correction")
     assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["actor"] == "agent"
     assert api.call("POST", f"/v1/memory/{by_agent}/type", {"type": "gossip"})[0] == 400
+    steered = api.ok("POST", f"/v1/memory/{by_agent}/feedback", {"feedback": "useful"})
+    assert steered["steering_reward"] == 0.3
+    assert api.call("POST", "/v1/memory/no-such-crystal/feedback", {"feedback": "wrong"})[0] == 404
     assert api.ok("GET", f"/v1/memory/{by_cli['crystal']['id']}")["audit"][0]["actor"] == "cli"
     status, doc = api.call("POST", "/v1/memory", {"text": "Nobody"}, headers={"X-Bitterbot-Actor": "root"})
     assert status == 400 and "X-Bitterbot-Actor must be one of agent, cli" in doc["error"]
