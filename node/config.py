@@ -97,6 +97,8 @@ class MemorySection(_Section):
     embed_batch: int = Field(default=16, ge=1, le=1024)
     rrf_k: int = Field(default=10, ge=1, le=1000)
     vector_weight: float = Field(default=0.7, ge=0, le=10)
+    relevance_floor: float = Field(default=0.3, ge=0, le=1)
+    max_curiosity_gaps: int = Field(default=200, ge=1, le=100_000)
 
 
 class HormonesSection(_Section):

@@ -52,6 +52,8 @@ def _stem(token: str) -> str:
     return stem
 
 
+stem = _stem  # the typer's stemmer, for others that match words the way it does (curiosity gaps)
+
 #: Stems already worked out (a bounded memo: a flood of made-up words cannot grow it without end).
 _STEMS: dict[str, str] = {}
 _MAX_STEMS = 100_000

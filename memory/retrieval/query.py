@@ -25,6 +25,8 @@ from memory.model import CallerScope, Crystal, Lifecycle, Origin, SemanticType
 # the vector leg weighted 0.7: 0.762, the best of k in {5, 10, 20, 60} x weight in {1, .7, .5, .3}.
 # The classic k=60 stays one setting away (memory.rrf_k).
 RRF_K = 10
+#: Cosine similarity below which a hit found by meaning alone is not relevant (MiniLM: see README).
+RELEVANCE_FLOOR = 0.3
 VECTOR_WEIGHT = 0.7
 
 
@@ -50,6 +52,9 @@ class Weights:
     importance_weight: float = 0.2
     recency_weight: float = 0.1
     recency_half_life_ms: int = 30 * 86_400_000
+    # A ranked hit must match a query word or be at least this similar by meaning; a query with no
+    # such hit answers nothing (and is a curiosity gap), not the least bad junk.
+    relevance_floor: float = RELEVANCE_FLOOR
 
 
 @dataclass(frozen=True)

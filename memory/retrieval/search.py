@@ -158,18 +158,22 @@ async def _vector_leg(
 async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     """Run ``request``. Unless ``request.touch`` is False each hit counts as an access; the count is
     written by the store's flusher just after (durable by ``flush_access`` or close), so the write
-    is not part of the search's latency. With a hormonal state attached, its retrieval
-    modulation scales the importance and recency weights (``memory.dynamics.hormones``)."""
+    is not part of the search's latency. Ranked modes return only relevant hits (a query word, or
+    ``relevance_floor`` similarity); when none is, a caller's search records a curiosity gap. With a
+    hormonal state attached, its retrieval modulation scales the importance and recency weights
+    (``memory.dynamics.hormones``)."""
     now = store.now_ms()
     if store.hormone_source is not None:
         request = replace(request, weights=modulated(request.weights, store.hormone_source.levels()))
     where, params = _filters(request, now)
-    if request.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR):
-        hits = await _ranked(store, request, where, params, now)
-    else:
-        hits = await _ordered(store, request, where, params)
+    ranked = request.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR)
+    hits = (
+        await _ranked(store, request, where, params, now) if ranked else await _ordered(store, request, where, params)
+    )
     if request.touch and hits:
-        store.record_access([h.crystal.id for h in hits])
+        store.record_access([h.crystal.id for h in hits])  # only relevant hits are left to count
+    elif request.touch and ranked and request.query and store.curiosity is not None:
+        await store.curiosity.record_gap(request.query)  # memory could not answer: a curiosity gap
     return hits
 
 
@@ -216,10 +220,13 @@ async def _ranked(
     keyword_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(keyword, start=1)}
     vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}
     scored: list[tuple[float, int, Crystal, float, float, float]] = []
+    floor = request.weights.relevance_floor
     for rowid, rrf in fused.items():
         crystal = rows.get(rowid)
         if crystal is None:
             continue
+        if rowid not in keyword_at and vector_at[rowid][1] < floor:
+            continue  # found by meaning alone, and not near enough: junk, not an answer
         imp = importance_factor(crystal.importance, request.weights)
         rec = recency_factor(crystal.created_at_ms, now, request.weights)
         scored.append((rrf * imp * rec * rank_factor(crystal.steering_reward), rowid, crystal, rrf, imp, rec))

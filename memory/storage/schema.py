@@ -280,11 +280,26 @@ SCHEMA_V14 = """
 ALTER TABLE crystals ADD COLUMN importance_floor REAL NOT NULL DEFAULT 0;
 """
 
+# v15: curiosity gaps (memory.cognition.curiosity): searches that found nothing relevant, by their
+# stemmed content words, with how often they were asked; closed by the crystal that filled them.
+SCHEMA_V15 = """
+CREATE TABLE curiosity_gaps (
+    key        TEXT PRIMARY KEY,
+    query      TEXT NOT NULL,
+    asked      INTEGER NOT NULL,
+    first_ms   INTEGER NOT NULL,
+    last_ms    INTEGER NOT NULL,
+    closed_ms  INTEGER,
+    closed_by  TEXT
+);
+CREATE INDEX curiosity_gaps_open ON curiosity_gaps (asked, last_ms) WHERE closed_ms IS NULL;
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14,
+    SCHEMA_V14, SCHEMA_V15,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

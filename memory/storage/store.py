@@ -15,9 +15,8 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import aiosqlite
 
@@ -27,7 +26,7 @@ from memory.cognition.typer import Typer, load_corrections
 from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
-from memory.model import CallerScope, Crystal, Hormones, Lifecycle, NewCrystal, content_hash, embedding_input
+from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash, embedding_input
 from memory.storage.access import AccessCounter
 from memory.storage.connection import open_connection, sync_wal
 from memory.storage.counts import crystal_counts
@@ -53,49 +52,23 @@ from memory.storage.rows import (
     prepare_batch,
 )
 from memory.storage.schema import MEMORY_SCHEMA, SCHEMA_VERSION
+from memory.storage.store_types import (
+    BulkResult,
+    CuriositySource,
+    HormoneSource,
+    LinkSettings,
+    Progress,
+    Remembered,
+)
 from memory.storage.vectors import VectorIndex, delete_from_old_space
 
 _log = logging.getLogger("memory.store")
-
-Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True, slots=True)
-class LinkSettings:
-    """Automatic graph links made when a crystal is embedded (see ``memory.graph``)."""
-
-    enabled: bool = True
-    neighbours: int = 5
-    related_threshold: float = 0.75
-    updates_threshold: float = 0.92
-
 
 #: Called after a crystal is embedded, with the store, its id and its vector: how the graph
 #: (``memory.graph.auto_link``) links it to its neighbours without the store importing the graph.
 EmbeddedHook = Callable[["MemoryStore", str, Vectors], Awaitable[int]]
 
-
-class HormoneSource(Protocol):
-    """The hormonal state, as the store and search use it (``memory.dynamics.endocrine.Endocrine``)."""
-
-    def levels(self) -> Hormones: ...
-
-    def influences(self, items: Sequence[NewCrystal]) -> list[tuple[Hormones, float]]: ...
-
-    async def on_ingest(self, new: NewCrystal) -> NewCrystal: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Remembered:
-    crystal: Crystal
-    created: bool  # False: the same text was already stored (dedup)
-
-
-@dataclass(frozen=True, slots=True)
-class BulkResult:
-    created: int
-    duplicates: int
-    ids: tuple[str, ...]  # in input order; a duplicate maps to the existing crystal
+__all__ = ["BulkResult", "EmbeddedHook", "HormoneSource", "LinkSettings", "MemoryStore", "Progress", "Remembered"]
 
 
 class MemoryStore:
@@ -125,6 +98,8 @@ class MemoryStore:
         self._closed = False
         #: Set by ``Endocrine.attach``: stamps new crystals with the hormonal state, modulates search.
         self.hormone_source: HormoneSource | None = None
+        #: Set by ``Curiosity.attach``: scores new crystals, closes gaps they fill, records empty searches.
+        self.curiosity: CuriositySource | None = None
         #: Types what its callers left untyped, and learns from ``memory retype``.
         self.typer = typer or Typer()
         self._accesses = AccessCounter(self.touch)  # searches record, a flusher writes off their latency path
@@ -218,6 +193,8 @@ class MemoryStore:
         embed = embed and new.quarantine is None
         text = embedding_input(new.text, new.context)
         vector = await asyncio.to_thread(self.embedder.embed_documents, [text]) if embed else None
+        if self.curiosity is not None:
+            new = await self.curiosity.assess(new, vector[0] if vector is not None else None)
         now = self.now_ms()
         async with self.transaction() as db:
             existing = await crystal_by_hash(db, chash)  # re-check under the write lock
@@ -234,6 +211,8 @@ class MemoryStore:
                 await self._store_vectors(db, [(rowid, crystal_id, vector[0])], previous={})
         if vector is not None and self._on_embedded is not None:
             await self._on_embedded(self, crystal_id, vector[0])
+        if self.curiosity is not None and new.quarantine is None:
+            await self.curiosity.on_stored([(crystal_id, new.text)])
         return Remembered(await self.get(crystal_id), created=True)
 
     async def remember_many(
@@ -264,6 +243,8 @@ class MemoryStore:
             influences = self.hormone_source.influences(batch) if self.hormone_source is not None else None
             typings = self.typer.decide_many(batch, guesses)
             batch_ids, batch_created = await self._write_batch(prepare_batch(batch, self.now_ms(), typings, influences))
+            if self.curiosity is not None:  # a bulk import closes the gaps it fills (no boost: see curiosity)
+                await self.curiosity.on_stored([(i, n.text) for i, n in zip(batch_ids, batch, strict=True)])
             created += batch_created
             ids.extend(batch_ids)
             if progress:

@@ -35,7 +35,7 @@ from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, parse
 from memory.working_memory.scratch import iso_utc
-from memory.working_memory.synthesis import DreamInput, SynthesisError, Synthesizer, one_line
+from memory.working_memory.synthesis import SECTION_CAPS, DreamInput, SynthesisError, Synthesizer, one_line
 
 SEEDED_KEY = "working_memory_seeded"
 LAST_DREAM_KEY = "last_dream_ms"
@@ -188,6 +188,7 @@ async def _gather(
         ),
         hormones=levels,
         now_iso=iso_utc(now),
+        gaps=tuple(await store.curiosity.gap_lines(SECTION_CAPS["Curiosity Gaps"])) if store.curiosity else (),
     )
 
 

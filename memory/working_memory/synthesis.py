@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Protocol
 
+from memory.cognition.curiosity import GAP_LINE_PREFIX
 from memory.errors import MemoryError_
 from memory.model import Crystal, Hormones
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
@@ -55,6 +56,9 @@ class DreamInput:
     # Lines about their world from other parts of the node ("Marketplace: …"); each replaces the
     # previous line with the same prefix (up to the first colon).
     world: tuple[str, ...] = ()
+    # Searches memory could not answer, most asked first ("Unanswered: … (asked 3x)"): they replace
+    # the previous dream's such lines, so a gap that was filled leaves the section.
+    gaps: tuple[str, ...] = ()
 
 
 Sections = dict[str, tuple[str, ...]]
@@ -113,7 +117,9 @@ class ExtractiveSynthesizer:
             "Active Context": _merged(active, (), SECTION_CAPS["Active Context"]),
             "Crystal Pointers": old.bullets("Crystal Pointers"),
             "Curiosity Gaps": _merged(
-                _lines(dream.curiosity), old.bullets("Curiosity Gaps"), SECTION_CAPS["Curiosity Gaps"]
+                [*dream.gaps, *_lines(dream.curiosity)],
+                tuple(b for b in old.bullets("Curiosity Gaps") if not b.startswith(GAP_LINE_PREFIX)),
+                SECTION_CAPS["Curiosity Gaps"],
             ),
             "Emerging Skills": _merged(
                 _lines(dream.emerging_skills), old.bullets("Emerging Skills"), SECTION_CAPS["Emerging Skills"]
@@ -158,7 +164,7 @@ def _prompt(dream: DreamInput) -> str:
             block("Relationships", [one_line(c.text) for c in dream.bonds]),
             block("Their world", [*dream.world, *(one_line(c.text) for c in dream.niche)]),
             block("Due for review", [one_line(c.text) for c in dream.replayed]),
-            block("Open goals and questions", [one_line(c.text) for c in dream.curiosity]),
+            block("Open goals and questions", [*dream.gaps, *(one_line(c.text) for c in dream.curiosity)]),
             block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),
         ]
     )

@@ -114,6 +114,37 @@ async def feedback(host: MemoryHost, request: FeedbackArgs) -> dict[str, Any]:
     return crystal_json(await give_feedback(host.running_store(), request.id, request.feedback, actor=current_actor()))
 
 
+class GapsArgs(Request):
+    closed: bool = Field(default=False, description="The gaps already filled, latest first, instead of the open ones.")
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+def _gap_lines(gaps: list[dict[str, Any]]) -> str:
+    if not gaps:
+        return "no curiosity gaps"
+    return "\n".join(f"{g['asked']:>4}x  {g['query']}" + (f"  (filled by {g['closed_by']})" if g["closed_by"] else "")
+                     for g in gaps)  # fmt: skip
+
+
+@commands(
+    "memory.gaps",
+    GapsArgs,
+    route=HttpRoute("GET", "/v1/memory/gaps", "memory"),
+    local=True,
+    cli=CliSpec("memory", "gaps", render=_gap_lines),
+)
+async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
+    """Curiosity gaps: searches memory could not answer, most asked first (or those since filled)."""
+    from dataclasses import asdict
+
+    from memory.cognition.curiosity import Curiosity
+
+    curiosity = host.running_store().curiosity
+    if not isinstance(curiosity, Curiosity):
+        raise ValueError("curiosity is off for this store")
+    return [asdict(g) for g in await curiosity.gaps(limit=request.limit, closed=request.closed)]
+
+
 @commands("memory.stats", NoArgs, route=HttpRoute("GET", "/v1/memory/stats", "memory"), local=True)
 async def stats(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Counts by lifecycle, type, origin; backlog."""

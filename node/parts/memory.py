@@ -19,6 +19,7 @@ from crypto.identity import read_key_file_info
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
 from memory.clock import wall_clock_ms
+from memory.cognition.curiosity import Curiosity
 from memory.dynamics.consolidation import ConsolidationReport, consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
@@ -47,7 +48,11 @@ BACKLOG_IDLE_S = 5.0
 
 def search_weights(config: Config) -> Weights:
     """The fusion settings a search uses, from ``[memory]``."""
-    return Weights(rrf_k=config.memory.rrf_k, vector_weight=config.memory.vector_weight)
+    return Weights(
+        rrf_k=config.memory.rrf_k,
+        vector_weight=config.memory.vector_weight,
+        relevance_floor=config.memory.relevance_floor,
+    )
 
 
 def embedder_from_config(config: Config) -> Embedder:
@@ -128,6 +133,7 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
     )
     try:
         await Endocrine.attach(store, hormone_settings(config))
+        await Curiosity.attach(store, max_open=config.memory.max_curiosity_gaps)
     except BaseException:
         await store.close()
         raise

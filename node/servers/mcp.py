@@ -103,6 +103,12 @@ def build_server(client: NodeClient) -> Any:
         return {"id": crystal["id"], "steering_reward": round(crystal["steering_reward"], 3)}
 
     @server.tool()
+    async def memory_gaps(limit: int = 20) -> list[dict[str, Any]]:
+        """What memory could not answer: searches that found nothing relevant, most asked first. Worth
+        asking the person about, or remembering the answer when you learn it (that closes the gap)."""
+        return [{"question": g["query"], "asked": g["asked"]} for g in await run("memory.gaps", {"limit": limit})]
+
+    @server.tool()
     async def memory_retype(id: str, type: SemanticType) -> dict[str, Any]:
         """Correct a memory's type when the node typed it wrong (the node learns from the correction)."""
         crystal = await run("memory.retype", {"id": id, "type": type})

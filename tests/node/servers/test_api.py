@@ -161,6 +161,8 @@ def test_memory_round_trip(api: Api) -> None:
     assert api.ok("DELETE", f"/v1/memory/{crystal_id}?reason=wrong+host") == {"forgotten": crystal_id}
     assert api.call("GET", f"/v1/memory/{crystal_id}")[0] == 404  # forgotten: never returned again
     assert api.ok("POST", "/v1/memory/search", {"query": "staging database", "mode": "keyword"}) == []
+    gaps = api.ok("GET", "/v1/memory/gaps")  # that search found nothing: memory keeps the question
+    assert {"query": "staging database", "asked": 1} in [{k: g[k] for k in ("query", "asked")} for g in gaps]
 
 
 def test_memory_count_over_the_api_and_the_cli(api: Api) -> None:
