@@ -33,21 +33,29 @@ from memory.retrieval.query import fts_terms
 from memory.storage.connection import sync_wal
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
-from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, parse
+from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, mood, parse
 from memory.working_memory.scratch import iso_utc
-from memory.working_memory.synthesis import SECTION_CAPS, DreamInput, SynthesisError, Synthesizer, one_line
+from memory.working_memory.synthesis import (
+    SECTION_CAPS,
+    DreamInput,
+    SynthesisError,
+    Synthesizer,
+    active_ledger,
+    one_line,
+)
 
 SEEDED_KEY = "working_memory_seeded"
 LAST_DREAM_KEY = "last_dream_ms"
 REPORT_KEY = "last_dream_report"
 ACTOR = "dream"
-#: Sections that describe lasting things; losing most of them in one rewrite is a collapse.
-STABLE_SECTIONS = ("Phenotype", "Bond", "Niche", "Curiosity Gaps", "Emerging Skills")
-MASS_DROP_MIN_CHARS = 400  # below this there is too little to judge a drop by
-MASS_DROP_RATIO = 0.5  # the new text keeps at least half of the old one
-EVICTION_MIN_BULLETS = 5
-EVICTION_RATIO = 0.5  # at most half of the stable bullets may go in one cycle
+# The design's three collapse guards (validateWorkingMemory).
+MASS_DROP_MIN_CHARS = 2_000  # a previous state at least this long is mature enough to judge a drop by
+MASS_DROP_RATIO = 0.5  # the new state keeps at least half of a mature one's length
+MAX_POINTERS = 20  # more Crystal Pointers than this: the rewrite evicted active topics wholesale
+MIN_SUBSTANCE_CHARS = 50  # every heading there but less text than this under them: an empty synthesis
 REPLAY_PER_DREAM = 10
+#: Active Context as the last dream left it: [bullet, sessions lived, importance] (synthesis.active_ledger).
+ACTIVE_LEDGER_KEY = "active_context_ledger"
 # Nothing held in quarantine ever reaches MEMORY.md or a dream prompt.
 _LIVE = (
     "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') AND c.sensitivity != 'confidential' "
@@ -75,19 +83,21 @@ class DreamReport:
         return asdict(self)
 
 
-def collapse_reason(old: WorkingMemory, new: WorkingMemory) -> str | None:
-    """Why ``new`` must not replace ``old``, or None when it may."""
-    if not any(new.bullets(name) for name in SECTIONS if name != "Crystal Pointers"):
-        return "empty synthesis: the rewrite has no content in any section"
-    old_chars = sum(len(b) for _, b in old.all_bullets())
-    new_chars = sum(len(b) for _, b in new.all_bullets())
-    if old_chars >= MASS_DROP_MIN_CHARS and new_chars < MASS_DROP_RATIO * old_chars:
-        return f"mass drop: the rewrite keeps {new_chars} of {old_chars} characters"
-    stable = {b.casefold() for name in STABLE_SECTIONS for b in old.bullets(name)}
-    kept = {b.casefold() for _, b in new.all_bullets()}
-    lost = stable - kept
-    if len(stable) >= EVICTION_MIN_BULLETS and len(lost) > EVICTION_RATIO * len(stable):
-        return f"eviction runaway: {len(lost)} of {len(stable)} lasting bullets would be dropped at once"
+def collapse_reason(old: WorkingMemory, new: WorkingMemory, material_chars: int = MIN_SUBSTANCE_CHARS) -> str | None:
+    """Why ``new`` must not replace ``old`` (the design's three guards), or None when it may.
+
+    ``material_chars``: how much text the synthesis had to work from (the old state's bullets, the
+    notes and new crystals). The design rejects under 50 characters of substance; we do so only
+    when there was at least that much to say, so a first dream on one short note is not refused."""
+    substance = sum(len(b) for _, b in new.all_bullets())
+    if substance < min(MIN_SUBSTANCE_CHARS, material_chars):
+        return f"empty synthesis: {substance} characters under the headings (fewer than {MIN_SUBSTANCE_CHARS})"
+    old_chars, new_chars = len(old.managed_text()), len(new.managed_text())
+    if old.all_bullets() and old_chars > MASS_DROP_MIN_CHARS and new_chars < MASS_DROP_RATIO * old_chars:
+        return f"mass drop: the new state is {new_chars} characters, under half of the previous {old_chars}"
+    pointers = len(new.bullets("Crystal Pointers"))
+    if pointers > MAX_POINTERS:
+        return f"eviction runaway: {pointers} crystal pointers (more than {MAX_POINTERS})"
     return None
 
 
@@ -107,6 +117,19 @@ async def _select(
         params,
     ) as cursor:
         return tuple(crystal_from_row(r) for r in await cursor.fetchall())
+
+
+async def directives(store: MemoryStore, limit: int = 20) -> list[str]:
+    """The person's directives for the bootstrap text: their explicit instructions and preferences,
+    pinned and most important first (nothing held in quarantine, nothing confidential)."""
+    found = await _select(
+        store,
+        "c.epistemic_layer = 'directive'",
+        {},
+        "(c.lifespan = 'permanent') DESC, max(c.importance, c.importance_floor) DESC, c.stored_at_ms DESC",
+        limit,
+    )
+    return [one_line(c.text) for c in found]
 
 
 async def seed_from_hand_written(store: MemoryStore, files: WorkingMemoryFiles) -> int:
@@ -167,9 +190,19 @@ async def _gather(
         new_crystals=await _select(
             store, "c.stored_at_ms > :since AND c.origin != 'dream'", {"since": since_ms}, by_weight, 12
         ),
-        profile=await _select(store, "c.semantic_type = 'preference'", {}, by_weight, 10),
-        bonds=await _select(store, "c.semantic_type = 'relationship'", {}, by_weight, 8),
-        niche=await _select(store, "c.semantic_type IN ('fact', 'insight')", {}, by_weight, 10),
+        profile=await _select(
+            store, "c.semantic_type = 'insight' OR c.origin IN ('dream', 'inferred')", {}, by_weight, 10
+        ),
+        bonds=await _select(
+            store,
+            "c.epistemic_layer = 'directive' OR c.semantic_type IN ('preference', 'relationship')",
+            {},
+            "(c.epistemic_layer = 'directive') DESC, " + by_weight,
+            SECTION_CAPS["Bond"],
+        ),
+        niche=await _select(
+            store, "c.semantic_type = 'skill' AND c.scope != 'private' AND c.origin != 'peer'", {}, by_weight, 6
+        ),
         replayed=await _select(
             store,
             "c.id IN (SELECT crystal_id FROM replay_queue WHERE due_ms <= :now)",
@@ -189,7 +222,21 @@ async def _gather(
         hormones=levels,
         now_iso=iso_utc(now),
         gaps=tuple(await store.curiosity.gap_lines(SECTION_CAPS["Curiosity Gaps"])) if store.curiosity else (),
+        carried=await _carried(store, previous),
     )
+
+
+async def _carried(store: MemoryStore, previous: WorkingMemory) -> tuple[tuple[str, int, float], ...]:
+    """Active Context as the last dream left it, with each item's age and importance (an item the
+    ledger does not know, from a file an earlier release wrote, starts at age 0 and 0.5)."""
+    try:
+        ledger = {
+            str(b).casefold(): (int(a), float(i))
+            for b, a, i in json.loads(await store.get_meta(ACTIVE_LEDGER_KEY) or "[]")
+        }
+    except (ValueError, TypeError):
+        ledger = {}
+    return tuple((b, *ledger.get(b.casefold(), (0, 0.5))) for b in previous.bullets("Active Context"))
 
 
 async def dream(
@@ -221,7 +268,9 @@ async def dream(
     # A secret noted in scratch stays a (confidential) crystal; it never goes into MEMORY.md, the
     # bootstrap text or a chat endpoint's prompt.
     shown = tuple(n for n in snapshot.notes if classify_sensitivity(n.text) is not Sensitivity.CONFIDENTIAL)
-    dream_input = replace(await _gather(store, previous, since, levels, shown), world=world)
+    gathered = await _gather(store, previous, since, levels, shown)
+    new_session = bool(gathered.notes or gathered.new_crystals or gathered.replayed)
+    dream_input = replace(gathered, world=world, new_session=new_session)
 
     rejected: str | None = None
     new = previous
@@ -233,22 +282,34 @@ async def dream(
     else:
         kept = {b.casefold() for b in sections.get("Active Context", ())}
         faded = [b for b in previous.bullets("Active Context") if b.casefold() not in kept]
-        old_pointers = sections.get("Crystal Pointers", previous.bullets("Crystal Pointers"))
         fresh_pointers = [pointer_for(b) for b in faded]
+        # Newest pointers first. Those of earlier dreams make room past MAX_POINTERS (their crystals
+        # stay searchable); pointers a synthesizer wrote itself are taken as written, and more than
+        # MAX_POINTERS of them, or of fresh ones, is an eviction runaway the guard rejects.
+        written = sections.get("Crystal Pointers")
+        old_pointers = tuple(written) if written is not None else previous.bullets("Crystal Pointers")
         known = {p.casefold() for p in old_pointers}
         fresh_pointers = [p for p in fresh_pointers if p.casefold() not in known]
         pointers_added = len(fresh_pointers)
-        # Newest pointers first; the oldest fall off past 40 (their crystals stay searchable).
-        sections["Crystal Pointers"] = tuple([*fresh_pointers, *old_pointers][:40])
+        if written is None:
+            old_pointers = old_pointers[: max(0, MAX_POINTERS - len(fresh_pointers))]
+        sections["Crystal Pointers"] = tuple([*fresh_pointers, *old_pointers])
         new = WorkingMemory(
             preamble=previous.preamble,
             sections={name: tuple(sections.get(name, ())) for name in SECTIONS},
+            header=f"_Last dream: {iso_utc(now)} | Mood: {mood(levels.dopamine, levels.cortisol, levels.oxytocin)}_",
         )
-        rejected = collapse_reason(previous, new)
+        said = {one_line(t).casefold() for t in (*(n.text for n in dream_input.notes), *(c.text for c in (
+            *dream_input.new_crystals, *dream_input.replayed)))}  # fmt: skip
+        material = sum(len(b) for _, b in previous.all_bullets()) + sum(len(t) for t in said)
+        rejected = collapse_reason(previous, new, material)
 
     replayed = 0
-    if rejected is None:
+    # A dream with nothing new changes nothing: not the sections, not even the header's time.
+    unchanged = rejected is None and not new_session and new.sections == previous.sections and previous.managed
+    if rejected is None and not unchanged:
         files.write(new)
+        await store.set_meta(ACTIVE_LEDGER_KEY, json.dumps(active_ledger(dream_input)))
         # The notes' crystals must be on disk before their only other copy goes: commits survive a
         # killed process at once, a power loss only once the log is synced.
         await sync_wal(store.path)

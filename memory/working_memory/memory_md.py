@@ -10,6 +10,7 @@ that scales with the model's context window.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,14 +18,15 @@ from memory.storage.private_files import FILE_MODE, private_dir
 from memory.working_memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
 
 SECTIONS = (
-    "Phenotype",  # who the person is: preferences, traits, how they like to work
-    "Bond",  # the relationship: people, tone, trust
-    "Niche",  # the world they work in: facts, tools, places
-    "Active Context",  # what is going on now
+    "Phenotype",  # the agent's evolving self-concept: who it is becoming, what it does well
+    "Bond",  # its theory of mind of the person: their directives, preferences, traits, people, facts
+    "Niche",  # the node's place in the ecosystem: its skills on the network, reputation, earnings
+    "Active Context",  # the last 1-3 sessions: tasks, goals, frictions, breakthroughs
     "Crystal Pointers",  # faded topics, one search directive each (never a deletion)
-    "Curiosity Gaps",  # open questions and goals
+    "Curiosity Gaps",  # what memory could not answer; open questions and goals
     "Emerging Skills",  # repeated task patterns becoming skills
 )
+STATE_TITLE = "# Working Memory State"
 MARKER = "<!-- bitterbot: the dream cycle keeps everything below this line; write your own notes above it -->"
 TITLE = "# MEMORY.md"
 TRUNCATED = "\n… (truncated to fit the context budget; use memory_search to find the rest)\n"
@@ -35,6 +37,7 @@ class WorkingMemory:
     preamble: str = ""  # a person's own text above the marker
     sections: dict[str, tuple[str, ...]] = field(default_factory=dict)
     managed: bool = True  # False: a hand-written file without our marker
+    header: str = ""  # "_Last dream: <time> | Mood: <hormonal description>_"
 
     def bullets(self, section: str) -> tuple[str, ...]:
         return self.sections.get(section, ())
@@ -43,7 +46,10 @@ class WorkingMemory:
         return [(name, bullet) for name in SECTIONS for bullet in self.bullets(name)]
 
     def managed_text(self) -> str:
-        parts = []
+        parts = [STATE_TITLE]
+        if self.header:
+            parts.append(self.header)
+        parts.append("")
         for name in SECTIONS:
             parts.append(f"## {name}")
             parts.extend(f"- {bullet}" for bullet in self.bullets(name))
@@ -80,18 +86,28 @@ def parse(text: str) -> WorkingMemory:
         return WorkingMemory(preamble=text, sections={}, managed=False)
     preamble, _, rest = text.partition(MARKER)
     preamble = "" if preamble.strip() == TITLE else preamble
-    return WorkingMemory(preamble=preamble, sections=parse_sections(rest), managed=True)
+    header = next((line.strip() for line in rest.splitlines() if line.strip().startswith("_Last dream:")), "")
+    return WorkingMemory(preamble=preamble, sections=parse_sections(rest), managed=True, header=header)
+
+
+def mood(dopamine: float, cortisol: float, oxytocin: float) -> str:
+    """The header's words for a hormonal state: each hormone well above its rest says its word."""
+    words = [word for level, word in ((dopamine, "motivated"), (cortisol, "stressed"), (oxytocin, "socially engaged"))
+             if level >= MOOD_LEVEL]  # fmt: skip
+    return ", ".join(words) if words else "calm"
+
+
+#: A hormone at or above this names the mood (rest is 0.15, 0.02, 0.10; one spike reaches it).
+MOOD_LEVEL = 0.4
+#: (context window in tokens at least, characters of working memory): the design's tiers.
+BUDGET_TIERS = ((200_000, 8_000), (128_000, 6_000), (64_000, 4_000))
+SMALLEST_BUDGET = 3_200
 
 
 def budget_chars(context_window_tokens: int) -> int:
-    """How much working memory an agent's prompt gets, by the model's context window."""
-    if context_window_tokens >= 100_000:
-        return 8_000
-    if context_window_tokens >= 32_000:
-        return 6_000
-    if context_window_tokens >= 8_000:
-        return 4_000
-    return 3_200
+    """How much working memory an agent's prompt gets: 8,000 characters (~2,000 tokens) for a
+    200K-token model, 6,000 for 128K, 4,000 for 64K, 3,200 for 32K and smaller."""
+    return next((chars for tokens, chars in BUDGET_TIERS if context_window_tokens >= tokens), SMALLEST_BUDGET)
 
 
 def chunk_words(text: str, size: int = 400, overlap: int = 80) -> list[str]:
@@ -145,9 +161,25 @@ class WorkingMemoryFiles:
         return backup
 
 
-def bootstrap_text(files: WorkingMemoryFiles, context_window_tokens: int) -> str:
-    """The text an agent puts in its system prompt at session start, within the budget."""
+def bootstrap_text(files: WorkingMemoryFiles, context_window_tokens: int, directives: Sequence[str] = ()) -> str:
+    """The text an agent puts in its system prompt at session start, within the budget.
+
+    ``directives`` (the person's own instructions and preferences, most important first) come
+    first and take up to half the budget: what does not fit is cut from the end, so the budget
+    evicts inferred knowledge before any directive."""
     budget = budget_chars(context_window_tokens)
+    if not directives:
+        return _working_memory_text(files, budget)
+    lines = "\n".join(f"- {d}" for d in directives)
+    block = _fit(f"{DIRECTIVES_TITLE}\n{lines}", budget // 2) + "\n\n"
+    return block + _working_memory_text(files, budget - len(block))
+
+
+DIRECTIVES_TITLE = "# The person's directives (follow these first)"
+
+
+def _working_memory_text(files: WorkingMemoryFiles, budget: int) -> str:
+    """MEMORY.md and the scratch notes within ``budget`` characters."""
     committed = files.read_text().strip()
     snapshot: ScratchSnapshot = files.scratch.read()
     notes = "\n".join(f"- [{n.at or 'undated'}] {n.text}" for n in snapshot.notes)

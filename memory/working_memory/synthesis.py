@@ -24,10 +24,12 @@ from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_secti
 from memory.working_memory.scratch import ScratchNote
 
 BULLET_CHARS = 200
+#: Sessions an Active Context item is carried through (the design's "last 1-3 sessions").
+ACTIVE_SESSIONS = 3
 #: How many bullets each section keeps at most.
 SECTION_CAPS = {
     "Phenotype": 10,
-    "Bond": 8,
+    "Bond": 10,
     "Niche": 10,
     "Active Context": 12,
     "Crystal Pointers": 40,
@@ -45,9 +47,9 @@ class DreamInput:
     previous: WorkingMemory
     notes: tuple[ScratchNote, ...]
     new_crystals: tuple[Crystal, ...]  # stored since the last dream, most important first
-    profile: tuple[Crystal, ...]  # preferences and facts about the person
-    bonds: tuple[Crystal, ...]  # relationship crystals
-    niche: tuple[Crystal, ...]  # facts and insights about their world
+    profile: tuple[Crystal, ...]  # the agent's self-concept: insights and patterns it inferred (Phenotype)
+    bonds: tuple[Crystal, ...]  # the person: directives first, preferences, relationships (Bond)
+    niche: tuple[Crystal, ...]  # skills this node offers the network (Niche, with the market lines)
     replayed: tuple[Crystal, ...]  # due in the spaced-repetition queue
     curiosity: tuple[Crystal, ...]  # open goals, crystals with a curiosity boost
     emerging_skills: tuple[Crystal, ...]  # repeated task patterns and new skills
@@ -56,6 +58,10 @@ class DreamInput:
     # Lines about their world from other parts of the node ("Marketplace: …"); each replaces the
     # previous line with the same prefix (up to the first colon).
     world: tuple[str, ...] = ()
+    # Active Context carried from earlier dreams: (bullet, sessions it has lived, importance).
+    carried: tuple[tuple[str, int, float], ...] = ()
+    # A dream with new material is a new session: carried items age by one.
+    new_session: bool = True
     # Searches memory could not answer, most asked first ("Unanswered: … (asked 3x)"): they replace
     # the previous dream's such lines, so a gap that was filled leaves the section.
     gaps: tuple[str, ...] = ()
@@ -77,6 +83,27 @@ def one_line(text: str, limit: int = BULLET_CHARS) -> str:
 
 def _lines(crystals: tuple[Crystal, ...]) -> list[str]:
     return [one_line(c.text) for c in crystals]
+
+
+def active_ledger(dream: DreamInput) -> list[tuple[str, int, float]]:
+    """Active Context after this dream, as (bullet, sessions lived, importance): this session's notes
+    and crystals, then what earlier sessions left, aged by one if this dream is a new session. An
+    item lives ``ACTIVE_SESSIONS`` sessions; when more than fit, the least important leave first
+    (the dream turns what left into Crystal Pointers)."""
+    age = 1 if dream.new_session else 0
+    fresh = [(one_line(n.text), 0, n.importance) for n in dream.notes]
+    fresh += [
+        (one_line(c.text), 0, max(c.importance, c.importance_floor)) for c in (*dream.new_crystals, *dream.replayed)
+    ]
+    candidates = [*fresh, *((b, lived + age, imp) for b, lived, imp in dream.carried if lived + age < ACTIVE_SESSIONS)]
+    seen: set[str] = set()
+    unique = []
+    for bullet, lived, imp in candidates:
+        if bullet.casefold() not in seen:
+            seen.add(bullet.casefold())
+            unique.append((bullet, lived, imp))
+    kept = sorted(unique, key=lambda item: (-item[2], item[1]))[: SECTION_CAPS["Active Context"]]
+    return [item for item in unique if item in kept]  # in their order: newest first
 
 
 def _without_prefixes(bullets: tuple[str, ...], fresh: tuple[str, ...]) -> tuple[str, ...]:
@@ -103,8 +130,6 @@ class ExtractiveSynthesizer:
 
     async def synthesize(self, dream: DreamInput) -> Sections:
         old = dream.previous
-        notes = sorted(dream.notes, key=lambda n: -n.importance)
-        active = [one_line(n.text) for n in notes] + _lines(dream.new_crystals) + _lines(dream.replayed)
         return {
             "Phenotype": _merged(_lines(dream.profile), old.bullets("Phenotype"), SECTION_CAPS["Phenotype"]),
             "Bond": _merged(_lines(dream.bonds), old.bullets("Bond"), SECTION_CAPS["Bond"]),
@@ -113,9 +138,7 @@ class ExtractiveSynthesizer:
                 _without_prefixes(old.bullets("Niche"), dream.world),
                 SECTION_CAPS["Niche"],
             ),
-            # Active context is about now: it does not inherit; what drops out becomes a pointer.
-            "Active Context": _merged(active, (), SECTION_CAPS["Active Context"]),
-            "Crystal Pointers": old.bullets("Crystal Pointers"),
+            "Active Context": tuple(b for b, _, _ in active_ledger(dream)),
             "Curiosity Gaps": _merged(
                 [*dream.gaps, *_lines(dream.curiosity)],
                 tuple(b for b in old.bullets("Curiosity Gaps") if not b.startswith(GAP_LINE_PREFIX)),
@@ -141,10 +164,12 @@ _SYSTEM_PROMPT = (
     "the new material. Answer with exactly these seven markdown headings, in this order, each followed by "
     "short '- ' bullet lines (at most 12 per section, one fact per bullet, no prose): "
     + ", ".join(f"'## {name}'" for name in SECTIONS)
-    + ". Phenotype: who the person is and how they like to work. Bond: the relationship and people around them. "
-    "Niche: facts about their world. Active Context: what is happening now. Crystal Pointers: keep the existing "
-    "ones. Curiosity Gaps: open questions. Emerging Skills: repeated tasks becoming skills. Keep what is still "
-    "true from the previous version; never invent facts."
+    + ". Phenotype: the agent's own evolving self-concept (who it is becoming, what it does well). Bond: its "
+    "theory of mind of the person: their explicit directives first, then preferences, traits, the people "
+    "around them, trust. Niche: the node's place in the network and the market (skills it offers, reputation, "
+    "earnings). Active Context: the last 1-3 sessions: unresolved tasks, goals, frictions, breakthroughs. "
+    "Crystal Pointers: keep the existing ones. Curiosity Gaps: open questions. Emerging Skills: repeated tasks "
+    "becoming skills. Keep what is still true from the previous version; never invent facts."
 )
 
 
@@ -160,9 +185,9 @@ def _prompt(dream: DreamInput) -> str:
             "### Previous MEMORY.md\n" + dream.previous.managed_text(),
             block("Notes since the last dream", [f"({n.importance:.2f}) {n.text}" for n in dream.notes]),
             block("New memories", [one_line(c.text) for c in dream.new_crystals]),
-            block("About the person", [one_line(c.text) for c in dream.profile]),
-            block("Relationships", [one_line(c.text) for c in dream.bonds]),
-            block("Their world", [*dream.world, *(one_line(c.text) for c in dream.niche)]),
+            block("What the agent has learned about itself and its work", [one_line(c.text) for c in dream.profile]),
+            block("The person: their directives first, preferences, people", [one_line(c.text) for c in dream.bonds]),
+            block("The node in the network and the market", [*dream.world, *(one_line(c.text) for c in dream.niche)]),
             block("Due for review", [one_line(c.text) for c in dream.replayed]),
             block("Open goals and questions", [*dream.gaps, *(one_line(c.text) for c in dream.curiosity)]),
             block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),
@@ -192,8 +217,11 @@ class ChatSynthesizer:
         if not sections:
             raise SynthesisError("the chat model's answer has none of the MEMORY.md sections")
         # The model never owns the pointers: they are directives the dream itself writes.
-        sections["Crystal Pointers"] = dream.previous.bullets("Crystal Pointers")
-        return {name: tuple(one_line(b) for b in sections.get(name, ()))[: SECTION_CAPS[name]] for name in SECTIONS}
+        return {
+            name: tuple(one_line(b) for b in sections.get(name, ()))[: SECTION_CAPS[name]]
+            for name in SECTIONS
+            if name != "Crystal Pointers"
+        }
 
     def _post(self, body: dict[str, object]) -> str:
         url = self._settings.url.rstrip("/") + "/chat/completions"

@@ -267,9 +267,11 @@ async def note(host: MemoryHost, request: NoteArgs) -> dict[str, Any]:
 )
 async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
     """The text for an agent's system prompt."""
+    from memory.working_memory.dream import directives
     from memory.working_memory.memory_md import bootstrap_text
 
-    return {"text": bootstrap_text(host.files, request.context_window)}
+    told = await directives(host.running_store())
+    return {"text": bootstrap_text(host.files, request.context_window, told)}
 
 
 @commands(

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -22,13 +23,20 @@ from memory.dynamics.consolidation import consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.embedders.hashing import HashingEmbedder
-from memory.model import Hormones, Lifecycle, NewCrystal, SemanticType
+from memory.model import Hormones, Lifecycle, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
 from memory.working_memory.dream import DreamReport, dream, working_memory_note
 from memory.working_memory.memory_md import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
-from memory.working_memory.synthesis import ChatSettings, ChatSynthesizer, DreamInput, ExtractiveSynthesizer, Sections
+from memory.working_memory.synthesis import (
+    SECTION_CAPS,
+    ChatSettings,
+    ChatSynthesizer,
+    DreamInput,
+    ExtractiveSynthesizer,
+    Sections,
+)
 from tests.memory.conftest import DAY, FakeClock
 
 EXTRACTIVE = ExtractiveSynthesizer()
@@ -64,6 +72,7 @@ async def test_a_dream_writes_the_seven_sections_and_clears_scratch(
         ("Ana's sister Lucia lives in Porto", SemanticType.RELATIONSHIP),
         ("The team deploys with Nomad", SemanticType.FACT),
         ("Learn how the billing service computes VAT", SemanticType.GOAL),
+        ("Ana takes in short answers best", SemanticType.INSIGHT),
     ]:
         await store.remember(NewCrystal(text, semantic_type=kind))
     pattern = (await store.remember(NewCrystal("Rotate logs weekly", semantic_type=SemanticType.TASK_PATTERN))).crystal
@@ -77,10 +86,14 @@ async def test_a_dream_writes_the_seven_sections_and_clears_scratch(
     assert report.accepted and report.notes_indexed == 1
     assert await _count(store) == before  # the note was already a crystal: not stored twice
     memory = files.load()
-    assert memory.bullets("Phenotype") == ("Ana prefers answers in Spanish",)
-    assert memory.bullets("Bond") == ("Ana's sister Lucia lives in Porto",)
-    assert "The team deploys with Nomad" in memory.bullets("Niche")
+    # The design's meanings: Phenotype the agent's self-concept (what it inferred), Bond the person
+    # (their directives first), Niche the node in the network (nothing shared yet).
+    assert memory.bullets("Phenotype") == ("Ana takes in short answers best",)
+    assert memory.bullets("Bond") == ("Ana prefers answers in Spanish", "Ana's sister Lucia lives in Porto")
+    assert memory.bullets("Niche") == ()
     assert memory.bullets("Active Context")[0] == "Release 2.3 is blocked on the migration"
+    assert "The team deploys with Nomad" in memory.bullets("Active Context")
+    assert memory.header.startswith("_Last dream: ") and memory.header.endswith("| Mood: calm_")
     assert memory.bullets("Curiosity Gaps") == ("Learn how the billing service computes VAT",)
     assert memory.bullets("Emerging Skills") == ("Rotate logs weekly",)
     assert [line[3:] for line in files.read_text().splitlines() if line.startswith("## ")] == list(SECTIONS)
@@ -94,7 +107,8 @@ async def test_faded_topics_become_crystal_pointers(
     await dream(store, files, EXTRACTIVE)
     clock.advance(DAY)
     await working_memory_note(store, files, "Passport renewal appointment on the 14th", 0.6)
-    report = await dream(store, files, ScriptedSynthesizer({"Active Context": ("Passport renewal on the 14th",)}))
+    renewal = "Passport renewal appointment on the 14th at the police station"
+    report = await dream(store, files, ScriptedSynthesizer({"Active Context": (renewal,)}))
     assert report.accepted and report.pointers_added == 1
     (pointer,) = files.load().bullets("Crystal Pointers")
     assert pointer.startswith("Kitchen renovation quotes arrive Friday → memory_search")
@@ -103,19 +117,23 @@ async def test_faded_topics_become_crystal_pointers(
     assert (await search(store, SearchRequest("kitchen renovation", touch=False)))[0].crystal.text.startswith("Kitchen")
 
 
+# A mature state (over 2,000 characters), as the design's mass-drop guard needs.
 LASTING = {
-    "Phenotype": tuple(f"Long-standing preference number {i} about how work is done" for i in range(4)),
-    "Niche": tuple(f"Durable fact number {i} about the environment they work in" for i in range(4)),
-}
+    "Bond": tuple(f"Long-standing preference number {i} about how the person likes their work done, " * 2
+                  for i in range(8)),
+    "Phenotype": tuple(f"Durable lesson number {i} about what works well with this person and in this job"
+                       for i in range(8)),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("rewrite", "reason"),
     [
         ({name: () for name in SECTIONS}, "empty synthesis"),
-        ({"Phenotype": ("tea",)}, "mass drop"),
+        ({"Bond": ("tea",)}, "empty synthesis"),  # under 50 characters of substance
+        ({"Bond": ("Prefers tea to coffee in the mornings, with oat milk and no sugar at all",)}, "mass drop"),
         (
-            {"Phenotype": tuple(f"A brand-new statement number {i} replacing what was there" for i in range(8))},
+            {**LASTING, "Crystal Pointers": tuple(f'Topic {i} → memory_search "topic {i}"' for i in range(21))},
             "eviction runaway",
         ),
     ],
@@ -332,13 +350,15 @@ async def test_scratch_notes_survive_kill_9_between_note_and_dream(tmp_path: Pat
 async def test_the_market_line_in_niche_is_replaced_not_piled_up(
     store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
-    await store.remember(NewCrystal("The team deploys with Nomad", semantic_type=SemanticType.FACT))
+    offered = NewCrystal("Rotate nginx logs without downtime: logrotate -f", semantic_type=SemanticType.SKILL)
+    await store.remember(replace(offered, scope=Scope.SHARED))
     await dream(store, files, EXTRACTIVE, world=("Marketplace: earned 0.01 USDC from 1 sales to 1 buyers",))
     clock.advance(DAY)
     await dream(store, files, EXTRACTIVE, world=("Marketplace: earned 0.03 USDC from 2 sales to 2 buyers",))
     niche = files.load().bullets("Niche")
     assert niche[0] == "Marketplace: earned 0.03 USDC from 2 sales to 2 buyers"
-    assert not any("0.01 USDC" in line for line in niche) and "The team deploys with Nomad" in niche
+    assert not any("0.01 USDC" in line for line in niche)
+    assert "Rotate nginx logs without downtime: logrotate -f" in niche  # a skill it offers the network
 
 
 async def test_a_secret_noted_in_scratch_never_reaches_memory_md_or_a_prompt(
@@ -361,3 +381,54 @@ async def test_a_secret_noted_in_scratch_never_reaches_memory_md_or_a_prompt(
     assert [n.text for n in seen[0].notes] == ["Deploys happen on Thursdays"]
     hits = await search(store, SearchRequest("deploy password", mode=SearchMode.KEYWORD, touch=False))
     assert hits and hits[0].crystal.sensitivity.value == "confidential"  # kept, as a confidential crystal
+
+
+async def test_active_context_carries_over_three_sessions_then_becomes_a_pointer(
+    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+) -> None:
+    await working_memory_note(store, files, "User's name is Douglas, deadline Friday", importance=0.8)
+    await dream(store, files, EXTRACTIVE)
+    for session in range(3):  # three more sessions, each with something new
+        clock.advance(DAY)
+        await working_memory_note(store, files, f"Session {session}: reviewed the quarterly budget numbers", 0.5)
+        report = await dream(store, files, EXTRACTIVE)
+        active = files.load().bullets("Active Context")
+        if session < 2:  # the session it was noted in and the two after it
+            assert "User's name is Douglas, deadline Friday" in active, session
+    assert "User's name is Douglas, deadline Friday" not in active
+    assert report.pointers_added == 1
+    assert files.load().bullets("Crystal Pointers")[0].startswith("User's name is Douglas, deadline Friday →")
+
+
+async def test_a_full_active_context_lets_the_least_important_go_first(
+    store: MemoryStore, files: WorkingMemoryFiles
+) -> None:
+    await working_memory_note(store, files, "The landlord's number is in the blue folder", importance=0.9)
+    for i in range(14):
+        await working_memory_note(store, files, f"Minor detail number {i} about the garden shed", importance=0.2)
+    await dream(store, files, EXTRACTIVE)
+    active = files.load().bullets("Active Context")
+    assert len(active) == SECTION_CAPS["Active Context"]
+    assert active[0] == "The landlord's number is in the blue folder"
+
+
+async def test_a_dream_with_nothing_new_changes_nothing(
+    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+) -> None:
+    await working_memory_note(store, files, "The plumber comes on Tuesday morning at nine", importance=0.6)
+    assert (await dream(store, files, EXTRACTIVE)).accepted
+    before = files.memory_md.read_bytes()
+    clock.advance(3 * DAY)
+    report = await dream(store, files, EXTRACTIVE)
+    assert report.accepted and files.memory_md.read_bytes() == before  # not even the header's time
+
+
+async def test_the_header_names_the_last_dream_and_the_mood(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+    endocrine = await Endocrine.attach(store)
+    await endocrine.observe([Event.ACHIEVEMENT])  # dopamine 0.55, oxytocin 0.30
+    await working_memory_note(store, files, "We shipped the new onboarding flow today, finally", 0.7)
+    await dream(store, files, EXTRACTIVE, hormones=endocrine)
+    header = files.load().header
+    # The note itself says "shipped": a second achievement; oxytocin is past 0.4 too.
+    assert header == "_Last dream: 2026-01-01T00:00:00Z | Mood: motivated, socially engaged_"
+    assert files.read_text().splitlines()[4:6] == ["# Working Memory State", header]
