@@ -70,14 +70,24 @@ async def auto_link(store: MemoryStore, crystal_id: str, vector: Vectors) -> int
     return len(edges)
 
 
-async def link(store: MemoryStore, src_id: str, dst_id: str, kind: AssociationType, weight: float = 1.0) -> None:
-    """Add a typed edge by hand (e.g. ``contradicts``, ``caused_by``); both crystals must exist."""
+async def link(
+    store: MemoryStore, src_id: str, dst_id: str, kind: AssociationType, weight: float = 1.0, *, actor: str = "local"
+) -> None:
+    """Add a typed edge by hand (e.g. ``contradicts``, ``caused_by``); both crystals must exist and
+    differ. The attribution chain of the source records who linked what."""
+    if src_id == dst_id:
+        raise ValueError("a crystal is not linked to itself")
     await store.get(src_id)
     await store.get(dst_id)
+    now = store.now_ms()
     async with store.transaction() as db:
         await db.execute(
             "INSERT OR REPLACE INTO associations (src_id, dst_id, type, weight, created_ms) VALUES (?, ?, ?, ?, ?)",
-            (src_id, dst_id, kind.value, weight, store.now_ms()),
+            (src_id, dst_id, kind.value, weight, now),
+        )
+        await db.execute(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'linked', ?, ?)",
+            (src_id, actor, now, f"{kind.value} {dst_id}"),
         )
 
 

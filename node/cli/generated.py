@@ -42,7 +42,9 @@ def build(command: Command[Any]) -> click.Command:
     params.append(click.Option(["--json", "as_json"], is_flag=True, help="The answer as JSON."))
 
     def run(config_path: Path | None, data_dir: Path | None, as_json: bool, **values: Any) -> None:
-        given = {name: (list(v) if isinstance(v, tuple) else v) for name, v in values.items()}
+        # A repeatable option given no times is left out (None), so a field whose default is None
+        # ("keep as it is") is not set to an empty list ("clear it").
+        given = {name: (list(v) or None if isinstance(v, tuple) else v) for name, v in values.items()}
         doc = run_command(config_path, data_dir, command.name, given)
         click.echo(json.dumps(doc, indent=2) if as_json or spec.render is None else spec.render(doc))
 

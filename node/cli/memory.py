@@ -45,6 +45,8 @@ def memory_group() -> None:
 @click.option("--scope", type=_choices(Scope), default="private")
 @click.option("--ttl", default=None, help="Forget after this long: 30m, 24h, 7d, 2w.")
 @click.option("--pin", is_flag=True, help="Keep it for good: it never decays or expires.")
+@click.option("--tags", default=None, help="A skill's tags, comma-separated (with --type skill).")
+@click.option("--category", default=None, help="A skill's category, e.g. debugging (with --type skill).")
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def memory_add(
@@ -57,10 +59,13 @@ def memory_add(
     scope: str,
     ttl: str | None,
     pin: bool,
+    tags: str | None,
+    category: str | None,
     as_json: bool,
 ) -> None:
     """Remember TEXT (deduplicated: the same text is stored once). Untyped, the node types it."""
-    args = dict(text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl, pin=pin)
+    args = dict(text=text, type=stype, origin=origin, importance=importance, scope=scope, ttl=ttl, pin=pin,
+                tags=[t for t in (tags or "").split(",") if t.strip()], category=category)  # fmt: skip
 
     doc = run_command(config_path, data_dir, "memory.remember", args)
     if as_json:

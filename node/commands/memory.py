@@ -19,12 +19,14 @@ from node.commands.memory_requests import (
     EventArgs,
     FeedbackArgs,
     ForgetArgs,
+    LinkArgs,
     NoteArgs,
     QuarantineArgs,
     RememberArgs,
     RetypeArgs,
     SearchArgs,
     ShowArgs,
+    SkillEditArgs,
 )
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
 from node.runtime.actor import current_actor
@@ -143,6 +145,52 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
     if not isinstance(curiosity, Curiosity):
         raise ValueError("curiosity is off for this store")
     return [asdict(g) for g in await curiosity.gaps(limit=request.limit, closed=request.closed)]
+
+
+@commands(
+    "memory.link",
+    LinkArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/links", "memory"),
+    local=True,
+    cli=CliSpec("memory", "link", arguments=("id", "to", "type"), render=lambda d: f"linked {d['link']}"),
+)
+async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
+    """Link two crystals by hand: contradicts, caused_by, result_of, part_of (memory show lists links)."""
+    from memory.graph import link as add_link
+
+    await add_link(host.running_store(), request.id, request.to, request.type, request.weight, actor=current_actor())
+    return {"link": f"{request.id} {request.type.value} {request.to}"}
+
+
+@commands(
+    "skills.edit",
+    SkillEditArgs,
+    route=HttpRoute("POST", "/v1/skills/{id}/edit", "skills"),
+    local=True,
+    cli=CliSpec(
+        "skills",
+        "edit",
+        arguments=("id",),
+        render=lambda c: (
+            f"{c['id']} v{(c['skill'] or {}).get('version', 1)} {c['lifecycle']} "
+            f"tags [{' '.join((c['skill'] or {}).get('tags', ()))}] category {(c['skill'] or {}).get('category')}"
+        ),
+    ),
+)
+async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
+    """Tag, categorise, version (a new text) or freeze a local skill."""
+    from memory import skill_versions
+    from node.commands.memory_service import crystal_json
+
+    store, actor = host.running_store(), current_actor()
+    crystal = await store.get(request.id)
+    if request.tags is not None or request.category is not None or request.text is not None:
+        crystal = await skill_versions.edit_skill(
+            store, request.id, tags=request.tags, category=request.category, text=request.text, actor=actor
+        )
+    if request.freeze:
+        crystal = await skill_versions.freeze(store, crystal.id, actor=actor)
+    return crystal_json(crystal)
 
 
 @commands("memory.stats", NoArgs, route=HttpRoute("GET", "/v1/memory/stats", "memory"), local=True)

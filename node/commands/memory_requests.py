@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory.cognition.steering import Feedback
 from memory.dynamics.hormones import Event
-from memory.model import HeldStatus, Origin, Scope, SemanticType
+from memory.model import AssociationType, HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
 
 
@@ -58,6 +58,27 @@ class RememberArgs(_Request):
     scope: Scope = Scope.PRIVATE
     ttl: str | None = Field(default=None, description="Forget after this long: 30m, 24h, 7d, 2w.")
     pin: bool = Field(default=False, description="Keep it: it never decays or expires (permanent lifespan).")
+    tags: list[str] = Field(default_factory=list, max_length=16, description="A skill's tags (with type skill).")
+    category: str | None = Field(default=None, max_length=60, description="A skill's category, e.g. debugging.")
+
+
+class LinkArgs(_Request):
+    """A typed link from one crystal to another, made by hand."""
+
+    id: str = Field(min_length=1, max_length=64, description="The crystal the link starts from.")
+    to: str = Field(min_length=1, max_length=64, description="The crystal it points to.")
+    type: AssociationType = Field(description="contradicts, caused_by, result_of, part_of, related_to, updates.")
+    weight: float = Field(default=1.0, gt=0, le=1)
+
+
+class SkillEditArgs(_Request):
+    """Tags and category of a local skill, a new version of its text, or freezing it."""
+
+    id: str = Field(min_length=1, max_length=64)
+    tags: list[str] | None = Field(default=None, max_length=16, description="Its tags (replacing the old ones).")
+    category: str | None = Field(default=None, max_length=60)
+    text: str | None = Field(default=None, min_length=1, max_length=100_000, description="A new version's text.")
+    freeze: bool = Field(default=False, description="Make it immutable (after any other change asked here).")
 
 
 class RetypeArgs(_Request):

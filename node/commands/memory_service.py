@@ -17,6 +17,7 @@ from memory.graph import associations, attribution_chain, derivation_tree
 from memory.model import Crystal, Lifespan, NewCrystal
 from memory.retrieval.query import SearchRequest, Weights, parse_since
 from memory.retrieval.search import search
+from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
@@ -32,6 +33,7 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
         ttl_ms = -parse_since(args.ttl, 0) if args.ttl else None
         if args.pin and ttl_ms:
             raise InvalidRequest("a pinned memory is kept for good: give --pin or --ttl, not both")
+        skill = skill_of(args.text, args.type, args.tags, args.category)
         new = NewCrystal(
             args.text,
             semantic_type=args.type,
@@ -41,6 +43,7 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
             importance_floor=args.importance or 0.0,
             scope=args.scope,
             lifespan=Lifespan.PERMANENT if args.pin else Lifespan.TTL if ttl_ms else Lifespan.DECAY,
+            skill=skill,
             ttl_ms=ttl_ms,
             actor=actor,
         )

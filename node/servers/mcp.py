@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory.cognition.steering import Feedback
-from memory.model import Origin, Scope, SemanticType
+from memory.model import AssociationType, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode
 from node.clients.base import ControlError, NodeClient
 from node.clients.connect import find_daemon
@@ -101,6 +101,12 @@ def build_server(client: NodeClient) -> Any:
         higher and are kept longer; wrong or outdated ones rank lower and fade sooner."""
         crystal = await run("memory.feedback", {"id": id, "feedback": feedback})
         return {"id": crystal["id"], "steering_reward": round(crystal["steering_reward"], 3)}
+
+    @server.tool()
+    async def memory_link(id: str, to: str, type: AssociationType) -> dict[str, Any]:
+        """Link two memories by id: contradicts, caused_by, result_of, part_of (or related_to, updates).
+        The link is shown with either memory and recorded in its history."""
+        return dict(await run("memory.link", {"id": id, "to": to, "type": type}))
 
     @server.tool()
     async def memory_gaps(limit: int = 20) -> list[dict[str, Any]]:

@@ -54,6 +54,14 @@ def test_untyped_memories_are_typed_a_correction_sticks_and_pin_keeps(tmp_path: 
     assert shown["attribution"][-1]["action"] == "retyped"
     steered = run_cli("memory", "feedback", crystal_id, "wrong", "--data-dir", data, env=ENV)
     assert steered.returncode == 0 and "steering reward -0.500" in steered.stdout
+    skill = run_cli("memory", "add", "Reset the router: hold reset for 10 s", "--type", "skill", "--tags", "home,net",
+                    "--data-dir", data, "--json", env=ENV)  # fmt: skip
+    skill_id = json.loads(skill.stdout)["crystal"]["id"]
+    edited = run_cli("skills", "edit", skill_id, "--category", "Network", "--freeze", "--data-dir", data, env=ENV)
+    assert edited.returncode == 0, edited.stderr
+    assert "v1 frozen tags [home net] category network" in edited.stdout
+    linked = run_cli("memory", "link", skill_id, crystal_id, "part_of", "--data-dir", data, env=ENV)
+    assert linked.returncode == 0 and f"linked {skill_id} part_of {crystal_id}" in linked.stdout
 
     pinned = run_cli("memory", "add", "Never call me before 10", "--pin", "--data-dir", data, "--json", env=ENV)
     crystal = json.loads(pinned.stdout)["crystal"]

@@ -186,6 +186,16 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     assert (retyped["semantic_type"], retyped["type_source"]) == ("fact", "correction")
     assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["actor"] == "agent"
     assert api.call("POST", f"/v1/memory/{by_agent}/type", {"type": "gossip"})[0] == 400
+    linked = api.ok("POST", f"/v1/memory/{by_agent}/links", {"to": by_cli["crystal"]["id"], "type": "contradicts"})
+    assert linked["link"].endswith(f"contradicts {by_cli['crystal']['id']}")
+    links = api.ok("GET", f"/v1/memory/{by_agent}")["associations"]
+    assert {"src_id": by_agent, "type": "contradicts"}.items() <= links[0].items()
+    skill = api.ok("POST", "/v1/memory", {"text": "Reset the router: hold reset 10 s", "type": "skill",
+                                         "tags": ["network"], "category": "home"})["crystal"]  # fmt: skip
+    edited = api.ok("POST", f"/v1/skills/{skill['id']}/edit", {"tags": ["network", "router"], "freeze": True})
+    assert (edited["skill"]["tags"], edited["lifecycle"]) == (["network", "router"], "frozen")
+    status, refused = api.call("POST", f"/v1/skills/{skill['id']}/edit", {"category": "x"})
+    assert status == 400 and "frozen" in str(refused)
     steered = api.ok("POST", f"/v1/memory/{by_agent}/feedback", {"feedback": "useful"})
     assert steered["steering_reward"] == 0.3
     assert api.call("POST", "/v1/memory/no-such-crystal/feedback", {"feedback": "wrong"})[0] == 404

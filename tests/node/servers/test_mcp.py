@@ -20,8 +20,8 @@ from tests.daemons import Node
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
 TOOLS = {
-    "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_forget",
-    "memory_status",
+    "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
+    "memory_forget", "memory_status",
     "working_memory_note", "working_memory_bootstrap", "skills_search", "memory_quarantine",
 }  # fmt: skip
 
