@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -28,7 +29,7 @@ from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
 from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
 from memory.governance.rules import classify_sensitivity
-from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, Sensitivity
+from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.connection import sync_wal
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
@@ -36,6 +37,7 @@ from memory.storage.store import HormoneSource, MemoryStore
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, mood, parse
 from memory.working_memory.scratch import iso_utc
 from memory.working_memory.synthesis import (
+    INSIGHTS,
     SECTION_CAPS,
     DreamInput,
     SynthesisError,
@@ -76,6 +78,7 @@ class DreamReport:
     pointers_added: int
     replayed: int
     seeded_chunks: int
+    insights: int = 0  # insight crystals the synthesizer drew, stored with their sources
     bullets: dict[str, int] = field(default_factory=dict)
     duration_ms: float = 0.0
 
@@ -275,8 +278,10 @@ async def dream(
     rejected: str | None = None
     new = previous
     pointers_added = 0
+    drawn: tuple[str, ...] = ()
     try:
         sections = dict(await synthesizer.synthesize(dream_input))
+        drawn = tuple(sections.pop(INSIGHTS, ()))
     except SynthesisError as exc:
         rejected = f"synthesis failed: {exc}"
     else:
@@ -307,6 +312,9 @@ async def dream(
     replayed = 0
     # A dream with nothing new changes nothing: not the sections, not even the header's time.
     unchanged = rejected is None and not new_session and new.sections == previous.sections and previous.managed
+    insights = 0
+    if rejected is None and drawn:
+        insights = await _store_insights(store, drawn, dream_input)
     if rejected is None and not unchanged:
         files.write(new)
         await store.set_meta(ACTIVE_LEDGER_KEY, json.dumps(active_ledger(dream_input)))
@@ -326,6 +334,7 @@ async def dream(
         notes_indexed=len(snapshot.notes),
         auto_notes=auto_notes,
         pointers_added=pointers_added if rejected is None else 0,
+        insights=insights,
         replayed=replayed,
         seeded_chunks=seeded,
         bullets={name: len(new.bullets(name)) for name in SECTIONS},
@@ -333,6 +342,35 @@ async def dream(
     )
     await store.set_meta(REPORT_KEY, json.dumps(report.to_dict()))
     return report
+
+
+_SOURCES = re.compile(r"\s*\[([0-9a-f,\s]+)\]\s*\.?$")
+
+
+async def _store_insights(store: MemoryStore, lines: tuple[str, ...], material: DreamInput) -> int:
+    """Store each insight as an ``insight`` crystal derived from the crystals it names. Only ids of
+    crystals the dream was given count: an insight that names none is not stored (no provenance)."""
+    known = {c.id for c in (*material.new_crystals, *material.replayed, *material.profile, *material.bonds)}
+    stored = 0
+    for line in lines:
+        match = _SOURCES.search(line)
+        sources = [i.strip() for i in match.group(1).split(",") if i.strip() in known] if match else []
+        text = line[: match.start()].strip() if match else line
+        if not sources or not text:
+            _log.info("dream.insight_without_sources", extra={"fields": {"insight": one_line(line, 80)}})
+            continue
+        made = await store.remember(
+            NewCrystal(
+                text,
+                semantic_type=SemanticType.INSIGHT,
+                origin=Origin.DREAM,
+                parents=tuple(sources),
+                source="dream",
+                actor=ACTOR,
+            )
+        )
+        stored += int(made.created)
+    return stored
 
 
 async def _advance_replay(store: MemoryStore, replayed: tuple[Crystal, ...], now: int) -> int:

@@ -169,7 +169,10 @@ _SYSTEM_PROMPT = (
     "around them, trust. Niche: the node's place in the network and the market (skills it offers, reputation, "
     "earnings). Active Context: the last 1-3 sessions: unresolved tasks, goals, frictions, breakthroughs. "
     "Crystal Pointers: keep the existing ones. Curiosity Gaps: open questions. Emerging Skills: repeated tasks "
-    "becoming skills. Keep what is still true from the previous version; never invent facts."
+    "becoming skills. Keep what is still true from the previous version; never invent facts. After the seven "
+    "sections add '## Insights': one to three new conclusions that follow from two or more of the memories "
+    "given (a pattern, a cause, a lesson), each ending with the ids of those memories in brackets, e.g. "
+    "[0a1b…, 2c3d…]; leave it empty when nothing follows."
 )
 
 
@@ -184,15 +187,35 @@ def _prompt(dream: DreamInput) -> str:
             f"oxytocin {h.oxytocin:.2f}.",
             "### Previous MEMORY.md\n" + dream.previous.managed_text(),
             block("Notes since the last dream", [f"({n.importance:.2f}) {n.text}" for n in dream.notes]),
-            block("New memories", [one_line(c.text) for c in dream.new_crystals]),
+            block("New memories", [f"[{c.id}] {one_line(c.text)}" for c in dream.new_crystals]),
             block("What the agent has learned about itself and its work", [one_line(c.text) for c in dream.profile]),
             block("The person: their directives first, preferences, people", [one_line(c.text) for c in dream.bonds]),
             block("The node in the network and the market", [*dream.world, *(one_line(c.text) for c in dream.niche)]),
-            block("Due for review", [one_line(c.text) for c in dream.replayed]),
+            block("Due for review", [f"[{c.id}] {one_line(c.text)}" for c in dream.replayed]),
             block("Open goals and questions", [*dream.gaps, *(one_line(c.text) for c in dream.curiosity)]),
             block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),
         ]
     )
+
+
+#: The key under which a synthesizer hands the dream its insights (not a MEMORY.md section): lines
+#: ending with the ids of the crystals they were drawn from, "[id1, id2]".
+INSIGHTS = "Insights"
+MAX_INSIGHTS = 3
+
+
+def insight_lines(content: str) -> tuple[str, ...]:
+    """The bullets under a '## Insights' heading of a model's answer (at most ``MAX_INSIGHTS``)."""
+    lines: list[str] = []
+    inside = False
+    for raw in content.splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            inside = line.lstrip("#").strip().lower() == "insights"
+            continue
+        if inside and line[:2] in ("- ", "* "):
+            lines.append(line[2:].strip())
+    return tuple(lines[:MAX_INSIGHTS])
 
 
 class ChatSynthesizer:
@@ -217,11 +240,13 @@ class ChatSynthesizer:
         if not sections:
             raise SynthesisError("the chat model's answer has none of the MEMORY.md sections")
         # The model never owns the pointers: they are directives the dream itself writes.
-        return {
+        out = {
             name: tuple(one_line(b) for b in sections.get(name, ()))[: SECTION_CAPS[name]]
             for name in SECTIONS
             if name != "Crystal Pointers"
         }
+        out[INSIGHTS] = insight_lines(content)
+        return out
 
     def _post(self, body: dict[str, object]) -> str:
         url = self._settings.url.rstrip("/") + "/chat/completions"

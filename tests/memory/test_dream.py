@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from memory.dynamics.consolidation import consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.embedders.hashing import HashingEmbedder
+from memory.graph import derivation_tree
 from memory.model import Hormones, Lifecycle, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
@@ -187,6 +189,14 @@ class ChatHandler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         content = "## Phenotype\n- Likes terse answers\n## Active Context\n- Preparing the 2.3 release\n"
+        if mode == "insight":  # a model that draws a conclusion from the memories it was shown, citing them
+            ids = re.findall(r"\[([0-9a-f]{28})\]", json.dumps(body["messages"]))
+            content = (
+                "## Phenotype\n- Keeps release dates honest with the team\n## Active Context\n"
+                "- The 2.3 migration is two weeks late\n- Release 2.3 moved from May to June\n"
+                f"## Insights\n- Releases slip when migrations are late [{ids[0]}, {ids[1]}]\n"
+                "- A claim citing nothing it was shown [ffffffffffffffffffffffffffff]\n"
+            )
         payload = (
             b"<html>oops</html>"
             if mode == "garbage"
@@ -233,6 +243,25 @@ async def test_chat_synthesizer_writes_what_the_model_answered(
     (body,) = chat_server.bodies
     assert body["model"] == "test-model"
     assert "Preparing the 2.3 release" in json.dumps(body["messages"])
+
+
+async def test_a_chat_dream_stores_insights_with_provenance_to_their_sources(
+    store: MemoryStore, files: WorkingMemoryFiles, chat_server: ChatServer
+) -> None:
+    late = await working_memory_note(store, files, "The 2.3 migration is two weeks late", 0.7)
+    slip = await working_memory_note(store, files, "Release 2.3 moved from May to June", 0.7)
+    chat_server.mode = "insight"
+    report = await dream(store, files, _chat(chat_server))
+    assert report.accepted and report.insights == 1  # the one citing nothing it was shown is dropped
+    asked = SearchRequest("releases slip migrations late", types=frozenset({SemanticType.INSIGHT}), touch=False)
+    hits = await search(store, asked)
+    insight = hits[0].crystal
+    assert (insight.text, insight.origin.value, insight.epistemic_layer.value) == (
+        "Releases slip when migrations are late", "dream", "mental_model",
+    )  # fmt: skip
+    tree = await derivation_tree(store, insight.id)
+    assert {p.crystal_id for p in tree.parents} == {late.id, slip.id}
+    assert "Insights" in json.dumps(chat_server.bodies[0]["messages"])  # the prompt asked for them
 
 
 @pytest.mark.parametrize("mode", ["slow", "garbage", "error"])
