@@ -99,6 +99,16 @@ class MemorySection(_Section):
     vector_weight: float = Field(default=0.7, ge=0, le=10)
     relevance_floor: float = Field(default=0.3, ge=0, le=1)
     max_curiosity_gaps: int = Field(default=200, ge=1, le=100_000)
+    typer: Literal["offline", "llm"] = "offline"
+
+
+class LlmSection(_Section):
+    """An OpenAI-compatible chat endpoint for ``[memory] typer = "llm"``."""
+
+    url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
 class HormonesSection(_Section):
@@ -292,6 +302,12 @@ class DoctorSection(_Section):
 
 
 class Config(_Section):
+    @model_validator(mode="after")
+    def _llm_typer_needs_endpoint(self) -> Config:
+        if self.memory.typer == "llm" and not (self.llm.url and self.llm.model):
+            raise ValueError('[memory] typer = "llm" needs [llm] url and model')
+        return self
+
     node: NodeSection = Field(default_factory=NodeSection)
     log: LogSection = Field(default_factory=LogSection)
     identity: IdentitySection = Field(default_factory=IdentitySection)
@@ -301,6 +317,7 @@ class Config(_Section):
     hormones: HormonesSection = Field(default_factory=HormonesSection)
     consolidation: ConsolidationSection = Field(default_factory=ConsolidationSection)
     dream: DreamSection = Field(default_factory=DreamSection)
+    llm: LlmSection = Field(default_factory=LlmSection)
     p2p: P2PSection = Field(default_factory=P2PSection)
     marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
     chain: ChainSection = Field(default_factory=ChainSection)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import aiosqlite
 
 from memory.cognition.epistemic import layer_for
+from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples, shipped_model
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash
 
@@ -38,6 +39,8 @@ class Typer:
     """Create with the stored corrections (``load_corrections``): (text, type) pairs, oldest first."""
 
     def __init__(self, corrections: Sequence[tuple[str, SemanticType]] = ()) -> None:
+        #: Set when ``[memory] typer = "llm"``: asked first for one crystal at a time.
+        self.llm: LlmTyper | None = None
         self._corrected = {content_hash(text): stype for text, stype in corrections}
         self._corrections = list(corrections)[-MAX_CORRECTIONS_FITTED:]
         self._fitted: TypingModel | None = None  # fitted at the first statement to type, not at open
@@ -97,9 +100,21 @@ class Typer:
                 out.append(_decided(new, next(remaining), TypeSource.MODEL))
         return out
 
+    async def complete_async(self, new: NewCrystal) -> NewCrystal:
+        """``complete``, asking the language model first when one is set (the offline model decides
+        when it fails); a caller's type and a correction still come first."""
+        if self.llm is not None and new.semantic_type is None and content_hash(new.text) not in self._corrected:
+            guess = await self.llm.guess(new.text)
+            if guess is not None:
+                return self._completed(new, _decided(new, guess, TypeSource.LLM))
+        return self.complete(new)
+
     def complete(self, new: NewCrystal) -> NewCrystal:
         """``new`` with its type, confidence and epistemic layer filled in where the caller left them."""
-        typing = self.decide(new)
+        return self._completed(new, self.decide(new))
+
+    @staticmethod
+    def _completed(new: NewCrystal, typing: Typing) -> NewCrystal:
         return replace(
             new,
             semantic_type=typing.semantic_type,

@@ -185,7 +185,7 @@ class MemoryStore:
         existing = await crystal_by_hash(self.reader(), chash)
         if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
             return Remembered(existing, created=False)
-        new = self.typer.complete(new)
+        new = await self.typer.complete_async(new)
         if self.hormone_source is not None:
             new = await self.hormone_source.on_ingest(new)
         # Held content is not embedded until it is approved: it costs a stranger's sender no

@@ -11,14 +11,12 @@ One interface, two providers:
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Protocol
 
 from memory.cognition.curiosity import GAP_LINE_PREFIX
 from memory.errors import MemoryError_
+from memory.llm import ChatEndpoint, LlmError
 from memory.model import Crystal, Hormones
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
 from memory.working_memory.scratch import ScratchNote
@@ -150,13 +148,8 @@ class ExtractiveSynthesizer:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ChatSettings:
-    url: str  # base URL, e.g. http://127.0.0.1:11434/v1
-    model: str
-    api_key: str | None = None
-    timeout_s: float = 60.0
-    max_tokens: int = 1_500
+#: The most a chat model may write for one MEMORY.md.
+MAX_SYNTHESIS_TOKENS = 1_500
 
 
 _SYSTEM_PROMPT = (
@@ -223,19 +216,17 @@ class ChatSynthesizer:
 
     name = "chat"
 
-    def __init__(self, settings: ChatSettings) -> None:
+    def __init__(self, settings: ChatEndpoint) -> None:
         if not settings.url or not settings.model:
             raise SynthesisError("the chat synthesizer needs a URL and a model")
         self._settings = settings
 
     async def synthesize(self, dream: DreamInput) -> Sections:
-        body = {
-            "model": self._settings.model,
-            "temperature": 0,
-            "max_tokens": self._settings.max_tokens,
-            "messages": [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": _prompt(dream)}],
-        }
-        content = await asyncio.to_thread(self._post, body)
+        messages = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": _prompt(dream)}]
+        try:
+            content = await asyncio.to_thread(self._settings.complete, messages, max_tokens=MAX_SYNTHESIS_TOKENS)
+        except LlmError as exc:
+            raise SynthesisError(str(exc)) from None
         sections = parse_sections(content)
         if not sections:
             raise SynthesisError("the chat model's answer has none of the MEMORY.md sections")
@@ -247,26 +238,3 @@ class ChatSynthesizer:
         }
         out[INSIGHTS] = insight_lines(content)
         return out
-
-    def _post(self, body: dict[str, object]) -> str:
-        url = self._settings.url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json"}
-        if self._settings.api_key:
-            headers["Authorization"] = f"Bearer {self._settings.api_key}"
-        request = urllib.request.Request(  # noqa: S310 - the URL is the user's configured endpoint
-            url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self._settings.timeout_s) as response:  # noqa: S310 - configured URL
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise SynthesisError(f"chat endpoint answered HTTP {exc.code}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise SynthesisError(f"chat endpoint unreachable or too slow: {exc}") from None
-        try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise SynthesisError("chat endpoint returned something that is not a chat completion") from None
-        if not isinstance(content, str):
-            raise SynthesisError("chat completion content is not text")
-        return content

@@ -20,6 +20,7 @@ from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
 from memory.clock import wall_clock_ms
 from memory.cognition.curiosity import Curiosity
+from memory.cognition.llm_typer import LlmTyper
 from memory.dynamics.consolidation import ConsolidationReport, consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
@@ -28,11 +29,12 @@ from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.base import Embedder
 from memory.errors import MemoryError_
 from memory.graph import auto_link
+from memory.llm import ChatEndpoint
 from memory.retrieval.query import Weights
 from memory.storage.store import LinkSettings, MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
-from memory.working_memory.synthesis import ChatSettings, ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
+from memory.working_memory.synthesis import ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from node.commands.progress import current_reporter
 from node.config import Config
 from node.errors import PartNotRunning, UsageError
@@ -102,7 +104,7 @@ def synthesizer_from_config(config: Config) -> Synthesizer:
     d = config.dream
     if d.synthesizer == "chat":
         return ChatSynthesizer(
-            ChatSettings(
+            ChatEndpoint(
                 url=d.chat_url,
                 model=d.chat_model,
                 api_key=os.environ.get(d.chat_api_key_env) or None,
@@ -134,6 +136,10 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
     try:
         await Endocrine.attach(store, hormone_settings(config))
         await Curiosity.attach(store, max_open=config.memory.max_curiosity_gaps)
+        if config.memory.typer == "llm":
+            llm = config.llm
+            api_key = os.environ.get(llm.api_key_env) or None
+            store.typer.llm = LlmTyper(ChatEndpoint(llm.url, llm.model, api_key, llm.timeout_s))
     except BaseException:
         await store.close()
         raise

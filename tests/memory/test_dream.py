@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,6 +24,7 @@ from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import derivation_tree
+from memory.llm import ChatEndpoint
 from memory.model import Hormones, Lifecycle, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
@@ -33,13 +33,12 @@ from memory.working_memory.dream import DreamReport, dream, working_memory_note
 from memory.working_memory.memory_md import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
 from memory.working_memory.synthesis import (
     SECTION_CAPS,
-    ChatSettings,
     ChatSynthesizer,
     DreamInput,
     ExtractiveSynthesizer,
     Sections,
 )
-from tests.memory.conftest import DAY, FakeClock
+from tests.memory.conftest import DAY, FakeClock, serving
 
 EXTRACTIVE = ExtractiveSynthesizer()
 PROJECT = Path(__file__).resolve().parents[2]
@@ -216,19 +215,12 @@ class ChatHandler(BaseHTTPRequestHandler):
 def chat_server() -> Iterator[ChatServer]:
     server = ChatServer(("127.0.0.1", 0), ChatHandler)
     server.bodies = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    yield from serving(server)
 
 
 def _chat(server: ChatServer) -> ChatSynthesizer:
     host, port = server.server_address[:2]
-    return ChatSynthesizer(ChatSettings(url=f"http://{host!s}:{port}/v1", model="test-model", timeout_s=0.3))
+    return ChatSynthesizer(ChatEndpoint(url=f"http://{host!s}:{port}/v1", model="test-model", timeout_s=0.3))
 
 
 async def test_chat_synthesizer_writes_what_the_model_answered(

@@ -8,7 +8,6 @@ misbehaves on request, so every path of the client runs for real.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from memory.embedders import HttpEmbedderSettings, make_embedder
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import EmbedderError
+from tests.memory.conftest import serving
 
 
 class FakeEmbeddingServer(ThreadingHTTPServer):
@@ -64,14 +64,7 @@ class Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[FakeEmbeddingServer]:
     srv = FakeEmbeddingServer(("127.0.0.1", 0), Handler)
     srv.requests, srv.auth = [], []
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(timeout=5)
+    yield from serving(srv)
 
 
 def settings(srv: FakeEmbeddingServer, **kw: Any) -> HttpEmbedderSettings:

@@ -81,7 +81,7 @@ def test_text_settings_from_the_environment_stay_text() -> None:
         (
             "[nodes]\n",
             "key 'nodes': unknown key; valid keys here are: api, chain, consolidation, doctor, dream, "
-            "hormones, identity, log, marketplace, memory, node, p2p, trust, wire",
+            "hormones, identity, llm, log, marketplace, memory, node, p2p, trust, wire",
         ),
         ('[chain]\nurl = "127.0.0.1:8545"\n', "key 'chain.url': '127.0.0.1:8545' is not an http(s)"),
         (

@@ -1,0 +1,108 @@
+"""The optional language-model typer, against a local OpenAI-compatible server (a named fake of
+a remote model): its answer types the crystal; any failure falls back to the offline typer."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from memory.cognition.llm_typer import LlmTyper, parse_answer
+from memory.cognition.retype import retype
+from memory.llm import ChatEndpoint
+from memory.model import NewCrystal, SemanticType, TypeSource
+from memory.storage.store import MemoryStore
+from tests.memory.conftest import serving
+
+
+class FakeModelServer(ThreadingHTTPServer):
+    """A named fake of a remote chat model: answers what ``answer`` says (or fails as told)."""
+
+    answer = '{"type": "goal", "confidence": 0.93}'
+    mode = "ok"
+    asked: list[str]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: FakeModelServer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.asked.append(body["messages"][-1]["content"])
+        if self.server.mode == "error":
+            self.send_response(503)
+            self.end_headers()
+            return
+        if self.server.mode == "slow":
+            time.sleep(1.0)
+        payload = json.dumps({"choices": [{"message": {"content": self.server.answer}}]}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except BrokenPipeError:
+            pass
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModelServer]:
+    server = FakeModelServer(("127.0.0.1", 0), Handler)
+    server.asked = []
+    yield from serving(server)
+
+
+def _attach(store: MemoryStore, server: FakeModelServer) -> None:
+    host, port = server.server_address[:2]
+    store.typer.llm = LlmTyper(ChatEndpoint(f"http://{host!s}:{port}/v1", "test-model", timeout_s=0.3))
+
+
+async def test_the_models_answer_types_the_crystal(store: MemoryStore, model: FakeModelServer) -> None:
+    _attach(store, model)
+    crystal = (await store.remember(NewCrystal("Ich will den Segelschein machen"))).crystal
+    assert (crystal.semantic_type, crystal.type_source, crystal.type_confidence) == (
+        SemanticType.GOAL, TypeSource.LLM, 0.93,
+    )  # fmt: skip
+    assert model.asked == ["Ich will den Segelschein machen"]
+    given = (await store.remember(NewCrystal("a fact it was told", semantic_type=SemanticType.FACT))).crystal
+    assert given.type_source is TypeSource.CALLER and len(model.asked) == 1  # a caller's type: no call
+
+
+@pytest.mark.parametrize("mode", ["error", "slow", "garbage"])
+async def test_a_failing_model_falls_back_to_the_offline_typer(
+    store: MemoryStore, model: FakeModelServer, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _attach(store, model)
+    model.mode = "ok" if mode == "garbage" else mode
+    model.answer = "I think it is probably a goal?"
+    crystal = (await store.remember(NewCrystal("wants to pass the Oslo sailing licence this summer"))).crystal
+    assert (crystal.semantic_type, crystal.type_source) == (SemanticType.GOAL, TypeSource.MODEL)
+    assert any(r.getMessage() == "llm_typer.fell_back" for r in caplog.records)
+
+
+async def test_a_correction_wins_over_the_model(store: MemoryStore, model: FakeModelServer) -> None:
+    crystal = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal
+    await retype(store, crystal.id, SemanticType.EPISODE, actor="local")
+    await store.forget(crystal.id)
+    _attach(store, model)
+    again = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal
+    assert (again.semantic_type, again.type_source) == (SemanticType.EPISODE, TypeSource.CORRECTION)
+    assert model.asked == []  # a corrected text is not sent to the model
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [('{"type": "Skill", "confidence": 2}', (SemanticType.SKILL, 1.0)),
+     ('```json\n{"type": "episode"}\n```', (SemanticType.EPISODE, 0.8))],
+)  # fmt: skip
+def test_answers_are_read_leniently_but_must_name_one_type(answer: str, expected: tuple[SemanticType, float]) -> None:
+    guess = parse_answer(answer)
+    assert (guess.semantic_type, guess.confidence) == expected
+    with pytest.raises(ValueError, match="not one type"):
+        parse_answer('{"type": "gossip"}')
