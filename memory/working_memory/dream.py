@@ -213,7 +213,7 @@ async def _gather(
             by_weight,
             REPLAY_PER_DREAM,
         ),
-        curiosity=await _select(store, "(c.semantic_type = 'goal' OR c.curiosity_boost > 0)", {}, by_weight, 8),
+        curiosity=await _select(store, "c.semantic_type = 'goal'", {}, by_weight, 8),  # gaps come first (gaps=)
         emerging_skills=await _select(
             store,
             "(c.semantic_type = 'task_pattern' AND c.access_count >= 2) "

@@ -49,7 +49,7 @@ class DreamInput:
     bonds: tuple[Crystal, ...]  # the person: directives first, preferences, relationships (Bond)
     niche: tuple[Crystal, ...]  # skills this node offers the network (Niche, with the market lines)
     replayed: tuple[Crystal, ...]  # due in the spaced-repetition queue
-    curiosity: tuple[Crystal, ...]  # open goals, crystals with a curiosity boost
+    curiosity: tuple[Crystal, ...]  # open goals (the unanswered searches are in gaps)
     emerging_skills: tuple[Crystal, ...]  # repeated task patterns and new skills
     hormones: Hormones
     now_iso: str

@@ -162,6 +162,13 @@ def build_server(client: NodeClient) -> Any:
         return str((await run("wm.bootstrap", {"context_window": context_window}))["text"])
 
     @server.tool()
+    async def working_memory_dream() -> dict[str, Any]:
+        """Fold this session's notes and new memories into MEMORY.md now (the node also dreams every
+        two hours). Returns whether the new MEMORY.md was accepted and what changed."""
+        report = await run("wm.dream", {})
+        return {k: report[k] for k in ("accepted", "rejected_because", "notes_indexed", "pointers_added", "insights")}
+
+    @server.tool()
     async def skills_search(query: str, limit: int = 10) -> dict[str, Any]:
         """Find skills: the agent's own skills and task patterns that match, and (when the node runs)
         skills offered on the network that match (sellers trusted here first), with price in USDC and

@@ -15,6 +15,7 @@ from memory.storage.store import MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ExtractiveSynthesizer
+from tests.memory.conftest import FakeClock
 
 NONSENSE = "zorblax quinvit flemtrap"
 
@@ -92,13 +93,16 @@ async def test_a_bulk_import_closes_the_gaps_it_fills(store: MemoryStore) -> Non
     assert (await curiosity.gaps(closed=True))[0].closed_by == result.ids[0]
 
 
-async def test_open_gaps_are_the_curiosity_gaps_of_memory_md(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+async def test_open_gaps_are_the_curiosity_gaps_of_memory_md(
+    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+) -> None:
     curiosity = await Curiosity.attach(store)
     await store.remember(NewCrystal("The boiler is serviced every autumn"))
     for _ in range(2):
         await search(store, SearchRequest("what is Tomas's phone number"))
     await dream(store, files, ExtractiveSynthesizer())
     assert "Unanswered: what is Tomas's phone number (asked 2x)" in files.load().bullets("Curiosity Gaps")
+    clock.advance(60_000)
     await store.remember(NewCrystal("Tomas's phone number is +372 5555 0101"))
     assert await curiosity.gaps() == []
     await dream(store, files, ExtractiveSynthesizer())

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
     "memory_forget", "memory_status",
-    "working_memory_note", "working_memory_bootstrap", "skills_search", "memory_quarantine",
+    "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "skills_search", "memory_quarantine",
 }  # fmt: skip
 
 
@@ -102,3 +102,45 @@ async def test_beside_a_running_daemon_it_goes_through_the_daemon(tmp_path: Path
     finally:
         log = node.stop()
     assert "Traceback" not in log, log
+
+
+async def test_the_readme_agent_session(tmp_path: Path) -> None:
+    """The README's MCP session, step by step: memories without types, a search, feedback, a note,
+    a dream, and the MEMORY.md it produced (README, "MCP server")."""
+    data = tmp_path / "agent"
+    async with mcp_client(data) as client:
+        said = {}
+        for text in (
+            "My brother Tomas moved to Tallinn last year",
+            "answers in Norwegian when I write in Norwegian",
+            "wants to pass the Oslo sailing licence this summer",
+            "Realised the flaky login test was a timezone problem",
+        ):
+            made = _data(await client.call_tool("memory_remember", {"text": text}))
+            said[text] = (made["type"], made["layer"])
+        assert said == {
+            "My brother Tomas moved to Tallinn last year": ("relationship", "world_fact"),
+            "answers in Norwegian when I write in Norwegian": ("preference", "directive"),
+            "wants to pass the Oslo sailing licence this summer": ("goal", "experience"),
+            "Realised the flaky login test was a timezone problem": ("insight", "mental_model"),
+        }
+        hits = _data(await client.call_tool("memory_search", {"query": "where does Tomas live"}))
+        assert hits[0]["text"] == "My brother Tomas moved to Tallinn last year"
+        steered = _data(await client.call_tool("memory_feedback", {"id": hits[0]["id"], "feedback": "useful"}))
+        assert steered["steering_reward"] == 0.3
+        assert _data(await client.call_tool("memory_search", {"query": "When is the dentist appointment?"})) == []
+        await client.call_tool("working_memory_note", {"text": "User's name is Douglas, deadline Friday",
+                                                       "importance": 0.8})  # fmt: skip
+        dreamt = _data(await client.call_tool("working_memory_dream", {}))
+        assert dreamt["accepted"] and dreamt["notes_indexed"] == 1
+        boot = _data(await client.call_tool("working_memory_bootstrap", {"context_window": 128_000}))
+    memory_md = (data / "workspace" / "MEMORY.md").read_text()
+    print(memory_md)  # what the README shows
+    assert boot.startswith("# The person's directives (follow these first)\n- answers in Norwegian")
+    for line in (
+        "## Phenotype\n- Realised the flaky login test was a timezone problem",
+        "## Bond\n- answers in Norwegian when I write in Norwegian\n- My brother Tomas moved to Tallinn last year",
+        "- User's name is Douglas, deadline Friday",
+        "## Curiosity Gaps\n- Unanswered: When is the dentist appointment? (asked 1x)\n- wants to pass the Oslo",
+    ):
+        assert line in memory_md, line
