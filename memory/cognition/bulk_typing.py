@@ -3,7 +3,8 @@
 Typing is Python work (about 40 µs a statement) and so is most of a write's preparation; in one
 process they take turns on the GIL, and a thread gains nothing. A bulk import of at least
 ``WORKER_MIN_UNTYPED`` untyped crystals therefore has a second process classify batch n + 1 while
-this one writes batch n (measured at 100K synthetic crystals: see the README).
+this one writes batch n (measured at 100K synthetic crystals: see the README). The worker also
+hashes each text and classifies its sensitivity, the rest of the batch's pure Python work.
 
 The worker is ``python -m memory.cognition.typing_worker``, spoken to over its stdin and stdout in
 JSON lines: not ``multiprocessing``, whose "spawn" re-runs the parent's main module (the CLI) and
@@ -19,11 +20,12 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from memory.cognition.typer import Typer
-from memory.cognition.typing import Guess
-from memory.model import NewCrystal, SemanticType
+from memory.model import NewCrystal, Sensitivity
 
 #: Below this many untyped crystals, starting the worker (about a second) costs more than it saves.
 WORKER_MIN_UNTYPED = 20_000
@@ -34,12 +36,19 @@ _LINE_LIMIT = 1 << 30
 _log = logging.getLogger("memory.bulk_typing")
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerAnswer:
+    hashes: list[str]
+    sensitivities: list[Sensitivity]
+    typed: list[Any]  # per item: [type, confidence, source], or None for one its caller typed
+
+
 class BulkTyping:
     """``async with BulkTyping(typer) as typing:`` then, per batch, ``typing.start(batch)`` (returns at
-    once) and later ``await typing.guesses()`` (the oldest batch started). Leaving the block stops the
+    once) and later ``await typing.answer()`` (the oldest batch started). Leaving the block stops the
     worker and waits for it.
 
-    A worker that cannot start, stops or answers nonsense is set aside: ``guesses`` answers None
+    A worker that cannot start, stops or answers nonsense is set aside: ``answer`` gives None
     from then on and the store types in its own process (slower, the same types)."""
 
     def __init__(self, typer: Typer) -> None:
@@ -88,12 +97,12 @@ class BulkTyping:
         worker.stdin.write(json.dumps(doc).encode() + b"\n")
 
     def start(self, batch: Sequence[NewCrystal]) -> None:
-        self._write(self._typer.for_the_model(batch))
+        self._write({"texts": [n.text for n in batch], "untyped": [n.semantic_type is None for n in batch]})
         self._sent += 1
 
-    async def guesses(self) -> list[Guess] | None:
-        """The model's guesses for the oldest batch started (for ``Typer.decide_many``), or None when
-        the worker was set aside (then the caller types the batch itself)."""
+    async def answer(self) -> WorkerAnswer | None:
+        """The worker's answer for the oldest batch started (``Typer.classify_batch``: hashes,
+        sensitivities, typings), or None when it was set aside (then the caller does it all itself)."""
         self._sent -= 1
         worker = self._worker
         if self._broken or worker is None or worker.stdin is None or worker.stdout is None:
@@ -101,7 +110,12 @@ class BulkTyping:
         try:
             await worker.stdin.drain()
             line = await worker.stdout.readline()
-            return [Guess(SemanticType(t), float(c)) for t, c in json.loads(line)]
-        except (OSError, ValueError, TypeError) as exc:  # a dead worker: b"" is not JSON
+            doc = json.loads(line)
+            return WorkerAnswer(
+                hashes=[str(h) for h in doc["hashes"]],
+                sensitivities=[Sensitivity(s) for s in doc["sensitivity"]],
+                typed=list(doc["typed"]),
+            )
+        except (OSError, ValueError, TypeError, KeyError) as exc:  # a dead worker: b"" is not JSON
             self._set_aside(f"{type(exc).__name__}: {exc}")
             return None

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import aiosqlite
 
 from memory.cognition.epistemic import layer_for
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples, shipped_model
+from memory.governance.rules import classify_sensitivity
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash
 
 #: A person's correction counts as this many shipped examples when the model is refitted.
@@ -76,20 +77,41 @@ class Typer:
         """The model's guesses, corrections aside (a worker process's part of ``decide_many``)."""
         return self._model.classify_many(texts)
 
-    def for_the_model(self, items: Sequence[NewCrystal]) -> list[str]:
-        """The texts of ``items`` that the model must classify: untyped, and not corrected."""
-        return [n.text for n in items if n.semantic_type is None and content_hash(n.text) not in self._corrected]
+    def classify_batch(self, texts: Sequence[str], untyped: Sequence[bool]) -> dict[str, list[Any]]:
+        """What the store needs of a bulk batch that is Python work (the worker process's part):
+        each text's content hash and sensitivity, and for the untyped ones their type, confidence
+        and who decided it (a correction, else the model), as JSON-ready lists."""
+        hashes = [content_hash(t) for t in texts]
+        to_model = [t for t, h, u in zip(texts, hashes, untyped, strict=True) if u and h not in self._corrected]
+        guesses = iter(self._model.classify_many(to_model))
+        typed: list[list[Any] | None] = []
+        for chash, wanted in zip(hashes, untyped, strict=True):
+            if not wanted:
+                typed.append(None)
+            elif chash in self._corrected:
+                typed.append([self._corrected[chash].value, 1.0, TypeSource.CORRECTION.value])
+            else:
+                guess = next(guesses)
+                typed.append([guess.semantic_type.value, guess.confidence, TypeSource.MODEL.value])
+        return {"hashes": hashes, "sensitivity": [classify_sensitivity(t).value for t in texts], "typed": typed}
 
-    def decide_many(self, items: Sequence[NewCrystal], guesses: Sequence[Guess] | None = None) -> list[Typing]:
-        """``decide`` for a batch: the untyped ones are classified in one pass, unless ``guesses`` are
-        the model's guesses for ``for_the_model(items)`` already (made in a worker process). The bulk
-        path stores these beside the items instead of copying each crystal (a copy costs as much as
-        typing)."""
+    def decide_batch(self, items: Sequence[NewCrystal], typed: Sequence[Sequence[Any] | None]) -> list[Typing]:
+        """``decide_many`` from a worker's ``classify_batch`` answer for ``items``."""
+        out = []
+        for new, decided in zip(items, typed, strict=True):
+            if new.semantic_type is not None or decided is None:
+                out.append(self.decide(new))
+            else:
+                stype, confidence, source = decided
+                out.append(_decided(new, Guess(SemanticType(stype), float(confidence)), TypeSource(source)))
+        return out
+
+    def decide_many(self, items: Sequence[NewCrystal]) -> list[Typing]:
+        """``decide`` for a batch: the untyped ones are classified in one pass. The bulk path stores
+        these beside the items instead of copying each crystal (a copy costs as much as typing)."""
         hashes = [content_hash(n.text) if n.semantic_type is None else "" for n in items]
-        if guesses is None:
-            to_model = [n.text for n, h in zip(items, hashes, strict=True) if h and h not in self._corrected]
-            guesses = self._model.classify_many(to_model)
-        remaining = iter(guesses)
+        to_model = [n.text for n, h in zip(items, hashes, strict=True) if h and h not in self._corrected]
+        remaining = iter(self._model.classify_many(to_model))
         out = []
         for new, chash in zip(items, hashes, strict=True):
             if new.semantic_type is not None:

@@ -1,8 +1,9 @@
 """``python -m memory.cognition.typing_worker``: the typer of a bulk import, in its own process.
 
-Reads JSON lines on stdin: first the corrections (``[[text, type], ...]``), then one batch of texts
-per line; writes one line of ``[[type, confidence], ...]`` per batch. Exits at the end of its input.
-See ``memory.cognition.bulk_typing``.
+Reads JSON lines on stdin: first the corrections (``[[text, type], ...]``), then one batch per line,
+``{"texts": [...], "untyped": [true, ...]}``; writes one line per batch: each text's content hash and
+sensitivity, and for the untyped ones ``[type, confidence, source]`` (a correction, else the model).
+Exits at the end of its input. See ``memory.cognition.bulk_typing``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ def main() -> None:
         return
     typer = Typer([(str(text), SemanticType(stype)) for text, stype in json.loads(first)])
     for line in lines:
-        texts = json.loads(line)
-        guesses = typer.classify_texts([str(t) for t in texts])
-        sys.stdout.buffer.write(json.dumps([[g.semantic_type.value, g.confidence] for g in guesses]).encode() + b"\n")
+        request = json.loads(line)
+        texts = [str(t) for t in request["texts"]]
+        answer = typer.classify_batch(texts, [bool(u) for u in request["untyped"]])
+        sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
         sys.stdout.buffer.flush()
 
 

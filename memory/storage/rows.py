@@ -158,17 +158,20 @@ def prepare_batch(
     now_ms: int,
     typings: Sequence[Typing],
     influences: Sequence[tuple[Hormones, float]] | None = None,
+    hashes: Sequence[str] | None = None,
+    sensitivities: Sequence[Sensitivity] | None = None,
 ) -> PreparedBatch:
-    """Hash, classify sensitivity and lay out a batch with its typings and hormonal influences (pure
-    Python work, done off the write path)."""
-    hashes = [content_hash(n.text) for n in items]
+    """Hash, classify sensitivity and lay out a batch with its typings and hormonal influences;
+    ``hashes`` and ``sensitivities`` when a worker process worked them out already."""
+    hashes = list(hashes) if hashes is not None else [content_hash(n.text) for n in items]
+    classified = sensitivities if sensitivities is not None else [None] * len(items)
     params = [
         insert_params(
             n,
             crystal_id=new_crystal_id(now_ms),
             content_hash=h,
             now_ms=now_ms,
-            sensitivity=n.sensitivity or classify_sensitivity(n.text),
+            sensitivity=n.sensitivity or classified[i] or classify_sensitivity(n.text),
             typing=typing,
             influence=influences[i] if influences is not None else None,
         )

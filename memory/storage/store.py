@@ -237,12 +237,16 @@ class MemoryStore:
         for index, batch in enumerate(batches):
             # The worker types batch n + 1 while this process writes batch n (the first batch is
             # typed here, while the worker starts).
-            guesses = await typing.guesses() if typing is not None and index > 0 else None
+            answer = await typing.answer() if typing is not None and index > 0 else None
             if typing is not None and index + 1 < len(batches):
                 typing.start(batches[index + 1])
             influences = self.hormone_source.influences(batch) if self.hormone_source is not None else None
-            typings = self.typer.decide_many(batch, guesses)
-            batch_ids, batch_created = await self._write_batch(prepare_batch(batch, self.now_ms(), typings, influences))
+            if answer is None:
+                prepared = prepare_batch(batch, self.now_ms(), self.typer.decide_many(batch), influences)
+            else:
+                typings = self.typer.decide_batch(batch, answer.typed)
+                prepared = prepare_batch(batch, self.now_ms(), typings, influences, answer.hashes, answer.sensitivities)
+            batch_ids, batch_created = await self._write_batch(prepared)
             if self.curiosity is not None:  # a bulk import closes the gaps it fills (no boost: see curiosity)
                 await self.curiosity.on_stored([(i, n.text) for i, n in zip(batch_ids, batch, strict=True)])
             created += batch_created
