@@ -23,6 +23,7 @@ BENCHMARKS = {
     "injection": "bench.injection",
     "stranger_flood": "bench.network.stranger_flood",
     "typing": "bench.typing",
+    "supersession": "bench.supersession",
 }
 
 
