@@ -90,8 +90,9 @@ class Curiosity:
                 "WHERE closed_ms IS NULL ORDER BY asked DESC, last_ms DESC LIMIT -1 OFFSET ?)",
                 (self.max_open,),
             )
-        self._open = {g.key: frozenset(g.key.split()) for g in await self.gaps(limit=self.max_open)}
-        return next((g for g in await self.gaps(limit=self.max_open) if g.key == key), None)
+        still_open = await self.gaps(limit=self.max_open)
+        self._open = {g.key: frozenset(g.key.split()) for g in still_open}
+        return next((g for g in still_open if g.key == key), None)
 
     async def gaps(self, *, limit: int = 50, closed: bool = False) -> list[Gap]:
         """Open gaps, most asked first (or the closed ones, latest first)."""

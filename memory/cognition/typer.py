@@ -73,15 +73,17 @@ class Typer:
         """The corrections the model was fitted with (a worker process fits the same model from them)."""
         return list(self._corrections)
 
-    def classify_texts(self, texts: Sequence[str]) -> list[Guess]:
-        """The model's guesses, corrections aside (a worker process's part of ``decide_many``)."""
-        return self._model.classify_many(texts)
-
     def classify_batch(self, texts: Sequence[str], untyped: Sequence[bool]) -> dict[str, list[Any]]:
         """What the store needs of a bulk batch that is Python work (the worker process's part):
         each text's content hash and sensitivity, and for the untyped ones their type, confidence
         and who decided it (a correction, else the model), as JSON-ready lists."""
         hashes = [content_hash(t) for t in texts]
+        typed = self._typed(texts, hashes, untyped)
+        return {"hashes": hashes, "sensitivity": [classify_sensitivity(t).value for t in texts], "typed": typed}
+
+    def _typed(self, texts: Sequence[str], hashes: Sequence[str], untyped: Sequence[bool]) -> list[list[Any] | None]:
+        """For each untyped text [type, confidence, source]: its correction, else the model's guess
+        (the model classifies them all in one pass); None for a text its caller typed."""
         to_model = [t for t, h, u in zip(texts, hashes, untyped, strict=True) if u and h not in self._corrected]
         guesses = iter(self._model.classify_many(to_model))
         typed: list[list[Any] | None] = []
@@ -93,7 +95,7 @@ class Typer:
             else:
                 guess = next(guesses)
                 typed.append([guess.semantic_type.value, guess.confidence, TypeSource.MODEL.value])
-        return {"hashes": hashes, "sensitivity": [classify_sensitivity(t).value for t in texts], "typed": typed}
+        return typed
 
     def decide_batch(self, items: Sequence[NewCrystal], typed: Sequence[Sequence[Any] | None]) -> list[Typing]:
         """``decide_many`` from a worker's ``classify_batch`` answer for ``items``."""
@@ -109,18 +111,9 @@ class Typer:
     def decide_many(self, items: Sequence[NewCrystal]) -> list[Typing]:
         """``decide`` for a batch: the untyped ones are classified in one pass. The bulk path stores
         these beside the items instead of copying each crystal (a copy costs as much as typing)."""
-        hashes = [content_hash(n.text) if n.semantic_type is None else "" for n in items]
-        to_model = [n.text for n, h in zip(items, hashes, strict=True) if h and h not in self._corrected]
-        remaining = iter(self._model.classify_many(to_model))
-        out = []
-        for new, chash in zip(items, hashes, strict=True):
-            if new.semantic_type is not None:
-                out.append(_decided(new, Guess(new.semantic_type, new.type_confidence), new.type_source))
-            elif chash in self._corrected:
-                out.append(_decided(new, Guess(self._corrected[chash], 1.0), TypeSource.CORRECTION))
-            else:
-                out.append(_decided(new, next(remaining), TypeSource.MODEL))
-        return out
+        untyped = [n.semantic_type is None for n in items]
+        hashes = [content_hash(n.text) if u else "" for n, u in zip(items, untyped, strict=True)]
+        return self.decide_batch(items, self._typed([n.text for n in items], hashes, untyped))
 
     async def complete_async(self, new: NewCrystal) -> NewCrystal:
         """``complete``, asking the language model first when one is set (the offline model decides

@@ -149,9 +149,9 @@ async def test_a_large_import_is_typed_in_a_worker_process_exactly_as_here(
     items = [NewCrystal(e.text) for e in dev[2:]] + [NewCrystal(dev[0].text), given]
     result = await store.remember_many(items, batch_size=8)
     stored = [await store.get(i) for i in result.ids]
-    here = store.typer.classify_texts([e.text for e in dev[2:]])
+    here = store.typer.decide_many([NewCrystal(e.text) for e in dev[2:]])  # the same typer, in this process
     assert [(c.semantic_type, round(c.type_confidence, 9)) for c in stored[:-2]] == [
-        (g.semantic_type, round(g.confidence, 9)) for g in here
+        (t.semantic_type, round(t.confidence, 9)) for t in here
     ]
     assert {c.type_source for c in stored[:-2]} == {TypeSource.MODEL}
     assert (stored[-2].semantic_type, stored[-2].type_source) == (SemanticType.GENERAL, TypeSource.CORRECTION)
