@@ -4,6 +4,7 @@ MemoryError_
 ├── StoreError              the database cannot be used (corrupt, newer schema, closed)
 │   └── SchemaTooNew
 ├── CrystalNotFound
+├── NotSuperseded           ``memory unsupersede`` of a crystal nothing replaced
 ├── ExportRefused           governance forbids a crystal leaving the node
 ├── EmbedderError           an embedder failed or is misconfigured
 └── InvalidQuery            a search request that cannot be run (bad filter, empty query)
@@ -33,6 +34,12 @@ class SchemaTooNew(StoreError):
 class CrystalNotFound(MemoryError_):
     def __init__(self, crystal_id: str) -> None:
         super().__init__(f"no crystal {crystal_id!r}")
+        self.crystal_id = crystal_id
+
+
+class NotSuperseded(MemoryError_):
+    def __init__(self, crystal_id: str) -> None:
+        super().__init__(f"crystal {crystal_id} is not superseded")
         self.crystal_id = crystal_id
 
 

@@ -46,12 +46,16 @@ def link_type(similarity: float, settings: LinkSettings) -> AssociationType | No
     return None
 
 
-async def auto_link(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
-    """Link ``crystal_id`` to its nearest live neighbours; returns how many links were added."""
+async def nearest(store: MemoryStore, vector: Vectors) -> list[tuple[int, float]]:
+    """The rowids nearest ``vector`` with their similarity: one KNN that linking and supersession share."""
+    return await store.vectors.knn(store.reader(), vector, store.links.neighbours + 1)
+
+
+async def link_neighbours(store: MemoryStore, crystal_id: str, neighbours: list[tuple[int, float]]) -> int:
+    """Link ``crystal_id`` to those of ``neighbours`` (from ``nearest``) that are live and similar
+    enough; returns how many links were added."""
     settings = store.links
-    neighbours = await store.vectors.knn(store.reader(), vector, settings.neighbours + 1)
-    rowids = [r for r, _ in neighbours]
-    crystals = await store.get_many_by_rowid(rowids)
+    crystals = await store.get_many_by_rowid([r for r, _ in neighbours])
     now = store.now_ms()
     edges = []
     for rowid, similarity in neighbours:
@@ -68,6 +72,11 @@ async def auto_link(store: MemoryStore, crystal_id: str, vector: Vectors) -> int
                 edges,
             )
     return len(edges)
+
+
+async def auto_link(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
+    """Link ``crystal_id`` to its nearest live neighbours; returns how many links were added."""
+    return await link_neighbours(store, crystal_id, await nearest(store, vector))
 
 
 async def link(

@@ -232,6 +232,14 @@ class NewCrystal:
 
 
 @dataclass(frozen=True, slots=True)
+class Superseded:
+    """Which newer crystal replaced this one, and when."""
+
+    by: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Crystal:
     """A stored crystal, as read back from the store."""
 
@@ -271,6 +279,7 @@ class Crystal:
     embedded_with: str | None
     context: str | None = None
     quarantined: bool = False  # held for review: only shown when peer content is asked for
+    superseded: Superseded | None = None  # a newer crystal replaced it (memory.supersession)
 
     @property
     def is_memory(self) -> bool:

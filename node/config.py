@@ -100,10 +100,13 @@ class MemorySection(_Section):
     relevance_floor: float = Field(default=0.3, ge=0, le=1)
     max_curiosity_gaps: int = Field(default=200, ge=1, le=100_000)
     typer: Literal["offline", "llm"] = "offline"
+    # A newer crystal that updates an older one supersedes it (memory.supersession): "offline" judges
+    # by wording and similarity, "llm" also asks [llm] about ambiguous choices, "off" never does.
+    supersession: Literal["offline", "llm", "off"] = "offline"
 
 
 class LlmSection(_Section):
-    """An OpenAI-compatible chat endpoint for ``[memory] typer = "llm"``."""
+    """An OpenAI-compatible chat endpoint for ``[memory] typer = "llm"`` and ``supersession = "llm"``."""
 
     url: str = ""
     model: str = ""
@@ -306,6 +309,8 @@ class Config(_Section):
     def _llm_typer_needs_endpoint(self) -> Config:
         if self.memory.typer == "llm" and not (self.llm.url and self.llm.model):
             raise ValueError('[memory] typer = "llm" needs [llm] url and model')
+        if self.memory.supersession == "llm" and not (self.llm.url and self.llm.model):
+            raise ValueError('[memory] supersession = "llm" needs [llm] url and model')
         return self
 
     node: NodeSection = Field(default_factory=NodeSection)

@@ -250,6 +250,8 @@ async def _merge(
         "FROM associations a JOIN crystals s ON s.id = a.src_id JOIN crystals d ON d.id = a.dst_id "
         "WHERE a.type IN ('updates', 'related_to') AND a.weight >= :threshold "
         f"AND s.{_MOVABLE} AND d.{_MOVABLE} "
+        # A superseded fact is never merged, into its superseder or anything else: both stay as said.
+        "AND s.superseded_by IS NULL AND d.superseded_by IS NULL "
         "AND s.semantic_type = d.semantic_type AND s.semantic_type != 'skill' "
         "AND s.scope = d.scope AND s.sensitivity = d.sensitivity "
         "AND (s.importance >= :promote OR d.importance >= :promote)",

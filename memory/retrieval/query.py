@@ -5,7 +5,11 @@ Fusion (hybrid mode), all factors documented here and shown by ``explain``::
     rrf        = 1 / (rrf_k + keyword rank) + vector_weight / (rrf_k + vector rank)    ranks from 1
     importance = 1 + importance_weight * crystal.importance                   in [1, 1 + w]
     recency    = 1 + recency_weight * 0.5 ** (age / recency_half_life)        in [1, 1 + w]
-    final      = rrf * importance * recency
+    steering   = 1 + 0.3 * crystal.steering_reward
+    final      = rrf * importance * recency * steering
+
+A superseded crystal's place goes to the crystal current now, with the better of the two scores;
+with ``include_superseded`` the superseded one stays, at ``SUPERSEDED_FACTOR`` of its score.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ RRF_K = 10
 #: Cosine similarity below which a hit found by meaning alone is not relevant (MiniLM: see README).
 RELEVANCE_FLOOR = 0.3
 VECTOR_WEIGHT = 0.7
+#: A superseded crystal asked for (``include_superseded``) ranks at this share of its score, after
+#: the crystal that replaced it.
+SUPERSEDED_FACTOR = 0.5
 
 
 class SearchMode(StrEnum):
@@ -71,6 +78,9 @@ class SearchRequest:
     # Peer content held in quarantine (``memory.governance.quarantine``): never in a search unless asked for,
     # and then marked by its crystal's ``quarantined``, ``origin`` and ``source``.
     include_held: bool = False
+    # A crystal a newer one superseded is shown as the current one by default; with this, both are
+    # (the superseded one after it). A time filter ending before the change finds it as it was then.
+    include_superseded: bool = False
     caller: CallerScope = CallerScope.LOCAL
     sort: SortKey = SortKey.RECENCY
     explain: bool = False
@@ -100,8 +110,15 @@ class Explain:
     importance_factor: float
     recency_factor: float
     steering_factor: float  # 1 + 0.3 x the crystal's steering reward (memory.cognition.steering)
-    fused_rank: int
+    fused_rank: int | None  # None: not found by either leg, shown in place of a crystal it superseded
     final_score: float
+    # Supersession (memory.supersession): the superseded crystal whose place this current one took,
+    # and for a superseded hit kept by ``include_superseded``, what replaced it and its factor.
+    in_place_of: str | None = None
+    superseded_by: str | None = None
+    superseded_factor: float = 1.0
+    # Ranked just above this earlier-said hit, whose update it may be (memory.supersession.judge.may_update).
+    ahead_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

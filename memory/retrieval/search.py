@@ -9,10 +9,12 @@ candidates, the KNN asks for more when filters are active.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiosqlite
+import numpy as np
 
 from memory.cognition.steering import rank_factor
 from memory.dynamics.hormones import retrieval_modulation
@@ -20,6 +22,7 @@ from memory.embedders.base import Vectors
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
 from memory.retrieval.query import (
+    SUPERSEDED_FACTOR,
     Explain,
     SearchHit,
     SearchMode,
@@ -35,13 +38,16 @@ from memory.retrieval.query import (
 )
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
+from memory.supersession.chains import current_of
+from memory.supersession.judge import may_be_outdated, may_update
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000
 
 
-def _filters(request: SearchRequest, now_ms: int) -> tuple[str, dict[str, Any]]:
-    """The WHERE clause every mode shares: governance plus the request's filters."""
+def _filters(request: SearchRequest, now_ms: int, *, current_only: bool) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause every mode shares: governance plus the request's filters. ``current_only``:
+    leave out superseded crystals (those current at the end of a time filter stay)."""
     clause, params = visibility_sql(
         request.caller, include_archived=request.include_archived, include_held=request.include_held
     )
@@ -53,6 +59,8 @@ def _filters(request: SearchRequest, now_ms: int) -> tuple[str, dict[str, Any]]:
     if request.until_ms is not None:
         parts.append("c.created_at_ms <= :until_ms")
         params["until_ms"] = request.until_ms
+    if current_only:
+        parts.append(_CURRENT if request.until_ms is not None else "c.superseded_by IS NULL")
     for name, values in (
         ("semantic_type", request.types),
         ("origin", request.origins),
@@ -63,6 +71,10 @@ def _filters(request: SearchRequest, now_ms: int) -> tuple[str, dict[str, Any]]:
             parts.append(f"c.{name} IN ({', '.join(':' + k for k in keys)})")
             params.update(zip(keys, sorted(v.value for v in values), strict=True))
     return " AND ".join(parts), params
+
+
+#: Current at the end of the time filter: not superseded, or superseded after it ended.
+_CURRENT = "(c.superseded_by IS NULL OR c.superseded_ms > :until_ms)"
 
 
 def _has_extra_filters(request: SearchRequest) -> bool:
@@ -165,8 +177,9 @@ async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     now = store.now_ms()
     if store.hormone_source is not None:
         request = replace(request, weights=modulated(request.weights, store.hormone_source.levels()))
-    where, params = _filters(request, now)
     ranked = request.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR)
+    # Ranked modes find superseded crystals too, to show the current one in their place.
+    where, params = _filters(request, now, current_only=not ranked and not request.include_superseded)
     hits = (
         await _ranked(store, request, where, params, now) if ranked else await _ordered(store, request, where, params)
     )
@@ -219,7 +232,7 @@ async def _ranked(
     rows = await store.get_many_by_rowid(list(fused))
     keyword_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(keyword, start=1)}
     vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}
-    scored: list[tuple[float, int, Crystal, float, float, float]] = []
+    scored: list[_Scored] = []
     floor = request.weights.relevance_floor
     for rowid, rrf in fused.items():
         crystal = rows.get(rowid)
@@ -227,30 +240,143 @@ async def _ranked(
             continue
         if rowid not in keyword_at and vector_at[rowid][1] < floor:
             continue  # found by meaning alone, and not near enough: junk, not an answer
-        imp = importance_factor(crystal.importance, request.weights)
-        rec = recency_factor(crystal.created_at_ms, now, request.weights)
-        scored.append((rrf * imp * rec * rank_factor(crystal.steering_reward), rowid, crystal, rrf, imp, rec))
-    scored.sort(key=lambda s: (-s[0], s[1]))
+        scored.append(_score(rowid, crystal, rrf, request, now))
+    scored = await _current_first(store, request, where, params, now, scored)
+    scored.sort(key=lambda s: (-s.final, s.rowid))
+    if not request.include_superseded:
+        await _newer_first(store, scored, request.limit)
     fused_order = {rowid: i for i, rowid in enumerate(sorted(fused, key=lambda r: (-fused[r], r)), start=1)}
     hits = []
-    for final, rowid, crystal, rrf, imp, rec in scored[: request.limit]:
+    for entry in scored[: request.limit]:
         explain = None
         if request.explain:
-            kw, vec = keyword_at.get(rowid), vector_at.get(rowid)
+            kw, vec = keyword_at.get(entry.rowid), vector_at.get(entry.rowid)
             explain = Explain(
                 keyword_rank=kw[0] if kw else None,
                 keyword_score=round(kw[1], 4) if kw else None,
                 vector_rank=vec[0] if vec else None,
                 vector_similarity=round(vec[1], 4) if vec else None,
-                rrf=round(rrf, 6),
-                importance_factor=round(imp, 4),
-                recency_factor=round(rec, 4),
-                steering_factor=round(rank_factor(crystal.steering_reward), 4),
-                fused_rank=fused_order[rowid],
-                final_score=round(final, 6),
+                rrf=round(entry.rrf, 6),
+                importance_factor=round(entry.importance, 4),
+                recency_factor=round(entry.recency, 4),
+                steering_factor=round(rank_factor(entry.crystal.steering_reward), 4),
+                fused_rank=fused_order.get(entry.rowid),
+                final_score=round(entry.final, 6),
+                in_place_of=entry.in_place_of,
+                ahead_of=entry.ahead_of,
+                superseded_by=_replaced_by(entry),
+                superseded_factor=entry.superseded_factor,
             )
-        hits.append(SearchHit(crystal, final, explain))
+        hits.append(SearchHit(entry.crystal, entry.final, explain))
     return hits
+
+
+@dataclass(slots=True)
+class _Scored:
+    final: float
+    rowid: int
+    crystal: Crystal
+    rrf: float
+    importance: float
+    recency: float
+    in_place_of: str | None = None
+    superseded_factor: float = 1.0
+    ahead_of: str | None = None
+
+
+def _score(rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now: int) -> _Scored:
+    imp = importance_factor(crystal.importance, request.weights)
+    rec = recency_factor(crystal.created_at_ms, now, request.weights)
+    return _Scored(rrf * imp * rec * rank_factor(crystal.steering_reward), rowid, crystal, rrf, imp, rec)
+
+
+def _replaced_by(entry: _Scored) -> str | None:
+    """What replaced a superseded hit kept by ``include_superseded``."""
+    superseded = entry.crystal.superseded
+    return superseded.by if superseded is not None and entry.superseded_factor != 1.0 else None
+
+
+def _stale(crystal: Crystal, request: SearchRequest) -> bool:
+    """Superseded, and not current at the end of the request's time filter."""
+    superseded = crystal.superseded
+    return superseded is not None and (request.until_ms is None or superseded.at_ms <= request.until_ms)
+
+
+async def _current_first(
+    store: MemoryStore, request: SearchRequest, where: str, params: dict[str, Any], now: int, scored: list[_Scored]
+) -> list[_Scored]:
+    """Each superseded hit gives its place to the crystal current now (which keeps the better of the
+    two scores); with ``include_superseded`` it stays too, at ``SUPERSEDED_FACTOR`` of its score. A
+    current crystal the request's filters leave out does not come in."""
+    stale = [entry for entry in scored if _stale(entry.crystal, request)]
+    if not stale:
+        return scored
+    db = store.reader()
+    heads = await current_of(db, [entry.crystal.id for entry in stale])
+    present = {entry.crystal.id: entry for entry in scored}
+    missing = sorted({head for head in heads.values() if head not in present})
+    for rowid, crystal in (await _visible_by_id(db, missing, where, params)).items():
+        present[crystal.id] = _score(rowid, crystal, 0.0, request, now)
+    kept = [entry for entry in scored if not _stale(entry.crystal, request)]
+    pulled_in: dict[str, _Scored] = {}
+    for entry in stale:
+        head = present.get(heads.get(entry.crystal.id, ""))
+        if head is not None and entry.final > head.final:
+            head.final = entry.final
+            head.in_place_of = entry.crystal.id
+        if head is not None and head not in kept:
+            pulled_in[head.crystal.id] = head
+        if request.include_superseded:
+            entry.final *= SUPERSEDED_FACTOR
+            entry.superseded_factor = SUPERSEDED_FACTOR
+            kept.append(entry)
+    return kept + list(pulled_in.values())
+
+
+async def _newer_first(store: MemoryStore, scored: list[_Scored], limit: int) -> None:
+    """Among the hits shown, a later one that may be the update of an earlier-said one ranked above
+    it (``memory.supersession.judge.may_update``: the looser reading, for what supersession did not
+    catch on save) moves just above it, with that one's score. Nothing is hidden; ``explain`` names it."""
+    top = scored[:limit]
+    if len(top) < 2:
+        return
+    vectors = await store.vectors.vectors_of(store.reader(), [entry.rowid for entry in top])
+    for j in range(1, len(top)):
+        later = top[j]
+        if later.crystal.steering_reward < 0:
+            continue  # said to be wrong or outdated itself: feedback outranks a guess
+        for i in range(j):
+            earlier = top[i]
+            if (earlier.crystal.created_at_ms, earlier.rowid) >= (later.crystal.created_at_ms, later.rowid):
+                continue
+            if not may_be_outdated(earlier.crystal):
+                continue
+            if may_update(earlier.crystal.text, later.crystal.text, _cosine(vectors, earlier.rowid, later.rowid)):
+                later.final = math.nextafter(earlier.final, math.inf)
+                later.ahead_of = earlier.crystal.id
+                top.insert(i, top.pop(j))
+                break
+    scored[: len(top)] = top
+
+
+def _cosine(vectors: dict[int, np.ndarray], a: int, b: int) -> float:
+    va, vb = vectors.get(a), vectors.get(b)
+    if va is None or vb is None:
+        return 0.0
+    return float(va @ vb / ((np.linalg.norm(va) * np.linalg.norm(vb)) or 1.0))
+
+
+async def _visible_by_id(
+    db: aiosqlite.Connection, ids: list[str], where: str, params: dict[str, Any]
+) -> dict[int, Crystal]:
+    if not ids:
+        return {}
+    marks = ", ".join(f":id{i}" for i in range(len(ids)))
+    async with db.execute(
+        f"SELECT c.rowid, {SELECT_COLUMNS} FROM crystals c WHERE c.id IN ({marks}) AND {where}",
+        {**params, **{f"id{i}": cid for i, cid in enumerate(ids)}},
+    ) as cursor:
+        return {int(r[0]): crystal_from_row(r[1:]) for r in await cursor.fetchall()}
 
 
 _ORDER = {

@@ -22,6 +22,7 @@ from memory.model import (
     SemanticType,
     Sensitivity,
     SkillVersion,
+    Superseded,
     TypeSource,
     Verification,
     content_hash,
@@ -33,7 +34,7 @@ COLUMNS = (
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
     "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined, "
-    "type_confidence, type_source, importance_floor"
+    "type_confidence, type_source, importance_floor, superseded_by, superseded_ms"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -94,7 +95,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
      tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
-     type_confidence, type_source, importance_floor) = row  # fmt: skip
+     type_confidence, type_source, importance_floor, superseded_by, superseded_ms) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -142,6 +143,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         embedded_with=embedded_with,
         context=context,
         quarantined=bool(quarantined),
+        superseded=Superseded(superseded_by, superseded_ms) if superseded_by is not None else None,
     )
 
 

@@ -295,11 +295,20 @@ CREATE TABLE curiosity_gaps (
 CREATE INDEX curiosity_gaps_open ON curiosity_gaps (asked, last_ms) WHERE closed_ms IS NULL;
 """
 
+# v16: supersession (memory.supersession). A crystal a newer one replaced keeps its text and names
+# its superseder and when that one was said (its creation time); default search shows the current
+# one in its place, history searches still find it. ``memory unsupersede`` sets both back to NULL.
+SCHEMA_V16 = """
+ALTER TABLE crystals ADD COLUMN superseded_by TEXT;
+ALTER TABLE crystals ADD COLUMN superseded_ms INTEGER;
+CREATE INDEX crystals_superseded_by ON crystals (superseded_by) WHERE superseded_by IS NOT NULL;
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14, SCHEMA_V15,
+    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

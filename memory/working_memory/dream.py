@@ -58,10 +58,10 @@ MIN_SUBSTANCE_CHARS = 50  # every heading there but less text than this under th
 REPLAY_PER_DREAM = 10
 #: Active Context as the last dream left it: [bullet, sessions lived, importance] (synthesis.active_ledger).
 ACTIVE_LEDGER_KEY = "active_context_ledger"
-# Nothing held in quarantine ever reaches MEMORY.md or a dream prompt.
+# Nothing held in quarantine ever reaches MEMORY.md or a dream prompt, nor does an outdated fact.
 _LIVE = (
     "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') AND c.sensitivity != 'confidential' "
-    "AND c.quarantined = 0"
+    "AND c.quarantined = 0 AND c.superseded_by IS NULL"
 )
 
 _log = logging.getLogger("memory.dream")
@@ -226,7 +226,22 @@ async def _gather(
         now_iso=iso_utc(now),
         gaps=tuple(await store.curiosity.gap_lines(SECTION_CAPS["Curiosity Gaps"])) if store.curiosity else (),
         carried=await _carried(store, previous),
+        outdated=await _outdated(store, since_ms),
     )
+
+
+#: Superseded crystals whose lines a dream takes out of MEMORY.md, at most (the most recent first).
+MAX_OUTDATED = 500
+
+
+async def _outdated(store: MemoryStore, since_ms: int) -> tuple[str, ...]:
+    """The lines of crystals superseded since the last dream: whatever section kept them, they go."""
+    async with store.reader().execute(
+        "SELECT text FROM crystals WHERE superseded_by IS NOT NULL AND updated_at_ms > ? "
+        "ORDER BY updated_at_ms DESC LIMIT ?",
+        (since_ms, MAX_OUTDATED),
+    ) as cursor:
+        return tuple(one_line(r[0]) for r in await cursor.fetchall())
 
 
 async def _carried(store: MemoryStore, previous: WorkingMemory) -> tuple[tuple[str, int, float], ...]:
@@ -282,17 +297,24 @@ async def dream(
     try:
         sections = dict(await synthesizer.synthesize(dream_input))
         drawn = tuple(sections.pop(INSIGHTS, ()))
+        outdated = {line.casefold() for line in dream_input.outdated}
+        sections = {
+            name: tuple(b for b in bullets if b.casefold() not in outdated) for name, bullets in sections.items()
+        }
     except SynthesisError as exc:
         rejected = f"synthesis failed: {exc}"
     else:
         kept = {b.casefold() for b in sections.get("Active Context", ())}
-        faded = [b for b in previous.bullets("Active Context") if b.casefold() not in kept]
+        # What left Active Context becomes a pointer, unless it left because it is outdated.
+        faded = [b for b in previous.bullets("Active Context") if b.casefold() not in kept | outdated]
         fresh_pointers = [pointer_for(b) for b in faded]
         # Newest pointers first. Those of earlier dreams make room past MAX_POINTERS (their crystals
         # stay searchable); pointers a synthesizer wrote itself are taken as written, and more than
         # MAX_POINTERS of them, or of fresh ones, is an eviction runaway the guard rejects.
         written = sections.get("Crystal Pointers")
         old_pointers = tuple(written) if written is not None else previous.bullets("Crystal Pointers")
+        stale_pointers = {pointer_for(line).casefold() for line in dream_input.outdated}
+        old_pointers = tuple(p for p in old_pointers if p.casefold() not in stale_pointers)
         known = {p.casefold() for p in old_pointers}
         fresh_pointers = [p for p in fresh_pointers if p.casefold() not in known]
         pointers_added = len(fresh_pointers)

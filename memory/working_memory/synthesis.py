@@ -63,6 +63,8 @@ class DreamInput:
     # Searches memory could not answer, most asked first ("Unanswered: … (asked 3x)"): they replace
     # the previous dream's such lines, so a gap that was filled leaves the section.
     gaps: tuple[str, ...] = ()
+    # Lines of crystals a newer one superseded since the last dream: no section keeps them.
+    outdated: tuple[str, ...] = ()
 
 
 Sections = dict[str, tuple[str, ...]]
@@ -94,7 +96,7 @@ def active_ledger(dream: DreamInput) -> list[tuple[str, int, float]]:
         (one_line(c.text), 0, max(c.importance, c.importance_floor)) for c in (*dream.new_crystals, *dream.replayed)
     ]
     candidates = [*fresh, *((b, lived + age, imp) for b, lived, imp in dream.carried if lived + age < ACTIVE_SESSIONS)]
-    seen: set[str] = set()
+    seen: set[str] = {line.casefold() for line in dream.outdated}  # superseded: never carried on
     unique = []
     for bullet, lived, imp in candidates:
         if bullet.casefold() not in seen:
@@ -187,6 +189,7 @@ def _prompt(dream: DreamInput) -> str:
             block("Due for review", [f"[{c.id}] {one_line(c.text)}" for c in dream.replayed]),
             block("Open goals and questions", [*dream.gaps, *(one_line(c.text) for c in dream.curiosity)]),
             block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),
+            block("Outdated, replaced by newer memories: leave these out", list(dream.outdated)),
         ]
     )
 

@@ -85,10 +85,14 @@ def memory_add(
 @click.option("--mode", type=_choices(SearchMode), default="hybrid")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10)
 @click.option("--since", default=None, help="30m, 24h, 7d, 2w or an ISO date.")
+@click.option("--until", default=None, help="As memory stood then: 30m, 7d (ago) or an ISO date.")
 @click.option("--type", "types", type=_choices(SemanticType), multiple=True)
 @click.option("--origin", "origins", type=_choices(Origin), multiple=True)
 @click.option("--sort", type=_choices(SortKey), default="recency", help="For --mode typed.")
 @click.option("--include-archived", is_flag=True)
+@click.option(
+    "--include-superseded", is_flag=True, help="Also what a newer crystal replaced (after it, marked superseded)."
+)
 @click.option("--held", "include_held", is_flag=True, help="Also peer content held in quarantine (marked).")
 @click.option("--explain", is_flag=True, help="Show each hit's keyword, vector, fused and final scores.")
 @click.option("--json", "as_json", is_flag=True)
@@ -100,17 +104,20 @@ def memory_search(
     mode: str,
     limit: int,
     since: str | None,
+    until: str | None,
     types: tuple[str, ...],
     origins: tuple[str, ...],
     sort: str,
     include_archived: bool,
+    include_superseded: bool,
     include_held: bool,
     explain: bool,
     as_json: bool,
 ) -> None:
     """Search memory (the local agent's view: everything not expired, nothing held in quarantine unless --held)."""
-    args = dict(query=query, mode=mode, limit=limit, since=since, types=list(types), origins=list(origins),
-        sort=sort, include_archived=include_archived, include_held=include_held, explain=explain,
+    args = dict(query=query, mode=mode, limit=limit, since=since, until=until, types=list(types),
+        origins=list(origins), sort=sort, include_archived=include_archived, include_superseded=include_superseded,
+        include_held=include_held, explain=explain,
     )  # fmt: skip
 
     hits = run_command(config_path, data_dir, "memory.search", args)
@@ -122,15 +129,18 @@ def memory_search(
     for rank, hit in enumerate(hits, start=1):
         crystal = hit["crystal"]
         text = crystal["text"].replace("\n", " ")
-        click.echo(f"{rank:>3}. {crystal['id']}  [{crystal['semantic_type']}]{provenance_mark(crystal)}  {text[:100]}")
+        mark = f"{provenance_mark(crystal)}{superseded_mark(crystal)}"
+        click.echo(f"{rank:>3}. {crystal['id']}  [{crystal['semantic_type']}]{mark}  {text[:100]}")
         if hit["explain"]:
             e = hit["explain"]
             click.echo(
                 f"     keyword rank {e['keyword_rank']} bm25 {e['keyword_score']} | vector rank {e['vector_rank']} "
                 f"sim {e['vector_similarity']} | rrf {e['rrf']} x importance {e['importance_factor']} "
-                f"x recency {e['recency_factor']} x steering {e['steering_factor']} = {e['final_score']} "
-                f"(fused rank {e['fused_rank']})"
+                f"x recency {e['recency_factor']} x steering {e['steering_factor']} "
+                f"x superseded {e['superseded_factor']} = {e['final_score']} (fused rank {e['fused_rank']})"
             )
+            if e["in_place_of"]:
+                click.echo(f"     current in place of {e['in_place_of']}, which it superseded")
 
 
 @memory_group.command("show")
@@ -157,10 +167,21 @@ def memory_show(config_path: Path | None, data_dir: Path | None, crystal_id: str
     )
     click.echo(f"  importance {c['importance']}  accessed {c['access_count']}x  embedded {c['embedded_with']}")
     click.echo(f"  {c['text']}")
+    if c.get("superseded"):
+        click.echo(f"  superseded by {c['superseded']['by']} (memory unsupersede {c['id']} to undo)")
     for a in doc["associations"]:
         click.echo(f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})")
     for entry in doc["audit"]:
         click.echo(f"  audit {entry['from']} -> {entry['to']}: {entry['reason']} by {entry['actor']}")
+    for entry in doc["attribution"]:
+        if entry["action"] in ("superseded", "supersedes", "unsuperseded"):
+            click.echo(f"  {entry['action']} {entry['detail']} by {entry['actor']}")
+
+
+def superseded_mark(crystal: dict[str, Any]) -> str:
+    """An outdated crystal (shown only when asked for) says what replaced it."""
+    superseded = crystal.get("superseded")
+    return f" [superseded by {superseded['by']}]" if superseded else ""
 
 
 def provenance_mark(crystal: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from node.commands.memory_requests import (
     SearchArgs,
     ShowArgs,
     SkillEditArgs,
+    SupersedeArgs,
 )
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
 from node.runtime.actor import current_actor
@@ -160,6 +161,43 @@ async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
 
     await add_link(host.running_store(), request.id, request.to, request.type, request.weight, actor=current_actor())
     return {"link": f"{request.id} {request.type.value} {request.to}"}
+
+
+@commands(
+    "memory.supersede",
+    SupersedeArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/supersede", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "supersede",
+        arguments=("id", "by"),
+        render=lambda c: f"{c['id']} is superseded by {c['superseded']['by']}",
+    ),
+)
+async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
+    """Mark a crystal outdated by a newer one: search shows the newer in its place (undo: unsupersede)."""
+    from memory.supersession.detect import supersede as mark
+    from node.commands.memory_service import crystal_json
+
+    store = host.running_store()
+    actor = current_actor()
+    return crystal_json(await mark(store, request.id, request.by, reason="marked by hand", actor=actor))
+
+
+@commands(
+    "memory.unsupersede",
+    ShowArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/unsupersede", "memory"),
+    local=True,
+    cli=CliSpec("memory", "unsupersede", arguments=("id",), render=lambda c: f"{c['id']} is current again"),
+)
+async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """Make a superseded crystal current again; the node never supersedes it by the same crystal again."""
+    from memory.supersession.detect import unsupersede as undo
+    from node.commands.memory_service import crystal_json
+
+    return crystal_json(await undo(host.running_store(), request.id, actor=current_actor()))
 
 
 @commands(

@@ -34,10 +34,17 @@ class SearchArgs(_Request):
     )
     limit: int = Field(default=10, ge=1, le=1000)
     since: str | None = Field(default=None, description="Only crystals since: 30m, 24h, 7d, 2w or an ISO date.")
+    until: str | None = Field(
+        default=None,
+        description="Only crystals until then (30m, 7d ago, or an ISO date), as they stood: what was current then.",
+    )
     types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
     origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
     sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
     include_archived: bool = False
+    include_superseded: bool = Field(
+        default=False, description="Also crystals a newer one superseded, each after the one that replaced it."
+    )
     include_held: bool = Field(
         default=False, description="Also peer content held in quarantine (each hit is marked: quarantined, origin)."
     )
@@ -69,6 +76,13 @@ class LinkArgs(_Request):
     to: str = Field(min_length=1, max_length=64, description="The crystal it points to.")
     type: AssociationType = Field(description="contradicts, caused_by, result_of, part_of, related_to, updates.")
     weight: float = Field(default=1.0, gt=0, le=1)
+
+
+class SupersedeArgs(_Request):
+    """Say by hand that a newer crystal replaces an older one (the node finds most on its own)."""
+
+    id: str = Field(min_length=1, max_length=64, description="The outdated crystal.")
+    by: str = Field(min_length=1, max_length=64, description="The crystal that replaces it.")
 
 
 class SkillEditArgs(_Request):

@@ -60,10 +60,12 @@ async def search_memory(store: MemoryStore, args: SearchArgs, weights: Weights) 
         mode=args.mode,
         limit=args.limit,
         since_ms=parse_since(args.since, store.now_ms()) if args.since else None,
+        until_ms=parse_since(args.until, store.now_ms()) if args.until else None,
         types=frozenset(args.types) or None,
         origins=frozenset(args.origins) or None,
         sort=args.sort,
         include_archived=args.include_archived,
+        include_superseded=args.include_superseded,
         include_held=args.include_held,
         explain=args.explain,
     )

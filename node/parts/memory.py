@@ -31,7 +31,9 @@ from memory.errors import MemoryError_
 from memory.graph import auto_link
 from memory.llm import ChatEndpoint
 from memory.retrieval.query import Weights
-from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.store import EmbeddedHook, LinkSettings, MemoryStore
+from memory.supersession.detect import Supersession
+from memory.supersession.llm_judge import LlmJudge
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
@@ -119,6 +121,19 @@ def working_memory_files(paths: NodePaths) -> WorkingMemoryFiles:
     return WorkingMemoryFiles(paths.workspace)
 
 
+def chat_endpoint(config: Config) -> ChatEndpoint:
+    llm = config.llm
+    return ChatEndpoint(llm.url, llm.model, os.environ.get(llm.api_key_env) or None, llm.timeout_s)
+
+
+def embedded_hook(config: Config) -> EmbeddedHook:
+    """What runs after each embedding: graph links, and supersession unless it is off."""
+    if config.memory.supersession == "off":
+        return auto_link
+    judge = LlmJudge(chat_endpoint(config)) if config.memory.supersession == "llm" else None
+    return Supersession(judge).hook()
+
+
 async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None) -> MemoryStore:
     assert paths.memory_db is not None
     links = LinkSettings(
@@ -130,16 +145,14 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
         embedder,
         links=links,
         now_ms=now_ms or wall_clock_ms,
-        on_embedded=auto_link,
+        on_embedded=embedded_hook(config),
         schemas=(MARKET_SCHEMA, P2P_SCHEMA),  # the marketplace and the network keep their tables in the same file
     )
     try:
         await Endocrine.attach(store, hormone_settings(config))
         await Curiosity.attach(store, max_open=config.memory.max_curiosity_gaps)
         if config.memory.typer == "llm":
-            llm = config.llm
-            api_key = os.environ.get(llm.api_key_env) or None
-            store.typer.llm = LlmTyper(ChatEndpoint(llm.url, llm.model, api_key, llm.timeout_s))
+            store.typer.llm = LlmTyper(chat_endpoint(config))
     except BaseException:
         await store.close()
         raise

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import BaseServer
 from typing import TypeVar
 
@@ -43,3 +46,43 @@ class FakeClock:
 def clock() -> FakeClock:
     """Overrides the root conftest's wall clock: memory tests move time instead of sleeping."""
     return FakeClock()
+
+
+class FakeModelServer(ThreadingHTTPServer):
+    """A named fake of a remote chat model: answers what ``answer`` says (or fails as told)."""
+
+    answer = '{"type": "goal", "confidence": 0.93}'
+    mode = "ok"
+    asked: list[str]
+
+
+class FakeModelHandler(BaseHTTPRequestHandler):
+    server: FakeModelServer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.asked.append(body["messages"][-1]["content"])
+        if self.server.mode == "error":
+            self.send_response(503)
+            self.end_headers()
+            return
+        if self.server.mode == "slow":
+            time.sleep(1.0)
+        payload = json.dumps({"choices": [{"message": {"content": self.server.answer}}]}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except BrokenPipeError:
+            pass
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModelServer]:
+    server = FakeModelServer(("127.0.0.1", 0), FakeModelHandler)
+    server.asked = []
+    yield from serving(server)

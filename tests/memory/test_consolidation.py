@@ -16,6 +16,7 @@ from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
+from memory.supersession.detect import supersede
 from tests.memory.conftest import DAY, T0, FakeClock
 
 NEAR_A = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa one"
@@ -112,6 +113,17 @@ async def test_merge_archives_the_weaker_with_a_parent_link_and_unmerge_restores
     assert {weak.id, strong.id} <= found
     with pytest.raises(StoreError, match="was not merged"):
         await unmerge(store, weak.id)
+
+
+async def test_a_superseded_fact_is_never_merged_into_its_superseder(store: MemoryStore) -> None:
+    old = (await store.remember(NewCrystal(NEAR_A))).crystal
+    new = (await store.remember(NewCrystal(NEAR_B))).crystal
+    await store.touch([old.id] * 12 + [new.id] * 12)  # as the merge test above: similar and strong enough
+    await supersede(store, old.id, new.id, reason="test", actor="test")
+    report = await consolidate(store, settings=LOOSE, levels=Hormones())
+    assert report.merged == 0
+    assert (await store.get(old.id)).lifecycle is not Lifecycle.ARCHIVED
+    assert (await store.get(old.id)).text == NEAR_A and (await store.get(new.id)).text == NEAR_B
 
 
 async def test_merging_respects_types_scopes_and_skills(store: MemoryStore) -> None:

@@ -3,11 +3,6 @@ a remote model): its answer types the crystal; any failure falls back to the off
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from memory.cognition.llm_typer import LlmTyper, parse_answer
@@ -15,47 +10,7 @@ from memory.cognition.retype import retype
 from memory.llm import ChatEndpoint
 from memory.model import NewCrystal, SemanticType, TypeSource
 from memory.storage.store import MemoryStore
-from tests.memory.conftest import serving
-
-
-class FakeModelServer(ThreadingHTTPServer):
-    """A named fake of a remote chat model: answers what ``answer`` says (or fails as told)."""
-
-    answer = '{"type": "goal", "confidence": 0.93}'
-    mode = "ok"
-    asked: list[str]
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: FakeModelServer
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.asked.append(body["messages"][-1]["content"])
-        if self.server.mode == "error":
-            self.send_response(503)
-            self.end_headers()
-            return
-        if self.server.mode == "slow":
-            time.sleep(1.0)
-        payload = json.dumps({"choices": [{"message": {"content": self.server.answer}}]}).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-        except BrokenPipeError:
-            pass
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModelServer]:
-    server = FakeModelServer(("127.0.0.1", 0), Handler)
-    server.asked = []
-    yield from serving(server)
+from tests.memory.conftest import FakeModelServer
 
 
 def _attach(store: MemoryStore, server: FakeModelServer) -> None:

@@ -47,7 +47,7 @@ async def test_hybrid_finds_by_keyword_and_explains_every_factor(store: MemorySt
     assert top is not None
     assert top.keyword_rank is not None and top.vector_rank is not None
     assert top.final_score == pytest.approx(top.rrf * top.importance_factor * top.recency_factor, rel=1e-3)
-    assert sorted(h.explain.fused_rank for h in hits if h.explain) == list(range(1, len(hits) + 1))
+    assert sorted(h.explain.fused_rank or 0 for h in hits if h.explain) == list(range(1, len(hits) + 1))
     assert hits == sorted(hits, key=lambda h: -h.score)
 
 

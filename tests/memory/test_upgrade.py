@@ -68,7 +68,9 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
             rows = await cursor.fetchall()
         assert {r[0] for r in rows} <= {"experience", "directive", "world_fact", "mental_model"}
         assert {(r[1], r[2]) for r in rows} == {("legacy", 1.0)}
-        layers = {c.id: c.epistemic_layer.value async for c in store.iter_live()}
+        live = [c async for c in store.iter_live()]
+        assert live and all(c.superseded is None for c in live)  # v16: nothing was replaced before it
+        layers = {c.id: c.epistemic_layer.value for c in live}
         for crystal in before_crystals:
             if crystal[3] in ("fact", "relationship", "skill"):
                 assert layers[crystal[0]] == "world_fact" or crystal[4] in ("dream", "inferred")

@@ -70,6 +70,36 @@ def test_untyped_memories_are_typed_a_correction_sticks_and_pin_keeps(tmp_path: 
     assert both.returncode == 2 and "not both" in both.stderr
 
 
+def test_supersede_by_hand_search_history_and_undo(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+
+    def add(text: str) -> str:
+        done = run_cli("memory", "add", text, "--type", "fact", "--data-dir", data, "--json", env=ENV)
+        assert done.returncode == 0, done.stderr
+        return str(json.loads(done.stdout)["crystal"]["id"])
+
+    def search(*options: str) -> list[str]:
+        found = run_cli("memory", "search", "gym membership", *options, "--data-dir", data, "--json", env=ENV)
+        assert found.returncode == 0, found.stderr
+        return [h["crystal"]["id"] for h in json.loads(found.stdout)]
+
+    old = add("The gym membership is with SATS")
+    new = add("We cancelled SATS; the gym membership is with Elixia")
+    marked = run_cli("memory", "supersede", old, new, "--data-dir", data, env=ENV)
+    assert marked.returncode == 0 and f"{old} is superseded by {new}" in marked.stdout
+    assert search() == [new]
+    assert search("--include-superseded") == [new, old]
+    listed = run_cli("memory", "search", "gym membership", "--include-superseded", "--data-dir", data, env=ENV)
+    assert f"[superseded by {new}]" in listed.stdout
+    shown = run_cli("memory", "show", old, "--data-dir", data, env=ENV)
+    assert f"superseded by {new}" in shown.stdout and f"superseded by {new}: marked by hand by local" in shown.stdout
+    undone = run_cli("memory", "unsupersede", old, "--data-dir", data, env=ENV)
+    assert undone.returncode == 0 and f"{old} is current again" in undone.stdout
+    assert set(search()) == {old, new}
+    again = run_cli("memory", "unsupersede", old, "--data-dir", data, env=ENV)
+    assert again.returncode == 2 and "is not superseded" in again.stderr
+
+
 def test_bad_memory_input_gets_a_clear_error(tmp_path: Path) -> None:
     data = str(tmp_path / "d")
     cases = [

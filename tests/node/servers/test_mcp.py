@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
-    "memory_forget", "memory_status",
+    "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede",
     "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "skills_search", "memory_quarantine",
 }  # fmt: skip
 

@@ -1,0 +1,1 @@
+"""Outdated facts: which older crystal a newer one replaces (judged on save), and the store side of it."""

@@ -1,0 +1,230 @@
+"""Supersession in the store: found when a crystal is embedded, made or undone by hand.
+
+When a crystal is embedded its nearest neighbours (the KNN the graph links from) and the
+crystals sharing its rarest words are judged (``memory.supersession.judge``); the older one it
+replaces gets ``superseded_by`` and ``superseded_ms``, an ``updates`` link from the new one, and
+an attribution row naming why. Nothing is deleted: search shows the current crystal in the old
+one's place (``memory.retrieval.search``), history searches still find the old, and
+``unsupersede`` undoes it. A supersession the person undid is never made again.
+
+Who may replace what: only the person's and the agent's own memories, both ways. A peer's text
+never hides a memory of this node, and a skill someone stated has versions of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from memory.embedders.base import Vectors
+from memory.errors import NotSuperseded
+from memory.graph import link_neighbours, nearest
+from memory.model import Crystal, Lifecycle, Origin, SemanticType
+from memory.retrieval.query import fts_match, fts_terms
+from memory.storage.store import EmbeddedHook, MemoryStore
+from memory.supersession.judge import (
+    INFERRED,
+    NEEDED_WITHOUT_CUE,
+    Candidate,
+    Verdict,
+    choose,
+    is_statement,
+    may_be_outdated,
+)
+from memory.supersession.phrasing import change_cue, negated_stems
+
+ACTOR = "supersession"
+#: Crystals sharing the new one's words that are judged beside its nearest neighbours: an old
+#: statement can be far in meaning ("Tomas lives in Riga" / "Actually, Tomas is in Tallinn").
+KEYWORD_CANDIDATES = 10
+#: Words of the new text searched for those: the first content words, enough for its subject.
+KEYWORD_TERMS = 12
+
+
+class PairJudge(Protocol):
+    """A second opinion for ambiguous choices (``memory.supersession.llm_judge.LlmJudge``)."""
+
+    async def pick(self, new: str, candidates: Sequence[Candidate]) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """Made when a crystal is embedded: ``after_embedding`` is the store's embedded hook."""
+
+    judge: PairJudge | None = None
+
+    def hook(self) -> EmbeddedHook:
+        async def after_embedding(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
+            neighbours = await nearest(store, vector)
+            links = await link_neighbours(store, crystal_id, neighbours)
+            await self.detect(store, crystal_id, vector, neighbours)
+            return links
+
+        return after_embedding
+
+    async def detect(
+        self, store: MemoryStore, crystal_id: str, vector: Vectors, neighbours: Sequence[tuple[int, float]]
+    ) -> Verdict | None:
+        """Judge ``crystal_id`` against the crystals around it; mark what it replaces (or, for a
+        crystal imported after a newer one, what replaces it). Returns the verdict made."""
+        new = await store.get(crystal_id)
+        if not _may_take_part(new) or not is_statement(new.text):
+            return None  # a passage (a conversation turn) is judged by nothing: it states too much at once
+        near = {rowid: similarity for rowid, similarity in neighbours}
+        crystals = await store.get_many_by_rowid(list(near))
+        closest = max((near[r] for r, c in crystals.items() if c.id != new.id), default=0.0)
+        extra: list[int] = []
+        if _may_replace_something(new.text, closest):
+            extra = [r for r in await _sharing_words(store, new.text) if r not in near]
+            crystals.update(await store.get_many_by_rowid(extra))
+        similarities = await _similarities(store, vector, extra, near)
+        undone = await _undone(store, [c.id for c in crystals.values()], new.id)
+        older: list[Candidate] = []
+        newer: list[tuple[Crystal, float]] = []
+        for rowid, other in crystals.items():
+            if other.id == new.id or not _may_take_part(other) or rowid not in similarities:
+                continue
+            if _order(other) < _order(new) and other.id not in undone and may_be_outdated(other):
+                older.append(Candidate(other.id, other.text, similarities[rowid]))
+            elif _order(other) > _order(new) and rowid in near and may_be_outdated(new):
+                newer.append((other, similarities[rowid]))
+        verdict = choose(new.text, older) if older else None
+        if verdict is not None and verdict.ambiguous and self.judge is not None:
+            verdict = await self._second_opinion(new.text, older, verdict)
+        if verdict is not None:
+            await supersede(store, verdict.key, new.id, reason=verdict.reason, actor=ACTOR)
+        for later, similarity in sorted(newer, key=lambda pair: _order(pair[0]), reverse=True):
+            # Imported out of order: a newer crystal already stored may replace this one.
+            if later.id in undone:
+                continue
+            replaced = choose(later.text, [Candidate(new.id, new.text, similarity)])
+            if replaced is not None:
+                await supersede(store, new.id, later.id, reason=replaced.reason, actor=ACTOR)
+                break
+        return verdict
+
+    async def _second_opinion(self, new: str, older: Sequence[Candidate], verdict: Verdict) -> Verdict | None:
+        assert self.judge is not None
+        ranked = sorted(older, key=lambda c: -c.similarity)[:5]
+        picked = await self.judge.pick(new, ranked)
+        if picked is None:
+            return verdict  # the judge could not say: the offline choice stands
+        if picked == "":
+            return None  # the judge says it replaces none of them
+        return Verdict(picked, verdict.score, f"judged by the language model; {verdict.reason}", False)
+
+
+async def supersede(store: MemoryStore, old_id: str, new_id: str, *, reason: str, actor: str) -> Crystal:
+    """Mark ``old_id`` superseded by ``new_id`` (both must exist and differ), with an ``updates``
+    link and an attribution row each. A crystal already superseded keeps its first superseder."""
+    if old_id == new_id:
+        raise ValueError("a crystal does not supersede itself")
+    await store.get(old_id)
+    newer = await store.get(new_id)
+    now = store.now_ms()
+    async with store.transaction() as db:
+        # It stopped being true when the newer one was said (for an import, long before now).
+        cursor = await db.execute(
+            "UPDATE crystals SET superseded_by = ?, superseded_ms = ?, updated_at_ms = ? "
+            "WHERE id = ? AND superseded_by IS NULL",
+            (new_id, newer.created_at_ms, now, old_id),
+        )
+        if cursor.rowcount:
+            await db.execute(
+                "INSERT OR IGNORE INTO associations (src_id, dst_id, type, weight, created_ms) "
+                "VALUES (?, ?, 'updates', 1.0, ?)",
+                (new_id, old_id, now),
+            )
+            await db.executemany(
+                "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (old_id, actor, "superseded", now, f"by {new_id}: {reason}"[:500]),
+                    (new_id, actor, "supersedes", now, old_id),
+                ],
+            )
+    return await store.get(old_id)
+
+
+async def unsupersede(store: MemoryStore, crystal_id: str, *, actor: str = "local") -> Crystal:
+    """Make a superseded crystal current again; its superseder is never again taken to replace it.
+    ``NotSuperseded`` if it was not superseded."""
+    crystal = await store.get(crystal_id)
+    if crystal.superseded is None:
+        raise NotSuperseded(crystal_id)
+    now = store.now_ms()
+    async with store.transaction() as db:
+        await db.execute(
+            "UPDATE crystals SET superseded_by = NULL, superseded_ms = NULL, updated_at_ms = ? WHERE id = ?",
+            (now, crystal_id),
+        )
+        await db.execute(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'unsuperseded', ?, ?)",
+            (crystal_id, actor, now, crystal.superseded.by),
+        )
+    return await store.get(crystal_id)
+
+
+def _may_take_part(crystal: Crystal) -> bool:
+    return (
+        crystal.origin is not Origin.PEER
+        and not crystal.quarantined
+        and not _stated_skill(crystal)
+        and crystal.lifecycle not in (Lifecycle.EXPIRED, Lifecycle.ARCHIVED)
+        and crystal.superseded is None
+    )
+
+
+def _stated_skill(crystal: Crystal) -> bool:
+    """A skill someone said is one: it has versions of its own (``memory.skill_versions``). A
+    statement the typer took for a skill ("Correction: the endpoint changed to…") takes part."""
+    return crystal.semantic_type is SemanticType.SKILL and crystal.type_source not in INFERRED
+
+
+def _may_replace_something(text: str, best_similarity: float) -> bool:
+    """Whether the words beyond the nearest neighbours are worth a search: only a statement that
+    speaks of change can replace a far one (a bare swap of values is always a near neighbour)."""
+    return change_cue(text).strength > 0 or bool(negated_stems(text)) or best_similarity >= NEEDED_WITHOUT_CUE
+
+
+def _order(crystal: Crystal) -> tuple[int, int, str]:
+    return crystal.created_at_ms, crystal.stored_at_ms, crystal.id
+
+
+async def _sharing_words(store: MemoryStore, text: str) -> list[int]:
+    match = fts_match(fts_terms(text)[:KEYWORD_TERMS])
+    if match is None:
+        return []
+    async with store.reader().execute(
+        "SELECT rowid FROM crystals_fts WHERE crystals_fts MATCH ? ORDER BY bm25(crystals_fts) LIMIT ?",
+        (match, KEYWORD_CANDIDATES),
+    ) as cursor:
+        return [int(r[0]) for r in await cursor.fetchall()]
+
+
+async def _similarities(
+    store: MemoryStore, vector: Vectors, extra: Sequence[int], near: dict[int, float]
+) -> dict[int, float]:
+    out = dict(near)
+    if extra:
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query)) or 1.0
+        for rowid, stored in (await store.vectors.vectors_of(store.reader(), extra)).items():
+            out[rowid] = float(np.dot(query, stored) / (norm * (float(np.linalg.norm(stored)) or 1.0)))
+    return out
+
+
+async def _undone(store: MemoryStore, ids: Sequence[str], new_id: str) -> set[str]:
+    """Of ``ids`` and ``new_id``, the pairs with ``new_id`` the person undid (either way round)."""
+    marks = ", ".join("?" * len(ids))
+    if not ids:
+        return set()
+    async with store.reader().execute(
+        f"SELECT crystal_id, detail FROM attributions WHERE action = 'unsuperseded' "
+        f"AND ((crystal_id IN ({marks}) AND detail = ?) OR (crystal_id = ? AND detail IN ({marks})))",
+        (*ids, new_id, new_id, *ids),
+    ) as cursor:
+        rows = await cursor.fetchall()
+    return {str(r[0]) if r[0] != new_id else str(r[1]) for r in rows}

@@ -1,0 +1,220 @@
+"""Which older statement, if any, a new one replaces: pure scoring of (older, newer) pairs.
+
+A new statement replaces an older one when both are about the same thing (shared content words,
+or close in meaning), something of the older one is no longer in the newer (a value changed),
+and the newer says so: a correction, a verb of change, or at least a hint ("now", "new") with a
+value of the same kind (a day for a day, a name for a name). Without any such word only a near
+copy with one value swapped counts ("My phone number is 400 11 222" / "…is 912 34 567").
+
+What keeps look-alikes apart: a statement about someone else's thing ("Tomas's brother moved"
+does not move Tomas), one that says it adds ("I also have a bicycle"), and one that names
+nothing the older one said and is not close in meaning. Thresholds are cosine similarities of
+the default embedder (MiniLM) plus bonuses for evidence, measured on the development sets of
+``bench/supersession.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.model import Crystal, SemanticType, TypeSource
+from memory.supersession.phrasing import (
+    Change,
+    adds_only,
+    change_cue,
+    content_stems,
+    negated_stems,
+    new_things,
+    possessions,
+    stems,
+    subject_phrase,
+    values,
+)
+
+#: Score needed to replace, by how strongly the new statement speaks of change.
+NEEDED_FOR_CORRECTION = 0.45
+NEEDED_FOR_CHANGE = 0.5
+NEEDED_FOR_HINT = 0.65
+NEEDED_WITHOUT_CUE = 0.85  # similarity alone, for a near copy with a value swapped
+#: Statements sharing no content word are about the same thing only if this close in meaning.
+SAME_THING_SIMILARITY = 0.6
+#: Without a value of the same kind, a change word is about this statement only if it shares more
+#: than its subject with it and is this close in meaning.
+SAME_SLOT_SIMILARITY = 0.65
+#: Two candidates within this score of each other: the choice is ambiguous (an LLM may judge).
+AMBIGUOUS_MARGIN = 0.05
+
+
+#: Supersession judges statements of a fact, not passages: a text longer than this (a conversation
+#: turn, a paragraph) shares words with everything and says many things at once. Measured on the
+#: LoCoMo dev conversations: judging whole turns superseded 662 of 2,800 turns, nearly all wrongly.
+MAX_STATEMENT_WORDS = 40
+
+
+def is_statement(text: str) -> bool:
+    return len(text.split()) <= MAX_STATEMENT_WORDS
+
+
+#: Types decided by a model rather than stated by someone.
+INFERRED = (TypeSource.MODEL, TypeSource.LLM)
+
+
+def may_be_outdated(crystal: Crystal) -> bool:
+    """An event someone recorded as one (a conversation turn, a diary entry) stays true: it happened.
+    A statement the typer took for an event ("I take the 7:40 train") may still be a fact."""
+    return not (crystal.semantic_type is SemanticType.EPISODE and crystal.type_source not in INFERRED)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    key: str
+    text: str
+    similarity: float  # cosine similarity to the new statement
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    key: str  # the candidate replaced
+    score: float
+    reason: str  # how it was decided, for the audit trail and ``explain``
+    ambiguous: bool  # another candidate scored nearly as well
+
+
+def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[float, str] | None:
+    """How well ``new`` reads as replacing ``old`` and why, or None when it cannot."""
+    if not (is_statement(old) and is_statement(new)):
+        return None
+    old_words, new_words = content_stems(old), content_stems(new)
+    shared = old_words & new_words
+    named_old = negated_stems(new) & old_words  # "not Riga", "instead of the train"
+    if adds_only(new) and not named_old:
+        return None
+    if _someone_elses(old, new, old_words, new_words) or _other_kind_of(old, new, old_words, new_words):
+        return None
+    if not shared and similarity < SAME_THING_SIMILARITY:
+        return None
+    # The values that differ, by kind: a day for a day, a number for a number, a name for a name.
+    old_values, new_values = values(old), values(new)
+    old_all, new_all = stems(old), stems(new)
+    gone = _widened({kind for word, kind in old_values.items() if word not in new_all})
+    came = _widened({kind for word, kind in new_values.items() if word not in old_all})
+    kinds = gone & came
+    # Something of the old statement is gone, or it names a new value where the old had one of the
+    # same kind ("the landlord is Erik" -> "Erik sold; the landlord is now Mrs. Berg").
+    new_value = bool(came) and (bool(set(old_values.values()) & came) or change.strength >= 0.8)
+    if not (old_words - new_words) and not named_old and not new_value:
+        return None
+    strength = change.strength
+    if named_old:
+        strength = 1.0
+    elif new_things(new) & old_words:
+        strength = max(strength, 0.8)  # "my new phone number", "the new team lead"
+    # A change word alone says that something changed, not what: it must be this thing (a value of
+    # the same kind, or more than the subject in common and close in meaning).
+    # A name for a name is weak evidence (any two statements about a person name people): it needs
+    # more than the subject in common too.
+    about_it = bool(
+        named_old or kinds - {"name"} or (len(shared) >= 2 and ("name" in kinds or similarity >= SAME_SLOT_SIMILARITY))
+    )
+    score = similarity + 0.3 * bool(named_old) + 0.1 * bool(kinds) + 0.05 * min(len(shared), 3)
+    if strength >= 1.0 and about_it:
+        needed = NEEDED_FOR_CORRECTION
+    elif strength >= 0.8 and about_it:
+        needed = NEEDED_FOR_CHANGE
+    elif strength > 0 and about_it and kinds:
+        needed = NEEDED_FOR_HINT
+    elif (
+        kinds
+        and _swapped_value(old_words - set(old_values), new_words - set(new_values))
+        and (similarity >= NEEDED_WITHOUT_CUE)
+    ):
+        needed = 0.0
+    else:
+        return None
+    if score < needed:
+        return None
+    if named_old:
+        evidence = f"names the old '{sorted(named_old)[0]}'"
+    else:
+        evidence = f"'{change.phrase}'" if change.phrase else "a value swapped"
+    return score, f"{evidence}; similarity {similarity:.2f}, {len(shared)} shared words"
+
+
+#: At search time, a newer hit this close to an older one above it may be its update.
+MAY_UPDATE_SIMILARITY = 0.4
+MAY_UPDATE_WITHOUT_CUE = 0.7
+
+
+def may_update(old: str, new: str, similarity: float) -> bool:
+    """A looser reading than ``pair_score``, for ordering search hits, never for hiding anything:
+    could ``new`` be the update of ``old``? Between two hits that answer one question, the later
+    one that may have changed it goes first."""
+    if similarity < MAY_UPDATE_SIMILARITY or not (is_statement(old) and is_statement(new)):
+        return False
+    old_words, new_words = content_stems(old), content_stems(new)
+    named_old = negated_stems(new) & old_words
+    if named_old:
+        return True
+    if (
+        adds_only(new)
+        or _someone_elses(old, new, old_words, new_words)
+        or _other_kind_of(old, new, old_words, new_words)
+    ):
+        return False
+    if not old_words & new_words and similarity < SAME_THING_SIMILARITY:
+        return False
+    old_values, new_values = values(old), values(new)
+    old_all, new_all = stems(old), stems(new)
+    kinds = _widened({k for w, k in old_values.items() if w not in new_all}) & _widened(
+        {k for w, k in new_values.items() if w not in old_all}
+    )
+    strength = max(change_cue(new).strength, 0.8 if new_things(new) & old_words else 0.0)
+    return strength >= 0.8 or (strength > 0 and bool(kinds)) or (bool(kinds) and similarity >= MAY_UPDATE_WITHOUT_CUE)
+
+
+def choose(new: str, candidates: Sequence[Candidate]) -> Verdict | None:
+    """The older statement ``new`` replaces, if any (the best scored; ties are marked ambiguous)."""
+    change = change_cue(new)
+    scored = []
+    for candidate in candidates:
+        result = pair_score(candidate.text, new, candidate.similarity, change)
+        if result is not None:
+            scored.append((result[0], candidate.key, result[1]))
+    if not scored:
+        return None
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    best = scored[0]
+    ambiguous = len(scored) > 1 and best[0] - scored[1][0] < AMBIGUOUS_MARGIN
+    return Verdict(best[1], round(best[0], 4), best[2], ambiguous)
+
+
+def _someone_elses(old: str, new: str, old_words: set[str], new_words: set[str]) -> bool:
+    """One statement is about a thing of someone the other names ("Tomas's brother" vs "Tomas")."""
+    return any(owner in old_words and thing not in old_words for owner, thing in possessions(new)) or any(
+        owner in new_words and thing not in new_words for owner, thing in possessions(old)
+    )
+
+
+def _other_kind_of(old: str, new: str, old_words: set[str], new_words: set[str]) -> bool:
+    """Both open with the same noun qualified differently: "the staging database" and "the
+    production database" are two things (while "Jonas is on the platform team" and "Jonas moved to
+    the data team" are one person's team)."""
+    old_subject, new_subject = subject_phrase(old), subject_phrase(new)
+    for word in set(old_subject) & set(new_subject):
+        old_qualifiers = set(old_subject[: old_subject.index(word)])
+        new_qualifiers = set(new_subject[: new_subject.index(word)])
+        if old_qualifiers and new_qualifiers and not old_qualifiers & new_words and not new_qualifiers & old_words:
+            return True
+    return False
+
+
+def _widened(kinds: set[str]) -> set[str]:
+    """A place is a name too ("use Slack" / "switched to Microsoft Teams")."""
+    return kinds | {"name"} if "place" in kinds else kinds
+
+
+def _swapped_value(old_words: set[str], new_words: set[str]) -> bool:
+    """Beside their values, nearly the same words: the same slot with a new value."""
+    union = old_words | new_words
+    return bool(union) and len(old_words & new_words) / len(union) >= 0.5

@@ -1,0 +1,209 @@
+"""How a statement says that something changed: the words of a correction or an update, the old
+value it names as no longer true, and the words that say it only adds to what was known.
+
+Pure functions of text, used by ``memory.supersession.judge`` on each (older, newer) pair.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory.cognition.typing import stem
+from memory.retrieval.query import STOPWORDS
+
+# A value is one word however it is punctuated: "vpn2.example.org", "/mnt/share", "0.5", "8:30".
+_WORD = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:/[\w.-]+)+|[^\W_]+(?:[./:-][^\W_]+)+|\d+(?:[.,:]\d+)*|[^\W_]+(?:['’][^\W_]+)?",
+    re.UNICODE,
+)
+
+#: Phrases that say the statement replaces an earlier one, by strength. A correction ("actually",
+#: "not X") or an end ("no longer") is near certain; a verb of change ("moved to", "raised") is
+#: strong; "now" or "new" alone is only a hint, true of many statements that replace nothing.
+_CORRECTION = (
+    r"\bactually\b|\bcorrection\b|\bi was wrong\b|\bi mixed\b|\bmy mistake\b|\bsorry\b|^\s*no\s*[,;:.]|"
+    r"\bno longer\b|\bnot\b[^.;]*\b(?:any ?more|any longer)\b|\b(?:any ?more|no more)\b|\binstead\b|"
+    r"\bturns out\b|\bfrom now on\b|^\s*update\s*:|\bhas been replaced\b"
+)
+_CHANGE = (
+    r"\bmoved\b|\bmoving\b|\bchanged\b|\bswitched\b|\breplaced\b|\bmigrated\b|\bstopped\b|\bquit\b|"
+    r"\brenamed\b|\brelocated\b|\btransferred\b|\brescheduled\b|\bpostponed\b|\bpushed (?:back|to)\b|"
+    r"\bbrought forward\b|\bmoved up\b|\bwent (?:up|down)\b|\braised\b|\blowered\b|\bincreased\b|"
+    r"\bdecreased\b|\bdropped\b|\bcut\b|\bbumped\b|\bupgraded\b|\bdowngraded\b|\bextended\b|\bshortened\b|"
+    r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ )?away\b|\bleft\b|\bresigned\b|\bretired\b|"
+    r"\bjoined\b|\btook over\b|\bstarted\b|\bbecame\b|\bis now\b|\bare now\b|\bgot a new\b|\bhas a new\b|"
+    r"\bdelayed\b|\bended up\b|\bgone off\b|\bfell out\b|\bno more\b|\bnowadays\b|\bthese days\b|\bclosed\b|"
+    r"\bgot a (?:new )?job\b|\bnew job\b"
+)
+_HINT = r"\bnow\b|\bnew\b|\bsince\b|\bfrom (?:next|this) \w+\b|\bas of\b|\bupdated?\b"
+#: Words that add to what was known rather than replace it ("I also have a bicycle").
+_ADDITION = r"\balso\b|\btoo\b|\bas well\b|\banother\b|\bin addition\b|\bbesides\b|\bas well as\b"
+
+_STRENGTHS = ((re.compile(_CORRECTION, re.IGNORECASE), 1.0), (re.compile(_CHANGE, re.IGNORECASE), 0.8))
+_HINT_RE = re.compile(_HINT, re.IGNORECASE)
+_ADDITION_RE = re.compile(_ADDITION, re.IGNORECASE)
+
+#: What follows these names the old value: "not Riga", "no longer Dr. Hansen", "instead of the
+#: train", "from VS Code to Neovim", "sold the Toyota", "replaced Jenkins with…".
+_NEGATED = re.compile(
+    r"\b(?:not|no longer|instead of|rather than|from|sold|traded|replaced|dropped|left|quit|stopped using|"
+    r"stopped|gave|gone off|moved from|switched from|away from|fell out with|no more|"
+    r"(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
+    r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",
+    re.IGNORECASE,
+)
+
+#: Words too general to say two statements are about the same thing: light verbs, titles, time
+#: words that any two statements may share.
+_GENERAL_WORDS = """
+use used using uses is are was were be been has have had get got go goes went make made do does did
+dr mr mrs ms now new since week weeks month months year years day days today last next this
+every also still just one two three time times
+"""
+_GENERAL = frozenset(_GENERAL_WORDS.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a statement says about change: how sure (0: nothing, up to 1: a correction), and the
+    phrase that said it."""
+
+    strength: float
+    phrase: str | None
+
+
+def change_cue(text: str) -> Change:
+    for pattern, strength in _STRENGTHS:
+        found = pattern.search(text)
+        if found:
+            return Change(strength, found.group(0).strip().lower())
+    hint = _HINT_RE.search(text)
+    return Change(0.5, hint.group(0).lower()) if hint else Change(0.0, None)
+
+
+def adds_only(text: str) -> bool:
+    """The statement says it adds to what was known ("also", "another"), replacing nothing."""
+    return _ADDITION_RE.search(text) is not None
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _content(word: str) -> str | None:
+    """A word's stem if it carries meaning: no stopwords, light verbs or titles; a possessive
+    counts as its owner ("Anna's" is "anna"); a number or an address is kept whole."""
+    if word[0].isdigit() or (not word.isalpha() and not word.endswith(("'s", "’s"))):
+        return word
+    word = word.removesuffix("'s").removesuffix("’s")
+    if word in STOPWORDS or word in _GENERAL or len(word) < 2:
+        return None
+    return stem(word)
+
+
+def content_stems(text: str) -> set[str]:
+    """The stems of the words that carry meaning (see ``_content``)."""
+    return {c for c in map(_content, words(text)) if c is not None}
+
+
+_DETERMINER_WORDS = "the a an our my your his her their its this that"
+_DETERMINERS = frozenset(_DETERMINER_WORDS.split())
+
+
+def subject_phrase(text: str) -> tuple[str, ...]:
+    """The content words of a statement's opening noun phrase, when it opens with a determiner:
+    "The staging database runs on db2" -> ("staging", "database", "run"). Empty otherwise."""
+    tokens = words(text)
+    if not tokens or tokens[0] not in _DETERMINERS:
+        return ()
+    phrase = []
+    for word in tokens[1:5]:
+        current = _content(word)
+        if current is None or not current.isalpha():
+            break
+        phrase.append(current)
+    return tuple(phrase)
+
+
+_NEW_THING = re.compile(r"\bnew\s+([^\W_]+)", re.UNICODE)
+
+
+def new_things(text: str) -> set[str]:
+    """Stems of what the statement calls new: "my new phone number" -> {"phone"}."""
+    return {c for w in _NEW_THING.findall(text) if (c := _content(w.lower())) is not None}
+
+
+def negated_stems(text: str) -> set[str]:
+    """The stems of what the statement names as no longer so."""
+    out: set[str] = set()
+    for found in _NEGATED.finditer(text):
+        out |= content_stems(found.group(1))
+    return out
+
+
+_POSSESSIVE = re.compile(r"\b([^\W_]+)(?:'s|’s)\s+(?:(?:new|old|current|former|latest)\s+)?([^\W_]+)", re.UNICODE)
+
+
+def possessions(text: str) -> set[tuple[str, str]]:
+    """(owner, thing) stems of each possessive: "Tomas's brother" -> ("tomas", "brother")."""
+    return {(stem(a.lower()), stem(b.lower())) for a, b in _POSSESSIVE.findall(text)}
+
+
+#: A capitalised word inside a sentence: a name ("Dr." and the like do not end a sentence).
+_NAME = re.compile(r"(?<!^)(?<![.!?] )\b[A-Z][\w-]+|\b[a-z]+[A-Z]\w*")
+_TITLE = re.compile(r"\b(Dr|Mr|Mrs|Ms|St|Prof)\.")
+
+
+def _names(text: str) -> list[str]:
+    return _NAME.findall(_TITLE.sub(r"\1", text))
+
+
+# The kind of value a word names: two statements about one slot name values of one kind ("Tuesdays"
+# and "Thursday", "2 am" and "4 am", "Dr. Hansen" and "Dr. Berg").
+_TIME = re.compile(r"^\d{1,2}[:.]\d{2}$|^(?:am|pm|morning|mornings|afternoon|afternoons|evening|evenings|noon)$")
+_DAY = re.compile(
+    r"^(?:mon|tues|wednes|thurs|fri|satur|sun)days?$|^(?:days?|weekends?|weeks?|daily|weekly|monthly|fortnightly)$"
+)
+_DATE = re.compile(
+    r"^(?:january|february|march|april|may|june|july|august|september|october|november|december)$|"
+    r"^\d{1,2}(?:st|nd|rd|th)$|^(?:spring|summer|autumn|winter|term|quarter)$|^(?:19|20)\d\d$"
+)
+_ADDRESS = re.compile(r"@|^/|^[\w-]+(?:\.[\w-]+)+$")
+_NUMBER = re.compile(
+    r"^\d[\d,.]*%?$|^[a-z]+\d+$|^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twice|once)$"
+)
+
+
+def _kind(word: str, names: set[str]) -> str | None:
+    for kind, pattern in (("time", _TIME), ("day", _DAY), ("date", _DATE), ("address", _ADDRESS)):
+        if pattern.search(word):
+            return kind
+    if _NUMBER.search(word):
+        return "number"
+    return "name" if word in names else None
+
+
+_LOCATIVE = frozenset(["in", "at", "to", "into", "from", "on", "near", "onto"])
+
+
+def values(text: str) -> dict[str, str]:
+    """Each word of the text that names a value, by its stem, with its kind: a time, a day, a date,
+    an address, a number, a place (a name after "in", "at", "to"…) or a name (a capitalised word
+    inside a sentence)."""
+    names = {n.lower() for n in _names(text)}
+    out = {}
+    previous = ""
+    for word in words(text):
+        kind = _kind(word, names)
+        if kind == "name" and previous in _LOCATIVE:
+            kind = "place"
+        if kind is not None:
+            out[stem(word) if word.isalpha() else word] = kind
+        previous = word
+    return out
+
+
+def stems(text: str) -> set[str]:
+    """Every word's stem, stopwords included (what ``values`` keys are compared with)."""
+    return {stem(w) if w.isalpha() else w for w in words(text)}
