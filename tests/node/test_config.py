@@ -97,7 +97,7 @@ def test_text_settings_from_the_environment_stay_text() -> None:
         ("node = 3\n", "key 'node': Input should be a valid dictionary"),
         ("[consolidation]\nforget_threshold = 0.8\n", "key 'consolidation': forget_threshold must be below promote"),
         ('[dream]\nsynthesizer = "chat"\n', "key 'dream': synthesizer = \"chat\" needs chat_url and chat_model"),
-        ('[memory]\nsupersession = "llm"\n', "supersession = \"llm\" needs [llm] url and model"),
+        ('[memory]\nsupersession = "llm"\n', 'supersession = "llm" needs [llm] url and model'),
         ('[memory]\nsupersession = "maybe"\n', "key 'memory.supersession': Input should be 'offline', 'llm' or 'off'"),
         (
             "[consolidation]\ndecay_rate_per_ms = -1.0\n",

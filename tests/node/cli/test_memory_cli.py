@@ -92,7 +92,7 @@ def test_supersede_by_hand_search_history_and_undo(tmp_path: Path) -> None:
     listed = run_cli("memory", "search", "gym membership", "--include-superseded", "--data-dir", data, env=ENV)
     assert f"[superseded by {new}]" in listed.stdout
     shown = run_cli("memory", "show", old, "--data-dir", data, env=ENV)
-    assert f"superseded by {new}" in shown.stdout and f"superseded by {new}: marked by hand by local" in shown.stdout
+    assert f"superseded by {new}" in shown.stdout and f"superseded by {new}: marked by hand by cli" in shown.stdout
     undone = run_cli("memory", "unsupersede", old, "--data-dir", data, env=ENV)
     assert undone.returncode == 0 and f"{old} is current again" in undone.stdout
     assert set(search()) == {old, new}

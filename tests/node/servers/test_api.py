@@ -198,6 +198,12 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     assert status == 400 and "frozen" in str(refused)
     steered = api.ok("POST", f"/v1/memory/{by_agent}/feedback", {"feedback": "useful"})
     assert steered["steering_reward"] == 0.3
+    outdated = api.ok("POST", f"/v1/memory/{by_agent}/supersede", {"by": by_cli["crystal"]["id"]})
+    assert outdated["superseded"]["by"] == by_cli["crystal"]["id"]
+    assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["actor"] == "agent"
+    assert api.ok("POST", f"/v1/memory/{by_agent}/unsupersede")["superseded"] is None
+    status, refused = api.call("POST", f"/v1/memory/{by_agent}/unsupersede")
+    assert status == 400 and "not superseded" in str(refused)
     assert api.call("POST", "/v1/memory/no-such-crystal/feedback", {"feedback": "wrong"})[0] == 404
     assert api.ok("GET", f"/v1/memory/{by_cli['crystal']['id']}")["audit"][0]["actor"] == "cli"
     status, doc = api.call("POST", "/v1/memory", {"text": "Nobody"}, headers={"X-Bitterbot-Actor": "root"})
