@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import aiosqlite
 import numpy as np
@@ -88,36 +90,66 @@ def _has_extra_filters(request: SearchRequest) -> bool:
     )
 
 
-# Document-frequency pruning. BM25 scores every document that matches any term (~1.6 us each),
-# so a term found in most documents costs 100+ ms at 100K crystals while its IDF makes it nearly
-# worthless for ranking. On large stores, terms matching more than COMMON_TERM_SHARE of the
-# documents are left out (the query keeps at least one term). Measured at 100K: a term in 90% of
-# documents took 146 ms to rank, one in 0.3% took 1.2 ms.
+# Keyword cost bound. BM25 scores every document that matches any term (~2 us each at 100K
+# crystals), so a query with a word found in a quarter of memory cost 50-240 ms (the p95 and p99
+# of the issue-17 profile) while such a word, by its IDF, barely ranks anything. On stores larger
+# than PRUNE_ABOVE_DOCS, terms are kept rarest first while their matches add up to at most
+# KEYWORD_MATCH_BUDGET; a query whose every term is commoner than that ranks its keyword matches
+# among the newest KEYWORD_MATCH_BUDGET crystals (the vector leg still searches all of them).
 PRUNE_ABOVE_DOCS = 20_000
+KEYWORD_MATCH_BUDGET = 6_000
 # BM25 column weights: text and tags count fully, a crystal's context (its neighbours) at 0.35,
 # the best of 0.2 / 0.35 / 0.5 on LoCoMo.
 CONTEXT_WEIGHT = 0.35
-COMMON_TERM_SHARE = 0.25
 
 
-async def _prune_common_terms(db: aiosqlite.Connection, terms: list[str]) -> list[str]:
-    if len(terms) < 2:
-        return terms
+class TermCounts:
+    """How many crystals match a term, up to the budget, remembered while memory grows by less than
+    1 % (a term's count barely moves; counting two terms cost ~3 ms of a 100K search's p50)."""
+
+    MAX_TERMS = 4_096
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()
+
+    async def matches(self, db: aiosqlite.Connection, term: str, size: int) -> int:
+        known = self._known.get(term)
+        if known is not None and abs(size - known[1]) <= size // 100:
+            self._known.move_to_end(term)
+            return known[0]
+        # A bounded count: stops past the budget, so probing a common term stays cheap.
+        async with db.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM crystals_fts WHERE crystals_fts MATCH ? LIMIT ?)",
+            (fts_match([term]), KEYWORD_MATCH_BUDGET + 1),
+        ) as cursor:
+            count = int((await cursor.fetchone() or (0,))[0])
+        self._known[term] = (count, size)
+        if len(self._known) > self.MAX_TERMS:
+            self._known.popitem(last=False)
+        return count
+
+
+#: One per open store (a store that closes takes its counts with it).
+_TERM_COUNTS: WeakKeyDictionary[MemoryStore, TermCounts] = WeakKeyDictionary()
+
+
+async def _prune_common_terms(store: MemoryStore, db: aiosqlite.Connection, terms: list[str]) -> tuple[list[str], int]:
+    """The terms to rank by, and the rowid above which to rank (0: all of memory)."""
     async with db.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
         size = int((await cursor.fetchone() or (0,))[0])
     if size <= PRUNE_ABOVE_DOCS:
-        return terms
-    cap = int(size * COMMON_TERM_SHARE)
-    kept = []
-    for term in terms:
-        # A bounded count: stops after ``cap`` matches, so probing a common term stays cheap.
-        async with db.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM crystals_fts WHERE crystals_fts MATCH ? LIMIT ?)",
-            (fts_match([term]), cap + 1),
-        ) as cursor:
-            if int((await cursor.fetchone() or (0,))[0]) <= cap:
-                kept.append(term)
-    return kept or terms
+        return terms, 0
+    counts = _TERM_COUNTS.setdefault(store, TermCounts())
+    counted = [(await counts.matches(db, term, size), term) for term in terms]
+    kept, spent = [], 0
+    for count, term in sorted(counted):
+        if spent + count > KEYWORD_MATCH_BUDGET:
+            break
+        kept.append(term)
+        spent += count
+    if kept:
+        return [t for t in terms if t in kept], 0
+    return terms, max(0, size - KEYWORD_MATCH_BUDGET)
 
 
 async def _keyword_leg(
@@ -131,14 +163,15 @@ async def _keyword_leg(
 ) -> list[tuple[int, float]]:
     # BM25 alone, then the filters on its rowids: joining every match to crystals before ranking
     # cost ~95 ms at 100K rows for common words, the bare FTS query a fraction of that.
-    match = fts_match(await _prune_common_terms(db, terms))
+    kept, from_rowid = await _prune_common_terms(store, db, terms)
+    match = fts_match(kept)
     if match is None:
         return []
     k = min(MAX_KNN, limit * (8 if filtered else 2))
     async with db.execute(
         "SELECT rowid, bm25(crystals_fts, 1.0, 1.0, ?) AS score FROM crystals_fts "
-        "WHERE crystals_fts MATCH ? ORDER BY score LIMIT ?",
-        (CONTEXT_WEIGHT, match, k),
+        "WHERE crystals_fts MATCH ? AND rowid > ? ORDER BY score LIMIT ?",
+        (CONTEXT_WEIGHT, match, from_rowid, k),
     ) as cursor:
         ranked = [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
     allowed = await _allowed(db, [rowid for rowid, _ in ranked], where, params)
@@ -229,18 +262,27 @@ async def _ranked(
         k=request.weights.rrf_k,
         weights=[1.0, request.weights.vector_weight],
     )
-    rows = await store.get_many_by_rowid(list(fused))
     keyword_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(keyword, start=1)}
     vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}
-    scored: list[_Scored] = []
     floor = request.weights.relevance_floor
+    # Score every candidate from the few columns scoring needs; read whole crystals only for the
+    # best (building ~100 crystals a query cost ~5 ms of the p50 at 100K).
+    factors = await _scoring_factors(store.reader(), list(fused))
+    ranked: list[tuple[float, int]] = []
     for rowid, rrf in fused.items():
-        crystal = rows.get(rowid)
-        if crystal is None:
+        if rowid not in factors:
             continue
         if rowid not in keyword_at and vector_at[rowid][1] < floor:
             continue  # found by meaning alone, and not near enough: junk, not an answer
-        scored.append(_score(rowid, crystal, rrf, request, now))
+        importance, created_at_ms, steering = factors[rowid]
+        final = rrf * importance_factor(importance, request.weights)
+        final *= recency_factor(created_at_ms, now, request.weights) * rank_factor(steering)
+        ranked.append((final, rowid))
+    ranked.sort(key=lambda item: (-item[0], item[1]))
+    # Room for superseded hits that give their place away, and for the search-time ordering.
+    best = [rowid for _, rowid in ranked[: request.limit * 2 + 10]]
+    rows = await store.get_many_by_rowid(best)
+    scored = [_score(rowid, rows[rowid], fused[rowid], request, now) for rowid in best if rowid in rows]
     scored = await _current_first(store, request, where, params, now, scored)
     scored.sort(key=lambda s: (-s.final, s.rowid))
     if not request.include_superseded:
@@ -288,6 +330,18 @@ def _score(rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now
     imp = importance_factor(crystal.importance, request.weights)
     rec = recency_factor(crystal.created_at_ms, now, request.weights)
     return _Scored(rrf * imp * rec * rank_factor(crystal.steering_reward), rowid, crystal, rrf, imp, rec)
+
+
+async def _scoring_factors(db: aiosqlite.Connection, rowids: list[int]) -> dict[int, tuple[float, int, float]]:
+    """Importance, creation time and steering reward of each of ``rowids``."""
+    if not rowids:
+        return {}
+    marks = ", ".join("?" * len(rowids))
+    async with db.execute(
+        f"SELECT rowid, importance, created_at_ms, steering_reward FROM crystals WHERE rowid IN ({marks})",
+        tuple(rowids),
+    ) as cursor:
+        return {int(r[0]): (float(r[1]), int(r[2]), float(r[3])) for r in await cursor.fetchall()}
 
 
 def _replaced_by(entry: _Scored) -> str | None:

@@ -206,3 +206,23 @@ def test_rrf_against_hand_computed_values() -> None:
 def test_bad_requests_are_refused_clearly(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidQuery, match=message):
         SearchRequest(**kwargs)  # type: ignore[arg-type]
+
+
+async def test_keyword_cost_is_bounded_rarest_terms_first(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small numbers stand in for 20,000 crystals and a 6,000-match budget (issue 17's p95 fix).
+    from memory.retrieval import search as searching
+
+    monkeypatch.setattr(searching, "PRUNE_ABOVE_DOCS", 10)
+    monkeypatch.setattr(searching, "KEYWORD_MATCH_BUDGET", 8)
+    common = [(await store.remember(NewCrystal(f"weather note number {i} about rain"))).crystal.id for i in range(30)]
+    rare = (await store.remember(NewCrystal("the kayak is stored in the boathouse"))).crystal.id
+    # A rare word beside a common one: the common word is left out of the keyword leg.
+    hits = await search(store, SearchRequest("rain kayak", mode=SearchMode.KEYWORD, touch=False))
+    assert [h.crystal.id for h in hits] == [rare]
+    # Only common words: keyword matches are ranked among the newest crystals (the budget's worth).
+    hits = await search(store, SearchRequest("weather rain", mode=SearchMode.KEYWORD, limit=50, touch=False))
+    assert hits and {h.crystal.id for h in hits} <= set(common[-8:])
+    # Without the bound every match is ranked.
+    monkeypatch.setattr(searching, "PRUNE_ABOVE_DOCS", 10_000)
+    hits = await search(store, SearchRequest("weather rain", mode=SearchMode.KEYWORD, limit=50, touch=False))
+    assert {h.crystal.id for h in hits} == set(common)
