@@ -286,11 +286,6 @@ class Crystal:
         return self.semantic_type in MEMORY_TYPES
 
 
-def embedding_input(text: str, context: str | None) -> str:
-    """What the embedder sees: the context first, as the conversation or document had it."""
-    return f"{context}\n{text}" if context else text
-
-
 def normalise_text(text: str) -> str:
     """What dedup compares: NFC, whitespace collapsed, case kept (case can carry meaning)."""
     return " ".join(unicodedata.normalize("NFC", text).split())

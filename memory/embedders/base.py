@@ -41,3 +41,19 @@ def normalise_rows(matrix: npt.NDArray[np.floating]) -> Vectors:
     norms[norms == 0] = 1.0
     out: Vectors = (matrix / norms).astype(np.float32)
     return out
+
+
+def crystal_vectors(embedder: Embedder, items: Sequence[tuple[str, str | None]]) -> Vectors:
+    """The vector of each (text, context): for a crystal with context (a conversation turn with its
+    neighbours), the normalised sum of the text in its context and the text alone, so that a query
+    finds the turn by what it says as well as by where it was said. Measured on LoCoMo dev with
+    MiniLM, vectors alone recall@10: context and text 0.467, text alone 0.461, their sum 0.572;
+    hybrid 0.762, 0.757 and 0.769. One embedding call for all of them."""
+    inputs = [f"{context}\n{text}" if context else text for text, context in items]
+    alone = [i for i, (_, context) in enumerate(items) if context]
+    if not alone:
+        return embedder.embed_documents(inputs)
+    vectors = embedder.embed_documents([*inputs, *(items[i][0] for i in alone)])
+    combined = np.array(vectors[: len(items)], dtype=np.float32)
+    combined[alone] += vectors[len(items) :]
+    return normalise_rows(combined)

@@ -23,10 +23,10 @@ import aiosqlite
 from memory.clock import Clock, wall_clock_ms
 from memory.cognition.bulk_typing import WORKER_MIN_UNTYPED, BulkTyping
 from memory.cognition.typer import Typer, load_corrections
-from memory.embedders.base import Embedder, Vectors
+from memory.embedders.base import Embedder, Vectors, crystal_vectors
 from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
-from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash, embedding_input
+from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
 from memory.storage.access import AccessCounter
 from memory.storage.connection import open_connection, sync_wal
 from memory.storage.counts import crystal_counts
@@ -191,8 +191,7 @@ class MemoryStore:
         # Held content is not embedded until it is approved: it costs a stranger's sender no
         # embedding time of ours, and it cannot crowd the vector index or link itself to memories.
         embed = embed and new.quarantine is None
-        text = embedding_input(new.text, new.context)
-        vector = await asyncio.to_thread(self.embedder.embed_documents, [text]) if embed else None
+        vector = await asyncio.to_thread(crystal_vectors, self.embedder, [(new.text, new.context)]) if embed else None
         if self.curiosity is not None:
             new = await self.curiosity.assess(new, vector[0] if vector is not None else None)
         now = self.now_ms()
@@ -292,9 +291,7 @@ class MemoryStore:
                 rows = list(await cursor.fetchall())
             if not rows:
                 break
-            vectors = await asyncio.to_thread(
-                self.embedder.embed_documents, [embedding_input(r[2], r[4]) for r in rows]
-            )
+            vectors = await asyncio.to_thread(crystal_vectors, self.embedder, [(r[2], r[4]) for r in rows])
             previous = {int(r[0]): r[3] for r in rows if r[3] is not None}
             async with self.transaction() as db:
                 await self._store_vectors(

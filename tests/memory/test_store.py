@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory.embedders.base import Vectors
@@ -231,7 +232,12 @@ async def test_context_is_embedded_with_the_text_but_is_not_the_text(tmp_path: P
     store = await MemoryStore.open(tmp_path / "m.db", embedder, now_ms=clock)
     try:
         first = await store.remember(NewCrystal("yes, last May", context="Ann: when did you move to Lisbon?"))
-        assert embedder.seen == ["Ann: when did you move to Lisbon?\nyes, last May"]
+        # The text in its context, and the text alone: the vector is their normalised sum.
+        assert embedder.seen == ["Ann: when did you move to Lisbon?\nyes, last May", "yes, last May"]
+        both = embedder.embed_documents(embedder.seen[:2])
+        expected = (both[0] + both[1]) / np.linalg.norm(both[0] + both[1])
+        stored = await store.vectors.vectors_of(store.reader(), [1])
+        assert np.allclose(stored[1], expected, atol=1e-6)
         assert first.crystal.text == "yes, last May"
         assert first.crystal.context == "Ann: when did you move to Lisbon?"
         # Same text, other context: still the same crystal (the hash covers the text only).
@@ -239,7 +245,7 @@ async def test_context_is_embedded_with_the_text_but_is_not_the_text(tmp_path: P
         assert not again.created and again.crystal.id == first.crystal.id
         await store.remember_many([NewCrystal("the flat has a balcony", context="Ann: describe the flat")])
         await store.embed_backlog()
-        assert embedder.seen[-1] == "Ann: describe the flat\nthe flat has a balcony"
+        assert embedder.seen[-2:] == ["Ann: describe the flat\nthe flat has a balcony", "the flat has a balcony"]
     finally:
         await store.close()
 
