@@ -6,7 +6,8 @@ Fusion (hybrid mode), all factors documented here and shown by ``explain``::
     importance = 1 + importance_weight * crystal.importance                   in [1, 1 + w]
     recency    = 1 + recency_weight * 0.5 ** (age / recency_half_life)        in [1, 1 + w]
     steering   = 1 + 0.3 * crystal.steering_reward
-    final      = rrf * importance * recency * steering
+    time       = 1 + time_weight  when the crystal was said in the time the query names, else 1
+    final      = rrf * importance * recency * steering * time
 
 A superseded crystal's place goes to the crystal current now, with the better of the two scores;
 with ``include_superseded`` the superseded one stays, at ``SUPERSEDED_FACTOR`` of its score.
@@ -22,6 +23,7 @@ from enum import StrEnum
 
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Crystal, Lifecycle, Origin, SemanticType
+from memory.retrieval.when import Window
 
 # Defaults measured on LoCoMo (bench/locomo_recall.py, recall@10 over 1,986 questions): with
 # neighbour context, BM25 alone 0.740; RRF k=60 with equal weights 0.647 (below BM25 alone: a
@@ -59,6 +61,8 @@ class Weights:
     importance_weight: float = 0.2
     recency_weight: float = 0.1
     recency_half_life_ms: int = 30 * 86_400_000
+    # A query that names a time ("last Friday", "in March") favours crystals said then.
+    time_weight: float = 0.5
     # A ranked hit must match a query word or be at least this similar by meaning; a query with no
     # such hit answers nothing (and is a curiosity gap), not the least bad junk.
     relevance_floor: float = RELEVANCE_FLOOR
@@ -110,6 +114,7 @@ class Explain:
     importance_factor: float
     recency_factor: float
     steering_factor: float  # 1 + 0.3 x the crystal's steering reward (memory.cognition.steering)
+    time_factor: float  # 1 + time_weight when said in the time the query names (memory.retrieval.when)
     fused_rank: int | None  # None: not found by either leg, shown in place of a crystal it superseded
     final_score: float
     # Supersession (memory.supersession): the superseded crystal whose place this current one took,
@@ -322,6 +327,12 @@ def reciprocal_rank_fusion(
 
 def importance_factor(importance: float, weights: Weights) -> float:
     return 1.0 + weights.importance_weight * importance
+
+
+def time_factor(created_at_ms: int, window: Window | None, weights: Weights) -> float:
+    if window is None or not window.start_ms <= created_at_ms < window.end_ms:
+        return 1.0
+    return 1.0 + weights.time_weight
 
 
 def recency_factor(created_at_ms: int, now_ms: int, weights: Weights) -> float:

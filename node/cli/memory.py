@@ -136,7 +136,7 @@ def memory_search(
             click.echo(
                 f"     keyword rank {e['keyword_rank']} bm25 {e['keyword_score']} | vector rank {e['vector_rank']} "
                 f"sim {e['vector_similarity']} | rrf {e['rrf']} x importance {e['importance_factor']} "
-                f"x recency {e['recency_factor']} x steering {e['steering_factor']} "
+                f"x recency {e['recency_factor']} x steering {e['steering_factor']} x time {e['time_factor']} "
                 f"x superseded {e['superseded_factor']} = {e['final_score']} (fused rank {e['fused_rank']})"
             )
             if e["in_place_of"]:
