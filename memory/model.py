@@ -280,6 +280,8 @@ class Crystal:
     context: str | None = None
     quarantined: bool = False  # held for review: only shown when peer content is asked for
     superseded: Superseded | None = None  # a newer crystal replaced it (memory.supersession)
+    # The span of time its own words name, resolved against when it was said: [from, until) in ms.
+    refers_to: tuple[int, int] | None = None
 
     @property
     def is_memory(self) -> bool:

@@ -6,7 +6,7 @@ Fusion (hybrid mode), all factors documented here and shown by ``explain``::
     importance = 1 + importance_weight * crystal.importance                   in [1, 1 + w]
     recency    = 1 + recency_weight * 0.5 ** (age / recency_half_life)        in [1, 1 + w]
     steering   = 1 + 0.3 * crystal.steering_reward
-    time       = 1 + time_weight  when the crystal was said in the time the query names, else 1
+    time       = 1 + time_weight  when the crystal was said in, or names, the time the query names
     final      = rrf * importance * recency * steering * time
 
 A superseded crystal's place goes to the crystal current now, with the better of the two scores;
@@ -329,10 +329,15 @@ def importance_factor(importance: float, weights: Weights) -> float:
     return 1.0 + weights.importance_weight * importance
 
 
-def time_factor(created_at_ms: int, window: Window | None, weights: Weights) -> float:
-    if window is None or not window.start_ms <= created_at_ms < window.end_ms:
+def time_factor(
+    created_at_ms: int, refers_to: tuple[int, int] | None, window: Window | None, weights: Weights
+) -> float:
+    """Said in the time the query names, or naming that time itself ("yesterday" said the day after)."""
+    if window is None:
         return 1.0
-    return 1.0 + weights.time_weight
+    said_then = window.start_ms <= created_at_ms < window.end_ms
+    about_then = refers_to is not None and refers_to[0] < window.end_ms and window.start_ms < refers_to[1]
+    return 1.0 + weights.time_weight if said_then or about_then else 1.0
 
 
 def recency_factor(created_at_ms: int, now_ms: int, weights: Weights) -> float:

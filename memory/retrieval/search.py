@@ -277,10 +277,10 @@ async def _ranked(
             continue
         if rowid not in keyword_at and vector_at[rowid][1] < floor:
             continue  # found by meaning alone, and not near enough: junk, not an answer
-        importance, created_at_ms, steering = factors[rowid]
+        importance, created_at_ms, steering, refers_to = factors[rowid]
         final = rrf * importance_factor(importance, request.weights)
         final *= recency_factor(created_at_ms, now, request.weights) * rank_factor(steering)
-        final *= time_factor(created_at_ms, window, request.weights)
+        final *= time_factor(created_at_ms, refers_to, window, request.weights)
         ranked.append((final, rowid))
     ranked.sort(key=lambda item: (-item[0], item[1]))
     # Room for superseded hits that give their place away, and for the search-time ordering.
@@ -337,21 +337,28 @@ def _score(
 ) -> _Scored:
     imp = importance_factor(crystal.importance, request.weights)
     rec = recency_factor(crystal.created_at_ms, now, request.weights)
-    when = time_factor(crystal.created_at_ms, window, request.weights)
+    when = time_factor(crystal.created_at_ms, crystal.refers_to, window, request.weights)
     final = rrf * imp * rec * when * rank_factor(crystal.steering_reward)
     return _Scored(final, rowid, crystal, rrf, imp, rec, time=when)
 
 
-async def _scoring_factors(db: aiosqlite.Connection, rowids: list[int]) -> dict[int, tuple[float, int, float]]:
-    """Importance, creation time and steering reward of each of ``rowids``."""
+Factors = tuple[float, int, float, tuple[int, int] | None]
+
+
+async def _scoring_factors(db: aiosqlite.Connection, rowids: list[int]) -> dict[int, Factors]:
+    """Importance, creation time, steering reward and the time named of each of ``rowids``."""
     if not rowids:
         return {}
     marks = ", ".join("?" * len(rowids))
     async with db.execute(
-        f"SELECT rowid, importance, created_at_ms, steering_reward FROM crystals WHERE rowid IN ({marks})",
+        "SELECT rowid, importance, created_at_ms, steering_reward, refers_from_ms, refers_until_ms "
+        f"FROM crystals WHERE rowid IN ({marks})",
         tuple(rowids),
     ) as cursor:
-        return {int(r[0]): (float(r[1]), int(r[2]), float(r[3])) for r in await cursor.fetchall()}
+        return {
+            int(r[0]): (float(r[1]), int(r[2]), float(r[3]), (int(r[4]), int(r[5])) if r[4] is not None else None)
+            for r in await cursor.fetchall()
+        }
 
 
 def _replaced_by(entry: _Scored) -> str | None:

@@ -46,6 +46,13 @@ _MONTH = re.compile(rf"\b(?:in|during|from|since|of|last|this)\s+({_MONTH_NAMES}
 _WEEKDAY = re.compile(r"\b(last|on|this past)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b")
 
 
+# Every reader below needs one of these words: texts without any (most) cost one search.
+_ANY = re.compile(
+    rf"\b(?:today|tonight|yesterday|morning|night|ago|weekend|week|month|year|"
+    rf"monday|tuesday|wednesday|thursday|friday|saturday|sunday|{_MONTH_NAMES})\b"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Window:
     start_ms: int  # inclusive
@@ -56,6 +63,8 @@ class Window:
 def time_window(query: str, now_ms: int) -> Window | None:
     """The span of time ``query`` names, relative to ``now_ms``, or None."""
     text = query.lower()
+    if _ANY.search(text) is None:
+        return None
     today = datetime.fromtimestamp(now_ms / 1000, tz=UTC).date()
     for reader in (_relative_day, _ago, _day_month, _weekday, _named_span, _month):
         window = reader(text, today)

@@ -27,6 +27,7 @@ from memory.model import (
     Verification,
     content_hash,
 )
+from memory.retrieval.when import time_window
 
 COLUMNS = (
     "id, text, content_hash, semantic_type, origin, created_at_ms, stored_at_ms, updated_at_ms, source_path, source, "
@@ -34,7 +35,7 @@ COLUMNS = (
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
     "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined, "
-    "type_confidence, type_source, importance_floor, superseded_by, superseded_ms"
+    "type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from_ms, refers_until_ms"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -44,7 +45,7 @@ INSERT_COLUMNS = (
     "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
     "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
-    "text_bytes", "type_confidence", "type_source", "importance_floor",
+    "text_bytes", "type_confidence", "type_source", "importance_floor", "refers_from_ms", "refers_until_ms",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -73,9 +74,10 @@ def insert_params(
         typing = Typing(new.semantic_type, new.type_confidence, new.type_source, new.epistemic_layer, new.skill)
     hormones, valence = influence or (new.hormones, new.emotional_valence)
     skill, bounty = typing.skill, new.bounty
+    created = new.created_at_ms if new.created_at_ms is not None else now_ms
+    refers = time_window(new.text, created)  # "yesterday" said on 8 May is 7 May
     return (
-        crystal_id, new.text, content_hash, typing.semantic_type.value, new.origin.value,
-        new.created_at_ms if new.created_at_ms is not None else now_ms, now_ms, now_ms,
+        crystal_id, new.text, content_hash, typing.semantic_type.value, new.origin.value, created, now_ms, now_ms,
         new.source_path, new.source, new.line_start, new.line_end, new.importance, valence,
         hormones.dopamine, hormones.cortisol, hormones.oxytocin, new.curiosity_boost, new.steering_reward,
         typing.layer.value, int(new.verification.is_verified), new.verification.verified_by,
@@ -86,7 +88,7 @@ def insert_params(
         skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
         int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
-        new.importance_floor,
+        new.importance_floor, refers.start_ms if refers else None, refers.end_ms if refers else None,
     )  # fmt: skip
 
 
@@ -95,7 +97,8 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
      tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
-     type_confidence, type_source, importance_floor, superseded_by, superseded_ms) = row  # fmt: skip
+     type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from, refers_until,
+     ) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -144,6 +147,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         context=context,
         quarantined=bool(quarantined),
         superseded=Superseded(superseded_by, superseded_ms) if superseded_by is not None else None,
+        refers_to=(refers_from, refers_until) if refers_from is not None else None,
     )
 
 

@@ -304,11 +304,19 @@ ALTER TABLE crystals ADD COLUMN superseded_ms INTEGER;
 CREATE INDEX crystals_superseded_by ON crystals (superseded_by) WHERE superseded_by IS NOT NULL;
 """
 
+# v17: the time a crystal's own words name ("yesterday", "last Friday"), resolved against when it
+# was said (memory.retrieval.when), so that a question about that day finds it. Crystals stored
+# before v17 keep NULL: they are found by when they were said, as before.
+SCHEMA_V17 = """
+ALTER TABLE crystals ADD COLUMN refers_from_ms INTEGER;
+ALTER TABLE crystals ADD COLUMN refers_until_ms INTEGER;
+"""
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16,
+    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

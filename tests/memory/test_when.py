@@ -60,3 +60,17 @@ async def test_search_favours_what_was_said_in_the_time_the_query_names(store: M
     assert named[0].explain is not None and named[0].explain.time_factor == 1.5
     other = next(h for h in named if h.crystal.id == tuesday.id)
     assert other.explain is not None and other.explain.time_factor == 1.0
+
+
+async def test_the_time_a_crystal_names_is_resolved_when_it_is_said(store: MemoryStore, clock: FakeClock) -> None:
+    said = int(datetime(2023, 5, 8, 13, 56, tzinfo=UTC).timestamp() * 1000)
+    went = (
+        await store.remember(NewCrystal("I went to a support group yesterday, it was powerful", created_at_ms=said))
+    ).crystal
+    assert went.refers_to is not None and day(str(went.refers_to[0])) == "2023-05-07"
+    other = (await store.remember(NewCrystal("I went to the gym, it was powerful", created_at_ms=said))).crystal
+    assert other.refers_to is None
+    hits = await search(store, SearchRequest("where I went on 7 May 2023", touch=False, explain=True))
+    assert hits[0].crystal.id == went.id
+    assert hits[0].explain is not None and hits[0].explain.time_factor == 1.5
+    assert next(h for h in hits if h.crystal.id == other.id).explain.time_factor == 1.0  # type: ignore[union-attr]
