@@ -24,6 +24,7 @@ BENCHMARKS = {
     "stranger_flood": "bench.network.stranger_flood",
     "typing": "bench.typing",
     "supersession": "bench.supersession",
+    "scale": "bench.scale",
 }
 
 
