@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import aiosqlite
-import numpy as np
 
 from memory.dynamics.hormones import consolidation_modulation
 from memory.dynamics.importance import DAY_MS, DECAYING_SQL, IMPORTANCE_SQL, STRENGTH_SQL, DecaySettings
+from memory.embedders.base import cosine
 from memory.errors import StoreError
 from memory.model import Hormones, Lifecycle
 from memory.storage.store import MemoryStore
@@ -267,7 +267,7 @@ async def _merge(
         va, vb = vectors.get(a.rowid), vectors.get(b.rowid)
         if va is None or vb is None:
             continue
-        similarity = float(np.dot(va, vb) / (np.linalg.norm(va) * np.linalg.norm(vb) or 1.0))
+        similarity = cosine(va, vb)
         if similarity >= params["threshold"]:
             winner, loser = (a, b) if a.strength() >= b.strength() else (b, a)
             scored.append((similarity, winner, loser))

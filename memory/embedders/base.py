@@ -43,6 +43,11 @@ def normalise_rows(matrix: npt.NDArray[np.floating]) -> Vectors:
     return out
 
 
+def cosine(a: npt.NDArray[np.floating], b: npt.NDArray[np.floating]) -> float:
+    """Cosine similarity of two vectors (0 when either is all zeros)."""
+    return float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
+
+
 def crystal_vectors(embedder: Embedder, items: Sequence[tuple[str, str | None]]) -> Vectors:
     """The vector of each (text, context): for a crystal with context (a conversation turn with its
     neighbours), the normalised sum of the text in its context and the text alone, so that a query

@@ -20,7 +20,7 @@ import numpy as np
 
 from memory.cognition.steering import rank_factor
 from memory.dynamics.hormones import retrieval_modulation
-from memory.embedders.base import Vectors
+from memory.embedders.base import Vectors, cosine
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
 from memory.retrieval.query import (
@@ -432,9 +432,7 @@ async def _newer_first(store: MemoryStore, scored: list[_Scored], limit: int) ->
 
 def _cosine(vectors: dict[int, np.ndarray], a: int, b: int) -> float:
     va, vb = vectors.get(a), vectors.get(b)
-    if va is None or vb is None:
-        return 0.0
-    return float(va @ vb / ((np.linalg.norm(va) * np.linalg.norm(vb)) or 1.0))
+    return cosine(va, vb) if va is not None and vb is not None else 0.0
 
 
 async def _visible_by_id(

@@ -17,9 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
-from memory.embedders.base import Vectors
+from memory.embedders.base import Vectors, cosine
 from memory.errors import NotSuperseded
 from memory.graph import link_neighbours, nearest
 from memory.model import Crystal, Lifecycle, Origin, SemanticType
@@ -209,10 +207,8 @@ async def _similarities(
 ) -> dict[int, float]:
     out = dict(near)
     if extra:
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query)) or 1.0
         for rowid, stored in (await store.vectors.vectors_of(store.reader(), extra)).items():
-            out[rowid] = float(np.dot(query, stored) / (norm * (float(np.linalg.norm(stored)) or 1.0)))
+            out[rowid] = cosine(vector, stored)
     return out
 
 
