@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from memory.model import Crystal, SemanticType, TypeSource
 from memory.supersession.phrasing import (
@@ -81,35 +82,73 @@ class Verdict:
     ambiguous: bool  # another candidate scored nearly as well
 
 
+class _Pair:
+    """What an (older, newer) pair of statements shares and what changed between them: read once,
+    weighed by ``pair_score`` (to supersede) and ``may_update`` (to order search hits)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+        self.old_words, self.new_words = content_stems(old), content_stems(new)
+        self.shared = self.old_words & self.new_words
+        self.named_old = negated_stems(new) & self.old_words  # "not Riga", "instead of the train"
+
+    def unrelated(self) -> bool:
+        """About someone else's thing, or another thing of the same name."""
+        old, new, old_words, new_words = self.old, self.new, self.old_words, self.new_words
+        return _someone_elses(old, new, old_words, new_words) or _other_kind_of(old, new, old_words, new_words)
+
+    @cached_property
+    def _values(self) -> tuple[dict[str, str], dict[str, str]]:
+        return values(self.old), values(self.new)
+
+    @cached_property
+    def came(self) -> set[str]:
+        """The kinds of the values only the newer one names."""
+        old_all = stems(self.old)
+        return _widened({kind for word, kind in self._values[1].items() if word not in old_all})
+
+    @cached_property
+    def kinds(self) -> set[str]:
+        """The kinds of value that changed: a day for a day, a number for a number, a name for a name."""
+        new_all = stems(self.new)
+        return _widened({kind for word, kind in self._values[0].items() if word not in new_all}) & self.came
+
+    def old_value_kinds(self) -> set[str]:
+        return set(self._values[0].values())
+
+    def swapped_value(self) -> bool:
+        """Beside their values, nearly the same words: the same slot with a new value."""
+        old_values, new_values = self._values
+        return _swapped_value(self.old_words - set(old_values), self.new_words - set(new_values))
+
+    def says_new(self) -> bool:
+        """It calls something of the older one new: "my new phone number", "the new team lead"."""
+        return bool(new_things(self.new) & self.old_words)
+
+
 def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[float, str] | None:
     """How well ``new`` reads as replacing ``old`` and why, or None when it cannot."""
     if not (is_statement(old) and is_statement(new)):
         return None
-    old_words, new_words = content_stems(old), content_stems(new)
-    shared = old_words & new_words
-    named_old = negated_stems(new) & old_words  # "not Riga", "instead of the train"
+    pair = _Pair(old, new)
+    shared, named_old = pair.shared, pair.named_old
     if adds_only(new) and not named_old:
         return None
-    if _someone_elses(old, new, old_words, new_words) or _other_kind_of(old, new, old_words, new_words):
+    if pair.unrelated():
         return None
     if not shared and similarity < SAME_THING_SIMILARITY:
         return None
-    # The values that differ, by kind: a day for a day, a number for a number, a name for a name.
-    old_values, new_values = values(old), values(new)
-    old_all, new_all = stems(old), stems(new)
-    gone = _widened({kind for word, kind in old_values.items() if word not in new_all})
-    came = _widened({kind for word, kind in new_values.items() if word not in old_all})
-    kinds = gone & came
+    kinds = pair.kinds
     # Something of the old statement is gone, or it names a new value where the old had one of the
     # same kind ("the landlord is Erik" -> "Erik sold; the landlord is now Mrs. Berg").
-    new_value = bool(came) and (bool(set(old_values.values()) & came) or change.strength >= 0.8)
-    if not (old_words - new_words) and not named_old and not new_value:
+    new_value = bool(pair.came) and (bool(pair.old_value_kinds() & pair.came) or change.strength >= 0.8)
+    if not (pair.old_words - pair.new_words) and not named_old and not new_value:
         return None
     strength = change.strength
     if named_old:
         strength = 1.0
-    elif new_things(new) & old_words:
-        strength = max(strength, 0.8)  # "my new phone number", "the new team lead"
+    elif pair.says_new():
+        strength = max(strength, 0.8)
     # A change word alone says that something changed, not what: it must be this thing (a value of
     # the same kind, or more than the subject in common and close in meaning).
     # A name for a name is weak evidence (any two statements about a person name people): it needs
@@ -124,11 +163,7 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
         needed = NEEDED_FOR_CHANGE
     elif strength > 0 and about_it and kinds:
         needed = NEEDED_FOR_HINT
-    elif (
-        kinds
-        and _swapped_value(old_words - set(old_values), new_words - set(new_values))
-        and (similarity >= NEEDED_WITHOUT_CUE)
-    ):
+    elif kinds and pair.swapped_value() and similarity >= NEEDED_WITHOUT_CUE:
         needed = 0.0
     else:
         return None
@@ -152,25 +187,16 @@ def may_update(old: str, new: str, similarity: float) -> bool:
     one that may have changed it goes first."""
     if similarity < MAY_UPDATE_SIMILARITY or not (is_statement(old) and is_statement(new)):
         return False
-    old_words, new_words = content_stems(old), content_stems(new)
-    named_old = negated_stems(new) & old_words
-    if named_old:
+    pair = _Pair(old, new)
+    if pair.named_old:
         return True
-    if (
-        adds_only(new)
-        or _someone_elses(old, new, old_words, new_words)
-        or _other_kind_of(old, new, old_words, new_words)
-    ):
+    if adds_only(new) or pair.unrelated():
         return False
-    if not old_words & new_words and similarity < SAME_THING_SIMILARITY:
+    if not pair.shared and similarity < SAME_THING_SIMILARITY:
         return False
-    old_values, new_values = values(old), values(new)
-    old_all, new_all = stems(old), stems(new)
-    kinds = _widened({k for w, k in old_values.items() if w not in new_all}) & _widened(
-        {k for w, k in new_values.items() if w not in old_all}
-    )
-    strength = max(change_cue(new).strength, 0.8 if new_things(new) & old_words else 0.0)
-    return strength >= 0.8 or (strength > 0 and bool(kinds)) or (bool(kinds) and similarity >= MAY_UPDATE_WITHOUT_CUE)
+    kinds = bool(pair.kinds)
+    strength = max(change_cue(new).strength, 0.8 if pair.says_new() else 0.0)
+    return strength >= 0.8 or (strength > 0 and kinds) or (kinds and similarity >= MAY_UPDATE_WITHOUT_CUE)
 
 
 def choose(new: str, candidates: Sequence[Candidate]) -> Verdict | None:
