@@ -277,17 +277,13 @@ async def _ranked(
             continue
         if rowid not in keyword_at and vector_at[rowid][1] < floor:
             continue  # found by meaning alone, and not near enough: junk, not an answer
-        importance, created_at_ms, steering, refers_to = factors[rowid]
-        final = rrf * importance_factor(importance, request.weights)
-        final *= recency_factor(created_at_ms, now, request.weights) * rank_factor(steering)
-        final *= time_factor(created_at_ms, refers_to, window, request.weights)
-        ranked.append((final, rowid))
+        ranked.append((_factors(rrf, *factors[rowid], request.weights, now, window)[0], rowid))
     ranked.sort(key=lambda item: (-item[0], item[1]))
     # Room for superseded hits that give their place away, and for the search-time ordering.
     best = [rowid for _, rowid in ranked[: request.limit * 2 + 10]]
     rows = await store.get_many_by_rowid(best)
     scored = [_score(rowid, rows[rowid], fused[rowid], request, now, window) for rowid in best if rowid in rows]
-    scored = await _current_first(store, request, where, params, now, scored)
+    scored = await _current_first(store, request, where, params, now, window, scored)
     scored.sort(key=lambda s: (-s.final, s.rowid))
     if not request.include_superseded:
         await _newer_first(store, scored, request.limit)
@@ -332,13 +328,30 @@ class _Scored:
     time: float = 1.0
 
 
+def _factors(
+    rrf: float,
+    importance: float,
+    created_at_ms: int,
+    steering: float,
+    refers_to: tuple[int, int] | None,
+    weights: Weights,
+    now: int,
+    window: Window | None,
+) -> tuple[float, float, float, float]:
+    """The final score and its importance, recency and time factors (``memory.retrieval.query``)."""
+    imp = importance_factor(importance, weights)
+    rec = recency_factor(created_at_ms, now, weights)
+    when = time_factor(created_at_ms, refers_to, window, weights)
+    return rrf * imp * rec * when * rank_factor(steering), imp, rec, when
+
+
 def _score(
     rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now: int, window: Window | None
 ) -> _Scored:
-    imp = importance_factor(crystal.importance, request.weights)
-    rec = recency_factor(crystal.created_at_ms, now, request.weights)
-    when = time_factor(crystal.created_at_ms, crystal.refers_to, window, request.weights)
-    final = rrf * imp * rec * when * rank_factor(crystal.steering_reward)
+    final, imp, rec, when = _factors(
+        rrf, crystal.importance, crystal.created_at_ms, crystal.steering_reward, crystal.refers_to,
+        request.weights, now, window,
+    )  # fmt: skip
     return _Scored(final, rowid, crystal, rrf, imp, rec, time=when)
 
 
@@ -374,7 +387,13 @@ def _stale(crystal: Crystal, request: SearchRequest) -> bool:
 
 
 async def _current_first(
-    store: MemoryStore, request: SearchRequest, where: str, params: dict[str, Any], now: int, scored: list[_Scored]
+    store: MemoryStore,
+    request: SearchRequest,
+    where: str,
+    params: dict[str, Any],
+    now: int,
+    window: Window | None,
+    scored: list[_Scored],
 ) -> list[_Scored]:
     """Each superseded hit gives its place to the crystal current now (which keeps the better of the
     two scores); with ``include_superseded`` it stays too, at ``SUPERSEDED_FACTOR`` of its score. A
@@ -387,7 +406,7 @@ async def _current_first(
     present = {entry.crystal.id: entry for entry in scored}
     missing = sorted({head for head in heads.values() if head not in present})
     for rowid, crystal in (await _visible_by_id(db, missing, where, params)).items():
-        present[crystal.id] = _score(rowid, crystal, 0.0, request, now, time_window(request.query or "", now))
+        present[crystal.id] = _score(rowid, crystal, 0.0, request, now, window)
     kept = [entry for entry in scored if not _stale(entry.crystal, request)]
     pulled_in: dict[str, _Scored] = {}
     for entry in stale:

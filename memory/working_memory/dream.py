@@ -306,7 +306,8 @@ async def dream(
     else:
         kept = {b.casefold() for b in sections.get("Active Context", ())}
         # What left Active Context becomes a pointer, unless it left because it is outdated.
-        faded = [b for b in previous.bullets("Active Context") if b.casefold() not in kept | outdated]
+        kept_or_outdated = kept | outdated
+        faded = [b for b in previous.bullets("Active Context") if b.casefold() not in kept_or_outdated]
         fresh_pointers = [pointer_for(b) for b in faded]
         # Newest pointers first. Those of earlier dreams make room past MAX_POINTERS (their crystals
         # stay searchable); pointers a synthesizer wrote itself are taken as written, and more than
