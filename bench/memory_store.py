@@ -124,7 +124,7 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
     try:
         news = [NewCrystal(t) for t in texts]  # untyped: the store types each one
         started = time.perf_counter()
-        await store.remember_many(news, batch_size=1000)
+        await store.remember_many(news)
         ingest = size / (time.perf_counter() - started)
         started = time.perf_counter()
         await store.embed_backlog(batch_size=2000)

@@ -1,10 +1,11 @@
 """Typing a large import in a worker process, a batch ahead of the store's writes.
 
 Typing is Python work (about 40 µs a statement) and so is most of a write's preparation; in one
-process they take turns on the GIL, and a thread gains nothing. A bulk import of at least
-``WORKER_MIN_UNTYPED`` untyped crystals therefore has a second process classify batch n + 1 while
-this one writes batch n (measured at 100K synthetic crystals: see the README). The worker also
-hashes each text and classifies its sensitivity, the rest of the batch's pure Python work.
+process they take turns on the GIL, and a thread gains nothing (tried: the write slowed as much as
+the preparation sped up). A bulk import of at least ``WORKER_MIN_ITEMS`` crystals therefore has a
+second process classify batch n + 1 while this one writes batch n (measured at 100K synthetic
+crystals: see the README). The worker also hashes each text and classifies its sensitivity, the rest
+of the batch's pure Python work, so an import its caller typed uses it too.
 
 The worker is ``python -m memory.cognition.typing_worker``, spoken to over its stdin and stdout in
 JSON lines: not ``multiprocessing``, whose "spawn" re-runs the parent's main module (the CLI) and
@@ -27,8 +28,8 @@ from typing import Any
 from memory.cognition.typer import Typer
 from memory.model import NewCrystal, Sensitivity
 
-#: Below this many untyped crystals, starting the worker (about a second) costs more than it saves.
-WORKER_MIN_UNTYPED = 20_000
+#: Below this many crystals, starting the worker (about a second) costs more than it saves.
+WORKER_MIN_ITEMS = 20_000
 #: The longest line either side writes: a batch of texts of at most 100,000 characters each.
 _LINE_LIMIT = 1 << 30
 

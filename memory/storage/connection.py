@@ -23,6 +23,17 @@ BUSY_TIMEOUT_MS = 10_000
 IN_CHUNK = 900
 
 
+def _bind_none(value: None) -> None:
+    return value
+
+
+# Binding None goes through sqlite3's adaptation protocol: with no adapter registered for it, each
+# None costs a failed attribute lookup (1.4 µs here against 0.06 µs for an int). A crystal's row binds
+# about 16 of them, so this one registration took 100K-crystal ingest from ~30 to ~10 µs a row of
+# INSERT (bench memory_store). It is process-wide for sqlean, which only this package uses.
+sqlean.register_adapter(type(None), _bind_none)
+
+
 async def select_in(db: aiosqlite.Connection, sql: str, values: Sequence[Any]) -> list[Any]:
     """Rows of ``sql`` (which has one ``IN ({marks})``) for every distinct value, in chunks."""
     unique = list(dict.fromkeys(values))

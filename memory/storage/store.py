@@ -21,7 +21,7 @@ from typing import Any
 import aiosqlite
 
 from memory.clock import Clock, wall_clock_ms
-from memory.cognition.bulk_typing import WORKER_MIN_UNTYPED, BulkTyping
+from memory.cognition.bulk_typing import WORKER_MIN_ITEMS, BulkTyping
 from memory.cognition.typer import Typer, load_corrections
 from memory.embedders.base import Embedder, Vectors, crystal_vectors
 from memory.errors import CrystalNotFound, StoreError
@@ -69,6 +69,18 @@ _log = logging.getLogger("memory.store")
 EmbeddedHook = Callable[["MemoryStore", str, Vectors], Awaitable[int]]
 
 __all__ = ["BulkResult", "EmbeddedHook", "HormoneSource", "LinkSettings", "MemoryStore", "Progress", "Remembered"]
+
+
+#: Crystals per transaction in a bulk import. A commit writes every page the batch dirtied to the
+#: WAL, and the content-hash index takes random keys, so a small batch rewrites most of that index's
+#: pages for a few rows each: at 100K crystals 1,000-row batches wrote 530 MB of WAL and 5,000-row
+#: ones 197 MB (bench memory_store, ingest 1.3x faster). A crash loses at most the batch being written.
+BULK_BATCH = 5_000
+#: While a bulk import runs, the WAL is folded back into the database every 64 MiB instead of
+#: SQLite's 4 MiB: each fold syncs the file, and a 5,000-row batch crossed 4 MiB at every commit
+#: (ingest 1.1-1.3x faster at 100K). The import checkpoints when it ends.
+BULK_WAL_AUTOCHECKPOINT_PAGES = 16_384
+SQLITE_WAL_AUTOCHECKPOINT_PAGES = 1_000
 
 
 class MemoryStore:
@@ -215,7 +227,7 @@ class MemoryStore:
         return Remembered(await self.get(crystal_id), created=True)
 
     async def remember_many(
-        self, items: Sequence[NewCrystal], *, batch_size: int = 1000, progress: Progress | None = None
+        self, items: Sequence[NewCrystal], *, batch_size: int = BULK_BATCH, progress: Progress | None = None
     ) -> BulkResult:
         """Store many crystals in batched transactions, without embedding (``embed_backlog`` does that).
 
@@ -223,10 +235,16 @@ class MemoryStore:
         and a re-run skips it by content hash.
         """
         batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
-        if len(batches) > 1 and sum(n.semantic_type is None for n in items) >= WORKER_MIN_UNTYPED:
-            async with BulkTyping(self.typer) as typing:
-                return await self._write_batches(batches, typing, progress)
-        return await self._write_batches(batches, None, progress)
+        if len(batches) == 1:
+            return await self._write_batches(batches, None, progress)
+        await self.writer.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT_PAGES}")
+        try:
+            if len(items) >= WORKER_MIN_ITEMS:
+                async with BulkTyping(self.typer) as typing:
+                    return await self._write_batches(batches, typing, progress)
+            return await self._write_batches(batches, None, progress)
+        finally:
+            await self.writer.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
 
     async def _write_batches(
         self, batches: Sequence[Sequence[NewCrystal]], typing: BulkTyping | None, progress: Progress | None
@@ -274,6 +292,10 @@ class MemoryStore:
                     fresh_rows.append((params[0], new))
             await insert_rows(db, fresh, fresh_rows, prepared.now_ms)
         return [known[h] for h in prepared.hashes], len(fresh)
+
+    async def warm_vectors(self) -> int:
+        """Load the vector index's codes before the first search needs them; how many there are."""
+        return await self.vectors.warm(self.reader())
 
     async def embed_backlog(
         self, *, batch_size: int = 64, limit: int | None = None, progress: Progress | None = None

@@ -104,6 +104,9 @@ class VectorIndex:
         self.float_table = f"vecf_{slug}"
         self.version_key = f"vectors_version:{self.float_table}"
         self._codes: _Codes | None = None
+        # One load at a time: a search during the start's warm-up waits for it instead of reading
+        # every code a second time (48 MB at 1M crystals).
+        self._loading = asyncio.Lock()
 
     async def ensure(self, writer: aiosqlite.Connection) -> None:
         await writer.execute(
@@ -150,7 +153,15 @@ class VectorIndex:
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
 
+    async def warm(self, reader: aiosqlite.Connection) -> int:
+        """Load the binary codes now rather than at the first search (3.9 s at 1M crystals); how many."""
+        return len((await self._current_codes(reader)).rowids)
+
     async def _current_codes(self, reader: aiosqlite.Connection) -> _Codes:
+        async with self._loading:
+            return await self._load_codes(reader)
+
+    async def _load_codes(self, reader: aiosqlite.Connection) -> _Codes:
         """The in-memory codes, brought up to date with the database (version and size read at once)."""
         async with reader.execute(
             f"SELECT (SELECT value FROM meta WHERE key = ?), (SELECT coalesce(max(rowid), 0) FROM {self.float_table})",

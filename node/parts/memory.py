@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
@@ -219,11 +220,23 @@ class MemoryPart:
             backlog=stats["embedding_backlog"],
         )
         self._crystals = int(stats["total"])
+        self._supervisor.spawn("memory-warm-vectors", self._warm_vectors())
         self._supervisor.spawn("memory-embedder", self._drain_backlog())
         self._supervisor.spawn(
             "memory-consolidation", self._every(self._config.consolidation.interval_min, self._consolidate)
         )
         self._supervisor.spawn("memory-dream", self._every(self._config.dream.interval_min, self._dream))
+
+    async def _warm_vectors(self) -> None:
+        """Load the search's vector codes in the background, so the first search does not wait."""
+        assert self.store is not None
+        started = time.perf_counter()
+        try:
+            codes = await self.store.warm_vectors()
+        except Exception as exc:  # only a head start: the first search loads them itself, or reports why not
+            log.warning("memory.vectors_not_loaded", error=repr(exc))
+            return
+        log.info("memory.vectors_loaded", codes=codes, seconds=round(time.perf_counter() - started, 3))
 
     async def stop(self) -> None:
         if self.store is not None:

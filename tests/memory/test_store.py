@@ -19,7 +19,7 @@ from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.schema import SCHEMA_VERSION
-from memory.storage.store import MemoryStore
+from memory.storage.store import BULK_WAL_AUTOCHECKPOINT_PAGES, SQLITE_WAL_AUTOCHECKPOINT_PAGES, MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
 
@@ -61,6 +61,37 @@ async def test_the_same_text_is_stored_and_embedded_once(store: MemoryStore) -> 
     assert await store.vectors.count(store.reader()) == 1  # the bulk one waits in the backlog
     assert await store.embed_backlog() == 1
     assert await store.embed_backlog() == 0
+
+
+async def test_a_bulk_import_widens_the_wal_only_while_it_runs(store: MemoryStore) -> None:
+    async def autocheckpoint() -> int:
+        async with store.writer.execute("PRAGMA wal_autocheckpoint") as cursor:
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    assert await autocheckpoint() == SQLITE_WAL_AUTOCHECKPOINT_PAGES
+    during: list[int] = []
+    batches = asyncio.Queue[int]()
+
+    async def watch() -> None:  # reads the setting between the first and the last batch
+        await batches.get()
+        during.append(await autocheckpoint())
+
+    watcher = asyncio.create_task(watch())
+    items = [NewCrystal(f"imported fact {i}") for i in range(30)]
+    result = await store.remember_many(items, batch_size=10, progress=batches.put_nowait)
+    await watcher
+    assert result.created == 30
+    assert during == [BULK_WAL_AUTOCHECKPOINT_PAGES]
+    assert await autocheckpoint() == SQLITE_WAL_AUTOCHECKPOINT_PAGES
+
+    def fail(done: int) -> None:
+        raise RuntimeError("the import stopped")
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        await store.remember_many([NewCrystal("one more"), NewCrystal("and another")], batch_size=1, progress=fail)
+    assert await autocheckpoint() == SQLITE_WAL_AUTOCHECKPOINT_PAGES  # put back after a failure too
 
 
 async def test_forget_is_a_soft_delete_with_an_audit_row(store: MemoryStore, clock: FakeClock) -> None:
@@ -296,3 +327,15 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
         assert (await store.stats())["total"] == 5  # the first batch was written whole
     finally:
         await store.close()
+
+
+async def test_the_vector_codes_can_be_loaded_before_the_first_search(store: MemoryStore) -> None:
+    assert await store.warm_vectors() == 0
+    for i in range(3):
+        await store.remember(NewCrystal(f"warm fact {i}"))
+    loads = await asyncio.gather(store.warm_vectors(), store.warm_vectors())  # one load, both see it
+    assert loads == [3, 3]
+    await store.remember(NewCrystal("one more fact"))
+    assert await store.warm_vectors() == 4  # appended codes are added, not reloaded
+    hits = await search(store, SearchRequest(query="warm fact", mode="vector", limit=2))
+    assert len(hits) == 2

@@ -135,7 +135,7 @@ def test_fitting_is_deterministic() -> None:
 async def test_a_large_import_is_typed_in_a_worker_process_exactly_as_here(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memory.storage.store.WORKER_MIN_UNTYPED", 10)  # the worker for a small import
+    monkeypatch.setattr("memory.storage.store.WORKER_MIN_ITEMS", 10)  # the worker for a small import
     real, started = asyncio.create_subprocess_exec, []
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
@@ -165,7 +165,7 @@ async def test_a_worker_that_dies_or_cannot_start_loses_nothing(
 ) -> None:
     import sys
 
-    monkeypatch.setattr("memory.storage.store.WORKER_MIN_UNTYPED", 10)
+    monkeypatch.setattr("memory.storage.store.WORKER_MIN_ITEMS", 10)
     if worker == "cannot start":
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     else:  # a real process that reads the corrections and exits without answering
