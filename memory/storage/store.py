@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import sqlean
 
 from memory.clock import Clock, wall_clock_ms
 from memory.cognition.bulk_typing import WORKER_MIN_ITEMS, BulkTyping
@@ -71,14 +72,12 @@ EmbeddedHook = Callable[["MemoryStore", str, Vectors], Awaitable[int]]
 __all__ = ["BulkResult", "EmbeddedHook", "HormoneSource", "LinkSettings", "MemoryStore", "Progress", "Remembered"]
 
 
-#: Crystals per transaction in a bulk import. A commit writes every page the batch dirtied to the
-#: WAL, and the content-hash index takes random keys, so a small batch rewrites most of that index's
-#: pages for a few rows each: at 100K crystals 1,000-row batches wrote 530 MB of WAL and 5,000-row
-#: ones 197 MB (bench memory_store, ingest 1.3x faster). A crash loses at most the batch being written.
+#: Crystals per bulk transaction. A commit writes each page it dirtied to the WAL, and the random
+#: content-hash keys dirty most of their index: 100K crystals wrote 530 MB of WAL in 1,000-row
+#: batches, 197 MB in 5,000-row ones (ingest 1.3x faster). A crash loses at most one batch.
 BULK_BATCH = 5_000
-#: While a bulk import runs, the WAL is folded back into the database every 64 MiB instead of
-#: SQLite's 4 MiB: each fold syncs the file, and a 5,000-row batch crossed 4 MiB at every commit
-#: (ingest 1.1-1.3x faster at 100K). The import checkpoints when it ends.
+#: During a bulk import the WAL folds into the file (a sync) every 64 MiB, not every 4 MiB, which a
+#: 5,000-row batch crossed at each commit (ingest 1.1-1.3x faster at 100K); it checkpoints at the end.
 BULK_WAL_AUTOCHECKPOINT_PAGES = 16_384
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 1_000
 
@@ -295,7 +294,10 @@ class MemoryStore:
 
     async def warm_vectors(self) -> int:
         """Load the vector index's codes before the first search needs them; how many there are."""
-        return await self.vectors.warm(self.reader())
+        try:
+            return await self.vectors.warm(self.reader())
+        except sqlean.Error as exc:
+            raise StoreError(f"could not load the vector codes: {exc}") from exc
 
     async def embed_backlog(
         self, *, batch_size: int = 64, limit: int | None = None, progress: Progress | None = None

@@ -233,7 +233,7 @@ class MemoryPart:
         started = time.perf_counter()
         try:
             codes = await self.store.warm_vectors()
-        except Exception as exc:  # only a head start: the first search loads them itself, or reports why not
+        except MemoryError_ as exc:  # only a head start: the first search loads them itself, or reports why not
             log.warning("memory.vectors_not_loaded", error=repr(exc))
             return
         log.info("memory.vectors_loaded", codes=codes, seconds=round(time.perf_counter() - started, 3))

@@ -15,7 +15,7 @@ from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound, EmbedderError, SchemaTooNew, StoreError
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
-from memory.retrieval.query import SearchRequest
+from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.schema import SCHEMA_VERSION
@@ -334,8 +334,8 @@ async def test_the_vector_codes_can_be_loaded_before_the_first_search(store: Mem
     for i in range(3):
         await store.remember(NewCrystal(f"warm fact {i}"))
     loads = await asyncio.gather(store.warm_vectors(), store.warm_vectors())  # one load, both see it
-    assert loads == [3, 3]
+    assert list(loads) == [3, 3]
     await store.remember(NewCrystal("one more fact"))
     assert await store.warm_vectors() == 4  # appended codes are added, not reloaded
-    hits = await search(store, SearchRequest(query="warm fact", mode="vector", limit=2))
+    hits = await search(store, SearchRequest(query="warm fact", mode=SearchMode.VECTOR, limit=2))
     assert len(hits) == 2
