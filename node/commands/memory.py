@@ -98,6 +98,21 @@ async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
 
 
 @commands(
+    "memory.pin",
+    ShowArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/pin", "memory"),
+    local=True,
+    cli=CliSpec("memory", "pin", arguments=("id",), render=lambda c: f"{c['id']} is pinned: {c['lifespan']}"),
+)
+async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """Keep a stored crystal for good: a permanent lifespan, no decay and no expiry."""
+    from memory.governance.keep import pin as keep
+    from node.commands.memory_service import crystal_json
+
+    return crystal_json(await keep(host.running_store(), request.id, actor=current_actor()))
+
+
+@commands(
     "memory.feedback",
     FeedbackArgs,
     route=HttpRoute("POST", "/v1/memory/{id}/feedback", "memory"),

@@ -198,6 +198,12 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     assert status == 400 and "frozen" in str(refused)
     steered = api.ok("POST", f"/v1/memory/{by_agent}/feedback", {"feedback": "useful"})
     assert steered["steering_reward"] == 0.3
+    assert api.ok("GET", f"/v1/memory/{by_agent}")["crystal"]["lifespan"] == "decay"
+    pinned = api.ok("POST", f"/v1/memory/{by_agent}/pin")
+    assert (pinned["lifespan"], pinned["expires_at_ms"]) == ("permanent", None)
+    assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["detail"] == "decay -> permanent"
+    assert api.cli("memory", "pin", by_agent)["lifespan"] == "permanent"  # pinned again: unchanged
+    assert api.call("POST", "/v1/memory/no-such-crystal/pin")[0] == 404
     outdated = api.ok("POST", f"/v1/memory/{by_agent}/supersede", {"by": by_cli["crystal"]["id"]})
     assert outdated["superseded"]["by"] == by_cli["crystal"]["id"]
     assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["actor"] == "agent"
