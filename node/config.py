@@ -282,6 +282,8 @@ class ApiSection(_Section):
     host: str = Field(default="127.0.0.1", min_length=1)
     port: int = Field(default=7420, ge=0, le=65_535)
     allow_remote: bool = False
+    dashboard: bool = True
+    dashboard_session_hours: float = Field(default=12.0, gt=0, le=720)
 
     @model_validator(mode="after")
     def _loopback_unless_allowed(self) -> ApiSection:

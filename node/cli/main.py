@@ -295,8 +295,9 @@ def register_commands() -> click.Group:
     from node.cli.backup import backup, restore  # also adds memory export to the memory group
     from node.cli.market import chain_group, wallet_group  # also adds skills record|price|buy to the skills group
     from node.cli.network import connect, peers, skills_group, weather_group
+    from node.cli.ui import ui
 
-    for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore):
+    for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore, ui):
         cli.add_command(command)
     from node.cli.generated import add_generated
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.commands import market, memory, network, skills, status
+from node.commands import market, memory, network, skills, status, ui
 from node.commands.registry import Command, index
 
 COMMANDS: dict[str, Command[Any]] = index(
@@ -17,6 +17,7 @@ COMMANDS: dict[str, Command[Any]] = index(
         *skills.SKILLS.commands,
         *network.NETWORK.commands,
         *market.MARKET.commands,
+        *ui.UI.commands,
     ]
 )
 

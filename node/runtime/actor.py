@@ -1,5 +1,6 @@
 """Who asked the daemon for a change, for the audit trail: the agent beside the node (API, MCP)
-or a person at the CLI. The API and the control socket set it per request; commands read it."""
+or a person at the CLI or in the dashboard. The API and the control socket set it per request;
+commands read it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from contextvars import ContextVar
 
 AGENT = "agent"
 CLI = "cli"
-ACTORS = frozenset({AGENT, CLI})
+DASHBOARD = "dashboard"
+ACTORS = frozenset({AGENT, CLI, DASHBOARD})
 HEADER = "X-Bitterbot-Actor"
 
 _current: ContextVar[str] = ContextVar("bitterbot_actor", default=AGENT)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from node.dashboard.web import Dashboard
 from node.parts.market import MarketPart
 from node.parts.memory import MemoryPart
 from node.parts.metrics import MetricsPart, NodeMetrics
@@ -54,6 +55,9 @@ def build_parts(
     parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))
     api = ctx.config.api
     if api.enabled:
+        dashboard = Dashboard(lambda: hosts, session_hours=api.dashboard_session_hours) if api.dashboard else None
+        if dashboard is not None:
+            hosts["ui"] = dashboard
         parts.append(
             ApiServer(
                 api.host,
@@ -62,6 +66,7 @@ def build_parts(
                 lambda: hosts,
                 metrics=metrics.render,
                 observe=metrics.observe_api_request,
+                dashboard=dashboard,
             )
         )
     return parts

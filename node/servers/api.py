@@ -7,7 +7,8 @@ input (the message names the field; a body nested past 64 levels too), 403 when 
 keeps a crystal on this node, 404 for what does not exist, 502 when the chain or a peer does
 not answer, 503 when the part behind a route is off (``"unavailable": true``) or not started,
 500 (logged) for anything else. ``GET /v1/openapi.json`` and ``GET /v1/health``
-need no token; ``GET /metrics`` (Prometheus text) does.
+need no token; ``GET /metrics`` (Prometheus text) does. The dashboard's pages (``/`` and
+``/ui/…``, ``node.dashboard``) take its session cookie instead of the token.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aiohttp import web
 
 from node.commands.catalog import COMMANDS
 from node.commands.registry import Command
+from node.dashboard.web import Dashboard, is_dashboard_path
 from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
 from node.runtime.actor import AGENT, HEADER, acting_as
@@ -52,6 +54,7 @@ class ApiServer:
         *,
         metrics: Callable[[], bytes] | None = None,
         observe: Callable[[str, int], None] | None = None,
+        dashboard: Dashboard | None = None,
     ) -> None:
         self._host = host
         self._port = port
@@ -59,6 +62,7 @@ class ApiServer:
         self._hosts = hosts
         self._metrics = metrics
         self._observe = observe or (lambda command, status: None)
+        self._dashboard = dashboard
         self._token = ""
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -72,6 +76,8 @@ class ApiServer:
         for command in COMMANDS.values():
             if command.route is not None:
                 app.router.add_route(command.route.method, command.route.path, self._endpoint(command))
+        if self._dashboard is not None:
+            self._dashboard.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
@@ -81,6 +87,8 @@ class ApiServer:
         port = sockets[0].getsockname()[1] if sockets else self._port
         host = f"[{self._host}]" if ":" in self._host else self._host
         self.url = f"http://{host}:{port}"
+        if self._dashboard is not None:
+            self._dashboard.base_url = self.url
         log.info("api.listening", url=self.url)
 
     async def stop(self) -> None:
@@ -95,6 +103,8 @@ class ApiServer:
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        if self._dashboard is not None and is_dashboard_path(request.path):
+            return await self._dashboard.guard(request, handler)  # a session cookie, not the token
         if request.path not in OPEN_PATHS:
             given = request.headers.get("Authorization", "")
             expected = f"Bearer {self._token}"

@@ -213,7 +213,7 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     assert api.call("POST", "/v1/memory/no-such-crystal/feedback", {"feedback": "wrong"})[0] == 404
     assert api.ok("GET", f"/v1/memory/{by_cli['crystal']['id']}")["audit"][0]["actor"] == "cli"
     status, doc = api.call("POST", "/v1/memory", {"text": "Nobody"}, headers={"X-Bitterbot-Actor": "root"})
-    assert status == 400 and "X-Bitterbot-Actor must be one of agent, cli" in doc["error"]
+    assert status == 400 and "X-Bitterbot-Actor must be one of agent, cli, dashboard" in doc["error"]
     assert api.ok("POST", "/v1/memory/search", {"query": "Nobody", "mode": "keyword"}) == []  # nothing stored
 
 
@@ -352,3 +352,29 @@ def test_quarantine_review_routes(api: Api) -> None:
         assert status == 404 and "not-held" in doc["error"], doc
     status, doc = api.call("GET", "/v1/memory/quarantine?status=maybe")
     assert status == 400 and "status" in doc["error"], doc
+
+
+def test_a_dashboard_login_url_needs_the_token_and_works_once(api: Api) -> None:
+    assert api.call("POST", "/v1/ui/login", token="")[0] == 401
+    url = api.ok("POST", "/v1/ui/login")["url"]
+    assert url.startswith(api.url + "/ui/login?code=")
+    first = _status_and_headers(url)
+    assert first[0] == 303 and "HttpOnly" in first[1].get("Set-Cookie", "")
+    assert _status_and_headers(url)[0] == 401  # the same URL again
+    assert "Set-Cookie" not in _status_and_headers(url)[1]
+
+
+def _status_and_headers(url: str) -> tuple[int, dict[str, str]]:
+    """The first answer to a GET, redirects not followed."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=30)
+    try:
+        connection.request("GET", f"{parts.path}?{parts.query}")
+        response = connection.getresponse()
+        response.read()
+        return response.status, dict(response.getheaders())
+    finally:
+        connection.close()

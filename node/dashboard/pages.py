@@ -1,0 +1,131 @@
+"""What each dashboard page shows: its context, built from the node's own commands.
+
+A part that is off on this node (P2P, the market) shows as off on the page, never as an error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from marketplace.pricing import format_usdc
+from memory.cognition.steering import Feedback
+from memory.model import SemanticType
+from memory.retrieval.query import SearchMode
+from node.errors import PartOff
+
+
+class Dashboard(Protocol):
+    """What a page needs of the dashboard (``node.dashboard.web.Dashboard``): the node's commands."""
+
+    async def run(self, name: str, args: Mapping[str, Any] | None = None) -> Any: ...
+
+
+PageBuilder = Callable[[Dashboard, web.Request], Awaitable[dict[str, Any]]]
+#: The search form's fields that are passed on as they are (the rest are lists or flags).
+SEARCH_TEXT_FIELDS = ("query", "since", "until")
+SEARCH_FLAGS = ("include_superseded", "include_held", "include_archived", "explain")
+CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback")
+
+
+def when(ms: int | None) -> str:
+    """A timestamp for a person (local time), or a dash."""
+    return "-" if not ms else time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
+
+
+def usdc(micro: int | None) -> str:
+    return "-" if micro is None else format_usdc(micro)
+
+
+async def _maybe(dashboard: Dashboard, name: str, args: Mapping[str, Any] | None = None) -> Any:
+    """A command's answer, or None when its part is off on this node."""
+    try:
+        return await dashboard.run(name, args)
+    except PartOff:
+        return None
+
+
+async def live_overview(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    """The overview's counters, polled by the page: parts, peers, weather, hormones, memory."""
+    status = await dashboard.run("status")
+    details = status.get("details", {})
+    p2p = details.get("p2p") or {}
+    memory = details.get("memory") or {}
+    return {
+        "state": status["state"],
+        "peer_id": status["peer_id"],
+        "parts": status["parts"],
+        "crystals": memory.get("crystals"),
+        "hormones": memory.get("hormones") or {},
+        "last_consolidation": memory.get("last_consolidation"),
+        "last_dream": memory.get("last_dream"),
+        "peers": (p2p.get("peers") or {}),
+        "messages": p2p.get("messages") or {},
+        "weather": await _maybe(dashboard, "weather.show"),
+        "market": (details.get("market") or {}).get("summary"),
+        "updated_at_ms": status["updated_at_ms"],
+    }
+
+
+async def overview(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    return {"page": "overview", "live": await live_overview(dashboard, request)}
+
+
+def search_args(query: Mapping[str, str], multi: Callable[[str], list[str]]) -> dict[str, Any] | None:
+    """The memory command's arguments from the search form, or None when nothing was asked."""
+    if not any(query.get(k) for k in ("query", "mode")):
+        return None
+    args: dict[str, Any] = {k: query[k] for k in SEARCH_TEXT_FIELDS if query.get(k)}
+    args["mode"] = query.get("mode") or SearchMode.HYBRID.value
+    args["limit"] = query.get("limit") or 20
+    types = [t for t in multi("types") if t]
+    if types:
+        args["types"] = types
+    for flag in SEARCH_FLAGS:
+        if query.get(flag):
+            args[flag] = True
+    return args
+
+
+async def memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    args = search_args(request.query, lambda key: request.query.getall(key, []))
+    hits = await dashboard.run("memory.search", args) if args is not None else None
+    return {
+        "page": "memory",
+        "form": dict(request.query),
+        "chosen_types": set(request.query.getall("types", [])),
+        "modes": [m.value for m in SearchMode],
+        "types": [t.value for t in SemanticType],
+        "hits": hits,
+        "stats": await dashboard.run("memory.stats"),
+    }
+
+
+async def crystal(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    shown = await dashboard.run("memory.show", {"id": request.match_info["id"]})
+    return {
+        "page": "memory",
+        "shown": shown,
+        "c": shown["crystal"],
+        "types": [t.value for t in SemanticType],
+        "feedbacks": [f.value for f in Feedback],
+    }
+
+
+async def crystal_action(dashboard: Dashboard, crystal_id: str, action: str, form: Mapping[str, str | None]) -> str:
+    """Run a crystal page's button; where the browser goes next."""
+    if action not in CRYSTAL_ACTIONS:
+        raise web.HTTPNotFound()
+    if action == "forget":
+        await dashboard.run("memory.forget", {"id": crystal_id, "reason": "forgotten in the dashboard"})
+        return "/ui/memory"
+    if action == "pin":
+        await dashboard.run("memory.pin", {"id": crystal_id})
+    elif action == "retype":
+        await dashboard.run("memory.retype", {"id": crystal_id, "type": form.get("type")})
+    else:
+        await dashboard.run("memory.feedback", {"id": crystal_id, "feedback": form.get("feedback")})
+    return f"/ui/memory/{crystal_id}"

@@ -1,0 +1,177 @@
+"""The dashboard's security rules against a running `bitterbot-node run`, through plain HTTP:
+no data without the session cookie, one-time login URLs, CSRF on every change, strict headers."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from tests.conftest import clean_env
+from tests.daemons import Node, wait_for
+
+pytestmark = pytest.mark.slow  # a real daemon process
+
+SECRET_TEXT = "The safe's code is kept in the blue folder"
+HOSTILE_TEXT = '<script>alert("x")</script> is how the page would run a stored text'
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: str
+
+
+class Browser:
+    """A minimal client that keeps the session cookie, as a browser would for this origin."""
+
+    def __init__(self, base: str) -> None:
+        self.netloc = urlsplit(base).netloc
+        self.cookie: str | None = None
+
+    def request(self, method: str, path: str, form: dict[str, str] | None = None, **headers: str) -> Answer:
+        connection = http.client.HTTPConnection(self.netloc, timeout=30)
+        try:
+            body = urlencode(form) if form is not None else None
+            sent = dict(headers)
+            if form is not None:
+                sent["Content-Type"] = "application/x-www-form-urlencoded"
+            if self.cookie:
+                sent["Cookie"] = self.cookie
+            connection.request(method, path, body=body, headers=sent)
+            response = connection.getresponse()
+            answer = Answer(response.status, dict(response.getheaders()), response.read().decode())
+        finally:
+            connection.close()
+        set_cookie = answer.headers.get("Set-Cookie", "")
+        if set_cookie.startswith("bb_session="):
+            self.cookie = set_cookie.split(";", 1)[0]
+        return answer
+
+    def login(self, url: str) -> Answer:
+        parts = urlsplit(url)
+        return self.request("GET", f"{parts.path}?{parts.query}")
+
+
+@dataclass
+class Running:
+    node: Node
+    base: str
+    crystal: str
+    hostile: str
+
+    def login_url(self) -> str:
+        return str(self.node.json("ui")["url"])
+
+
+def _api_url(node: Node) -> str | None:
+    result = node.cli("status", "--json")
+    if result.returncode != 0:
+        return None
+    return str(json.loads(result.stdout)["daemon"].get("details", {}).get("api", {}).get("url") or "") or None
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    node = Node(tmp_path_factory.mktemp("dashboard"), "node", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing"))
+    assert node.cli("init").returncode == 0
+    node.start()
+    try:
+        base = wait_for(lambda: _api_url(node), 60, "the API to listen")
+        crystal = node.json("memory", "add", SECRET_TEXT)["crystal"]["id"]
+        hostile = node.json("memory", "add", HOSTILE_TEXT)["crystal"]["id"]
+        yield Running(node, base, crystal, hostile)
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
+
+
+def _pages(running: Running) -> list[str]:
+    return ["/ui/", "/ui/memory?query=safe", f"/ui/memory/{running.crystal}", "/ui/live/overview"]
+
+
+def test_nothing_is_shown_without_a_session(running: Running) -> None:
+    for cookie in (None, "bb_session=forged", "bb_session="):
+        browser = Browser(running.base)
+        browser.cookie = cookie
+        for path in _pages(running):
+            answer = browser.request("GET", path)
+            assert answer.status == 401, (path, answer.status)
+            assert "blue folder" not in answer.body and running.crystal not in answer.body
+            assert "bitterbot-node ui" in answer.body  # says how to sign in
+    assert Browser(running.base).request("GET", "/").status == 401
+
+
+def test_a_login_url_works_once_and_a_forged_one_never(running: Running) -> None:
+    url = running.login_url()
+    first = Browser(running.base)
+    answer = first.login(url)
+    assert answer.status == 303 and answer.headers["Location"] == "/ui/"
+    cookie = answer.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert first.request("GET", "/ui/memory?query=safe").status == 200
+    assert first.request("GET", "/").headers["Location"] == "/ui/"
+    second = Browser(running.base)
+    assert second.login(url).status == 401 and second.cookie is None  # the same URL again
+    forged = url[:-4] + ("AAAA" if not url.endswith("AAAA") else "BBBB")
+    assert second.login(forged).status == 401 and second.cookie is None
+    assert second.request("GET", "/ui/").status == 401
+
+
+def _signed_in(running: Running) -> tuple[Browser, str]:
+    browser = Browser(running.base)
+    assert browser.login(running.login_url()).status == 303
+    page = browser.request("GET", f"/ui/memory/{running.crystal}")
+    match = re.search(r'name="csrf-token" content="([^"]+)"', page.body)
+    assert match is not None
+    return browser, match.group(1)
+
+
+def _lifespan(running: Running) -> Any:
+    return running.node.json("memory", "show", running.crystal)["crystal"]["lifespan"]
+
+
+def test_every_change_needs_the_sessions_csrf_token(running: Running) -> None:
+    browser, csrf = _signed_in(running)
+    other, other_csrf = _signed_in(running)
+    pin = f"/ui/memory/{running.crystal}/pin"
+    for form, headers in (({}, {}), ({"csrf": "wrong"}, {}), ({"csrf": other_csrf}, {}), ({}, {"X-CSRF-Token": ""})):
+        answer = browser.request("POST", pin, form, **headers)
+        assert answer.status == 403, (form, headers, answer.status)
+        assert _lifespan(running) == "decay"  # nothing changed
+    assert browser.request("POST", pin, {"csrf": csrf}).status == 303
+    assert _lifespan(running) == "permanent"
+    shown = running.node.json("memory", "show", running.crystal)
+    assert shown["attribution"][-1]["actor"] == "dashboard"
+    signed_out = browser.request("POST", "/ui/logout", {"csrf": csrf})
+    assert signed_out.status == 200
+    assert browser.request("GET", "/ui/").status == 401  # the session ended on the node, not only the cookie
+    assert other.request("GET", "/ui/").status == 200  # another session is untouched
+
+
+def test_pages_carry_a_strict_csp_and_escape_stored_text(running: Running) -> None:
+    browser, _ = _signed_in(running)
+    answer = browser.request("GET", f"/ui/memory/{running.hostile}")
+    assert answer.status == 200
+    csp = answer.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert answer.headers["Referrer-Policy"] == "no-referrer"
+    assert "<script>alert" not in answer.body and "&lt;script&gt;alert" in answer.body
+    assert browser.request("GET", "/ui/static/../../api.token").status == 404
+    assert browser.request("GET", "/ui/static/style.css").headers["Content-Type"].startswith("text/css")
+
+
+def test_the_cookie_opens_no_api_route(running: Running) -> None:
+    browser, _ = _signed_in(running)
+    for path in ("/v1/status", f"/v1/memory/{running.crystal}", "/metrics"):
+        assert browser.request("GET", path).status == 401
+    assert browser.request("POST", "/v1/ui/login").status == 401
