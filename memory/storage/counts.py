@@ -20,3 +20,11 @@ async def crystal_counts(db: aiosqlite.Connection) -> dict[str, Any]:
     async with db.execute("SELECT count(*) FROM associations") as cursor:
         out["associations"] = (await cursor.fetchone() or (0,))[0]
     return out
+
+
+async def crystal_total(db: aiosqlite.Connection, semantic_type: str | None = None) -> int:
+    """How many crystals there are (of one type): one count, without the breakdowns of ``crystal_counts``."""
+    params: tuple[str, ...] = () if semantic_type is None else (semantic_type,)
+    where = "" if semantic_type is None else " WHERE semantic_type = ?"
+    async with db.execute("SELECT count(*) FROM crystals" + where, params) as cursor:
+        return int((await cursor.fetchone() or (0,))[0])

@@ -265,9 +265,10 @@ class CountArgs(Request):
 )
 async def count(host: MemoryHost, request: CountArgs) -> dict[str, Any]:
     """How many crystals memory holds (of one type, if given)."""
-    stats = await host.running_store().stats()
-    total = stats["by_semantic_type"].get(request.type.value, 0) if request.type else stats["total"]
-    return {"count": total, "type": request.type.value if request.type else None}
+    from memory.storage.counts import crystal_total
+
+    kind = request.type.value if request.type else None
+    return {"count": await crystal_total(host.running_store().reader(), kind), "type": kind}
 
 
 @commands("memory.quarantine", QuarantineArgs, route=HttpRoute("GET", "/v1/memory/quarantine", "memory"), local=True)

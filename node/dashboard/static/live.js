@@ -20,6 +20,20 @@
       if (el.tagName === "METER") { el.value = value; return; }
       el.textContent = typeof value === "number" && !Number.isInteger(value) ? value.toFixed(2) : String(value);
     });
+    document.querySelectorAll("[data-field-map]").forEach(function (el) {
+      var map = pick(doc, el.getAttribute("data-field-map"));
+      if (!map || typeof map !== "object") { return; }
+      var keys = Object.keys(map);
+      var rows = keys.length ? keys.map(function (k) { return [k, map[k]]; }) : [["none", 0]];
+      el.replaceChildren();
+      rows.forEach(function (row) {
+        var dt = document.createElement("dt");
+        var dd = document.createElement("dd");
+        dt.textContent = row[0];
+        dd.textContent = String(row[1]);
+        el.append(dt, dd);
+      });
+    });
     var banner = document.getElementById("weather-banner");
     var w = doc.weather;
     if (banner && w && w.active) {

@@ -1,0 +1,129 @@
+"""The dashboard in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+One edge node serves the dashboard; a management node joins it later and broadcasts weather,
+and the open page shows both without a reload. Screenshots go to the test's folder, and to
+``$BITTERBOT_SCREENSHOTS`` when set (the README's come from there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import clean_env
+from tests.daemons import Node, wait_for
+
+pytestmark = pytest.mark.slow  # real daemons and a browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_ARGS = [
+    "--no-sandbox",  # CI runs as root
+    "--disable-gpu",
+    "--disable-background-networking",  # the closed network refuses Chromium's own calls home
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _api_url(node: Node) -> str | None:
+    result = node.cli("status", "--json")
+    if result.returncode != 0:
+        return None
+    return str(json.loads(result.stdout)["daemon"].get("details", {}).get("api", {}).get("url") or "") or None
+
+
+@pytest.fixture
+def browser_page(tmp_path: Path) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: .ci/run installs Debian's chromium package")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            yield page, sync_api.expect
+        finally:
+            browser.close()
+
+
+def _shot(page: Any, tmp_path: Path, name: str) -> None:
+    target = tmp_path / f"{name}.png"
+    page.screenshot(path=str(target), full_page=True)
+    keep = os.environ.get("BITTERBOT_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, Path(keep) / target.name)
+
+
+def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page: Any, tmp_path: Path) -> None:
+    page, expect = browser_page  # expect polls from outside the page: its CSP forbids eval
+    base_env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3")
+    manager = Node(tmp_path, "manager", {**base_env, "BITTERBOT_NODE__ROLE": "management"})
+    assert manager.cli("init").returncode == 0
+    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
+    manager.env.update(trust)
+    edge = Node(tmp_path, "edge", {**base_env, **trust})
+    assert edge.cli("init").returncode == 0
+    edge.start()
+    started = [edge]
+    try:
+        base = wait_for(lambda: _api_url(edge), 60, "the dashboard to listen")
+        for text in ("The weekly sync is on Tuesdays at 9", "Tomas lives in Tallinn", "Backups run at 02:00 nightly"):
+            edge.json("memory", "add", text)
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+
+        page.goto(edge.json("ui")["url"])
+        page.get_by_role("heading", name="Overview").wait_for()
+        assert page.url == base + "/ui/"
+        assert page.locator('[data-field="peers.connected"]').inner_text() == "0"
+        page.keyboard.press("Tab")  # the first stop is the skip link, for a keyboard
+        assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+
+        page.get_by_role("link", name="Memory").click()
+        page.get_by_label("Search").fill("weekly sync")
+        page.get_by_label("Search").press("Enter")
+        page.get_by_role("link", name="The weekly sync is on Tuesdays at 9").click()
+        assert page.get_by_test_id("lifespan").inner_text() == "decay"
+        page.get_by_role("button", name="Pin (keep for good)").click()
+        page.get_by_test_id("lifespan").wait_for()
+        assert page.get_by_test_id("lifespan").inner_text() == "permanent"
+        assert page.get_by_role("button", name="Pin (keep for good)").is_disabled()
+        _shot(page, tmp_path, "crystal")
+        crystal_id = page.url.rsplit("/", 1)[1]
+        assert edge.json("memory", "show", crystal_id)["crystal"]["lifespan"] == "permanent"
+
+        page.get_by_role("link", name="Overview").click()
+        page.get_by_role("heading", name="Overview").wait_for()
+        manager.env["BITTERBOT_P2P__BOOTSTRAP"] = json.dumps([edge.address()])
+        manager.start()
+        started.append(manager)
+        # No reload: the page's own polling shows the peer.
+        expect(page.locator('[data-field="peers.connected"]')).to_have_text("1", timeout=60_000)
+        wait_for(lambda: edge.json("peers"), 30, "the edge to list the manager")
+        broadcast = manager.cli("weather", "broadcast", "--level", "0.9", "--duration", "2m", "--reason", "drill")
+        assert broadcast.returncode == 0, broadcast.stderr
+        banner = page.locator("#weather-banner")
+        banner.wait_for(state="visible", timeout=60_000)
+        assert "drill" in banner.inner_text() and "halted" in banner.inner_text()
+        _shot(page, tmp_path, "overview")
+
+        page.set_viewport_size({"width": 375, "height": 740})  # a phone: nothing wider than the screen
+        page.reload()
+        page.get_by_role("heading", name="Overview").wait_for()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        _shot(page, tmp_path, "overview-phone")
+
+        outside = [url for url in requested if not url.startswith(base + "/")]
+        assert requested and outside == []  # nothing fetched from any other host
+    finally:
+        logs = [node.stop() for node in reversed(started)]
+    for log in logs:
+        assert "Traceback" not in log, log
