@@ -25,6 +25,7 @@ BENCHMARKS = {
     "typing": "bench.typing",
     "supersession": "bench.supersession",
     "scale": "bench.scale",
+    "dashboard": "bench.dashboard",
 }
 
 

@@ -376,6 +376,14 @@ async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
     return {"text": bootstrap_text(host.files, request.context_window, told)}
 
 
+@commands("wm.show", NoArgs, route=HttpRoute("GET", "/v1/working-memory", "working memory"), local=True)
+async def working_memory(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
+    """MEMORY.md as it is, what the last dream changed in it, and the scratch notes waiting for the next."""
+    from node.commands.memory_service import working_memory_report
+
+    return working_memory_report(host.files)
+
+
 @commands(
     "wm.dream",
     NoArgs,

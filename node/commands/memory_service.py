@@ -7,19 +7,22 @@ models of ``node.commands.memory_requests``.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict
 from typing import Any
 
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.governance import quarantine
+from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
-from memory.model import Crystal, Lifespan, NewCrystal
+from memory.model import Crystal, Lifespan, NewCrystal, Sensitivity
 from memory.retrieval.query import SearchRequest, Weights, parse_since
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
+from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
 
 
@@ -148,3 +151,20 @@ def _endocrine(store: MemoryStore) -> Endocrine:
     if not isinstance(source, Endocrine):
         raise InvalidRequest("the hormonal state is off for this store")
     return source
+
+
+def working_memory_report(files: WorkingMemoryFiles) -> dict[str, Any]:
+    """MEMORY.md, the difference from the version before the last dream, and the waiting scratch
+    notes; a confidential note's text stays out (it never reaches MEMORY.md either)."""
+    current = files.read_text()
+    previous_file = files.memory_md.with_name("MEMORY.md.prev")
+    previous = previous_file.read_text(encoding="utf-8") if previous_file.exists() else ""
+    diff = difflib.unified_diff(
+        previous.splitlines(), current.splitlines(), "before the last dream", "now", lineterm=""
+    )
+    notes = [
+        {"at": n.at, "importance": n.importance, "confidential": secret, "text": None if secret else n.text}
+        for n in files.scratch.read().notes
+        for secret in [classify_sensitivity(n.text) is Sensitivity.CONFIDENTIAL]
+    ]
+    return {"memory_md": current, "changed_by_last_dream": list(diff) if previous else [], "scratch": notes}

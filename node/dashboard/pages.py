@@ -15,11 +15,16 @@ from marketplace.pricing import format_usdc
 from memory.cognition.steering import Feedback
 from memory.model import SemanticType
 from memory.retrieval.query import SearchMode
+from node.dashboard.charts import Series, bar_chart, line_chart, trust_graph
+from node.dashboard.history import History
 from node.errors import PartOff
 
 
 class Dashboard(Protocol):
-    """What a page needs of the dashboard (``node.dashboard.web.Dashboard``): the node's commands."""
+    """What a page needs of the dashboard (``node.dashboard.web.Dashboard``): the node's commands
+    and the history its charts draw."""
+
+    history: History
 
     async def run(self, name: str, args: Mapping[str, Any] | None = None) -> Any: ...
 
@@ -70,8 +75,64 @@ async def live_overview(dashboard: Dashboard, request: web.Request) -> dict[str,
     }
 
 
+def _time_chart(series: list[Series], history: History, title: str, y_max: float | None = None) -> str:
+    span = history.span_ms()
+    ends = (when(span[0]), when(span[1])) if span else ("", "")
+    return line_chart(series, title=title, x_labels=ends, y_max=y_max)
+
+
 async def overview(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
-    return {"page": "overview", "live": await live_overview(dashboard, request)}
+    history = dashboard.history
+    return {
+        "page": "overview",
+        "live": await live_overview(dashboard, request),
+        "hormone_chart": _time_chart(history.hormones(), history, "Hormone levels, the last 24 hours", 1.0),
+        "hormone_names": [s.name for s in history.hormones()],
+    }
+
+
+async def working_memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    status = await dashboard.run("status")
+    return {
+        "page": "working",
+        "wm": await dashboard.run("wm.show"),
+        "last_dream": (status.get("details", {}).get("memory") or {}).get("last_dream"),
+    }
+
+
+async def network(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    status = await dashboard.run("status")
+    peers = await _maybe(dashboard, "peers")
+    history = dashboard.history
+    verdicts = history.verdicts()
+    return {
+        "page": "network",
+        "p2p": (status.get("details", {}) or {}).get("p2p"),
+        "peers": peers,
+        "graph": trust_graph(status["peer_id"], peers or [], title="Trust: this node and its peers"),
+        "verdict_chart": _time_chart(verdicts, history, "Messages accepted and refused per topic, per minute"),
+        "verdict_names": [s.name for s in verdicts],
+        "weather": await _maybe(dashboard, "weather.show"),
+        "held": await dashboard.run("memory.quarantine", {"limit": 50}),
+    }
+
+
+async def market(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    status = await dashboard.run("status")
+    wallet = await _maybe(dashboard, "wallet")
+    listings = await _maybe(dashboard, "skills.list", {"limit": 50}) or []
+    ledger = (wallet or {}).get("ledger") or {}
+    earned = [(day["day"], day["earned_micro_usdc"] / 1_000_000) for day in ledger.get("trend", [])]
+    return {
+        "page": "market",
+        "market": (status.get("details", {}) or {}).get("market"),
+        "wallet": wallet,
+        "ledger": ledger,
+        "earnings_chart": bar_chart(earned, title="Earnings per day, USDC"),
+        "listings": [item for item in listings if not item["mine"]],
+        "own_listings": [item for item in listings if item["mine"]],
+        "bounties": await _maybe(dashboard, "bounties.list", {"limit": 50}) or [],
+    }
 
 
 def search_args(query: Mapping[str, str], multi: Callable[[str], list[str]]) -> dict[str, Any] | None:

@@ -8,6 +8,8 @@ commands (``node.servers.dispatch``) in-process, as the person (actor ``dashboar
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
@@ -18,6 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from memory.clock import wall_clock_ms
 from node.dashboard import pages
+from node.dashboard.history import SAMPLE_EVERY_S, History, sample_of
 from node.dashboard.sessions import Session, SessionLimits, Sessions
 from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
@@ -60,6 +63,28 @@ class Dashboard:
         )
         self._templates.filters["when"] = pages.when
         self._templates.filters["usdc"] = pages.usdc
+        self._now_ms = now_ms
+        self.history = History()
+        self._sampler: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Begin sampling the node for the charts (the API server starts and stops this)."""
+        self._sampler = asyncio.create_task(self._sample_every(SAMPLE_EVERY_S), name="dashboard-history")
+
+    async def stop(self) -> None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+
+    async def _sample_every(self, seconds: float) -> None:
+        while True:
+            try:
+                self.history.add(sample_of(await self.run("status"), self._now_ms()))
+            except Exception:  # a sample missed is a gap in a chart, never a reason to stop the daemon
+                log.warning("dashboard.sample_failed", exc_info=True)
+            await asyncio.sleep(seconds)
 
     def login_url(self) -> str:
         return f"{self.base_url}/ui/login?code={self.sessions.new_code()}"
@@ -75,6 +100,9 @@ class Dashboard:
         add.add_get("/ui/memory", self._page(pages.memory, "memory.html"))
         add.add_get("/ui/memory/{id}", self._page(pages.crystal, "crystal.html"))
         add.add_post("/ui/memory/{id}/{action}", self._crystal_action)
+        add.add_get("/ui/working-memory", self._page(pages.working_memory, "working.html"))
+        add.add_get("/ui/network", self._page(pages.network, "network.html"))
+        add.add_get("/ui/market", self._page(pages.market, "market.html"))
         add.add_get("/ui/live/overview", self._live(pages.live_overview))
 
     async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -89,9 +89,12 @@ class ApiServer:
         self.url = f"http://{host}:{port}"
         if self._dashboard is not None:
             self._dashboard.base_url = self.url
+            await self._dashboard.start()
         log.info("api.listening", url=self.url)
 
     async def stop(self) -> None:
+        if self._dashboard is not None:
+            await self._dashboard.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

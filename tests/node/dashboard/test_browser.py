@@ -77,6 +77,7 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         base = wait_for(lambda: _api_url(edge), 60, "the dashboard to listen")
         for text in ("The weekly sync is on Tuesdays at 9", "Tomas lives in Tallinn", "Backups run at 02:00 nightly"):
             edge.json("memory", "add", text)
+        edge.json("memory", "note", "Ask Tomas about the flat")
         requested: list[str] = []
         page.on("request", lambda request: requested.append(request.url))
 
@@ -87,7 +88,7 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         page.keyboard.press("Tab")  # the first stop is the skip link, for a keyboard
         assert page.evaluate("document.activeElement.textContent") == "Skip to content"
 
-        page.get_by_role("link", name="Memory").click()
+        page.get_by_role("link", name="Memory", exact=True).click()
         page.get_by_label("Search").fill("weekly sync")
         page.get_by_label("Search").press("Enter")
         page.get_by_role("link", name="The weekly sync is on Tuesdays at 9").click()
@@ -115,11 +116,24 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         assert "drill" in banner.inner_text() and "halted" in banner.inner_text()
         _shot(page, tmp_path, "overview")
 
+        page.get_by_role("link", name="Network").click()
+        page.get_by_role("heading", name="Network").wait_for()
+        manager_id = manager.json("status")["identity"]["peer_id"]
+        assert page.get_by_role("cell", name=manager_id).is_visible()  # in the peers table
+        assert page.locator(f"svg.graph circle.peer title:has-text('{manager_id}')").count() == 1
+        _shot(page, tmp_path, "network")
+        page.get_by_role("link", name="Working memory").click()
+        assert page.get_by_role("cell", name="Ask Tomas about the flat").is_visible()  # a scratch note waiting
+        page.get_by_role("link", name="Market").click()
+        page.get_by_role("heading", name="Market").wait_for()
+        assert edge.json("wallet")["address"] in page.locator("dl.facts").inner_text()
+
         page.set_viewport_size({"width": 375, "height": 740})  # a phone: nothing wider than the screen
-        page.reload()
-        page.get_by_role("heading", name="Overview").wait_for()
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-        _shot(page, tmp_path, "overview-phone")
+        for link, heading in (("Overview", "Overview"), ("Memory", "Memory"), ("Network", "Network")):
+            page.get_by_role("link", name=link, exact=True).click()
+            page.get_by_role("heading", name=heading, exact=True).wait_for()
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), link
+        _shot(page, tmp_path, "network-phone")
 
         outside = [url for url in requested if not url.startswith(base + "/")]
         assert requested and outside == []  # nothing fetched from any other host

@@ -94,7 +94,10 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
 
 
 def _pages(running: Running) -> list[str]:
-    return ["/ui/", "/ui/memory?query=safe", f"/ui/memory/{running.crystal}", "/ui/live/overview"]
+    return [
+        "/ui/", "/ui/memory?query=safe", f"/ui/memory/{running.crystal}", "/ui/live/overview",
+        "/ui/working-memory", "/ui/network", "/ui/market",
+    ]  # fmt: skip
 
 
 def test_nothing_is_shown_without_a_session(running: Running) -> None:

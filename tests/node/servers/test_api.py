@@ -222,8 +222,19 @@ def test_working_memory_and_hormones(api: Api) -> None:
     assert note["origin"] == "session"
     text = api.ok("GET", "/v1/working-memory/bootstrap?context_window=8000")["text"]
     assert "Release 2.3 is blocked on the migration" in text
+    api.ok("POST", "/v1/working-memory/notes", {"text": "The wifi password is hunter2-hunter2"})
+    waiting = api.ok("GET", "/v1/working-memory")["scratch"]
+    assert [n["text"] for n in waiting] == ["Release 2.3 is blocked on the migration", None]
+    assert [n["confidential"] for n in waiting] == [False, True]  # a secret's text never leaves by this route
     dreamt = api.ok("POST", "/v1/working-memory/dream")
-    assert dreamt["accepted"] and dreamt["notes_indexed"] == 1
+    assert dreamt["accepted"] and dreamt["notes_indexed"] == 2
+    shown = api.ok("GET", "/v1/working-memory")
+    assert shown["scratch"] == [] and "Release 2.3" in shown["memory_md"]
+    assert "hunter2" not in shown["memory_md"]
+    api.ok("POST", "/v1/working-memory/notes", {"text": "The printer moved to floor 4"})
+    assert api.ok("POST", "/v1/working-memory/dream")["accepted"]
+    changed = api.ok("GET", "/v1/working-memory")["changed_by_last_dream"]
+    assert [line for line in changed if line.startswith("+") and "printer moved" in line]
     before = api.ok("GET", "/v1/hormones")["dopamine"]
     after = api.ok("POST", "/v1/hormones/events", {"events": ["reward"]})["dopamine"]
     assert after > before
