@@ -7,6 +7,7 @@ ring holds at most ``capacity`` of them.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ class History:
     def verdicts(self) -> list[Series]:
         """Per topic, messages accepted and refused in each interval between two samples."""
         out: dict[str, list[tuple[float, float]]] = {}
-        pairs = list(zip(self._samples, list(self._samples)[1:], strict=False))
+        pairs = list(itertools.pairwise(self._samples))
         topics = sorted({t for s in self._samples for t in s.messages})
         for topic in topics:
             for kind in (ACCEPTED, "refused"):

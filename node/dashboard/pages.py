@@ -13,6 +13,7 @@ from aiohttp import web
 
 from marketplace.pricing import format_usdc
 from memory.cognition.steering import Feedback
+from memory.dynamics.importance import DAY_MS, DecaySettings, importance
 from memory.model import SemanticType
 from memory.retrieval.query import SearchMode
 from node.dashboard.charts import Series, bar_chart, line_chart, trust_graph
@@ -25,6 +26,7 @@ class Dashboard(Protocol):
     and the history its charts draw."""
 
     history: History
+    decay: DecaySettings
 
     async def run(self, name: str, args: Mapping[str, Any] | None = None) -> Any: ...
 
@@ -165,12 +167,45 @@ async def memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     }
 
 
+CURVE_AHEAD_MS = 30 * DAY_MS
+CURVE_POINTS = 48
+
+
+def importance_curve(c: Mapping[str, Any], decay: DecaySettings, now_ms: int) -> Series:
+    """A crystal's importance as the decay model has it: from when it was last reinforced (stored
+    or retrieved) to 30 days ahead if nothing reinforces it. Consolidation stores the same formula's
+    value, so the part up to now is what the node computed, and the rest is its forecast."""
+    start = int(c.get("last_access_ms") or c["stored_at_ms"])
+    end = max(now_ms, start) + CURVE_AHEAD_MS
+    decays = c["semantic_type"] != "skill" and c["lifespan"] != "permanent" and c["lifecycle"] != "frozen"
+
+    def at(t: int) -> float:
+        return importance(
+            access_count=int(c["access_count"]), reinforced_at_ms=start, now_ms=t,
+            valence=float(c["emotional_valence"]), decays=decays, decay_rate_per_ms=decay.decay_rate_per_ms,
+            emotion_decay_resistance=decay.emotion_decay_resistance, curiosity_boost=float(c["curiosity_boost"]),
+            steering_reward=float(c["steering_reward"]), floor=float(c["importance_floor"]),
+        )  # fmt: skip
+
+    times = [start + (end - start) * i // (CURVE_POINTS - 1) for i in range(CURVE_POINTS)]
+    return Series("importance", [(t, at(t)) for t in times])
+
+
 async def crystal(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     shown = await dashboard.run("memory.show", {"id": request.match_info["id"]})
+    curve = importance_curve(shown["crystal"], dashboard.decay, int(time.time() * 1000))
+    first, last = curve.points[0][0], curve.points[-1][0]
     return {
         "page": "memory",
         "shown": shown,
         "c": shown["crystal"],
+        "importance_chart": line_chart(
+            [curve],
+            title="Importance over time, by the decay model",
+            x_labels=(when(int(first)), when(int(last))),
+            y_max=1.0,
+        ),
+        "forget_below": dashboard.decay.forget_threshold,
         "types": [t.value for t in SemanticType],
         "feedbacks": [f.value for f in Feedback],
     }

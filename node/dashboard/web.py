@@ -19,6 +19,7 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from memory.clock import wall_clock_ms
+from memory.dynamics.importance import DecaySettings
 from node.dashboard import pages
 from node.dashboard.history import SAMPLE_EVERY_S, History, sample_of
 from node.dashboard.sessions import Session, SessionLimits, Sessions
@@ -54,7 +55,15 @@ def is_dashboard_path(path: str) -> bool:
 class Dashboard:
     """The host of the ``ui`` commands (a login URL) and the pages' routes."""
 
-    def __init__(self, hosts: Hosts, *, session_hours: float, now_ms: Callable[[], int] = wall_clock_ms) -> None:
+    def __init__(
+        self,
+        hosts: Hosts,
+        *,
+        session_hours: float,
+        decay: DecaySettings | None = None,
+        now_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.decay = decay or DecaySettings()
         self.sessions = Sessions(now_ms, SessionLimits(session_ttl_ms=int(session_hours * 3_600_000)))
         self._hosts = hosts
         self.base_url = ""  # the API server's, once it listens

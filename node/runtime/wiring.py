@@ -8,7 +8,7 @@ from typing import Any
 
 from node.dashboard.web import Dashboard
 from node.parts.market import MarketPart
-from node.parts.memory import MemoryPart
+from node.parts.memory import MemoryPart, decay_settings
 from node.parts.metrics import MetricsPart, NodeMetrics
 from node.parts.p2p import P2PPart
 from node.parts.skill_ledger import file_hosts
@@ -55,7 +55,11 @@ def build_parts(
     parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))
     api = ctx.config.api
     if api.enabled:
-        dashboard = Dashboard(lambda: hosts, session_hours=api.dashboard_session_hours) if api.dashboard else None
+        dashboard = (
+            Dashboard(lambda: hosts, session_hours=api.dashboard_session_hours, decay=decay_settings(ctx.config))
+            if api.dashboard
+            else None
+        )
         if dashboard is not None:
             hosts["ui"] = dashboard
         parts.append(

@@ -1,0 +1,43 @@
+"""What the dashboard's pages compute from the node's answers (pure parts)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from memory.dynamics.importance import DAY_MS, DecaySettings
+from node.dashboard.pages import CURVE_AHEAD_MS, importance_curve, search_args
+
+NOW = 1_800_000_000_000
+
+
+def _crystal(**changes: Any) -> dict[str, Any]:
+    c = {"stored_at_ms": NOW - 10 * DAY_MS, "last_access_ms": None, "semantic_type": "fact", "lifespan": "decay",
+         "lifecycle": "generated", "access_count": 0, "emotional_valence": 0.0, "curiosity_boost": 0.0,
+         "steering_reward": 0.0, "importance_floor": 0.0}  # fmt: skip
+    return {**c, **changes}
+
+
+def test_the_importance_curve_decays_from_the_last_reinforcement_unless_kept() -> None:
+    curve = importance_curve(_crystal(), DecaySettings(), NOW)
+    xs, ys = [x for x, _ in curve.points], [y for _, y in curve.points]
+    assert xs[0] == NOW - 10 * DAY_MS and xs[-1] == NOW + CURVE_AHEAD_MS
+    assert all(a > b for a, b in itertools.pairwise(ys))  # falls all the way
+    assert abs(ys[-1] / ys[0] - 0.5 ** (40 / 16.05)) < 0.01  # ~16-day half-life over 40 days
+    accessed = importance_curve(_crystal(last_access_ms=NOW - DAY_MS, access_count=10), DecaySettings(), NOW)
+    assert accessed.points[0][0] == NOW - DAY_MS and accessed.points[0][1] > 5 * ys[0]  # retrieval strengthens
+    for kept in (_crystal(lifespan="permanent"), _crystal(semantic_type="skill"), _crystal(lifecycle="frozen")):
+        assert len({round(y, 9) for _, y in importance_curve(kept, DecaySettings(), NOW).points}) == 1  # flat
+    floored = importance_curve(_crystal(importance_floor=0.05), DecaySettings(), NOW)
+    assert min(y for _, y in floored.points) == 0.05  # a stated importance is a floor
+
+
+def test_the_search_form_becomes_the_search_commands_arguments() -> None:
+    form = {"query": "weekly sync", "mode": "keyword", "since": "7d", "explain": "1", "limit": ""}
+    types = {"types": ["fact", "", "event"]}
+    assert search_args(form, lambda k: types.get(k, [])) == {
+        "query": "weekly sync", "since": "7d", "mode": "keyword", "limit": 20, "types": ["fact", "event"],
+        "explain": True,
+    }  # fmt: skip
+    assert search_args({}, lambda k: []) is None  # an empty page asks nothing
+    assert search_args({"mode": "recent"}, lambda k: [])["mode"] == "recent"  # type: ignore[index]
