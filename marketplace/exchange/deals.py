@@ -312,6 +312,12 @@ class Sales:
             await cursor.close()
         return count
 
+    async def recent(self, limit: int = 20) -> list[SaleRecord]:
+        """The sales whose state changed last, newest first."""
+        sql = f"SELECT {_SALE_COLUMNS} FROM sales ORDER BY updated_ms DESC LIMIT ?"  # noqa: S608
+        async with self._store.reader().execute(sql, (limit,)) as cursor:
+            return [_sale(tuple(r)) for r in await cursor.fetchall()]
+
     async def everything(self) -> list[SaleRecord]:
         async with self._store.reader().execute(f"SELECT {_SALE_COLUMNS} FROM sales") as cursor:  # noqa: S608
             return [_sale(tuple(r)) for r in await cursor.fetchall()]

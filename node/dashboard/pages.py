@@ -35,7 +35,7 @@ PageBuilder = Callable[[Dashboard, web.Request], Awaitable[dict[str, Any]]]
 #: The search form's fields that are passed on as they are (the rest are lists or flags).
 SEARCH_TEXT_FIELDS = ("query", "since", "until")
 SEARCH_FLAGS = ("include_superseded", "include_held", "include_archived", "explain")
-CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback")
+CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback", "approve", "reject")
 
 
 def when(ms: int | None) -> str:
@@ -218,6 +218,9 @@ async def crystal_action(dashboard: Dashboard, crystal_id: str, action: str, for
     if action == "forget":
         await dashboard.run("memory.forget", {"id": crystal_id, "reason": "forgotten in the dashboard"})
         return "/ui/memory"
+    if action in ("approve", "reject"):
+        await dashboard.run(f"memory.quarantine.{action}", {"id": crystal_id})
+        return "/ui/network"  # back to the queue
     if action == "pin":
         await dashboard.run("memory.pin", {"id": crystal_id})
     elif action == "retype":

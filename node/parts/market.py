@@ -20,7 +20,7 @@ from marketplace.catalog.listings import ListingRow, listing_envelope, live_list
 from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
 from marketplace.escrow import Escrow
-from marketplace.exchange.deals import Purchases
+from marketplace.exchange.deals import Purchases, Sales
 from marketplace.exchange.market import Market
 from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import PROTOCOL
@@ -248,6 +248,11 @@ class MarketPart:
              "crystal_id": r.crystal_id, "updated_ms": r.updated_ms}
             for r in await Purchases(store).recent(20)
         ]  # fmt: skip
+        sales = [
+            {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "crystal_id": r.crystal_id,
+             "buyer": r.buyer.hex(), "updated_ms": r.updated_ms}
+            for r in await Sales(store).recent(20)
+        ]  # fmt: skip
         return {
             "address": self._wallet.address,
             "chain": self._ctx.config.chain.url or "embedded",
@@ -256,6 +261,7 @@ class MarketPart:
             "chain_error": self._chain_error or None,
             "ledger": (await ledger(store, self._ctx.identity.public_key.hex())).as_dict(),
             "recent_purchases": purchases,
+            "recent_sales": sales,
         }
 
     async def dispute(self, purchase_id: str) -> dict[str, Any]:

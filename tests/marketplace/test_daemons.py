@@ -129,6 +129,8 @@ def test_two_daemons_buy_and_sell_over_anvil(trading_pair: tuple[Node, Node, str
     assert earned["top_skills"] == [{"stable_skill_id": skill_id, "sales": 1, "earned_micro_usdc": price}]
     seller_wallet = seller.json("wallet")  # paid into the escrow, withdrawn in one transfer for many sales
     assert (seller_wallet["balance_micro_usdc"], seller_wallet["owed_micro_usdc"]) == (0, price)
+    paid = [s for s in seller_wallet["recent_sales"] if s["state"] == "paid"]  # the dashboard's list of sales
+    assert [s["buyer"] for s in paid] == [buyer.json("status")["identity"]["public_key"]]
     assert "earned    " in seller.cli("wallet").stdout
     no_gas = seller.cli("wallet", "withdraw")  # the seller never needed ether so far: a clear refusal
     assert no_gas.returncode == 2 and "too little ether for the gas" in no_gas.stderr, no_gas.stderr
