@@ -14,12 +14,14 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from memory.clock import wall_clock_ms
 from memory.dynamics.importance import DecaySettings
+from node.config import is_loopback
 from node.dashboard import pages
 from node.dashboard.history import SAMPLE_EVERY_S, History, sample_of
 from node.dashboard.sessions import Session, SessionLimits, Sessions
@@ -61,8 +63,10 @@ class Dashboard:
         *,
         session_hours: float,
         decay: DecaySettings | None = None,
+        loopback_only: bool = True,
         now_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
+        self._loopback_only = loopback_only
         self.decay = decay or DecaySettings()
         self.sessions = Sessions(now_ms, SessionLimits(session_ttl_ms=int(session_hours * 3_600_000)))
         self._hosts = hosts
@@ -121,6 +125,10 @@ class Dashboard:
         return response
 
     async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self._loopback_only and not is_loopback(urlsplit("//" + request.host).hostname or ""):
+            # A page reached under another name is a DNS-rebinding attempt: some site's script
+            # pointing its own host name at 127.0.0.1. Its origin has no cookie, but it gets nothing.
+            return web.Response(status=403, text="the dashboard answers only at its loopback address")
         if request.path in OPEN_PAGES:
             return await handler(request)
         session = self.sessions.get(request.cookies.get(COOKIE))

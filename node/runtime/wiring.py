@@ -56,7 +56,12 @@ def build_parts(
     api = ctx.config.api
     if api.enabled:
         dashboard = (
-            Dashboard(lambda: hosts, session_hours=api.dashboard_session_hours, decay=decay_settings(ctx.config))
+            Dashboard(
+                lambda: hosts,
+                session_hours=api.dashboard_session_hours,
+                decay=decay_settings(ctx.config),
+                loopback_only=not api.allow_remote,
+            )
             if api.dashboard
             else None
         )

@@ -173,6 +173,15 @@ def test_pages_carry_a_strict_csp_and_escape_stored_text(running: Running) -> No
     assert browser.request("GET", "/ui/static/style.css").headers["Content-Type"].startswith("text/css")
 
 
+def test_a_page_asked_for_under_another_host_name_is_refused(running: Running) -> None:
+    browser, _ = _signed_in(running)  # a real cookie: DNS rebinding would not even have that
+    assert browser.request("GET", "/ui/").status == 200
+    for host in ("evil.example", "evil.example:80", "127.0.0.1.evil.example"):
+        answer = browser.request("GET", "/ui/memory?query=safe", Host=host)
+        assert answer.status == 403 and "blue folder" not in answer.body, host
+    assert browser.request("GET", "/ui/", Host="localhost").status == 200
+
+
 def test_the_cookie_opens_no_api_route(running: Running) -> None:
     browser, _ = _signed_in(running)
     for path in ("/v1/status", f"/v1/memory/{running.crystal}", "/metrics"):
