@@ -27,6 +27,7 @@ class Dashboard(Protocol):
 
     history: History
     decay: DecaySettings
+    now_ms: Callable[[], int]
 
     async def run(self, name: str, args: Mapping[str, Any] | None = None) -> Any: ...
 
@@ -193,7 +194,7 @@ def importance_curve(c: Mapping[str, Any], decay: DecaySettings, now_ms: int) ->
 
 async def crystal(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     shown = await dashboard.run("memory.show", {"id": request.match_info["id"]})
-    curve = importance_curve(shown["crystal"], dashboard.decay, int(time.time() * 1000))
+    curve = importance_curve(shown["crystal"], dashboard.decay, dashboard.now_ms())
     first, last = curve.points[0][0], curve.points[-1][0]
     return {
         "page": "memory",

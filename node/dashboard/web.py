@@ -76,7 +76,7 @@ class Dashboard:
         )
         self._templates.filters["when"] = pages.when
         self._templates.filters["usdc"] = pages.usdc
-        self._now_ms = now_ms
+        self.now_ms = now_ms
         self.history = History()
         self._sampler: asyncio.Task[None] | None = None
 
@@ -94,7 +94,7 @@ class Dashboard:
     async def _sample_every(self, seconds: float) -> None:
         while True:
             try:
-                self.history.add(sample_of(await self.run("status"), self._now_ms()))
+                self.history.add(sample_of(await self.run("status"), self.now_ms()))
             except Exception:  # a sample missed is a gap in a chart, never a reason to stop the daemon
                 log.warning("dashboard.sample_failed", exc_info=True)
             await asyncio.sleep(seconds)
@@ -189,7 +189,7 @@ class Dashboard:
                 status=401,
             )
         response = _see_other("/ui/")  # the code leaves the address bar at once
-        max_age = max(1, (session.expires_ms - wall_clock_ms()) // 1000)
+        max_age = max(1, (session.expires_ms - self.now_ms()) // 1000)
         response.set_cookie(COOKIE, session.id, httponly=True, samesite="Strict", path="/", max_age=max_age)
         return response
 
