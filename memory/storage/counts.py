@@ -15,8 +15,7 @@ async def crystal_counts(db: aiosqlite.Connection) -> dict[str, Any]:
     for column in COUNTED_COLUMNS:
         async with db.execute(f"SELECT {column}, count(*) FROM crystals GROUP BY {column}") as cursor:
             out[f"by_{column}"] = {r[0]: r[1] for r in await cursor.fetchall()}
-    async with db.execute("SELECT count(*) FROM crystals") as cursor:
-        out["total"] = (await cursor.fetchone() or (0,))[0]
+    out["total"] = await crystal_total(db)
     async with db.execute("SELECT count(*) FROM associations") as cursor:
         out["associations"] = (await cursor.fetchone() or (0,))[0]
     return out

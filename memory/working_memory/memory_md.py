@@ -135,11 +135,13 @@ class WorkingMemoryFiles:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.memory_md = workspace / "MEMORY.md"
+        self.previous_md = workspace / "MEMORY.md.prev"  # the version before the last rewrite
         self.scratch = ScratchLog(workspace / "memory" / "scratch.md")
 
-    def read_text(self) -> str:
+    def read_text(self, *, previous: bool = False) -> str:
+        """MEMORY.md's text (or, with ``previous``, the version before the last rewrite); "" if none."""
         try:
-            return self.memory_md.read_text(encoding="utf-8")
+            return (self.previous_md if previous else self.memory_md).read_text(encoding="utf-8")
         except FileNotFoundError:
             return ""
 
@@ -152,7 +154,7 @@ class WorkingMemoryFiles:
         private_dir(self.workspace)
         old = self.read_text()
         if old:
-            _atomic_write(self.memory_md.with_name("MEMORY.md.prev"), old)
+            _atomic_write(self.previous_md, old)
         _atomic_write(self.memory_md, memory.render())
 
     def backup_hand_written(self, stamp: str) -> Path:

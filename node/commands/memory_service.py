@@ -156,9 +156,7 @@ def _endocrine(store: MemoryStore) -> Endocrine:
 def working_memory_report(files: WorkingMemoryFiles) -> dict[str, Any]:
     """MEMORY.md, the difference from the version before the last dream, and the waiting scratch
     notes; a confidential note's text stays out (it never reaches MEMORY.md either)."""
-    current = files.read_text()
-    previous_file = files.memory_md.with_name("MEMORY.md.prev")
-    previous = previous_file.read_text(encoding="utf-8") if previous_file.exists() else ""
+    current, previous = files.read_text(), files.read_text(previous=True)
     diff = difflib.unified_diff(
         previous.splitlines(), current.splitlines(), "before the last dream", "now", lineterm=""
     )

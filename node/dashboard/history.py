@@ -33,10 +33,14 @@ def _mapping(doc: object, key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def part_details(status: Mapping[str, Any], part: str) -> Mapping[str, Any]:
+    """What the ``status`` command's answer says of one part: empty for a part that is off."""
+    return _mapping(_mapping(status, "details"), part)
+
+
 def sample_of(status: Mapping[str, Any], at_ms: int) -> Sample:
     """A sample from the ``status`` command's answer (a part that is off gives nothing)."""
-    details = _mapping(status, "details")
-    memory, p2p = _mapping(details, "memory"), _mapping(details, "p2p")
+    memory, p2p = part_details(status, "memory"), part_details(status, "p2p")
     return Sample(
         at_ms,
         {name: float(level) for name, level in _mapping(memory, "hormones").items()},

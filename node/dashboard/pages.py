@@ -17,7 +17,7 @@ from memory.dynamics.importance import DAY_MS, DecaySettings, importance
 from memory.model import SemanticType
 from memory.retrieval.query import SearchMode
 from node.dashboard.charts import Series, bar_chart, line_chart, trust_graph
-from node.dashboard.history import History
+from node.dashboard.history import History, part_details
 from node.errors import PartOff
 
 
@@ -59,9 +59,7 @@ async def _maybe(dashboard: Dashboard, name: str, args: Mapping[str, Any] | None
 async def live_overview(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     """The overview's counters, polled by the page: parts, peers, weather, hormones, memory."""
     status = await dashboard.run("status")
-    details = status.get("details", {})
-    p2p = details.get("p2p") or {}
-    memory = details.get("memory") or {}
+    p2p, memory = part_details(status, "p2p"), part_details(status, "memory")
     return {
         "state": status["state"],
         "peer_id": status["peer_id"],
@@ -73,7 +71,7 @@ async def live_overview(dashboard: Dashboard, request: web.Request) -> dict[str,
         "peers": (p2p.get("peers") or {}),
         "messages": p2p.get("messages") or {},
         "weather": await _maybe(dashboard, "weather.show"),
-        "market": (details.get("market") or {}).get("summary"),
+        "market": part_details(status, "market").get("summary"),
         "updated_at_ms": status["updated_at_ms"],
     }
 
@@ -86,11 +84,12 @@ def _time_chart(series: list[Series], history: History, title: str, y_max: float
 
 async def overview(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     history = dashboard.history
+    hormones = history.hormones()
     return {
         "page": "overview",
         "live": await live_overview(dashboard, request),
-        "hormone_chart": _time_chart(history.hormones(), history, "Hormone levels, the last 24 hours", 1.0),
-        "hormone_names": [s.name for s in history.hormones()],
+        "hormone_chart": _time_chart(hormones, history, "Hormone levels, the last 24 hours", 1.0),
+        "hormone_names": [s.name for s in hormones],
     }
 
 
@@ -99,7 +98,7 @@ async def working_memory(dashboard: Dashboard, request: web.Request) -> dict[str
     return {
         "page": "working",
         "wm": await dashboard.run("wm.show"),
-        "last_dream": (status.get("details", {}).get("memory") or {}).get("last_dream"),
+        "last_dream": part_details(status, "memory").get("last_dream"),
     }
 
 
@@ -110,7 +109,7 @@ async def network(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     verdicts = history.verdicts()
     return {
         "page": "network",
-        "p2p": (status.get("details", {}) or {}).get("p2p"),
+        "p2p": part_details(status, "p2p") or None,  # None: P2P is off
         "peers": peers,
         "graph": trust_graph(status["peer_id"], peers or [], title="Trust: this node and its peers"),
         "verdict_chart": _time_chart(verdicts, history, "Messages accepted and refused per topic, per minute"),
@@ -121,14 +120,12 @@ async def network(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
 
 
 async def market(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
-    status = await dashboard.run("status")
     wallet = await _maybe(dashboard, "wallet")
     listings = await _maybe(dashboard, "skills.list", {"limit": 50}) or []
     ledger = (wallet or {}).get("ledger") or {}
     earned = [(day["day"], day["earned_micro_usdc"] / 1_000_000) for day in ledger.get("trend", [])]
     return {
         "page": "market",
-        "market": (status.get("details", {}) or {}).get("market"),
         "wallet": wallet,
         "ledger": ledger,
         "earnings_chart": bar_chart(earned, title="Earnings per day, USDC"),

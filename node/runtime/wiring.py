@@ -55,18 +55,14 @@ def build_parts(
     parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))
     api = ctx.config.api
     if api.enabled:
-        dashboard = (
-            Dashboard(
+        dashboard = None
+        if api.dashboard:
+            dashboard = hosts["ui"] = Dashboard(
                 lambda: hosts,
                 session_hours=api.dashboard_session_hours,
                 decay=decay_settings(ctx.config),
                 loopback_only=not api.allow_remote,
             )
-            if api.dashboard
-            else None
-        )
-        if dashboard is not None:
-            hosts["ui"] = dashboard
         parts.append(
             ApiServer(
                 api.host,
