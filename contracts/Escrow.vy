@@ -1,18 +1,24 @@
 # pragma version 0.4.3
-# @title Skill purchase escrow: paid on delivery without the buyer's goodwill, refunded without the seller's
+# @title Skill purchase escrow: an optimistic fair exchange whose arbiter judges only what is on chain
 # @notice The buyer locks the price for one purchase, within the deadline bounds set at deployment.
 #         Paid to the seller: when the buyer releases it, or when the seller committed its delivery
-#         (the hash of the ciphertext it sent and the key that opens it) before the deadline and the
-#         dispute window then passed without a dispute. Back to the buyer: after the deadline when no
-#         delivery was committed. A dispute within the window goes to the arbiter named at deployment,
-#         whose decision is one transaction; a dispute it leaves open for the arbitration window
-#         ends as undisputed.
+#         before the deadline and the dispute window then passed without a dispute. The commitment
+#         carries the delivery itself: the skill sealed to the buyer's key (X25519 with a one-time
+#         key of the seller's), so a buyer that "received nothing" reads it from the chain, and
+#         nobody else can open it. Back to the buyer: after the deadline when nothing was committed.
+#         A buyer that cannot open the committed delivery, or finds another skill in it, disputes
+#         within the window; the seller answers by publishing its one-time secret, which opens the
+#         commitment for anyone; the arbiter named at deployment then compares what it opens to with
+#         the content hash of the terms, in one transaction. No answer by the end of the arbitration
+#         window refunds the buyer; an answer the arbiter leaves undecided that long pays the seller.
 #         Released money is owed to the seller here until it withdraws it (one transfer for many
 #         sales; a seller the token refuses to pay cannot block a release) or spends it on its own
 #         purchases (``lock_from_credit``). Refunds go straight back to the buyer.
 #         A purchase id is the buyer's own (keccak of its address and a nonce): nobody else can take
-#         one. Each deal is one storage word: the hash of its terms, its state and its commit time;
-#         the terms are passed again with each call and checked against that hash.
+#         one. The nonce is keccak(salt, the buyer's node key) for the seller's salt, so the terms
+#         name the key the delivery must be sealed to. Each deal is one storage word: the hash of its
+#         terms, its state and its commit time; the terms are passed again with each call and
+#         checked against that hash.
 
 interface IERC20:
     def transferFrom(sender: address, receiver: address, amount: uint256) -> bool: nonpayable
@@ -33,6 +39,10 @@ DELIVERED: constant(uint256) = 2
 DISPUTED: constant(uint256) = 3
 RELEASED: constant(uint256) = 4
 REFUNDED: constant(uint256) = 5
+ANSWERED: constant(uint256) = 6
+
+#: The largest sealed delivery a commitment carries (a skill of about 32 KB).
+MAX_SEALED: constant(uint256) = 32768
 
 TERMS_SHIFT: constant(uint256) = 96
 STATE_SHIFT: constant(uint256) = 64
@@ -44,11 +54,23 @@ event Locked:
 
 event Committed:
     purchase_id: indexed(bytes32)
-    delivery_hash: bytes32
-    key: bytes32
+    ephemeral: bytes32  # the seller's one-time X25519 public key
+    salt: bytes32  # with the buyer's node key, the nonce of the terms
+    recipient: bytes32  # the buyer's node key (Ed25519) the delivery is sealed to
+    sealed: Bytes[MAX_SEALED]  # the skill, sealed to the recipient
 
 event Disputed:
     purchase_id: indexed(bytes32)
+
+event Answered:
+    purchase_id: indexed(bytes32)
+    secret: bytes32  # the seller's one-time X25519 secret: anyone can now open the commitment
+    buyer: address  # the terms, so that an arbiter that sees only this event can judge and resolve
+    nonce: bytes32
+    seller: address
+    amount: uint256
+    content_hash: bytes32
+    deadline: uint256
 
 event Released:
     purchase_id: indexed(bytes32)
@@ -60,6 +82,9 @@ event Withdrawn:
 event Refunded:
     purchase_id: indexed(bytes32)
     amount: uint256
+
+#: What this escrow speaks: 2 is the sealed commitment answered on chain (a node checks it at connect).
+PROTOCOL_VERSION: public(constant(uint256)) = 2
 
 token: public(immutable(address))
 arbiter: public(immutable(address))
@@ -189,9 +214,9 @@ def withdraw(amount: uint256):
 
 
 @external
-def commit(terms: Terms, delivery_hash: bytes32, key: bytes32):
-    """The seller records what it delivered (the ciphertext's hash) and the key that opens it,
-    before the deadline: the dispute window starts."""
+def commit(terms: Terms, ephemeral: bytes32, salt: bytes32, recipient: bytes32, sealed: Bytes[MAX_SEALED]):
+    """The seller puts its delivery on chain before the deadline: the skill sealed to the buyer. From
+    then on no refund is possible without the arbiter, and the dispute window starts."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
@@ -199,8 +224,9 @@ def commit(terms: Terms, delivery_hash: bytes32, key: bytes32):
     assert msg.sender == terms.seller, "only the seller commits"
     assert state == LOCKED, "not locked"
     assert block.timestamp < terms.deadline, "deadline passed"
+    assert len(sealed) > 0, "nothing sealed"
     self.deals[deal_id] = self._word(self._fingerprint(terms), DELIVERED, block.timestamp)
-    log Committed(purchase_id=deal_id, delivery_hash=delivery_hash, key=key)
+    log Committed(purchase_id=deal_id, ephemeral=ephemeral, salt=salt, recipient=recipient, sealed=sealed)
 
 
 @external
@@ -222,8 +248,8 @@ def release(terms: Terms):
 
 @external
 def claim(terms: Terms):
-    """Anyone pays the seller once its committed delivery was not disputed in the window (or the
-    arbiter left the dispute open for the arbitration window)."""
+    """Anyone pays the seller once its committed delivery was not disputed in the window, or once it
+    answered a dispute and the arbiter left it undecided for the arbitration window."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
@@ -231,26 +257,30 @@ def claim(terms: Terms):
     if state == DELIVERED:
         assert block.timestamp >= at + dispute_window, "dispute window open"
     else:
-        assert state == DISPUTED, "nothing to claim"
+        assert state == ANSWERED, "nothing to claim"
         assert block.timestamp >= at + dispute_window + arbitration_window, "in arbitration"
     self._pay(deal_id, terms, RELEASED, terms.seller)
 
 
 @external
 def refund(terms: Terms):
-    """Anyone returns the money to the buyer once the deadline passed with no delivery committed."""
+    """Anyone returns the money to the buyer once the deadline passed with no delivery committed, or
+    once a dispute went unanswered by the seller for the arbitration window."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
     deal_id, state, at = self._load(terms)
-    assert state == LOCKED, "not refundable"
-    assert block.timestamp >= terms.deadline, "deadline not reached"
+    if state == LOCKED:
+        assert block.timestamp >= terms.deadline, "deadline not reached"
+    else:
+        assert state == DISPUTED, "not refundable"
+        assert block.timestamp >= at + dispute_window + arbitration_window, "in arbitration"
     self._pay(deal_id, terms, REFUNDED, terms.buyer)
 
 
 @external
 def dispute(terms: Terms):
-    """The buyer contests the committed delivery within the window: the arbiter decides."""
+    """The buyer contests the committed delivery within the window: the seller must answer."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
@@ -263,14 +293,34 @@ def dispute(terms: Terms):
 
 
 @external
+def answer(terms: Terms, secret: bytes32):
+    """The seller answers a dispute with its one-time secret, which opens the committed delivery for
+    the arbiter (and anyone): the arbiter judges from the chain alone."""
+    deal_id: bytes32 = empty(bytes32)
+    state: uint256 = 0
+    at: uint256 = 0
+    deal_id, state, at = self._load(terms)
+    assert msg.sender == terms.seller, "only the seller answers"
+    assert state == DISPUTED, "not disputed"
+    assert block.timestamp < at + dispute_window + arbitration_window, "arbitration window closed"
+    self.deals[deal_id] = self._word(self._fingerprint(terms), ANSWERED, at)
+    log Answered(
+        purchase_id=deal_id, secret=secret, buyer=terms.buyer, nonce=terms.nonce, seller=terms.seller,
+        amount=terms.amount, content_hash=terms.content_hash, deadline=terms.deadline,
+    )
+
+
+@external
 def resolve(terms: Terms, to_seller: bool):
-    """The arbiter's decision on a dispute, in one transaction."""
+    """The arbiter's decision on a dispute the seller answered, in one transaction."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
     deal_id, state, at = self._load(terms)
     assert msg.sender == arbiter, "only the arbiter resolves"
-    assert state == DISPUTED, "not disputed"
+    # An unanswered dispute is not the arbiter's to decide: it refunds by itself once the seller had
+    # the whole arbitration window to answer, so the arbiter can never cut an honest seller short.
+    assert state == ANSWERED, "the seller has not answered"
     if to_seller:
         self._pay(deal_id, terms, RELEASED, terms.seller)
     else:

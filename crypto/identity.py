@@ -75,6 +75,15 @@ class Identity:
         except nacl.exceptions.CryptoError:
             raise SealedDataTampered("the sealed box does not open with this key") from None
 
+    def open_box(self, ephemeral_public: bytes, nonce: bytes, sealed: bytes) -> bytes:
+        """Open a delivery sealed to this identity by ``crypto.delivery_box.seal_for``."""
+        try:
+            sender = nacl.public.PublicKey(ephemeral_public)
+            box = nacl.public.Box(self._signing_key.to_curve25519_private_key(), sender)
+            return bytes(box.decrypt(sealed, nonce))
+        except (nacl.exceptions.CryptoError, ValueError, TypeError):
+            raise SealedDataTampered("the delivery does not open with this node's key") from None
+
     def __str__(self) -> str:
         return f"Identity({self.peer_id})"
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
+from marketplace.arbiter_policy import arbiter_refusal
 from marketplace.chain_types import Account, EscrowRules, GasSpent, Receipt, TransferAuthorization
 from marketplace.errors import (
     ChainError,
@@ -42,6 +43,7 @@ ESCROW_RULES = EscrowRules(
     arbiter="", min_delivery_window_s=300, max_lock_s=86_400, dispute_window_s=3_600, arbitration_window_s=7 * 86_400
 )
 USDC_DECIMALS = 6
+ESCROW_PROTOCOL_VERSION = 2
 
 
 _PERMIT_FIELDS = [
@@ -72,6 +74,7 @@ class Chain:
         self._w3 = w3
         self._token = w3.eth.contract(address=token_address, abi=artifact("DevUSDC")["abi"])
         self.escrow_contract = w3.eth.contract(address=escrow_address, abi=artifact("Escrow")["abi"])
+        self.token_contract = self._token
         self.token_address = token_address
         self.escrow_address = escrow_address
         self.dev = dev
@@ -116,10 +119,18 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    async def rpc_dev(cls, url: str, *, arbiter: str | None = None) -> Chain:
+    async def rpc_dev(cls, url: str, *, arbiter: str) -> Chain:
         """A local development JSON-RPC chain (anvil): deploy our contracts with its first,
-        unlocked account, which is then the dev token's minter (``fund`` works as embedded)."""
-        return await cls._on_worker(lambda: cls._with_our_contracts(_connect(url), arbiter))
+        unlocked account, which is then the dev token's minter (``fund`` works as embedded).
+        ``arbiter`` decides disputes: a key the deployer chose, never an unlocked account."""
+
+        def build() -> Chain:
+            w3 = _connect(url)
+            if (why := arbiter_refusal(arbiter, [str(a) for a in w3.eth.accounts])) is not None:
+                raise ChainError(why)
+            return cls._with_our_contracts(w3, arbiter)
+
+        return await cls._on_worker(build)
 
     @classmethod
     def _with_our_contracts(cls, w3: Any, arbiter: str | None) -> Chain:
@@ -151,6 +162,11 @@ class Chain:
         if self._thread is not None:
             thread, self._thread = self._thread, None
             await thread.stop()
+
+    @property
+    def w3(self) -> Any:
+        """The web3 client: for calls made inside ``run`` (on the chain's thread) only."""
+        return self._w3
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -320,11 +336,14 @@ class Chain:
         except Exception as exc:  # noqa: BLE001
             raise ChainError(f"the escrow address {self.escrow_address} does not answer token(): {exc}") from None
         try:
-            self.escrow_contract.functions.owed(self.escrow_address).call()
-        except Exception:  # noqa: BLE001 - escrows before pull payments (issue 15) have no ``owed``
+            version = int(self.escrow_contract.functions.PROTOCOL_VERSION().call())
+        except Exception:  # noqa: BLE001 - escrows before the sealed commitment (issue 26) have no version
+            version = 1
+        if version != ESCROW_PROTOCOL_VERSION:
             raise ChainError(
-                f"the escrow at {self.escrow_address} is an earlier version (it pays sellers directly): deploy the "
-                "current one (`bitterbot-node chain deploy`) and point every node at it"
+                f"the escrow at {self.escrow_address} is an earlier version ({version}; this node speaks "
+                f"{ESCROW_PROTOCOL_VERSION}): deploy the current one (`bitterbot-node chain deploy`) and point every "
+                "node at it"
             ) from None
         if held.lower() != self.token_address.lower():
             raise ChainError(

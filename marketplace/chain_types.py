@@ -4,6 +4,7 @@ signed EIP-3009 transfer authorization, an escrowed deal's terms and status, the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 
@@ -102,14 +103,42 @@ def purchase_id_of(buyer: str, nonce: bytes) -> bytes:
     return bytes(keccak(b"\0" * 12 + to_bytes(hexstr=buyer) + nonce))
 
 
+class DealState(StrEnum):
+    """Where a deal stands in the escrow (``contracts/Escrow.vy``)."""
+
+    NONE = "none"  # no deal on these terms: none locked, or locked on other terms
+    LOCKED = "locked"  # the price is locked; nothing committed yet
+    DELIVERED = "delivered"  # the seller committed its sealed delivery: the dispute window runs
+    DISPUTED = "disputed"  # the buyer contests it: the seller must answer with its one-time secret
+    ANSWERED = "answered"  # the seller published its secret: the arbiter judges from the chain
+    RELEASED = "released"  # paid to the seller (owed in the escrow until it withdraws)
+    REFUNDED = "refunded"  # back with the buyer
+    UNKNOWN = "unknown"  # a number this release does not know
+
+
 #: The escrow's states, by the number it stores.
-DEAL_STATES = {0: "none", 1: "locked", 2: "delivered", 3: "disputed", 4: "released", 5: "refunded"}
+DEAL_STATES = {
+    0: DealState.NONE, 1: DealState.LOCKED, 2: DealState.DELIVERED, 3: DealState.DISPUTED,
+    4: DealState.RELEASED, 5: DealState.REFUNDED, 6: DealState.ANSWERED,
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class DealStatus:
-    state: str  # none, locked, delivered (a delivery committed), disputed, released, refunded
-    committed_at: int = 0  # chain seconds the delivery was committed (delivered and disputed)
+    state: DealState
+    committed_at: int = 0  # chain seconds the delivery was committed (delivered, disputed, answered)
+
+
+@dataclass(frozen=True, slots=True)
+class Commitment:
+    """A delivery as the seller committed it on chain: the skill sealed to ``recipient`` (the
+    buyer's node key) with the one-time key ``ephemeral``; ``salt`` and ``recipient`` hash to the
+    terms' nonce when the seller sealed to the key the buyer locked for."""
+
+    ephemeral: bytes
+    salt: bytes
+    recipient: bytes
+    sealed: bytes
 
 
 @dataclass(frozen=True, slots=True)

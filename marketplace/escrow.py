@@ -4,20 +4,33 @@ Who may send what (``contracts/Escrow.vy``):
 - the buyer ``lock``s the price for its own purchase id, within the deadline bounds the escrow was
   deployed with, and may ``release`` it to the seller at once, or ``dispute`` a committed delivery
   within the dispute window;
-- the seller ``commit``s its delivery (the ciphertext's hash and the key that opens it) before the
+- the seller ``commit``s its delivery (the skill sealed to the buyer's node key) before the
   deadline; after the dispute window anyone may ``claim`` it for the seller;
+- a disputed delivery: the seller ``answer``s with its one-time secret (which opens the sealed
+  delivery for anyone) within the arbitration window, or anyone may ``refund`` the buyer after it;
 - released money is ``owed`` to the seller by the escrow until it ``withdraw``s it or locks its own
   purchases with it (``lock`` uses the credit first): one transfer for many sales;
 - after the deadline with no delivery committed, anyone may ``refund`` the buyer;
-- the arbiter ``resolve``s a dispute, to the seller or to the buyer.
+- the arbiter ``resolve``s an answered dispute, to the seller or to the buyer; one it leaves
+  undecided for the arbitration window can be claimed for the seller.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from marketplace.arbiter_policy import arbiter_refusal
 from marketplace.chain import Chain
-from marketplace.chain_types import DEAL_STATES, Account, DealStatus, DealTerms, EscrowRules, Receipt
+from marketplace.chain_types import (
+    DEAL_STATES,
+    Account,
+    Commitment,
+    DealState,
+    DealStatus,
+    DealTerms,
+    EscrowRules,
+    Receipt,
+)
 
 
 def _terms(terms: DealTerms) -> tuple[Any, ...]:
@@ -30,12 +43,18 @@ class Escrow:
     def __init__(self, chain: Chain) -> None:
         self._chain = chain
         self._contract = chain.escrow_contract
+        self._rules: EscrowRules | None = None  # fixed at deployment: read once
 
     @property
     def address(self) -> str:
         return self._chain.escrow_address
 
     async def rules(self) -> EscrowRules:
+        if self._rules is None:
+            self._rules = await self._read_rules()
+        return self._rules
+
+    async def _read_rules(self) -> EscrowRules:
         functions = self._contract.functions
 
         def read() -> EscrowRules:
@@ -49,13 +68,23 @@ class Escrow:
 
         return await self._chain.run(read)
 
+    async def arbiter_refusal(self) -> str | None:
+        """Why this escrow's arbiter cannot be trusted (an unlocked or publicly known development
+        account, whose key anyone may hold), or None. The embedded chain, which lives in this
+        process alone, is exempt."""
+        if getattr(self._chain.w3.provider, "ethereum_tester", None) is not None:
+            return None
+        arbiter = (await self.rules()).arbiter
+        accounts = await self._chain.run(lambda: [str(a) for a in self._chain.w3.eth.accounts])
+        return arbiter_refusal(arbiter, accounts)
+
     async def status(self, terms: DealTerms) -> DealStatus:
         """Where the deal with exactly these terms stands ("none" if there is no such deal: none
         locked, or locked on other terms, a nearer deadline say)."""
 
         def read() -> DealStatus:
             state, at = self._contract.functions.status(_terms(terms)).call()
-            return DealStatus(DEAL_STATES.get(int(state), "unknown"), int(at))
+            return DealStatus(DEAL_STATES.get(int(state), DealState.UNKNOWN), int(at))
 
         return await self._chain.run(read)
 
@@ -88,9 +117,16 @@ class Escrow:
             raise ValueError("withdraw a positive amount")
         return await self._chain.send(account, lambda: self._contract.functions.withdraw(amount))
 
-    async def commit(self, seller: Account, terms: DealTerms, delivery_hash: bytes, key: bytes) -> Receipt:
+    async def commit(self, seller: Account, terms: DealTerms, commitment: Commitment) -> Receipt:
         args = _terms(terms)
-        return await self._chain.send(seller, lambda: self._contract.functions.commit(args, delivery_hash, key))
+        c = commitment
+        return await self._chain.send(
+            seller, lambda: self._contract.functions.commit(args, c.ephemeral, c.salt, c.recipient, c.sealed)
+        )
+
+    async def answer(self, seller: Account, terms: DealTerms, secret: bytes) -> Receipt:
+        args = _terms(terms)
+        return await self._chain.send(seller, lambda: self._contract.functions.answer(args, secret))
 
     async def release(self, buyer: Account, terms: DealTerms) -> Receipt:
         args = _terms(terms)
@@ -112,16 +148,48 @@ class Escrow:
         args = _terms(terms)
         return await self._chain.send(arbiter, lambda: self._contract.functions.resolve(args, to_seller))
 
-    async def committed_delivery(self, purchase_id: bytes) -> tuple[bytes, bytes] | None:
-        """(delivery hash, key) the seller committed for ``purchase_id``, from its event; None if none."""
+    async def commitment(self, purchase_id: bytes) -> Commitment | None:
+        """The delivery the seller committed for ``purchase_id`` (from its event); None if none."""
 
-        def read() -> tuple[bytes, bytes] | None:
+        def read() -> Commitment | None:
             events = self._contract.events.Committed().get_logs(
                 from_block=0, argument_filters={"purchase_id": purchase_id}
             )
             if not events:
                 return None
-            args = events[-1]["args"]
-            return bytes(args["delivery_hash"]), bytes(args["key"])
+            args = events[-1]["args"]  # the escrow takes one commitment per deal
+            return Commitment(bytes(args["ephemeral"]), bytes(args["salt"]), bytes(args["recipient"]),
+                              bytes(args["sealed"]))  # fmt: skip
 
         return await self._chain.run(read)
+
+    async def answer_of(self, purchase_id: bytes) -> tuple[DealTerms, bytes] | None:
+        """The terms of a disputed deal and the one-time secret its seller published in answer; None
+        if the seller did not answer."""
+
+        def read() -> tuple[DealTerms, bytes] | None:
+            events = self._contract.events.Answered().get_logs(
+                from_block=0, argument_filters={"purchase_id": purchase_id}
+            )
+            return _answer(events[-1]["args"]) if events else None
+
+        return await self._chain.run(read)
+
+    async def answered_since(self, from_block: int) -> tuple[list[tuple[DealTerms, bytes]], int]:
+        """Disputes the sellers answered in blocks ``from_block`` on: (terms, secret) each, and the
+        block to read from next time."""
+
+        def read() -> tuple[list[tuple[DealTerms, bytes]], int]:
+            latest = int(self._chain.w3.eth.block_number)
+            if from_block > latest:
+                return [], from_block
+            events = self._contract.events.Answered().get_logs(from_block=from_block, to_block=latest)
+            return [_answer(event["args"]) for event in events], latest + 1
+
+        return await self._chain.run(read)
+
+
+def _answer(args: Any) -> tuple[DealTerms, bytes]:
+    terms = DealTerms(str(args["buyer"]), bytes(args["nonce"]), str(args["seller"]), int(args["amount"]),
+                      bytes(args["content_hash"]), int(args["deadline"]))  # fmt: skip
+    return terms, bytes(args["secret"])

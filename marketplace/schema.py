@@ -156,6 +156,16 @@ ALTER TABLE purchases ADD COLUMN delivery BLOB;
 """
 
 
+# 9: the sealed commitment (issue 26). A sale keeps the buyer's wallet (a seller that stops selling to
+# a buyer who took its money back stops for the wallet, not only for one node key) and whether the
+# buyer had standing here when it was quoted (strangers share only part of the open-quote slots).
+_STANDING = """
+ALTER TABLE sales ADD COLUMN buyer_address TEXT NOT NULL DEFAULT '';
+ALTER TABLE sales ADD COLUMN standing INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sales_state_updated ON sales (state, updated_ms);
+"""
+
+
 async def _adopt(db: aiosqlite.Connection) -> int:
     """The version of the marketplace tables an older release created under the memory's migrations."""
     if await table_exists(db, "listings_fts"):
@@ -171,6 +181,6 @@ async def _adopt(db: aiosqlite.Connection) -> int:
 #: MIGRATIONS[n] takes the marketplace's tables from version n to n+1.
 MIGRATIONS = [
     _EXECUTIONS, _LISTINGS, _PURCHASES_AND_SALES, _BOUNTIES_AND_ENDORSEMENTS, _PAYMENT, _INDEXES, _SIGNED_AT,
-    _DELIVERIES,
+    _DELIVERIES, _STANDING,
 ]  # fmt: skip
 MARKET_SCHEMA = SchemaSet("marketplace", "schema_version:marketplace", MIGRATIONS, adopt=_adopt)

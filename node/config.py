@@ -211,6 +211,9 @@ class MarketplaceSection(_Section):
     seller_request_burst: int = Field(default=5, ge=1, le=1_000)
     max_open_quotes: int = Field(default=100, ge=1, le=100_000)
     max_open_quotes_per_buyer: int = Field(default=3, ge=1, le=1_000)
+    # Of max_open_quotes, how many buyers without standing here (never paid this node, not
+    # trusted) may hold at once: fresh keys cost nothing and must not lock out known buyers.
+    max_open_quotes_strangers: int = Field(default=40, ge=1, le=100_000)
 
     @model_validator(mode="after")
     def _range(self) -> MarketplaceSection:

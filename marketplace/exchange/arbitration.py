@@ -1,40 +1,29 @@
-"""Evidence in a disputed purchase, and the arbiter's judgement of it.
+"""The arbiter's judgement of a disputed purchase, from the chain alone.
 
-The evidence is two messages the seller signed: its quote (the terms, the listing's content hash
-among them) and its delivery (the ciphertext and the one-time key). Either party can produce it:
-the buyer kept the delivery it received, the seller kept the key and signs the same delivery
-again (the ciphertext is reproducible). The arbiter checks both signatures and that the escrow
-holds a disputed deal on exactly those terms, opens the ciphertext with the key, and hashes what
-it finds: the listed content means the seller delivered, anything else (or nothing that opens)
-means it did not. One transaction carries the decision (``Escrow.resolve``).
+Everything it needs is on chain: the terms (their fingerprint is the deal's word; the seller's
+answer logs them in full), the delivery the seller committed (the skill sealed to the buyer's node
+key, with the one-time key's public half, the salt and the recipient), and the one-time secret the
+seller published in answer to the dispute. No message from either party counts, so no key made for
+the occasion can sway it, and who speaks first does not matter: the verdict is a function of the
+chain. The seller wins only if its secret opens the very bytes it committed, sealed to the key the
+buyer locked for, and they hold exactly the listed content.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crypto.envelope import decode_envelope, pack_body, unpack_untrusted, verify_signature
-from crypto.errors import EnvelopeError
-from marketplace.chain_types import DealTerms
+from crypto.delivery_box import ephemeral_public, open_with_secret
+from crypto.errors import SealedDataTampered
+from marketplace.chain_types import Commitment, DealState, DealTerms
 from marketplace.errors import PurchaseError
 from marketplace.escrow import Escrow
-from marketplace.exchange.protocol import (
-    KIND_DELIVERY,
-    KIND_QUOTE,
-    POLICY,
-    MalformedMessage,
-    Quote,
-    open_delivery,
-    parse_delivery,
-    parse_quote,
-)
+from marketplace.exchange.protocol import box_nonce, nonce_of
 from memory.model import content_hash
 
-MAX_EVIDENCE_BYTES = 2 * POLICY.max_bytes + 1_024
 
-
-class EvidenceRefused(PurchaseError):
-    """Evidence that cannot be judged: unsigned, mismatched, or for a deal not in dispute."""
+class NotArbitrable(PurchaseError):
+    """No answered dispute to judge: the deal is elsewhere, or its seller has not answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,51 +33,37 @@ class Verdict:
     why: str
 
 
-def evidence_of(quote: bytes, delivery: bytes) -> bytes:
-    """The evidence file: the seller's signed quote and signed delivery, as sent."""
-    return pack_body({"format": "bitterbot-node/evidence", "version": 1, "quote": quote, "delivery": delivery})
+def judge(terms: DealTerms, commitment: Commitment | None, secret: bytes | None) -> Verdict:
+    """The decision on a disputed deal from what the chain holds of it (pure)."""
 
+    def buyer(why: str) -> Verdict:
+        return Verdict(terms, False, why)
 
-def _signed_by_seller(quote_wire: bytes, delivery_wire: bytes) -> tuple[Quote, bytes, bytes]:
+    if commitment is None:
+        return buyer("no delivery was committed for this deal")
+    if secret is None or len(secret) != 32:
+        return buyer("the seller did not answer the dispute with its one-time secret")
+    if ephemeral_public(secret) != commitment.ephemeral:
+        return buyer("the secret the seller published is not the one its delivery was sealed with")
+    if nonce_of(commitment.salt, commitment.recipient) != terms.nonce:
+        return buyer("the delivery was sealed to a key the buyer did not lock for")
     try:
-        quote_env = decode_envelope(quote_wire, max_bytes=POLICY.max_bytes)
-        delivery_env = decode_envelope(delivery_wire, max_bytes=POLICY.max_bytes)
-        verify_signature(quote_env)
-        verify_signature(delivery_env)
-    except EnvelopeError as exc:
-        raise EvidenceRefused(f"the evidence is not two signed messages: {exc}") from None
-    if (quote_env.kind, delivery_env.kind) != (KIND_QUOTE, KIND_DELIVERY):
-        raise EvidenceRefused("the evidence must be a quote and a delivery")
-    if quote_env.author != delivery_env.author:
-        raise EvidenceRefused("the quote and the delivery are signed by different keys")
-    quote = parse_quote(quote_env.body_map())
-    delivery = parse_delivery(delivery_env.body_map())
-    if delivery.purchase_id != quote.purchase_id:
-        raise EvidenceRefused("the delivery is for another purchase than the quote")
-    return quote, delivery.ciphertext, delivery.key
+        data = open_with_secret(secret, commitment.recipient, box_nonce(terms.purchase_id), commitment.sealed)
+        text = data.decode("utf-8")
+    except (SealedDataTampered, UnicodeDecodeError):
+        return buyer("the committed delivery does not open with the seller's own secret")
+    if content_hash(text) != terms.content_hash.hex():
+        return buyer("the committed delivery is not the listed content")
+    return Verdict(terms, True, "the committed delivery is exactly the listed content")
 
 
-async def judge(evidence: bytes, escrow: Escrow) -> Verdict:
-    """What the arbiter decides on ``evidence`` (it sends nothing: ``Escrow.resolve`` does)."""
-    if len(evidence) > MAX_EVIDENCE_BYTES:
-        raise EvidenceRefused(f"evidence of {len(evidence)} bytes is larger than {MAX_EVIDENCE_BYTES}")
-    try:
-        doc = unpack_untrusted(evidence, max_size=MAX_EVIDENCE_BYTES)
-        quote_wire, delivery_wire = bytes(doc["quote"]), bytes(doc["delivery"])
-    except (EnvelopeError, KeyError, TypeError, ValueError) as exc:
-        raise EvidenceRefused(f"not an evidence file: {exc}") from None
-    try:
-        quote, ciphertext, key = _signed_by_seller(quote_wire, delivery_wire)
-    except MalformedMessage as exc:
-        raise EvidenceRefused(str(exc)) from None
-    terms = quote.terms()
+async def judge_on_chain(escrow: Escrow, purchase_id: bytes) -> Verdict:
+    """The verdict on an answered dispute, read from the chain (``NotArbitrable`` if there is none)."""
+    answered = await escrow.answer_of(purchase_id)
+    if answered is None:
+        raise NotArbitrable("the seller has not answered a dispute of that purchase (none to judge yet)")
+    terms, secret = answered
     status = await escrow.status(terms)
-    if status.state != "disputed":
-        raise EvidenceRefused(f"the escrow holds no disputed deal on these terms (it says {status.state})")
-    try:
-        text = open_delivery(ciphertext, key)
-    except MalformedMessage:
-        return Verdict(terms, False, "the seller's signed delivery does not open with its own key")
-    if content_hash(text) != quote.content_hash:
-        return Verdict(terms, False, "the seller's signed delivery is not the listed content")
-    return Verdict(terms, True, "the seller's signed delivery is exactly the listed content")
+    if status.state is not DealState.ANSWERED:
+        raise NotArbitrable(f"the escrow says the deal is {status.state}, not awaiting the arbiter")
+    return judge(terms, await escrow.commitment(purchase_id), secret)

@@ -1,9 +1,12 @@
 """The buyer's side of a purchase: quote, pay (escrow lock or direct authorization), receive,
-check against the signed listing, store, release; resume after a restart; refund what is due.
+check against the signed listing, store, release; resume after a restart; settle what the chain
+moved (``settle``): refund what had nothing committed by its deadline, take a skill the seller
+committed on chain when its delivery never arrived, and dispute a commitment that is not the
+listed skill while the window is open.
 
 Every step is written before the next one starts (``deals.Purchases``). A purchase in flight is
 never continued twice at once (``resume`` skips it), and a quote that expired before its payment
-was locked is never paid.
+was locked is never paid. One purchase's failure is kept in ``stuck`` and stops no other.
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ import asyncio
 from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
+from crypto.errors import SealedDataTampered
 from marketplace.catalog.bounties import live_bounties, matches
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain import Chain
-from marketplace.chain_types import DealStatus
+from marketplace.chain_types import DealState, DealStatus, DealTerms
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
-from marketplace.exchange.arbitration import evidence_of
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
-from marketplace.exchange.party import Party
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -30,7 +33,8 @@ from marketplace.exchange.protocol import (
     DeliveryRequest,
     Quote,
     QuoteRequest,
-    open_delivery,
+    box_nonce,
+    nonce_of,
     parse_delivery,
     parse_quote,
     quote_of,
@@ -42,6 +46,7 @@ from p2p.ingest import peer_source
 from p2p.messages import SkillListing, parse_skill_listing
 
 _S = PurchaseState
+_D = DealState
 STANDING_ALLOWANCE_MICRO_USDC = 10_000_000
 
 
@@ -97,6 +102,7 @@ class Buyer:
         #: node's own locks can draw on it: the escrow takes from the buyer that sends the lock).
         self._standing_allowance = STANDING_ALLOWANCE_MICRO_USDC
         self._in_flight: set[bytes] = set()
+        self.stuck = StuckDeals()
 
     async def buy(
         self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None
@@ -152,9 +158,11 @@ class Buyer:
             self._in_flight.add(record.purchase_id)
             try:
                 results.append(await self._continue(Deal(quote, record.seller_peer, record.seller, _listing_of(quote))))
+            except SETTLEMENT_ERRORS as exc:  # one purchase stops no other
+                self.stuck.note({}, record.purchase_id, record.state, None, exc)
             finally:
                 self._in_flight.discard(record.purchase_id)
-        await self.refund_due()
+        await self.settle()
         return results
 
     async def _readable(self, record: PurchaseRecord) -> Quote | None:
@@ -164,39 +172,100 @@ class Buyer:
             await self._purchases.move(record.purchase_id, _S.STALE, STALE_DETAIL)
         return quote
 
-    async def refund_due(self) -> list[str]:
-        """Settle every escrowed purchase still open here from what the chain says: refund what had no
-        delivery committed by its deadline, dispute a committed delivery this node refused, record
-        what the seller was paid and what came back. Returns the ids refunded."""
+    async def settle(self) -> dict[str, int]:
+        """Carry every escrowed purchase still open here on from what the chain says; returns counts
+        by new state. A locked deal past its deadline with nothing committed is refunded. A committed
+        delivery is read from the chain and opened: the listed skill is stored and the deal released
+        (the seller is paid now, as it would be after the window), anything else is disputed while
+        the window is open. A dispute the seller left unanswered for the arbitration window is
+        refunded."""
         pending = await self._purchases.in_states(_S.REFUSED, _S.LOCKED, _S.DISPUTED, payment="escrow")
-        done = []
-        now = await self._chain.timestamp()
+        changed: dict[str, int] = {}
         for record in pending:
-            quote = await self._readable(record)
-            if quote is None:
+            if record.purchase_id in self._in_flight:
                 continue
-            terms = quote.terms()
+            try:
+                quote = await self._readable(record)
+                new_state = _S.STALE if quote is None else await self._settle_one(record, quote)
+            except SETTLEMENT_ERRORS as exc:
+                self.stuck.note(changed, record.purchase_id, record.state, None, exc)
+                continue
+            self.stuck.note(changed, record.purchase_id, record.state, new_state)
+        return changed
+
+    async def _settle_one(self, record: PurchaseRecord, quote: Quote) -> PurchaseState | None:
+        terms = quote.terms()
+        pid = record.purchase_id
+        status = await self._escrow.status(terms)
+        now = await self._chain.timestamp()
+        if status.state is _D.LOCKED and now >= terms.deadline:
+            await self._escrow.refund(self._wallet, terms)
             status = await self._escrow.status(terms)
-            if status.state == "locked" and now >= terms.deadline:
-                await self._escrow.refund(self._wallet, terms)
-                status = await self._escrow.status(terms)
-            if status.state == "delivered" and record.state is _S.REFUSED:
-                # The seller put its key on chain for what this node refused: contest it before the window closes.
-                await self._escrow.dispute(self._wallet, terms)
-                await self._purchases.move(record.purchase_id, _S.DISPUTED, keep_detail=True)
-            elif status.state == "refunded":
-                await self._purchases.move(record.purchase_id, _S.REFUNDED, keep_detail=True)
-                done.append(record.purchase_id.hex())
-            elif status.state == "released" and record.state is not _S.LOCKED:
-                await self._purchases.move(
-                    record.purchase_id,
-                    _S.LOST,
-                    "the escrow paid the seller: the arbiter decided so, or no dispute came in time",
+        if status.state is _D.REFUNDED:
+            await self._purchases.move(pid, _S.REFUNDED, keep_detail=True)
+            return _S.REFUNDED
+        if status.state in (_D.DELIVERED, _D.RELEASED):
+            text = await self._committed_skill(terms)
+            if text is not None:  # the listed skill, from the chain: whether or not its message came
+                crystal = await self._crystal_with(quote.content_hash) or await self._store_skill(
+                    text, _listing_of(quote), record.seller
                 )
-        return done
+                if status.state is _D.DELIVERED:
+                    await self._escrow.release(self._wallet, terms)
+                await self._purchases.move(
+                    pid, _S.COMPLETED, "received from the seller's commitment on chain", crystal_id=crystal
+                )
+                return _S.COMPLETED
+        if status.state is _D.DELIVERED:
+            rules = await self._escrow.rules()
+            if now < status.committed_at + rules.dispute_window_s:
+                await self._escrow.dispute(self._wallet, terms)
+                await self._purchases.move(
+                    pid, _S.DISPUTED, "the seller committed a delivery that is not the listed skill: disputed; "
+                    "the seller must answer, then the arbiter decides from the chain",
+                )  # fmt: skip
+                return _S.DISPUTED
+            await self._purchases.move(
+                pid, _S.LOST, "the seller committed a delivery that is not the listed skill, and the dispute window "
+                "closed before this node could contest it (it was not running)",
+            )  # fmt: skip
+            return _S.LOST
+        if status.state in (_D.DISPUTED, _D.ANSWERED):
+            rules = await self._escrow.rules()
+            undecided = now >= status.committed_at + rules.dispute_window_s + rules.arbitration_window_s
+            if status.state is _D.DISPUTED and undecided:  # the seller never answered: the money comes back
+                await self._escrow.refund(self._wallet, terms)
+                await self._purchases.move(pid, _S.REFUNDED, "the seller never answered the dispute: refunded")
+                return _S.REFUNDED
+            if record.state is not _S.DISPUTED:
+                await self._purchases.move(pid, _S.DISPUTED, "disputed: the arbiter decides from the chain")
+                return _S.DISPUTED
+            return None
+        if status.state is _D.RELEASED:
+            await self._purchases.move(
+                pid, _S.LOST, "the escrow paid the seller (the arbiter decided so, or the arbitration window passed), "
+                "and what it committed is not the listed skill",
+            )  # fmt: skip
+            return _S.LOST
+        return None
+
+    async def _committed_skill(self, terms: DealTerms) -> str | None:
+        """The listed skill as the seller committed it on chain, opened with this node's key; None if
+        nothing is committed or what is committed is not the listed skill sealed to this node."""
+        commitment = await self._escrow.commitment(terms.purchase_id)
+        if commitment is None or commitment.recipient != self._identity.public_key:
+            return None
+        if nonce_of(commitment.salt, commitment.recipient) != terms.nonce:
+            return None
+        try:
+            data = self._identity.open_box(commitment.ephemeral, box_nonce(terms.purchase_id), commitment.sealed)
+            text = data.decode("utf-8")
+        except (SealedDataTampered, UnicodeDecodeError):
+            return None
+        return text if content_hash(text) == terms.content_hash.hex() else None
 
     async def dispute(self, purchase_id: bytes) -> PurchaseResult:
-        """Contest a committed delivery of this node's purchase (the arbiter decides)."""
+        """Contest a committed delivery of this node's purchase (the arbiter decides from the chain)."""
         record = await self._purchases.get(purchase_id)
         if record is None:
             raise PurchaseError(f"no purchase {purchase_id.hex()} here")
@@ -204,21 +273,18 @@ class Buyer:
             raise PurchaseError("this node received exactly the listed skill: there is nothing to dispute")
         quote = quote_of(record.quote)
         status = await self._escrow.status(quote.terms())
-        if status.state != "delivered":
+        if status.state is not _D.DELIVERED:
             raise PurchaseError(
                 f"nothing to dispute: the escrow says {status.state} (a dispute contests a committed delivery)"
+            )
+        if await self._committed_skill(quote.terms()) is not None:
+            raise PurchaseError(
+                "nothing to dispute: the delivery the seller committed on chain opens to exactly the listed skill "
+                "(the next market round stores it)"
             )
         await self._escrow.dispute(self._wallet, quote.terms())
         await self._purchases.move(purchase_id, _S.DISPUTED, "disputed: the arbiter decides", keep_detail=False)
         return PurchaseResult(purchase_id.hex(), str(_S.DISPUTED), record.crystal_id, quote.price_micro_usdc)
-
-    async def evidence(self, purchase_id: bytes) -> bytes | None:
-        """The evidence of a purchase: the seller's signed quote and delivery, as received; None if
-        this node bought no such thing or received no delivery for it."""
-        record = await self._purchases.get(purchase_id)
-        if record is None or record.delivery is None:
-            return None
-        return evidence_of(record.quote, record.delivery)
 
     async def _continue(self, deal: Deal, *, fresh: bool = False, permit_nonce: int | None = None) -> PurchaseResult:
         """Carry a purchase on from wherever it stands. ``fresh``: quoted just now by this process, so
@@ -228,14 +294,21 @@ class Buyer:
             return await self._continue_direct(deal, fresh=fresh)
         terms = deal.quote.terms()
         # A purchase id the escrow already holds makes the lock revert: a fresh one skips the read.
-        status = DealStatus("none") if fresh else await self._escrow.status(terms)
-        if status.state in ("released", "refunded"):
+        status = DealStatus(_D.NONE) if fresh else await self._escrow.status(terms)
+        if status.state is _D.REFUNDED:
+            return await self._end(deal, _S.REFUNDED)
+        if status.state is _D.RELEASED:
             # A restart after the last chain step but before it was written down: settle the record.
-            crystal = await self._crystal_with(deal.listing.content_hash) if status.state == "released" else None
-            return await self._end(deal, _S.COMPLETED if status.state == "released" else _S.REFUNDED, crystal=crystal)
-        if status.state == "disputed":
+            crystal = await self._crystal_with(deal.listing.content_hash)
+            if crystal is None and (text := await self._committed_skill(terms)) is not None:
+                crystal = await self._store_skill(text, deal.listing, deal.seller_key)
+            if crystal is None:
+                why = "the escrow paid the seller and this node holds no delivery of the listed skill"
+                return await self._end(deal, _S.LOST, why)
+            return await self._end(deal, _S.COMPLETED, crystal=crystal)
+        if status.state in (_D.DISPUTED, _D.ANSWERED):
             return await self._end(deal, _S.DISPUTED, "disputed: the arbiter decides")
-        if status.state == "none":  # the escrow takes a purchase id once: a resumed purchase never pays twice
+        if status.state is _D.NONE:  # the escrow takes a purchase id once: a resumed purchase never pays twice
             if deal.quote.expires_ms < self._now_ms():
                 why = "the quote expired before the payment was locked; nothing was paid"
                 return await self._end(deal, _S.EXPIRED, why)
@@ -252,7 +325,7 @@ class Buyer:
         outcome = await self._receive(deal, DeliveryRequest(deal.purchase_id))
         if outcome == "unreachable":
             # The seller may be restarting: the payment stays locked and ``resume`` asks again;
-            # if no delivery is committed by the deadline, ``refund_due`` takes the money back.
+            # if no delivery is committed by the deadline, ``settle`` takes the money back.
             return await self._end(
                 deal, _S.LOCKED, "seller unreachable; resume retries, the escrow refunds after the deadline"
             )
@@ -261,8 +334,10 @@ class Buyer:
                 deal, _S.REFUSED, f"delivery refused: {outcome}; refunded after the deadline, disputed if committed"
             )
         text, delivery = outcome
-        crystal = await self._store_skill(text, deal.listing, deal.seller_key)
-        await self._purchases.keep_delivery(deal.purchase_id, delivery)  # evidence, kept first
+        crystal = await self._crystal_with(deal.listing.content_hash) or await self._store_skill(
+            text, deal.listing, deal.seller_key
+        )
+        await self._purchases.keep_delivery(deal.purchase_id, delivery)
         await self._escrow.release(self._wallet, terms)
         return await self._end(deal, _S.COMPLETED, crystal=crystal)
 
@@ -300,7 +375,7 @@ class Buyer:
 
     async def _receive(self, deal: Deal, request: DeliveryRequest) -> tuple[str, bytes] | str:
         """Ask for the delivery and check it: ``(skill text, the signed delivery)``, ``"unreachable"``,
-        or why it was refused (the signed delivery is kept then too, as evidence)."""
+        or why it was refused (the signed delivery is kept then too)."""
         try:
             sealed = self._messenger.seal(KIND_DELIVERY_REQUEST, request.body())
             wire, body = await self._messenger.ask(deal.seller_peer, sealed, KIND_DELIVERY, deal.seller_key)
@@ -312,7 +387,11 @@ class Buyer:
             delivery = parse_delivery(body)
             if delivery.purchase_id != deal.purchase_id:
                 raise PurchaseError("the delivery is for another purchase")
-            text = open_delivery(delivery.ciphertext, delivery.key)
+            try:
+                data = self._identity.open_box(delivery.ephemeral, box_nonce(deal.purchase_id), delivery.sealed)
+                text = data.decode("utf-8")
+            except (SealedDataTampered, UnicodeDecodeError):
+                raise PurchaseError("the delivery does not open with this node's key") from None
             if content_hash(text) != deal.listing.content_hash:
                 raise PurchaseError("the delivered skill does not match the signed listing's content hash")
         except PurchaseError as exc:

@@ -41,15 +41,30 @@ class PurchaseState(StrEnum):
 
 _P = PurchaseState
 PURCHASE_MOVES: Mapping[PurchaseState, frozenset[PurchaseState]] = {
-    # A resumed purchase reads the chain first: it may find its lock already released or refunded.
+    # A resumed purchase reads the chain first: it may find its lock already released, refunded or
+    # disputed (lost: released with nothing of the listed skill here or on chain).
     _P.QUOTED: frozenset(
-        {_P.STALE, _P.LOCKED, _P.PENDING, _P.AUTHORIZED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}
+        {
+            _P.STALE,
+            _P.LOCKED,
+            _P.PENDING,
+            _P.AUTHORIZED,
+            _P.EXPIRED,
+            _P.FAILED,
+            _P.COMPLETED,
+            _P.REFUNDED,
+            _P.DISPUTED,
+            _P.LOST,
+        }
     ),
     # Pending: the chain tells how it ended (locked, or never: sent again or expired).
-    _P.PENDING: frozenset({_P.STALE, _P.PENDING, _P.LOCKED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED}),
+    _P.PENDING: frozenset(
+        {_P.STALE, _P.PENDING, _P.LOCKED, _P.EXPIRED, _P.FAILED, _P.COMPLETED, _P.REFUNDED, _P.DISPUTED, _P.LOST}
+    ),
     _P.LOCKED: frozenset({_P.STALE, _P.LOCKED, _P.COMPLETED, _P.REFUSED, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
     _P.AUTHORIZED: frozenset({_P.STALE, _P.AUTHORIZED, _P.COMPLETED, _P.REFUSED, _P.FAILED, _P.EXPIRED}),
-    _P.REFUSED: frozenset({_P.STALE, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
+    # Refused off chain, yet the seller committed the listed skill on chain: received after all.
+    _P.REFUSED: frozenset({_P.STALE, _P.REFUNDED, _P.DISPUTED, _P.LOST, _P.COMPLETED}),
     _P.DISPUTED: frozenset({_P.STALE, _P.REFUNDED, _P.LOST, _P.COMPLETED}),
     _P.LOST: frozenset(),
     _P.COMPLETED: frozenset(),
@@ -58,7 +73,7 @@ PURCHASE_MOVES: Mapping[PurchaseState, frozenset[PurchaseState]] = {
     _P.STALE: frozenset(),
     # Failed is final unless the chain holds a lock for it after all (a release before ``pending``
     # existed stored an unknown outcome as failed): then the money is carried on, never stranded.
-    _P.FAILED: frozenset({_P.STALE, _P.LOCKED, _P.COMPLETED, _P.REFUNDED}),
+    _P.FAILED: frozenset({_P.STALE, _P.LOCKED, _P.COMPLETED, _P.REFUNDED, _P.DISPUTED, _P.LOST}),
 }
 UNFINISHED_PURCHASES = (_P.QUOTED, _P.PENDING, _P.LOCKED, _P.AUTHORIZED)
 
@@ -77,11 +92,12 @@ class SaleState(StrEnum):
 
 _S = SaleState
 SALE_MOVES: Mapping[SaleState, frozenset[SaleState]] = {
-    _S.QUOTED: frozenset({_S.STALE, _S.DELIVERED, _S.PAID, _S.REFUNDED}),
+    # Committed at once: the buyer asked for the delivery too near the deadline to hand it over first.
+    _S.QUOTED: frozenset({_S.STALE, _S.DELIVERED, _S.COMMITTED, _S.PAID, _S.REFUNDED}),
     # A buyer that did not get the delivery asks again: the seller sends it again, same state.
     _S.DELIVERED: frozenset({_S.STALE, _S.DELIVERED, _S.PAID, _S.REFUNDED, _S.DEFAULTED, _S.COMMITTED, _S.DISPUTED}),
     _S.COMMITTED: frozenset({_S.STALE, _S.COMMITTED, _S.PAID, _S.DISPUTED, _S.REFUNDED}),
-    _S.DISPUTED: frozenset({_S.STALE, _S.PAID, _S.REFUNDED}),
+    _S.DISPUTED: frozenset({_S.STALE, _S.DISPUTED, _S.PAID, _S.REFUNDED}),
     _S.PAID: frozenset({_S.PAID}),
     _S.REFUNDED: frozenset(),
     _S.DEFAULTED: frozenset(),
@@ -240,6 +256,13 @@ def _sale(row: tuple[object, ...]) -> SaleRecord:
     )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class OpenQuotes:
+    total: int  # to everyone
+    yours: int  # to the buyer asking now
+    strangers: int  # to buyers without standing here when quoted
+
+
 class Sales:
     """This node's sales, one row per purchase id it quoted."""
 
@@ -247,13 +270,17 @@ class Sales:
         self._store = store
         self._now_ms = clock or store.now_ms
 
-    async def add_quote(self, purchase_id: bytes, buyer: bytes, crystal_id: str, quote: bytes) -> None:
+    async def add_quote(
+        self, purchase_id: bytes, buyer: bytes, crystal_id: str, quote: bytes, *, buyer_address: str = "",
+        standing: bool = False,
+    ) -> None:  # fmt: skip
         async with self._store.transaction(durable=True) as db:
             await db.execute(
-                "INSERT INTO sales (purchase_id, buyer, crystal_id, quote, state, updated_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (purchase_id.hex(), buyer.hex(), crystal_id, quote, _S.QUOTED, self._now_ms()),
-            )
+                "INSERT INTO sales (purchase_id, buyer, crystal_id, quote, state, updated_ms, buyer_address, standing) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (purchase_id.hex(), buyer.hex(), crystal_id, quote, _S.QUOTED, self._now_ms(), buyer_address.lower(),
+                 int(standing)),
+            )  # fmt: skip
 
     async def get(self, purchase_id: bytes) -> SaleRecord | None:
         async with self._store.reader().execute(
@@ -273,28 +300,45 @@ class Sales:
                 (state, delivery_key, self._now_ms(), purchase_id.hex()),
             )
 
-    async def defaulted_by(self, buyer: bytes) -> bytes | None:
-        """One sale ``buyer`` defaulted on, if any."""
+    async def keep_delivery_key(self, purchase_id: bytes, key: bytes) -> None:
+        """Keep a delivery's one-time secret before anything sealed with it leaves (state unchanged)."""
+        async with self._store.transaction(durable=True) as db:
+            await db.execute("UPDATE sales SET delivery_key = ? WHERE purchase_id = ?", (key, purchase_id.hex()))
+
+    async def defaulted_by(self, buyer: bytes, buyer_address: str = "") -> bytes | None:
+        """One sale that ``buyer`` (its node key, or its wallet under any key) defaulted on, if any."""
         async with self._store.reader().execute(
-            "SELECT purchase_id FROM sales WHERE buyer = ? AND state = 'defaulted' LIMIT 1", (buyer.hex(),)
+            "SELECT purchase_id FROM sales WHERE state = 'defaulted' AND (buyer = ? OR buyer_address = ?) LIMIT 1",
+            (buyer.hex(), buyer_address.lower() or None),
         ) as cursor:
             row = await cursor.fetchone()
         return None if row is None else bytes.fromhex(str(row[0]))
 
-    async def open_quotes(self, buyer: bytes, since_ms: int) -> tuple[int, int]:
-        """Quotes signed since ``since_ms`` and not yet paid: (from everyone, to ``buyer``)."""
+    async def paid_by(self, buyer: bytes, buyer_address: str = "") -> bool:
+        """Whether ``buyer`` (its node key or its wallet) ever paid this node for a sale: standing here."""
         async with self._store.reader().execute(
-            "SELECT count(*), coalesce(sum(buyer = ?), 0) FROM sales WHERE state = 'quoted' AND updated_ms > ?",
+            "SELECT 1 FROM sales WHERE state = 'paid' AND (buyer = ? OR buyer_address = ?) LIMIT 1",
+            (buyer.hex(), buyer_address.lower() or None),
+        ) as cursor:
+            return await cursor.fetchone() is not None
+
+    async def open_quotes(self, buyer: bytes, since_ms: int) -> OpenQuotes:
+        """Quotes signed since ``since_ms`` and not yet paid."""
+        async with self._store.reader().execute(
+            "SELECT count(*), coalesce(sum(buyer = ?), 0), coalesce(sum(standing = 0), 0) FROM sales "
+            "WHERE state = 'quoted' AND updated_ms > ?",
             (buyer.hex(), since_ms),
         ) as cursor:
             row = await cursor.fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        return OpenQuotes(int(row[0]), int(row[1]), int(row[2])) if row else OpenQuotes(0, 0, 0)
 
     async def to_settle(self, quoted_before_ms: int) -> list[SaleRecord]:
-        """Delivered sales, and quotes older than ``quoted_before_ms``: their escrow may have moved."""
+        """Delivered sales, quotes older than ``quoted_before_ms``, and quotes whose commit-first
+        delivery was tried (their secret is kept): their escrow may have moved."""
         async with self._store.reader().execute(
             f"SELECT {_SALE_COLUMNS} FROM sales "  # noqa: S608
-            "WHERE state IN ('delivered', 'committed', 'disputed') OR (state = 'quoted' AND updated_ms < ?)",
+            "WHERE state IN ('delivered', 'committed', 'disputed') "
+            "OR (state = 'quoted' AND (updated_ms < ? OR delivery_key IS NOT NULL))",
             (quoted_before_ms,),
         ) as cursor:
             return [_sale(tuple(r)) for r in await cursor.fetchall()]

@@ -9,13 +9,13 @@ from __future__ import annotations
 from crypto.identity import Identity
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
-from marketplace.errors import PurchaseError
+from marketplace.errors import ChainError, PurchaseError
 from marketplace.escrow import Escrow
-from marketplace.exchange.arbitration import Verdict, judge
+from marketplace.exchange.arbitration import Verdict, judge_on_chain
 from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
 from marketplace.exchange.party import DeadlineBounds, Party
-from marketplace.exchange.seller import Seller, SellerLimits
+from marketplace.exchange.seller import Seller, SellerLimits, Standing
 from marketplace.pricing import format_usdc
 from memory.clock import Clock, wall_clock_ms
 from memory.storage.store import MemoryStore
@@ -38,6 +38,8 @@ class Market:
         limits: SellerLimits | None = None,
         clock: Clock = wall_clock_ms,
         bounds: DeadlineBounds | None = None,
+        round_interval_s: float = 30.0,
+        standing: Standing | None = None,
         buyer_class: type[Buyer] = Buyer,
         seller_class: type[Seller] = Seller,
     ) -> None:
@@ -52,7 +54,12 @@ class Market:
             raise ValueError(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
         party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds)
         self._buyer = buyer_class(party, payment=payment)
-        self._seller = seller_class(party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits())
+        self._seller = seller_class(
+            party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits(), round_interval_s=round_interval_s,
+            **({} if standing is None else {"standing": standing}),
+        )  # fmt: skip
+        #: The first block whose answered disputes this node, as the arbiter, has not judged yet.
+        self._arbiter_from_block = 0
 
     @property
     def wallet(self) -> Account:
@@ -70,8 +77,8 @@ class Market:
     async def resume(self) -> list[PurchaseResult]:
         return await self._buyer.resume()
 
-    async def refund_due(self) -> list[str]:
-        return await self._buyer.refund_due()
+    async def settle_purchases(self) -> dict[str, int]:
+        return await self._buyer.settle()
 
     async def settle_sales(self) -> dict[str, int]:
         return await self._seller.settle()
@@ -97,18 +104,43 @@ class Market:
     async def dispute(self, purchase_id: bytes) -> PurchaseResult:
         return await self._buyer.dispute(purchase_id)
 
-    async def evidence(self, purchase_id: bytes) -> bytes | None:
-        """This node's evidence of a purchase or a sale (``exchange.arbitration``)."""
-        return await self._buyer.evidence(purchase_id) or await self._seller.evidence(purchase_id)
+    def stuck(self) -> dict[str, str]:
+        """Deals whose last settlement step failed, by purchase id (hex): why. They are retried each round."""
+        both = {**self._buyer.stuck.reasons, **self._seller.stuck.reasons}
+        return {pid.hex(): why for pid, why in both.items()}
 
-    async def arbitrate(self, evidence: bytes) -> Verdict:
-        """Judge ``evidence`` and send the decision, as the escrow's arbiter (which this wallet must be)."""
-        escrow = Escrow(self._chain)
-        if (await escrow.rules()).arbiter.lower() != self._wallet.address.lower():
+    async def is_arbiter(self) -> bool:
+        return (await Escrow(self._chain).rules()).arbiter.lower() == self._wallet.address.lower()
+
+    async def verdict(self, purchase_id: bytes) -> Verdict:
+        """What the arbiter's judgement of an answered dispute is, from the chain (anyone may read it)."""
+        return await judge_on_chain(Escrow(self._chain), purchase_id)
+
+    async def arbitrate(self, purchase_id: bytes) -> Verdict:
+        """Judge an answered dispute from the chain and send the decision, as the escrow's arbiter."""
+        if not await self.is_arbiter():
             raise PurchaseError("this node's wallet is not the escrow's arbiter")
-        verdict = await judge(evidence, escrow)
-        await escrow.resolve(self._wallet, verdict.terms, to_seller=verdict.to_seller)
+        verdict = await self.verdict(purchase_id)
+        await Escrow(self._chain).resolve(self._wallet, verdict.terms, to_seller=verdict.to_seller)
         return verdict
+
+    async def arbitrate_answered(self) -> list[Verdict]:
+        """As the escrow's arbiter: judge and resolve every dispute answered since the last round
+        (nothing when this node is not the arbiter). A deal already resolved is skipped."""
+        if not await self.is_arbiter():
+            return []
+        escrow = Escrow(self._chain)
+        answered, next_block = await escrow.answered_since(self._arbiter_from_block)
+        decided = []
+        for terms, _secret in answered:
+            try:
+                verdict = await self.verdict(terms.purchase_id)
+                await escrow.resolve(self._wallet, verdict.terms, to_seller=verdict.to_seller)
+            except (PurchaseError, ChainError):
+                continue  # resolved already (or no longer awaiting the arbiter)
+            decided.append(verdict)
+        self._arbiter_from_block = next_block
+        return decided
 
     async def answer(self, peer: str, request: bytes) -> bytes:
         return await self._seller.answer(peer, request)

@@ -3,11 +3,12 @@ messages and the clock (injected, so tests can move time)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crypto.identity import Identity
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, EscrowRules
+from marketplace.errors import ChainError, MarketError
 from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
 from memory.clock import Clock
@@ -61,3 +62,26 @@ class Party:
     @property
     def escrow(self) -> Escrow:
         return Escrow(self.chain)
+
+
+#: What one deal's settlement step may fail with; it is recorded on that deal, and stops no other.
+SETTLEMENT_ERRORS = (ChainError, MarketError, ConnectionError, TimeoutError)
+
+
+@dataclass
+class StuckDeals:
+    """Why each deal whose last settlement step failed is stuck (``wallet`` shows them), and a
+    round's counts by new state."""
+
+    reasons: dict[bytes, str] = field(default_factory=dict)
+
+    def note(
+        self, changed: dict[str, int], purchase_id: bytes, old: str, new: str | None, error: Exception | None = None
+    ) -> None:
+        if error is not None:
+            self.reasons[purchase_id] = f"{type(error).__name__}: {error}"
+            changed["failed"] = changed.get("failed", 0) + 1
+            return
+        self.reasons.pop(purchase_id, None)
+        if new is not None and new != old:
+            changed[new] = changed.get(new, 0) + 1

@@ -6,8 +6,11 @@ Over one direct stream protocol (``/bitterbot/market/1``), every message a signe
 2. seller -> buyer  ``market.quote``            ``Quote``: the seller's signed terms
 3. buyer -> seller  ``market.delivery_request`` ``DeliveryRequest`` (with a signed payment
    authorization when paying directly)
-4. seller -> buyer  ``market.delivery``         ``Delivery``: the skill encrypted under a one-time key
+4. seller -> buyer  ``market.delivery``         ``Delivery``: the skill sealed to the buyer's node key
    or ``market.error``                          ``{error}``: why the seller refused
+
+The sealed delivery is exactly what the seller can commit on chain later (``Commitment``): a buyer
+that never got the message reads the same bytes from the escrow.
 
 Every body comes from a key that cost nothing: it is parsed into its type, each field checked,
 before any of it is used (``MalformedMessage`` names the field).
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import EnvelopePolicy, decode_envelope
-from marketplace.chain_types import DealTerms, TransferAuthorization, purchase_id_of
+from marketplace.chain_types import Commitment, DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
 from p2p.errors import SchemaError
 from p2p.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text
@@ -36,6 +39,10 @@ POLICY = EnvelopePolicy(
 )
 MAX_PRICE_MICRO_USDC = 10**12
 _PURCHASE_ID_BYTES = 32
+#: The largest sealed delivery the escrow takes in a commitment (``MAX_SEALED`` in Escrow.vy): a
+#: seller quotes only skills that fit, so it can always put what it delivered on chain.
+MAX_SEALED_BYTES = 32_768
+SEAL_OVERHEAD_BYTES = 16
 
 
 class MalformedMessage(PurchaseError):
@@ -72,9 +79,11 @@ def parse_quote_request(body: dict[str, Any]) -> QuoteRequest:
 @dataclass(frozen=True, slots=True)
 class Quote:
     """The seller's signed terms for one purchase: the buyer checks them against the listing. The
-    purchase id is the buyer's own, derived from its address and the seller's ``nonce``."""
+    purchase id is the buyer's own, derived from its address and the nonce, which is the hash of the
+    seller's ``salt`` and the buyer's node key: the terms the buyer locks name the key the delivery
+    must be sealed to, and the arbiter can check that the seller sealed to it."""
 
-    nonce: bytes
+    salt: bytes
     stable_skill_id: str
     version: int
     content_hash: str
@@ -84,6 +93,10 @@ class Quote:
     buyer_address: str
     expires_ms: int  # pay (lock or authorize) before this, or the quote is void
     deadline_s: int  # chain time by which the seller commits a delivery, or the buyer may refund
+
+    @property
+    def nonce(self) -> bytes:
+        return nonce_of(self.salt, self.buyer)
 
     @property
     def purchase_id(self) -> bytes:
@@ -98,7 +111,7 @@ class Quote:
 
     def body(self) -> dict[str, Any]:
         return {
-            "nonce": self.nonce,
+            "salt": self.salt,
             "stable_skill_id": self.stable_skill_id,
             "version": self.version,
             "content_hash": self.content_hash,
@@ -115,7 +128,7 @@ def parse_quote(body: dict[str, Any]) -> Quote:
     def parse(doc: dict[str, Any]) -> Quote:
         only(doc, set(Quote.__slots__))
         return Quote(
-            nonce=raw_bytes(doc, "nonce", _PURCHASE_ID_BYTES),
+            salt=raw_bytes(doc, "salt", _PURCHASE_ID_BYTES),
             stable_skill_id=identifier(doc, "stable_skill_id"),
             version=integer(doc, "version", 1, 10**6),
             content_hash=content_hash_field(doc),
@@ -177,57 +190,57 @@ def parse_delivery_request(body: dict[str, Any]) -> DeliveryRequest:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """The skill, encrypted under a key used for this delivery only (``seal_delivery``). The seller
-    can commit the ciphertext's hash and the key on chain; with this signed message, an arbiter can
-    then open exactly what the buyer received and compare it with the listing."""
+    """The skill sealed to the buyer's node key with the seller's one-time key (``ephemeral`` is its
+    public half). The same bytes are what the seller commits on chain if the buyer does not release;
+    if the buyer disputes them, the seller publishes the one-time secret and anyone can open them."""
 
     purchase_id: bytes
-    ciphertext: bytes
-    key: bytes
+    ephemeral: bytes
+    sealed: bytes
 
     def body(self) -> dict[str, Any]:
-        return {"purchase_id": self.purchase_id, "ciphertext": self.ciphertext, "key": self.key}
+        return {"purchase_id": self.purchase_id, "ephemeral": self.ephemeral, "sealed": self.sealed}
 
 
 def parse_delivery(body: dict[str, Any]) -> Delivery:
     def parse(doc: dict[str, Any]) -> Delivery:
-        only(doc, {"purchase_id", "ciphertext", "key"})
+        only(doc, {"purchase_id", "ephemeral", "sealed"})
         return Delivery(
-            raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES), raw_bytes(doc, "ciphertext"), raw_bytes(doc, "key", 32)
+            raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES),
+            raw_bytes(doc, "ephemeral", 32),
+            raw_bytes(doc, "sealed"),
         )
 
     result: Delivery = _parsed(KIND_DELIVERY, parse, body)
+    if not 0 < len(result.sealed) <= MAX_SEALED_BYTES:
+        raise MalformedMessage(f"malformed {KIND_DELIVERY}: a sealed delivery holds 1-{MAX_SEALED_BYTES} bytes")
     return result
 
 
-_DELIVERY_NONCE = bytes(12)  # each key seals one text, once: a fixed nonce is safe, and the ciphertext reproducible
-_DELIVERY_AAD = b"bitterbot-node skill delivery v1"
-
-
-def seal_delivery(text: str, key: bytes) -> bytes:
-    """The ciphertext of ``text`` under ``key`` (32 random bytes, one delivery's own): the same text
-    and key give the same ciphertext, so a delivery sent again matches what was committed."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    return AESGCM(key).encrypt(_DELIVERY_NONCE, text.encode("utf-8"), _DELIVERY_AAD)
-
-
-def open_delivery(ciphertext: bytes, key: bytes) -> str:
-    """The text, or ``MalformedMessage`` when the key does not open the ciphertext."""
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    try:
-        return AESGCM(key).decrypt(_DELIVERY_NONCE, ciphertext, _DELIVERY_AAD).decode("utf-8")
-    except (InvalidTag, UnicodeDecodeError):
-        raise MalformedMessage("the delivery's key does not open its ciphertext") from None
-
-
-def delivery_hash(ciphertext: bytes) -> bytes:
-    """What the seller commits on chain: keccak256 of the ciphertext."""
+def nonce_of(salt: bytes, buyer_key: bytes) -> bytes:
+    """The deal's nonce: keccak256(salt ‖ the buyer's Ed25519 node key)."""
     from eth_utils.crypto import keccak
 
-    return bytes(keccak(ciphertext))
+    return bytes(keccak(salt + buyer_key))
+
+
+def box_nonce(purchase_id: bytes) -> bytes:
+    """The nonce a deal's delivery is sealed under: its purchase id's first 24 bytes (one box per
+    one-time key, and a box made for one deal does not open as another's)."""
+    return purchase_id[:24]
+
+
+def seal_skill(text: str, quote: Quote, secret: bytes) -> Commitment:
+    """The skill sealed to the quote's buyer with the one-time ``secret``, as sent and as committed."""
+    from crypto.delivery_box import ephemeral_public, seal_for
+
+    sealed = seal_for(quote.buyer, secret, box_nonce(quote.purchase_id), text.encode("utf-8"))
+    return Commitment(ephemeral_public(secret), quote.salt, quote.buyer, sealed)
+
+
+def fits_a_commitment(text: str) -> bool:
+    """Whether the skill, sealed, fits in an escrow commitment."""
+    return len(text.encode("utf-8")) + SEAL_OVERHEAD_BYTES <= MAX_SEALED_BYTES
 
 
 def refusal_of(body: dict[str, Any]) -> str:

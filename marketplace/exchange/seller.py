@@ -1,42 +1,50 @@
 """The seller's side of a purchase: answer quote and delivery requests, collect direct payments,
 and settle sales as their escrow moves.
 
-Left to the escrow's rules: after the deadline a buyer can refund a lock it never released, even
-if a valid delivery reached it. The seller's side is the remedy, not the contract: ``settle``
-marks such a sale ``defaulted``, the node counts it against the buyer's trust (which its
-attestations carry to the network), and ``_quote`` refuses that buyer from then on.
+What keeps an honest seller paid whatever the buyer does (``docs/fair-exchange.md``):
+- it delivers only against a lock on exactly the terms it quoted;
+- it hands the sealed skill over off chain only while there is time left to commit it before the
+  deadline (``offchain_margin_s``); nearer the deadline it commits first, and a commit that fails
+  delivers nothing, so a buyer that asks late gets nothing it could refund and keep;
+- a delivery the buyer has not released is committed on chain (the same sealed bytes) after
+  ``COMMIT_AFTER_S``, or sooner as the deadline nears; after the dispute window it claims;
+- a dispute is answered with the one-time secret, and the arbiter judges from the chain; a dispute
+  the arbiter leaves undecided is claimed after the arbitration window;
+- one sale's failure is logged on that sale and never stops the others.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
 from marketplace.catalog.listings import listing_envelope
-from marketplace.chain_types import EscrowRules, TransferAuthorization
+from marketplace.chain_types import DealState, DealStatus, EscrowRules, TransferAuthorization
+from marketplace.direct_payment import authorization_paid
 from marketplace.errors import ChainError, PurchaseError
-from marketplace.exchange.arbitration import evidence_of
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
-from marketplace.exchange.party import Party
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
     KIND_ERROR,
     KIND_QUOTE,
     KIND_QUOTE_REQUEST,
+    MAX_SEALED_BYTES,
     POLICY,
     Delivery,
     DeliveryRequest,
     Quote,
     QuoteRequest,
-    delivery_hash,
+    fits_a_commitment,
     parse_delivery_request,
     parse_quote_request,
     quote_of,
     readable_quote,
-    seal_delivery,
+    seal_skill,
 )
 from memory.model import Lifecycle
 from memory.storage.crystal_queries import by_content_hash, content_hash_of
@@ -47,7 +55,10 @@ QUOTE_VALID_MS = 120_000
 #: A delivery the buyer has not released after this long is committed on chain (the dispute window
 #: starts); a buyer that checks and releases at once never makes the seller pay for a commit.
 COMMIT_AFTER_S = 60
+#: Time kept in hand for a commit to be mined before the deadline.
+COMMIT_SLACK_S = 60
 _S = SaleState
+_D = DealState
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +70,29 @@ class SellerLimits:
     request_burst: int = 5
     max_open_quotes: int = 100  # quotes not yet expired and not delivered, from everyone
     max_open_quotes_per_buyer: int = 3
+    #: Of ``max_open_quotes``, how many buyers without standing here may hold at once: fresh keys
+    #: cost nothing, so they must never take the slots of buyers who paid before or are trusted.
+    max_open_quotes_strangers: int = 40
+
+
+#: Whether a buyer's node key has standing with this node (its trust here), beside having paid it.
+Standing = Callable[[bytes], bool]
+
+
+def _no_standing(_key: bytes) -> bool:
+    return False
 
 
 class Seller:
-    def __init__(self, party: Party, *, escrow_window_s: int, limits: SellerLimits) -> None:
+    def __init__(
+        self,
+        party: Party,
+        *,
+        escrow_window_s: int,
+        limits: SellerLimits,
+        round_interval_s: float = 30.0,
+        standing: Standing = _no_standing,
+    ) -> None:
         self._identity = party.identity
         self._wallet = party.wallet
         self._store = party.store
@@ -71,10 +101,16 @@ class Seller:
         self._now_ms = party.clock
         self._escrow_window_s = escrow_window_s
         self._limits = limits
+        self._standing = standing
         self._sales = Sales(party.store, party.clock)
         self._escrow = party.escrow
-        self._escrow_rules: EscrowRules | None = None
         self._requests = TokenBuckets(RateLimit(limits.requests_per_min / 60, limits.request_burst), max_keys=10_000)
+        #: A delivery is committed once the deadline is this near (a round may pass in between).
+        self.commit_margin_s = int(round_interval_s) + COMMIT_SLACK_S
+        #: Off chain, the sealed skill goes out only with this much time left before the deadline:
+        #: enough to wait ``COMMIT_AFTER_S`` for a release and still commit. Nearer, it commits first.
+        self.offchain_margin_s = COMMIT_AFTER_S + self.commit_margin_s
+        self.stuck = StuckDeals()
 
     async def answer(self, peer: str, request: bytes) -> bytes:
         """The seller's side of the protocol: one signed answer (or a signed error) per request."""
@@ -93,17 +129,26 @@ class Seller:
 
     async def _quote(self, buyer: bytes, request: QuoteRequest) -> bytes:
         skill_id = request.stable_skill_id
-        defaulted = await self._sales.defaulted_by(buyer)
+        defaulted = await self._sales.defaulted_by(buyer, request.buyer_address)
         if defaulted is not None:  # the escrow cannot stop that buyer; this seller can stop selling to it
             raise PurchaseError(
                 f"this seller no longer sells to you: you took back the payment for a skill it had delivered "
                 f"(purchase {defaulted.hex()[:16]}…)"
             )
-        open_quotes, yours = await self._sales.open_quotes(buyer, self._now_ms() - QUOTE_VALID_MS)
-        if yours >= self._limits.max_open_quotes_per_buyer:
-            raise PurchaseError(f"you have {yours} open quotes here; pay one or let them expire (2 minutes)")
-        if open_quotes >= self._limits.max_open_quotes:
+        standing = self._standing(buyer) or await self._sales.paid_by(buyer, request.buyer_address)
+        since = self._now_ms() - QUOTE_VALID_MS
+        open_quotes = await self._sales.open_quotes(buyer, since)
+        if open_quotes.yours >= self._limits.max_open_quotes_per_buyer:
+            raise PurchaseError(
+                f"you have {open_quotes.yours} open quotes here; pay one or let them expire (2 minutes)"
+            )
+        if open_quotes.total >= self._limits.max_open_quotes:
             raise PurchaseError("this seller has too many open quotes; try again in a few minutes")
+        if not standing and open_quotes.strangers >= self._limits.max_open_quotes_strangers:
+            raise PurchaseError(
+                "this seller has too many open quotes to buyers new to it; try again in a few minutes "
+                "(buyers it knows are still served)"
+            )
         wire = await listing_envelope(self._store, self._identity.public_key.hex(), skill_id)
         if wire is None:
             raise PurchaseError(f"{skill_id} is not listed here")
@@ -113,8 +158,13 @@ class Seller:
         crystal = await by_content_hash(self._store, listing.content_hash)
         if crystal is None or crystal.lifecycle in (Lifecycle.EXPIRED, Lifecycle.ARCHIVED):
             raise PurchaseError(f"{skill_id} is no longer held here")
+        if not fits_a_commitment(crystal.text):
+            raise PurchaseError(
+                f"{skill_id} is larger than an escrow commitment holds ({MAX_SEALED_BYTES} bytes sealed): "
+                "this seller cannot sell it through the escrow"
+            )
         quote = Quote(
-            nonce=os.urandom(32),
+            salt=os.urandom(32),
             stable_skill_id=skill_id,
             version=listing.version,
             content_hash=listing.content_hash,
@@ -126,7 +176,9 @@ class Seller:
             deadline_s=await self._chain.timestamp() + self._escrow_window_s,
         )
         sealed = self._messenger.seal(KIND_QUOTE, quote.body()).encode()
-        await self._sales.add_quote(quote.purchase_id, buyer, crystal.id, sealed)
+        await self._sales.add_quote(
+            quote.purchase_id, buyer, crystal.id, sealed, buyer_address=request.buyer_address, standing=standing
+        )
         return sealed
 
     async def _deliver(self, buyer: bytes, request: DeliveryRequest) -> bytes:
@@ -134,30 +186,49 @@ class Seller:
         if sale is None or sale.buyer != buyer:
             raise PurchaseError("no such purchase for this buyer")
         quote = quote_of(sale.quote)
-        key = sale.delivery_key or os.urandom(32)  # a delivery sent again is the same ciphertext
+        secret = sale.delivery_key or os.urandom(32)  # a delivery sent again is the same sealed bytes
+        text = (await self._store.get(sale.crystal_id)).text
+        commitment = seal_skill(text, quote, secret)
+        delivery = Delivery(quote.purchase_id, commitment.ephemeral, commitment.sealed)
         if request.authorization is not None:
-            await self._collect(quote, request.authorization)
-            state = _S.PAID  # paid directly: nothing left to settle
+            await self._collect(sale, quote, request.authorization)
+            await self._sales.move(quote.purchase_id, _S.PAID, delivery_key=secret)
+            return self._messenger.seal(KIND_DELIVERY, delivery.body()).encode()
+        # The escrow keeps a fingerprint of the terms: a lock on any other terms (a nearer deadline,
+        # another amount or seller) reads as none, and nothing is delivered against it.
+        status = await self._escrow.status(quote.terms())
+        if status.state is _D.LOCKED:
+            left = quote.deadline_s - await self._chain.timestamp()
+            if left < self.offchain_margin_s:
+                # Too near the deadline to hand the skill over and still commit it in time: commit first.
+                # If the commit fails (the deadline passed), nothing was revealed.
+                await self._sales.keep_delivery_key(quote.purchase_id, secret)  # the secret, first
+                try:
+                    await self._escrow.commit(self._wallet, quote.terms(), commitment)
+                except ChainError as exc:
+                    raise PurchaseError(
+                        f"too late to deliver: {left} s were left before the escrow deadline and the commitment "
+                        f"failed ({exc}); nothing delivered, the escrow refunds you after the deadline"
+                    ) from None
+                await self._sales.move(quote.purchase_id, _S.COMMITTED)
+            else:
+                # The secret is kept before the delivery leaves: with it the seller can commit and be paid.
+                await self._sales.move(quote.purchase_id, _S.DELIVERED, delivery_key=secret)
+        elif status.state in (_D.DELIVERED, _D.DISPUTED, _D.ANSWERED) and sale.delivery_key is not None:
+            pass  # committed already: the buyer may read it from the chain, here it is again
         else:
-            # The escrow keeps a fingerprint of the terms: a lock on any other terms (a nearer deadline,
-            # another amount or seller) reads as none, and nothing is delivered against it.
-            status = await self._escrow.status(quote.terms())
-            if status.state not in ("locked", "delivered"):
-                raise PurchaseError(
-                    f"payment not locked as quoted (the escrow has no {status.state} deal on the quoted terms, "
-                    "deadline included); nothing delivered"
-                )
-            state = _S.DELIVERED if status.state == "locked" else _S.COMMITTED  # paid on release or claim
-        crystal = await self._store.get(sale.crystal_id)
-        delivery = Delivery(quote.purchase_id, seal_delivery(crystal.text, key), key)
-        sealed = self._messenger.seal(KIND_DELIVERY, delivery.body())
-        # The key is kept before the delivery leaves: with it the seller can be paid without the buyer.
-        await self._sales.move(quote.purchase_id, state, delivery_key=key)
-        return sealed.encode()
+            raise PurchaseError(
+                f"payment not locked as quoted (the escrow has no open deal on the quoted terms, deadline included: "
+                f"it says {status.state}); nothing delivered"
+            )
+        return self._messenger.seal(KIND_DELIVERY, delivery.body()).encode()
 
-    async def _collect(self, quote: Quote, auth: TransferAuthorization) -> None:
-        """Collect a direct payment: exactly the quoted terms, once (a re-sent authorization whose
-        nonce is already used was collected before: the seller was paid, it delivers again)."""
+    async def _collect(self, sale: SaleRecord, quote: Quote, auth: TransferAuthorization) -> None:
+        """Collect a direct payment: exactly the quoted terms, once. A used nonce is no proof of
+        payment (the buyer can spend it first on a transfer of its own): only a transfer of the
+        quoted amount to this seller under that nonce, found on chain, is."""
+        if sale.state is _S.PAID:
+            return  # collected before: the buyer asks for the delivery again
         terms = {
             "authorizer": (auth.authorizer.lower(), quote.buyer_address.lower()),
             "receiver": (auth.receiver.lower(), quote.seller_address.lower()),
@@ -167,19 +238,25 @@ class Seller:
         for name, (given, wanted) in terms.items():
             if given != wanted:
                 raise PurchaseError(f"the payment authorization's {name} differs from the quote; nothing delivered")
-        if not await self._chain.authorization_used(auth.authorizer, quote.purchase_id):
-            try:
-                await self._chain.transfer_with_authorization(self._wallet, auth)
-            except ChainError as exc:
-                raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
+        if await self._chain.authorization_used(auth.authorizer, quote.purchase_id):
+            paid = await authorization_paid(
+                self._chain, auth.authorizer, quote.purchase_id, quote.seller_address, quote.price_micro_usdc
+            )
+            if not paid:
+                raise PurchaseError(
+                    "the payment authorization's nonce was already spent on another transfer; nothing delivered"
+                )
+            return
+        try:
+            await self._chain.transfer_with_authorization(self._wallet, auth)
+        except ChainError as exc:
+            raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
 
     async def settle(self) -> dict[str, int]:
-        """Carry each sale on from what the chain says. Delivered and not released after
-        ``COMMIT_AFTER_S``: commit the delivery (its ciphertext's hash and key) on chain; committed
-        and not disputed within the window: claim the payment. Released: ``paid``. A quote is looked
-        at once its validity and two escrow windows have passed: never locked, it is deleted
-        (``purged``), so unpaid quotes cost neither rows nor chain calls for long. Returns counts by
-        new state."""
+        """Carry each sale on from what the chain says (see the module's notes). A quote is looked at
+        once its validity and two escrow windows have passed: never locked, it is deleted
+        (``purged``). One sale's failure is kept in ``stuck`` and never stops the others. Returns
+        counts by new state."""
         lapse_ms = QUOTE_VALID_MS + 2 * self._escrow_window_s * 1000
         rows = await self._sales.to_settle(self._now_ms() - lapse_ms)
         changed: dict[str, int] = {}
@@ -187,13 +264,16 @@ class Seller:
         if purged:
             changed["purged"] = purged
         for sale in rows:
-            new_state = await self._settle_one(sale)
-            if new_state == "purged":
-                await self._sales.drop_unpaid_quote(sale.purchase_id)  # never paid: nothing to keep
-            elif isinstance(new_state, SaleState):
-                await self._sales.move(sale.purchase_id, new_state)
-            if new_state is not None:
-                changed[new_state] = changed.get(new_state, 0) + 1
+            try:
+                new_state = await self._settle_one(sale)
+                if new_state == "purged":
+                    await self._sales.drop_unpaid_quote(sale.purchase_id)  # never paid: nothing to keep
+                elif isinstance(new_state, SaleState) and new_state is not sale.state:
+                    await self._sales.move(sale.purchase_id, new_state)
+            except SETTLEMENT_ERRORS as exc:
+                self.stuck.note(changed, sale.purchase_id, sale.state, None, exc)
+                continue
+            self.stuck.note(changed, sale.purchase_id, sale.state, new_state)
         return changed
 
     async def _settle_one(self, sale: SaleRecord) -> SaleState | str | None:
@@ -203,46 +283,61 @@ class Seller:
             return _S.STALE
         terms = quote.terms()
         status = await self._escrow.status(terms)
-        if status.state == "released":
+        if status.state is _D.RELEASED:
             return _S.PAID
-        if status.state == "refunded":
-            delivered = sale.state in (_S.DELIVERED, _S.COMMITTED, _S.DISPUTED)
-            return _S.DEFAULTED if delivered and await self._delivered_as_listed(sale) else _S.REFUNDED
-        if status.state == "none":
+        if status.state is _D.REFUNDED:
+            return self._refunded(sale, await self._delivered_as_listed(sale))
+        if status.state is _D.NONE:
             return "purged" if sale.state is _S.QUOTED else None
-        if status.state == "disputed":
-            return _S.DISPUTED if sale.state is not _S.DISPUTED else None
+        if sale.delivery_key is None:
+            return None  # locked, never delivered: the buyer refunds after the deadline
         chain_now = await self._chain.timestamp()
-        if status.state == "locked" and sale.state is _S.DELIVERED and sale.delivery_key is not None:
-            waited = self._now_ms() - sale.updated_ms >= COMMIT_AFTER_S * 1000
-            if waited or terms.deadline - chain_now <= COMMIT_AFTER_S:
-                text = (await self._store.get(sale.crystal_id)).text
-                ciphertext = seal_delivery(text, sale.delivery_key)
-                await self._escrow.commit(self._wallet, terms, delivery_hash(ciphertext), sale.delivery_key)
-                return _S.COMMITTED
-            return None
-        if status.state == "delivered":
-            rules = await self._rules()
+        rules = await self._escrow.rules()
+        if status.state is _D.LOCKED:
+            return await self._commit_if_due(sale, quote, chain_now)
+        if status.state is _D.DELIVERED:
             if chain_now >= status.committed_at + rules.dispute_window_s:
                 await self._escrow.claim(self._wallet, terms)
                 return _S.PAID
-            return _S.COMMITTED if sale.state is not _S.COMMITTED else None
+            return _S.COMMITTED
+        if status.state is _D.DISPUTED:
+            # The buyer contests the commitment: publish the one-time secret, so the arbiter can open it.
+            await self._escrow.answer(self._wallet, terms, sale.delivery_key)
+            return _S.DISPUTED
+        if status.state is _D.ANSWERED:
+            return await self._claim_undecided(sale, status, rules, chain_now)
         return None
 
-    async def evidence(self, purchase_id: bytes) -> bytes | None:
-        """The evidence of a sale: this node's signed quote and its delivery, signed again (the same
-        ciphertext and key); None if it sold no such thing or delivered nothing for it."""
-        sale = await self._sales.get(purchase_id)
-        if sale is None or sale.delivery_key is None:
+    async def _commit_if_due(self, sale: SaleRecord, quote: Quote, chain_now: int) -> SaleState | None:
+        """Commit a delivery the buyer has not released, once it waited long enough or the deadline nears."""
+        assert sale.delivery_key is not None
+        if chain_now >= quote.deadline_s:
+            return None  # too late: the buyer may refund; ``_refunded`` tells whether it defaulted
+        waited = self._now_ms() - sale.updated_ms >= COMMIT_AFTER_S * 1000
+        if not waited and quote.deadline_s - chain_now > self.commit_margin_s:
             return None
         text = (await self._store.get(sale.crystal_id)).text
-        delivery = Delivery(purchase_id, seal_delivery(text, sale.delivery_key), sale.delivery_key)
-        return evidence_of(sale.quote, self._messenger.seal(KIND_DELIVERY, delivery.body()).encode())
+        await self._escrow.commit(self._wallet, quote.terms(), seal_skill(text, quote, sale.delivery_key))
+        return _S.COMMITTED
 
-    async def _rules(self) -> EscrowRules:
-        if self._escrow_rules is None:
-            self._escrow_rules = await self._escrow.rules()
-        return self._escrow_rules
+    async def _claim_undecided(
+        self, sale: SaleRecord, status: DealStatus, rules: EscrowRules, chain_now: int
+    ) -> SaleState | None:
+        """An answered dispute the arbiter left undecided for the arbitration window pays the seller."""
+        if chain_now >= status.committed_at + rules.dispute_window_s + rules.arbitration_window_s:
+            quote = quote_of(sale.quote)
+            await self._escrow.claim(self._wallet, quote.terms())
+            return _S.PAID
+        return _S.DISPUTED
+
+    @staticmethod
+    def _refunded(sale: SaleRecord, as_listed: bool) -> SaleState:
+        """A refund after this node handed the listed skill over off chain, and never got to commit
+        it, is the buyer's default; after a commitment it is the arbiter's decision (or a dispute
+        left unanswered): the seller's own doing."""
+        if sale.state is _S.DELIVERED and as_listed:
+            return _S.DEFAULTED
+        return _S.REFUNDED
 
     async def _delivered_as_listed(self, sale: SaleRecord) -> bool:
         """Whether the crystal this node delivered for a sale is the one its quote named (its content

@@ -50,7 +50,7 @@ def cli() -> None:
 def init(
     config_path: Path | None, data_dir: Path | None, encrypt: bool, passphrase_file: Path | None, as_json: bool
 ) -> None:
-    """Create the data dir and the node's Ed25519 identity (idempotent)."""
+    """Create the data dir, the node's Ed25519 identity and its wallet (idempotent)."""
     _, paths = resolve(config_path, data_dir)
     paths.ensure_data_dir()
     if paths.key_file.exists():
@@ -59,6 +59,8 @@ def init(
             _seal_existing_keys(paths, passphrase_file)
             info = read_key_file_info(paths.key_file)
         ensure_token(paths.api_token_file)  # a data dir made before the API existed gets its token
+        if not info.encrypted:  # a sealed node's wallet is made by `run`, which has the passphrase
+            _ensure_wallet(paths, None)
         _echo_init(paths, info.public_key, info.peer_id, info.encrypted, created=False, as_json=as_json)
         return
     passphrase = None
@@ -69,6 +71,7 @@ def init(
     identity = Identity.generate()
     save_identity(identity, paths.key_file, passphrase=passphrase)
     ensure_token(paths.api_token_file)
+    _ensure_wallet(paths, passphrase)
     _echo_init(paths, identity.public_key, identity.peer_id, passphrase is not None, created=True, as_json=as_json)
 
 
@@ -87,13 +90,29 @@ def _seal_existing_keys(paths: NodePaths, passphrase_file: Path | None) -> None:
             load_or_create_wallet(wallet, passphrase)  # seals a plaintext wallet in place
 
 
+def _ensure_wallet(paths: NodePaths, passphrase: bytes | None) -> None:
+    """The node's wallet, made with its identity: its address is what a deployer names as the
+    escrow's arbiter (`chain deploy --arbiter`) before any daemon ran."""
+    from marketplace.wallet import load_or_create_wallet
+
+    load_or_create_wallet(paths.data_dir / "wallet.key", passphrase)
+
+
+def _wallet_address(paths: NodePaths) -> str | None:
+    from marketplace.wallet import wallet_address
+
+    path = paths.data_dir / "wallet.key"
+    return wallet_address(path) if path.exists() else None
+
+
 def _echo_init(
     paths: NodePaths, public_key: bytes, peer_id: str, encrypted: bool, *, created: bool, as_json: bool
 ) -> None:
+    wallet = _wallet_address(paths)
     if as_json:
         doc = {"data_dir": str(paths.data_dir), "created": created, "key_file": str(paths.key_file),
                "encrypted": encrypted, "public_key": public_key.hex(), "peer_id": peer_id,
-               "api_token_file": str(paths.api_token_file)}  # fmt: skip
+               "api_token_file": str(paths.api_token_file), "wallet_address": wallet}  # fmt: skip
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo(f"initialised {paths.data_dir}" if created else f"already initialised: {paths.data_dir}")
@@ -101,6 +120,8 @@ def _echo_init(
     click.echo(f"  public key  {public_key.hex()}")
     click.echo(f"  peer id     {peer_id}")
     click.echo(f"  api token   {paths.api_token_file}")
+    if wallet:
+        click.echo(f"  wallet      {wallet}")
 
 
 def _load_or_create_identity(paths: NodePaths, passphrase_file: Path | None) -> tuple[Identity, bytes | None]:

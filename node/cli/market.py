@@ -193,15 +193,20 @@ def chain_group() -> None:
 
 @chain_group.command("deploy")
 @click.option("--url", required=True, help="A local development chain's JSON-RPC URL (anvil: http://127.0.0.1:8545).")
-@click.option("--arbiter", default=None, help="The address that decides disputes (default: the deploying account).")
+@click.option(
+    "--arbiter",
+    required=True,
+    help="The address that decides disputes: a key you chose (a management node's wallet), never a dev account.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def chain_deploy(url: str, arbiter: str | None, as_json: bool) -> None:
+def chain_deploy(url: str, arbiter: str, as_json: bool) -> None:
     """Deploy our DevUSDC token and escrow on a development chain and print the [chain] config for it.
 
-    Uses the chain's first unlocked account (anvil has ten), which becomes the token's minter, and
-    the escrow's arbiter unless --arbiter names another address (a management node's wallet: it
-    decides disputes). Every node that should trade with the others gets the same three lines.
+    Uses the chain's first unlocked account (anvil has ten), which becomes the token's minter. The
+    escrow's arbiter is --arbiter (a management node's wallet: it decides disputes); an unlocked or
+    publicly known development account is refused. Every node that should trade with the others
+    gets the same lines.
     """
     import asyncio
 

@@ -25,7 +25,7 @@ class MarketHost(Protocol):
 
     async def evidence(self, purchase_id: str) -> dict[str, Any]: ...
 
-    async def arbitrate(self, evidence: str) -> dict[str, Any]: ...
+    async def arbitrate(self, purchase_id: str) -> dict[str, Any]: ...
 
 
 class BuyArgs(Request):
@@ -47,10 +47,6 @@ class WithdrawArgs(Request):
 
 class PurchaseArgs(Request):
     purchase_id: str = Field(min_length=64, max_length=64, description="A purchase id, as `wallet` lists them.")
-
-
-class ArbitrateArgs(Request):
-    evidence: str = Field(min_length=1, max_length=3_000_000, description="What `skills evidence` printed.")
 
 
 MARKET = CommandSet("market")
@@ -111,20 +107,22 @@ async def dispute(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     "skills.evidence",
     PurchaseArgs,
     route=HttpRoute("GET", "/v1/skills/evidence", "skills"),
-    cli=CliSpec("skills", "evidence", arguments=("purchase_id",), render=lambda doc: str(doc["evidence"])),
+    cli=CliSpec("skills", "evidence", arguments=("purchase_id",), render=lambda doc: str(doc["summary"])),
 )
 async def evidence(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
-    """A purchase's evidence for the arbiter: the seller's signed quote and delivery."""
+    """What the chain holds of a deal, and the arbiter's verdict it leads to."""
     return await market.evidence(request.purchase_id)
 
 
 @commands(
     "skills.arbitrate",
-    ArbitrateArgs,
+    PurchaseArgs,
     route=HttpRoute("POST", "/v1/skills/arbitrate", "skills"),
     timeout_s=60,
-    cli=CliSpec("skills", "arbitrate", arguments=("evidence",), render=lambda doc: f"to the {doc['to']}: {doc['why']}"),
+    cli=CliSpec(
+        "skills", "arbitrate", arguments=("purchase_id",), render=lambda doc: f"to the {doc['to']}: {doc['why']}"
+    ),
 )
-async def arbitrate(market: MarketHost, request: ArbitrateArgs) -> dict[str, Any]:
-    """Decide a dispute from its evidence, as the escrow's arbiter."""
-    return await market.arbitrate(request.evidence)
+async def arbitrate(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
+    """Decide an answered dispute from the chain, as the escrow's arbiter."""
+    return await market.arbitrate(request.purchase_id)

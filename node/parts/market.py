@@ -10,8 +10,6 @@ reached does not stop the node: the market waits for it and says why in ``status
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from typing import Any
 
 from crypto.envelope import decode_envelope
@@ -100,7 +98,7 @@ class MarketPart:
         chain.receipt_timeout_s = cfg.receipt_timeout_s
         bounds = DeadlineBounds(cfg.min_delivery_window_s, cfg.max_lock_s)
         try:
-            mismatch = bounds.outside(await Escrow(chain).rules())
+            mismatch = bounds.outside(await Escrow(chain).rules()) or await Escrow(chain).arbiter_refusal()
         except ChainError as exc:
             mismatch = str(exc)
         if mismatch is not None:
@@ -130,7 +128,10 @@ class MarketPart:
                 request_burst=market.seller_request_burst,
                 max_open_quotes=market.max_open_quotes,
                 max_open_quotes_per_buyer=market.max_open_quotes_per_buyer,
+                max_open_quotes_strangers=market.max_open_quotes_strangers,
             ),
+            round_interval_s=cfg.resume_interval_s,
+            standing=self._p2p.trust.has_standing,
         )
         self._chain_error = ""
         log.info("market.ready", chain=cfg.url or "embedded", address=self._wallet.address)
@@ -145,16 +146,25 @@ class MarketPart:
                 try:
                     resumed = await market.resume()
                     settled = await market.settle_sales()
+                    decided = await market.arbitrate_answered()
                     withdraw_at = self._ctx.config.marketplace.withdraw_at_micro_usdc
                     withdrawn = await market.withdraw(at_least=withdraw_at) if withdraw_at else 0
                     self._last_round = {
                         "at_ms": self._ctx.now_ms(),
                         "resumed": {r.purchase_id: r.state for r in resumed},
                         "settled": settled,
+                        "arbitrated": [
+                            {"purchase_id": v.terms.purchase_id.hex(), "to": "seller" if v.to_seller else "buyer"}
+                            for v in decided
+                        ],
                         "withdrawn_micro_usdc": withdrawn,
+                        "stuck": market.stuck(),
                     }
-                    if resumed or settled or withdrawn:
-                        log.info("market.round", resumed=len(resumed), settled=str(settled), withdrawn=withdrawn)
+                    if resumed or settled or withdrawn or decided:
+                        log.info(
+                            "market.round", resumed=len(resumed), settled=str(settled), arbitrated=len(decided),
+                            withdrawn=withdrawn,
+                        )  # fmt: skip
                 except (ChainError, PurchaseError, ConnectionError, TimeoutError) as exc:
                     log.warning("market.round_failed", error=str(exc))
             await asyncio.sleep(self._ctx.config.chain.resume_interval_s)
@@ -262,6 +272,7 @@ class MarketPart:
             "ledger": (await ledger(store, self._ctx.identity.public_key.hex())).as_dict(),
             "recent_purchases": purchases,
             "recent_sales": sales,
+            "stuck": self.market.stuck() if self.market is not None else {},
         }
 
     async def dispute(self, purchase_id: str) -> dict[str, Any]:
@@ -273,18 +284,25 @@ class MarketPart:
         return {"purchase_id": result.purchase_id, "state": result.state, "detail": result.detail}
 
     async def evidence(self, purchase_id: str) -> dict[str, Any]:
-        """The evidence of a purchase or a sale of this node, for the arbiter (base64)."""
-        found = await self._ready().evidence(_purchase_id(purchase_id))
-        if found is None:
-            raise LookupError(f"no purchase or delivered sale {purchase_id} here")
-        return {"purchase_id": purchase_id, "evidence": base64.b64encode(found).decode()}
-
-    async def arbitrate(self, evidence: str) -> dict[str, Any]:
-        """Judge a disputed purchase's evidence and send the decision (this node is the arbiter)."""
+        """What the chain holds of a disputed deal and the verdict it leads to (the arbiter judges
+        nothing else)."""
         try:
-            verdict = await self._ready().arbitrate(base64.b64decode(evidence, validate=True))
-        except binascii.Error:
-            raise ValueError("the evidence is not base64 (what `skills evidence` prints)") from None
+            verdict = await self._ready().verdict(_purchase_id(purchase_id))
+        except PurchaseError as exc:
+            return {"purchase_id": purchase_id, "answered": False, "summary": str(exc)}
+        to = "seller" if verdict.to_seller else "buyer"
+        return {
+            "purchase_id": purchase_id,
+            "answered": True,
+            "to": to,
+            "why": verdict.why,
+            "summary": f"answered on chain; the arbiter's verdict: to the {to} ({verdict.why})",
+        }
+
+    async def arbitrate(self, purchase_id: str) -> dict[str, Any]:
+        """Judge an answered dispute from the chain and send the decision (this node is the arbiter)."""
+        try:
+            verdict = await self._ready().arbitrate(_purchase_id(purchase_id))
         except PurchaseError as exc:
             raise ValueError(str(exc)) from None
         return {

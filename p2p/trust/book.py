@@ -233,6 +233,10 @@ class TrustBook:
             return (_LEVEL_ORDER[TrustLevel.PROVISIONAL], 0.0)
         return (_LEVEL_ORDER[known.level], known.combined)
 
+    def has_standing(self, peer: bytes) -> bool:
+        """Whether ``peer`` is trusted or verified here (a management key always is)."""
+        return self.standing(peer)[0] >= _LEVEL_ORDER[TrustLevel.TRUSTED]
+
     def standing_of(self, key_hex: str) -> tuple[int, float]:
         """``standing`` of a key written in hex (a quota's or a listing's); a malformed key ranks lowest."""
         try:

@@ -69,7 +69,7 @@ async def anvil_client() -> AsyncIterator[Chain]:
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
     with anvil_process() as url:
-        c = await Chain.rpc_dev(url)
+        c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
         try:
             yield c
         finally:

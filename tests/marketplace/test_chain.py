@@ -16,7 +16,7 @@ from web3 import Web3
 from marketplace.chain import Chain, artifact
 from marketplace.chain_types import Account
 from marketplace.errors import ChainError, ChainUnreachable, InsufficientFunds
-from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process, funds
+from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, funds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ async def test_an_unreachable_rpc_chain_is_a_clear_error_and_leaves_no_worker() 
 async def test_a_chain_that_goes_away_is_unreachable_not_a_revert() -> None:
     buyer = Account.create()
     with anvil_process() as url:
-        chain = await Chain.rpc_dev(url)
+        chain = await Chain.rpc_dev(url, arbiter=ARBITER.address)
     try:  # anvil is stopped now
         with pytest.raises(ChainUnreachable, match=f"cannot reach {url}"):
             await chain.balance(buyer.address)
@@ -105,7 +105,10 @@ async def test_a_token_or_escrow_that_is_not_ours_is_refused_by_address() -> Non
     """Finding 7: only code at the two addresses was checked, not the token's decimals nor the
     escrow's token."""
     with anvil_process() as url:
-        first, second = await Chain.rpc_dev(url), await Chain.rpc_dev(url)  # two deployments on one chain
+        first, second = (
+            await Chain.rpc_dev(url, arbiter=ARBITER.address),
+            await Chain.rpc_dev(url, arbiter=ARBITER.address),
+        )  # two deployments on one chain
         await second.close()
         try:
             await (await Chain.rpc(url, first.token_address, first.escrow_address)).close()  # ours: accepted

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import CLI, clean_env, run_cli
 from tests.daemons import Node, wait_for
-from tests.marketplace.conftest import ANVIL, NO_ANVIL, anvil_process
+from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -33,7 +33,7 @@ def anvil_chain() -> Iterator[dict[str, str]]:
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
     with anvil_process() as url:
-        deployed = run_cli("chain", "deploy", "--url", url)
+        deployed = run_cli("chain", "deploy", "--url", url, "--arbiter", ARBITER.address)
         assert deployed.returncode == 0, deployed.stderr
         config = dict(re.findall(r'^(\w+) = "?([^"\n]+)"?$', deployed.stdout, re.MULTILINE))
         assert config["url"] == url and config["dev"] == "true"
@@ -221,7 +221,7 @@ def test_a_chain_that_goes_away_is_a_clear_error_not_a_crash(tmp_path: Path) -> 
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
     with anvil_process() as url:
-        deployed = run_cli("chain", "deploy", "--url", url, "--json")
+        deployed = run_cli("chain", "deploy", "--url", url, "--arbiter", ARBITER.address, "--json")
         assert deployed.returncode == 0, deployed.stderr
         addresses = json.loads(deployed.stdout)
         node = Node(tmp_path, "node", clean_env(

@@ -138,7 +138,7 @@ def test_a_seller_daemon_delivers_nothing_against_a_lock_nearer_than_its_quote(
             seller_peer = await cheat.host.connect(seller.address())
             seller_key = bytes.fromhex(seller.json("status")["identity"]["public_key"])
             result = await cheat.market.buy(seller_peer, seller_key, skill_id)
-            assert result.state == "refused" and "no none deal on the quoted terms" in result.detail, result
+            assert result.state == "refused" and "no open deal on the quoted terms" in result.detail, result
             assert (await cheat.store.stats())["total"] == 0  # nothing arrived
             terms, state = _sale(seller)
             assert state == "quoted"  # the seller daemon delivered nothing

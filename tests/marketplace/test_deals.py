@@ -9,6 +9,7 @@ from marketplace.exchange.deals import (
     PURCHASE_MOVES,
     SALE_MOVES,
     IllegalTransition,
+    OpenQuotes,
     Purchases,
     PurchaseState,
     Sales,
@@ -41,6 +42,8 @@ def test_every_purchase_state_is_reachable_from_a_quote_and_the_ends_lead_nowher
         PurchaseState.COMPLETED,
         PurchaseState.REFUNDED,
         PurchaseState.STALE,
+        PurchaseState.DISPUTED,
+        PurchaseState.LOST,
     }
     assert set(SALE_MOVES) == set(SaleState)
 
@@ -50,8 +53,8 @@ async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_no
     await purchases.add(PID, SELLER, "peer", b"quote", "escrow")
     await purchases.move(PID, PurchaseState.LOCKED)
     await purchases.move(PID, PurchaseState.REFUSED, "delivery refused: wrong hash")
-    with pytest.raises(IllegalTransition, match="from refused to completed"):
-        await purchases.move(PID, PurchaseState.COMPLETED, "should not stick")
+    with pytest.raises(IllegalTransition, match="from refused to expired"):
+        await purchases.move(PID, PurchaseState.EXPIRED, "should not stick")
     record = await purchases.get(PID)
     assert record is not None and record.state is PurchaseState.REFUSED
     assert record.detail == "delivery refused: wrong hash"
@@ -68,14 +71,17 @@ async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_no
 
 async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(store: MemoryStore) -> None:
     sales = Sales(store)
-    await sales.add_quote(PID, b"b" * 32, "crystal-1", b"quote")
-    assert await sales.open_quotes(b"b" * 32, since_ms=0) == (1, 1)
+    await sales.add_quote(PID, b"b" * 32, "crystal-1", b"quote", buyer_address="0xAB" + "00" * 19)
+    assert await sales.open_quotes(b"b" * 32, since_ms=0) == OpenQuotes(total=1, yours=1, strangers=1)
     await sales.move(PID, SaleState.DELIVERED)
     await sales.drop_unpaid_quote(PID)  # delivered: kept
     await sales.move(PID, SaleState.DEFAULTED)
     with pytest.raises(IllegalTransition, match="from defaulted to paid"):
         await sales.move(PID, SaleState.PAID)
     assert await sales.defaulted_by(b"b" * 32) == PID
+    # The same wallet under a fresh node key is the same defaulter.
+    assert await sales.defaulted_by(b"c" * 32, "0xab" + "00" * 19) == PID
+    assert await sales.defaulted_by(b"c" * 32, "0xcd" + "00" * 19) is None
     assert await sales.count_by_state() == {"defaulted": 1}
 
 

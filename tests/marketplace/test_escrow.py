@@ -8,12 +8,14 @@ import os
 import pytest
 
 from marketplace.chain import ESCROW_RULES, Chain
-from marketplace.chain_types import Account, DealTerms
+from marketplace.chain_types import Account, Commitment, DealTerms
 from marketplace.errors import InsufficientFunds, TransactionReverted
 from marketplace.escrow import Escrow
 from tests.marketplace.conftest import ARBITER, funds
 
 HASH = bytes(range(32))
+#: What a seller commits, as the contract sees it: it reads none of it, the arbiter does.
+SEALED = Commitment(b"\1" * 32, b"\2" * 32, b"\3" * 32, b"sealed skill")
 
 
 @pytest.fixture
@@ -81,9 +83,9 @@ async def test_a_committed_delivery_is_paid_without_the_buyer_after_the_window(
     escrow, deal = Escrow(chain), await terms(chain, *parties)
     await escrow.lock(buyer, deal)
     with pytest.raises(TransactionReverted, match="only the seller commits"):
-        await escrow.commit(buyer, deal, b"\1" * 32, b"\2" * 32)
-    await escrow.commit(seller, deal, b"\1" * 32, b"\2" * 32)
-    assert await escrow.committed_delivery(deal.purchase_id) == (b"\1" * 32, b"\2" * 32)
+        await escrow.commit(buyer, deal, SEALED)
+    await escrow.commit(seller, deal, SEALED)
+    assert await escrow.commitment(deal.purchase_id) == SEALED  # the delivery itself, readable by the buyer
     assert (await escrow.status(deal)).state == "delivered"
     with pytest.raises(TransactionReverted, match="dispute window open"):
         await escrow.claim(seller, deal)
@@ -105,13 +107,13 @@ async def test_nothing_committed_by_the_deadline_is_refunded_without_the_seller(
         await escrow.refund(buyer, deal)
     await chain.advance_time(601)
     with pytest.raises(TransactionReverted, match="deadline passed"):
-        await escrow.commit(seller, deal, b"\1" * 32, b"\2" * 32)  # too late to commit
+        await escrow.commit(seller, deal, SEALED)  # too late to commit
     await escrow.refund(seller, deal)  # anyone may send it; the money goes to the buyer
     assert (await escrow.status(deal)).state == "refunded" and await chain.balance(buyer.address) == 5_000_000
 
 
 @pytest.mark.parametrize("to_seller", [True, False])
-async def test_a_dispute_in_the_window_goes_to_the_arbiter_whose_decision_is_one_transaction(
+async def test_an_answered_dispute_goes_to_the_arbiter_whose_decision_is_one_transaction(
     chain: Chain, parties: tuple[Account, Account], to_seller: bool
 ) -> None:
     buyer, seller = parties
@@ -120,11 +122,18 @@ async def test_a_dispute_in_the_window_goes_to_the_arbiter_whose_decision_is_one
     await chain.fund(ARBITER.address, 0)
     deal = await terms(chain, *parties)
     await escrow.lock(buyer, deal)
-    await escrow.commit(seller, deal, b"\1" * 32, b"\2" * 32)
+    await escrow.commit(seller, deal, SEALED)
     with pytest.raises(TransactionReverted, match="only the buyer disputes"):
         await escrow.dispute(seller, deal)
     await escrow.dispute(buyer, deal)
     assert (await escrow.status(deal)).state == "disputed"
+    with pytest.raises(TransactionReverted, match="the seller has not answered"):
+        await escrow.resolve(ARBITER, deal, to_seller=False)  # the arbiter cannot cut the seller short
+    with pytest.raises(TransactionReverted, match="only the seller answers"):
+        await escrow.answer(buyer, deal, b"\4" * 32)
+    await escrow.answer(seller, deal, b"\4" * 32)
+    assert (await escrow.status(deal)).state == "answered"
+    assert await escrow.answer_of(deal.purchase_id) == (deal, b"\4" * 32)  # the terms and the secret, on chain
     await chain.advance_time(ESCROW_RULES.dispute_window_s + 1)
     with pytest.raises(TransactionReverted, match="in arbitration"):
         await escrow.claim(seller, deal)
@@ -136,17 +145,40 @@ async def test_a_dispute_in_the_window_goes_to_the_arbiter_whose_decision_is_one
     assert (await funds(chain, seller.address), await chain.balance(buyer.address)) == (paid, back)
 
 
-async def test_a_dispute_the_arbiter_leaves_open_ends_as_undisputed(
+async def test_an_answered_dispute_the_arbiter_leaves_open_pays_the_seller(
     chain: Chain, parties: tuple[Account, Account]
 ) -> None:
     buyer, seller = parties
     escrow, deal = Escrow(chain), await terms(chain, *parties)
     await escrow.lock(buyer, deal)
-    await escrow.commit(seller, deal, b"\1" * 32, b"\2" * 32)
+    await escrow.commit(seller, deal, SEALED)
     await escrow.dispute(buyer, deal)
+    await escrow.answer(seller, deal, b"\4" * 32)
     await chain.advance_time(ESCROW_RULES.dispute_window_s + ESCROW_RULES.arbitration_window_s)
+    with pytest.raises(TransactionReverted, match="not refundable"):
+        await escrow.refund(buyer, deal)
     await escrow.claim(seller, deal)
     assert await funds(chain, seller.address) == 10_000
+
+
+async def test_a_dispute_the_seller_never_answers_is_refunded_after_the_arbitration_window(
+    chain: Chain, parties: tuple[Account, Account]
+) -> None:
+    buyer, seller = parties
+    escrow, deal = Escrow(chain), await terms(chain, *parties)
+    await escrow.lock(buyer, deal)
+    await escrow.commit(seller, deal, SEALED)
+    await escrow.dispute(buyer, deal)
+    await chain.advance_time(ESCROW_RULES.dispute_window_s + ESCROW_RULES.arbitration_window_s - 5)
+    with pytest.raises(TransactionReverted, match="in arbitration"):
+        await escrow.refund(buyer, deal)
+    await chain.advance_time(10)
+    with pytest.raises(TransactionReverted, match="arbitration window closed"):
+        await escrow.answer(seller, deal, b"\4" * 32)  # too late to answer
+    with pytest.raises(TransactionReverted, match="nothing to claim"):
+        await escrow.claim(seller, deal)
+    await escrow.refund(seller, deal)  # anyone may send it; the money goes to the buyer
+    assert (await funds(chain, seller.address), await chain.balance(buyer.address)) == (0, 5_000_000)
 
 
 async def test_a_permit_front_run_by_someone_else_still_locks(chain: Chain, parties: tuple[Account, Account]) -> None:

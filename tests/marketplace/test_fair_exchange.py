@@ -56,7 +56,7 @@ async def test_a_lock_nearer_than_the_quoted_deadline_gets_nothing_delivered(tmp
     try:
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "refused" and result.crystal_id is None
-        assert "no none deal on the quoted terms, deadline included" in result.detail
+        assert "no open deal on the quoted terms, deadline included: it says none" in result.detail
         assert (await buyer.store.stats())["total"] == 0  # the skill never reached the buyer
         await chain.advance_time(401)  # the nearer deadline passed: the cheat gets back only its own money
         nearer = replace(

@@ -6,24 +6,29 @@ from typing import Any
 
 import pytest
 
+from crypto.delivery_box import open_with_secret
+from crypto.errors import SealedDataTampered
+from crypto.identity import Identity
 from marketplace.exchange.protocol import (
     MAX_PRICE_MICRO_USDC,
+    MAX_SEALED_BYTES,
     DeliveryRequest,
     MalformedMessage,
     Quote,
     QuoteRequest,
-    delivery_hash,
-    open_delivery,
+    box_nonce,
+    nonce_of,
     parse_delivery,
     parse_delivery_request,
     parse_quote,
     parse_quote_request,
-    seal_delivery,
+    seal_skill,
 )
 
+BUYER = Identity.from_seed(bytes([2]) * 32)
 QUOTE = Quote(
-    nonce=b"\1" * 32, stable_skill_id="db.pg-upgrade", version=1, content_hash="a" * 64,
-    price_micro_usdc=25_000, seller_address="0x" + "22" * 20, buyer=b"\2" * 32, buyer_address="0x" + "11" * 20,
+    salt=b"\1" * 32, stable_skill_id="db.pg-upgrade", version=1, content_hash="a" * 64,
+    price_micro_usdc=25_000, seller_address="0x" + "22" * 20, buyer=BUYER.public_key, buyer_address="0x" + "11" * 20,
     expires_ms=1_000, deadline_s=2_000,
 )  # fmt: skip
 
@@ -38,8 +43,8 @@ def test_each_message_survives_its_own_body() -> None:
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"nonce": b"short"}, "nonce"),
-        ({"nonce": "ab" * 32}, "nonce"),
+        ({"salt": b"short"}, "salt"),
+        ({"salt": "ab" * 32}, "salt"),
         ({"price_micro_usdc": MAX_PRICE_MICRO_USDC + 1}, "price_micro_usdc"),
         ({"price_micro_usdc": True}, "price_micro_usdc"),
         ({"seller_address": "not an address"}, "seller_address"),
@@ -59,20 +64,29 @@ def test_a_quote_without_a_field_and_bad_requests_are_refused() -> None:
         parse_quote(body)
     with pytest.raises(MalformedMessage, match="authorization"):
         parse_delivery_request({"purchase_id": b"\1" * 32, "authorization": [1, 2, 3]})
-    with pytest.raises(MalformedMessage, match="ciphertext"):
-        parse_delivery({"purchase_id": b"\1" * 32, "key": b"\2" * 32})
-    with pytest.raises(MalformedMessage, match="key"):
-        parse_delivery({"purchase_id": b"\1" * 32, "ciphertext": b"x", "key": b"short"})
+    with pytest.raises(MalformedMessage, match="sealed"):
+        parse_delivery({"purchase_id": b"\1" * 32, "ephemeral": b"\2" * 32})
+    with pytest.raises(MalformedMessage, match="ephemeral"):
+        parse_delivery({"purchase_id": b"\1" * 32, "ephemeral": b"short", "sealed": b"x"})
+    with pytest.raises(MalformedMessage, match="1-32768 bytes"):
+        parse_delivery({"purchase_id": b"\1" * 32, "ephemeral": b"\2" * 32, "sealed": b"x" * (MAX_SEALED_BYTES + 1)})
 
 
-def test_a_delivery_opens_only_with_its_key_and_is_the_same_when_sent_again() -> None:
-    key = bytes([7]) * 32
-    sealed = seal_delivery("Rotate logs with logrotate -f", key)
-    assert sealed == seal_delivery("Rotate logs with logrotate -f", key)  # what the seller committed
-    assert open_delivery(sealed, key) == "Rotate logs with logrotate -f"
-    with pytest.raises(MalformedMessage, match="does not open"):
-        open_delivery(sealed, bytes([8]) * 32)
-    assert len(delivery_hash(sealed)) == 32 and delivery_hash(sealed) != delivery_hash(sealed + b"!")
+def test_a_sealed_delivery_opens_for_its_buyer_and_for_whoever_holds_the_one_time_secret() -> None:
+    secret = bytes([7]) * 32
+    sealed = seal_skill("Rotate logs with logrotate -f", QUOTE, secret)
+    assert sealed == seal_skill("Rotate logs with logrotate -f", QUOTE, secret)  # what the seller commits
+    assert (sealed.salt, sealed.recipient) == (QUOTE.salt, BUYER.public_key)
+    assert nonce_of(sealed.salt, sealed.recipient) == QUOTE.nonce == QUOTE.terms().nonce
+    pid = box_nonce(QUOTE.purchase_id)
+    assert BUYER.open_box(sealed.ephemeral, pid, sealed.sealed) == b"Rotate logs with logrotate -f"
+    assert open_with_secret(secret, BUYER.public_key, pid, sealed.sealed) == b"Rotate logs with logrotate -f"
+    with pytest.raises(SealedDataTampered):
+        Identity.generate().open_box(sealed.ephemeral, pid, sealed.sealed)  # nobody else
+    with pytest.raises(SealedDataTampered):
+        open_with_secret(bytes([8]) * 32, BUYER.public_key, pid, sealed.sealed)
+    with pytest.raises(SealedDataTampered):  # a box made for one deal does not open as another's
+        BUYER.open_box(sealed.ephemeral, bytes(24), sealed.sealed)
 
 
 def test_the_purchase_id_is_derived_from_the_buyer_and_the_nonce() -> None:

@@ -219,9 +219,9 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
         result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert result.state == "refused" and result.crystal_id is None
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE  # locked, not paid
-        assert await buyer.market.refund_due() == []  # not before the deadline
+        assert await buyer.market.settle_purchases() == {}  # not before the deadline
         await chain.advance_time(601)
-        assert await buyer.market.refund_due() == [result.purchase_id]
+        assert await buyer.market.settle_purchases() == {"refunded": 1}
         assert await chain.balance(buyer.wallet.address) == 1_000_000 and await funds(chain, seller.wallet.address) == 0
         assert (await buyer.store.stats())["total"] == 0  # nothing wrong was stored
         async with buyer.store.reader().execute("SELECT state, detail FROM purchases") as cursor:
@@ -447,7 +447,7 @@ async def test_a_tampered_direct_delivery_is_refused_and_counts_against_the_sell
         assert await funds(chain, seller.wallet.address) == PRICE
         assert await purchase_outcomes_by_seller(buyer.store) == {seller.identity.public_key: (0, 1)}
         assert (await ledger(buyer.store, None)).spent_micro_usdc == PRICE
-        assert await buyer.market.refund_due() == []  # nothing to refund from: no escrow
+        assert await buyer.market.settle_purchases() == {}  # nothing to refund from: no escrow
     finally:
         await close(buyer, seller)
 

@@ -107,7 +107,7 @@ async def test_a_quote_the_buyer_locked_is_kept_past_the_lapse_and_settled_when_
         assert await seller.market.settle_sales() == {}  # locked on the chain: kept
         assert await sales_rows(seller) == 1
         await chain.advance_time(601)
-        assert await buyer.market.refund_due() == [result.purchase_id]
+        assert await buyer.market.settle_purchases() == {"refunded": 1}
         assert await seller.market.settle_sales() == {"refunded": 1}
     finally:
         await close(buyer, seller)

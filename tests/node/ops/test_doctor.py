@@ -116,14 +116,14 @@ def test_a_plaintext_wallet_holding_usdc_on_a_real_chain_is_a_warning(tmp_path: 
     from marketplace.wallet import load_or_create_wallet
     from node.config import Config
     from node.ops.doctor import WARN, check_chain
-    from tests.marketplace.conftest import anvil_process
+    from tests.marketplace.conftest import ARBITER, anvil_process
 
     wallet = tmp_path / "wallet.key"
     account = load_or_create_wallet(wallet)
     with anvil_process() as url:
 
         async def deploy_and_fund() -> tuple[str, str]:
-            chain = await Chain.rpc_dev(url)
+            chain = await Chain.rpc_dev(url, arbiter=ARBITER.address)
             try:
                 await chain.fund(account.address, 5_000)
                 return chain.token_address, chain.escrow_address
