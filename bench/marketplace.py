@@ -31,7 +31,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.listings import record_listing
 from marketplace.chain import Chain
-from marketplace.chain_types import Account, DealTerms, GasSpent
+from marketplace.chain_types import Account, Commitment, DealTerms, GasSpent
 from marketplace.escrow import Escrow
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
@@ -62,7 +62,8 @@ async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, 
 
 
 async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
-    chain = await Chain.embedded()
+    arbiter = Account.create()
+    chain = await Chain.embedded(arbiter=arbiter.address)
     s_id, s_wallet, s_store, s_host, _ = await _side(tmp, "seller", chain)
     b_id, b_wallet, b_store, b_host, b_market = await _side(tmp, "buyer", chain)
     try:
@@ -103,6 +104,7 @@ async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
             costs[mode].append(_spent(chain, before, b_wallet.address) + _spent(chain, before, s_wallet.address))
         # Escrowed sales are owed to the seller in the escrow: one withdrawal serves them all.
         credit_gas = await _purchase_from_credit(chain, s_wallet, b_wallet.address)
+        slow_paths = await _slow_paths(chain, arbiter, b_wallet, s_wallet)
         escrow = Escrow(chain)
         withdraw_gas = (await escrow.withdraw(s_wallet, await escrow.owed(s_wallet.address))).gas_used
     finally:
@@ -124,6 +126,7 @@ async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
         "escrow_sales": purchases,
         "gas_per_sale": withdraw_gas // purchases,
     }
+    out["escrow_slow_paths_gas"] = slow_paths
     out["escrow_from_credit"] = {
         "lock_and_release_gas": credit_gas,
         "ratio_to_transfer": round(credit_gas / transfer_gas, 2),
@@ -167,6 +170,36 @@ async def _purchase_from_credit(chain: Chain, node: Account, seller_address: str
         deal = DealTerms(node.address, os.urandom(32), seller_address, price, bytes(32), deadline)
         gas = (await escrow.lock(node, deal)).gas_used + (await escrow.release(node, deal)).gas_used
     return gas
+
+
+async def _slow_paths(chain: Chain, arbiter: Account, buyer: Account, seller: Account) -> dict[str, Any]:
+    """Gas of what a deal costs when a party does not cooperate (issue 26), on the chain alone: the
+    seller's commitment, which carries the sealed skill (by its size), the claim after the window,
+    and a dispute, the seller's answer and the arbiter's decision."""
+    escrow, price = Escrow(chain), 10_000
+    await chain.fund(arbiter.address, 0)
+    out: dict[str, Any] = {"commit_by_sealed_bytes": {}}
+    for size in (1_000, 8_000, 32_000):
+        deal = DealTerms(buyer.address, os.urandom(32), seller.address, price, bytes(32),
+                         await chain.timestamp() + 3600)  # fmt: skip
+        await escrow.lock(buyer, deal)
+        sealed = Commitment(os.urandom(32), os.urandom(32), os.urandom(32), os.urandom(size))
+        out["commit_by_sealed_bytes"][size] = (await escrow.commit(seller, deal, sealed)).gas_used
+        if size == 1_000:
+            disputed = deal
+    out["commit_gas_per_sealed_byte"] = round(
+        (out["commit_by_sealed_bytes"][32_000] - out["commit_by_sealed_bytes"][1_000]) / 31_000, 1
+    )
+    out["dispute"] = (await escrow.dispute(buyer, disputed)).gas_used
+    out["answer"] = (await escrow.answer(seller, disputed, os.urandom(32))).gas_used
+    out["resolve"] = (await escrow.resolve(arbiter, disputed, to_seller=True)).gas_used
+    claimed = DealTerms(buyer.address, os.urandom(32), seller.address, price, bytes(32),
+                        await chain.timestamp() + 3600)  # fmt: skip
+    await escrow.lock(buyer, claimed)
+    await escrow.commit(seller, claimed, Commitment(os.urandom(32), os.urandom(32), os.urandom(32), b"x" * 1_000))
+    await chain.advance_time((await escrow.rules()).dispute_window_s + 1)
+    out["claim"] = (await escrow.claim(seller, claimed)).gas_used
+    return out
 
 
 def _spent(chain: Chain, before: dict[str, GasSpent], address: str) -> tuple[int, int]:

@@ -48,10 +48,6 @@ TERMS_SHIFT: constant(uint256) = 96
 STATE_SHIFT: constant(uint256) = 64
 TIME_MASK: constant(uint256) = 2**64 - 1
 
-event Locked:
-    purchase_id: indexed(bytes32)
-    seller: indexed(address)
-
 event Committed:
     purchase_id: indexed(bytes32)
     ephemeral: bytes32  # the seller's one-time X25519 public key
@@ -177,13 +173,26 @@ def _lock(terms: Terms, from_credit: bool):
         self.owed[msg.sender] -= terms.amount
     else:
         assert extcall IERC20(token).transferFrom(msg.sender, self, terms.amount), "transfer failed"
-    log Locked(purchase_id=deal_id, seller=terms.seller)
 
 
 @external
 def lock(terms: Terms):
     """Lock after an ``approve`` of this escrow for at least the amount."""
-    self._lock(terms, False)
+    # The most frequent lock, so its checks are in line rather than through _lock (each internal call
+    # copies the terms again): about 370 gas less per purchase. Same checks, same order. Like
+    # release, it logs nothing of its own (about 1,100 gas each): the token's Transfer shows the
+    # lock and status() every state; events are kept for what the other side must find (a
+    # commitment, a dispute, an answer) and for payments by anyone (claim, refund, resolve).
+    assert terms.buyer == msg.sender, "the buyer locks its own purchase"
+    deal_id: bytes32 = keccak256(abi_encode(terms.buyer, terms.nonce))
+    assert self.deals[deal_id] == 0, "purchase already locked"
+    assert terms.amount > 0, "nothing to lock"
+    assert terms.seller != empty(address) and terms.seller != msg.sender, "no seller"
+    assert terms.deadline >= block.timestamp + min_delivery_window, "deadline nearer than the delivery window"
+    assert terms.deadline <= block.timestamp + max_lock, "deadline further than the longest lock"
+    fingerprint: uint256 = convert(keccak256(abi_encode(terms)), uint256) >> TERMS_SHIFT
+    self.deals[deal_id] = (fingerprint << TERMS_SHIFT) | (LOCKED << STATE_SHIFT)
+    assert extcall IERC20(token).transferFrom(msg.sender, self, terms.amount), "transfer failed"
 
 
 @external
@@ -243,7 +252,6 @@ def release(terms: Terms):
     assert state == LOCKED or state == DELIVERED, "not locked"
     self.deals[deal_id] = self._word(fingerprint, RELEASED, 0)
     self.owed[terms.seller] += terms.amount
-    log Released(purchase_id=deal_id)
 
 
 @external

@@ -391,8 +391,9 @@ class Chain:
             where = getattr(self._w3.provider, "endpoint_uri", None) or "the chain"
             raise ChainUnreachable(f"cannot reach {where}: {exc}") from None
 
-    async def send(self, account: Account, make: Callable[[], Any]) -> Receipt:
-        """Sign and send the transaction ``make`` builds (on the chain's thread), and wait for its receipt."""
+    async def send(self, account: Account, make: Callable[[], Any], *, gas: int = GAS_LIMIT) -> Receipt:
+        """Sign and send the transaction ``make`` builds (on the chain's thread), and wait for its
+        receipt. ``gas``: the most it may use (a commitment carrying a large skill needs more)."""
 
         def send() -> Receipt:
             from eth_account import Account as EthAccount
@@ -405,7 +406,7 @@ class Chain:
                 {
                     "from": account.address,
                     "nonce": self._w3.eth.get_transaction_count(account.address, "pending"),
-                    "gas": GAS_LIMIT,
+                    "gas": gas,
                     "gasPrice": self._w3.eth.gas_price,
                     "chainId": self._chain_id,
                 }

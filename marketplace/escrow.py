@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from marketplace.arbiter_policy import arbiter_refusal
-from marketplace.chain import Chain
+from marketplace.chain import GAS_LIMIT, Chain
 from marketplace.chain_types import (
     DEAL_STATES,
     Account,
@@ -120,8 +120,10 @@ class Escrow:
     async def commit(self, seller: Account, terms: DealTerms, commitment: Commitment) -> Receipt:
         args = _terms(terms)
         c = commitment
+        # Calldata and the log cost about 24 gas a byte of sealed skill, plus copying it into memory.
+        gas = GAS_LIMIT + 64 * len(c.sealed)
         return await self._chain.send(
-            seller, lambda: self._contract.functions.commit(args, c.ephemeral, c.salt, c.recipient, c.sealed)
+            seller, lambda: self._contract.functions.commit(args, c.ephemeral, c.salt, c.recipient, c.sealed), gas=gas
         )
 
     async def answer(self, seller: Account, terms: DealTerms, secret: bytes) -> Receipt:
