@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from crypto.errors import CryptoError
 from marketplace.errors import ChainUnreachable, MarketError
 from memory.errors import CrystalNotFound, ExportRefused, MemoryError_
-from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning, PartOff, UnknownCommand
+from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning, PartOff, PersonOnly, UnknownCommand
 from p2p.errors import HostNotRunning, P2PError, RequestFailed
 
 UNEXPECTED = 500
@@ -26,6 +26,7 @@ HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (HostNotRunning, 503),
     (CrystalNotFound, 404),
     (ExportRefused, 403),
+    (PersonOnly, 403),
     (ChainUnreachable, 502),  # before MarketError: the chain is down, not the request wrong
     (RequestFailed, 502),  # before P2PError: the peer did not answer
     (ValidationError, 400),

@@ -84,7 +84,14 @@ class NodePaths:
 
     @property
     def api_token_file(self) -> Path:
+        """The agent's bearer token: what an agent beside the node (API, MCP) authenticates with."""
         return self.data_dir / "api.token"
+
+    @property
+    def owner_token_file(self) -> Path:
+        """The person's bearer token: the CLI's. Only it (or a dashboard session) may approve or
+        reject held content; give the agent ``api.token`` and never this file."""
+        return self.data_dir / "owner.token"
 
     def ensure_data_dir(self) -> None:
         """Create the data dir, private to this user."""

@@ -42,7 +42,7 @@ from marketplace.exchange.protocol import (
 )
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
-from p2p.ingest import peer_source
+from p2p.ingest import hold_reason, peer_source
 from p2p.messages import SkillListing, parse_skill_listing
 
 _S = PurchaseState
@@ -95,6 +95,7 @@ class Buyer:
         self._messenger = party.messenger
         self._now_ms = party.clock
         self._bounds = party.bounds
+        self._standing = party.standing
         self._payment = payment
         self._purchases = Purchases(party.store, party.clock)
         self._escrow = party.escrow
@@ -439,6 +440,12 @@ class Buyer:
                 ),
                 actor=source,
                 context=listing.title,
+                # Bought is no better than gossiped: held for the person while the seller has no
+                # standing here, or whenever the text reads like instructions to the agent.
+                quarantine=hold_reason(
+                    "\n".join((listing.title, listing.description, text)),
+                    author_has_standing=self._standing(seller_key),
+                ),
                 bounty=Bounty(mine[0].bounty_id, mine[0].reward_micro_usdc) if mine else None,
             )
         )

@@ -14,8 +14,8 @@ from marketplace.escrow import Escrow
 from marketplace.exchange.arbitration import Verdict, judge_on_chain
 from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
-from marketplace.exchange.party import DeadlineBounds, Party
-from marketplace.exchange.seller import Seller, SellerLimits, Standing
+from marketplace.exchange.party import DeadlineBounds, Party, Standing, no_standing
+from marketplace.exchange.seller import Seller, SellerLimits
 from marketplace.pricing import format_usdc
 from memory.clock import Clock, wall_clock_ms
 from memory.storage.store import MemoryStore
@@ -39,7 +39,7 @@ class Market:
         clock: Clock = wall_clock_ms,
         bounds: DeadlineBounds | None = None,
         round_interval_s: float = 30.0,
-        standing: Standing | None = None,
+        standing: Standing = no_standing,
         buyer_class: type[Buyer] = Buyer,
         seller_class: type[Seller] = Seller,
     ) -> None:
@@ -49,14 +49,14 @@ class Market:
             raise ValueError(f"payment is 'escrow' or 'direct', not {payment!r}")
         self._wallet = wallet
         self._chain = chain
+        self._escrow = Escrow(chain)  # one client: the escrow's rules are read once
         bounds = bounds or DeadlineBounds()
         if not bounds.min_s <= escrow_window_s <= bounds.max_s:
             raise ValueError(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
-        party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds)
+        party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds, standing)
         self._buyer = buyer_class(party, payment=payment)
         self._seller = seller_class(
             party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits(), round_interval_s=round_interval_s,
-            **({} if standing is None else {"standing": standing}),
         )  # fmt: skip
         #: The first block whose answered disputes this node, as the arbiter, has not judged yet.
         self._arbiter_from_block = 0
@@ -86,12 +86,12 @@ class Market:
     async def owed(self) -> int:
         """Micro-USDC the escrow holds for this node: released sales not yet withdrawn or spent on
         purchases (a purchase locks out of it first)."""
-        return await Escrow(self._chain).owed(self._wallet.address)
+        return await self._escrow.owed(self._wallet.address)
 
     async def withdraw(self, amount: int | None = None, *, at_least: int = 1) -> int:
         """Move ``amount`` (default: all) of what the escrow owes this node into its wallet, if that
         is at least ``at_least``; returns the micro-USDC moved (0: nothing was sent)."""
-        escrow = Escrow(self._chain)
+        escrow = self._escrow
         owed = await escrow.owed(self._wallet.address)
         if amount is not None and amount > owed:
             raise PurchaseError(f"the escrow owes this node {format_usdc(owed)}, less than {format_usdc(amount)}")
@@ -110,18 +110,18 @@ class Market:
         return {pid.hex(): why for pid, why in both.items()}
 
     async def is_arbiter(self) -> bool:
-        return (await Escrow(self._chain).rules()).arbiter.lower() == self._wallet.address.lower()
+        return (await self._escrow.rules()).arbiter.lower() == self._wallet.address.lower()
 
     async def verdict(self, purchase_id: bytes) -> Verdict:
         """What the arbiter's judgement of an answered dispute is, from the chain (anyone may read it)."""
-        return await judge_on_chain(Escrow(self._chain), purchase_id)
+        return await judge_on_chain(self._escrow, purchase_id)
 
     async def arbitrate(self, purchase_id: bytes) -> Verdict:
         """Judge an answered dispute from the chain and send the decision, as the escrow's arbiter."""
         if not await self.is_arbiter():
             raise PurchaseError("this node's wallet is not the escrow's arbiter")
         verdict = await self.verdict(purchase_id)
-        await Escrow(self._chain).resolve(self._wallet, verdict.terms, to_seller=verdict.to_seller)
+        await self._escrow.resolve(self._wallet, verdict.terms, to_seller=verdict.to_seller)
         return verdict
 
     async def arbitrate_answered(self) -> list[Verdict]:
@@ -129,7 +129,7 @@ class Market:
         (nothing when this node is not the arbiter). A deal already resolved is skipped."""
         if not await self.is_arbiter():
             return []
-        escrow = Escrow(self._chain)
+        escrow = self._escrow
         answered, next_block = await escrow.answered_since(self._arbiter_from_block)
         decided = []
         for terms, _secret in answered:

@@ -3,6 +3,7 @@ messages and the clock (injected, so tests can move time)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crypto.identity import Identity
@@ -49,6 +50,14 @@ class DeadlineBounds:
         return None
 
 
+#: Whether a peer's node key has standing with this node (its trust here: ``trusted`` or above).
+Standing = Callable[[bytes], bool]
+
+
+def no_standing(_key: bytes) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Party:
     identity: Identity
@@ -58,6 +67,9 @@ class Party:
     messenger: Messenger
     clock: Clock
     bounds: DeadlineBounds = DeadlineBounds()
+    #: The standing of a peer here: a seller serves buyers with standing first; a bought skill from
+    #: a seller without it is held for the person, like gossip.
+    standing: Standing = no_standing
 
     @property
     def escrow(self) -> Escrow:

@@ -16,7 +16,6 @@ What keeps an honest seller paid whatever the buyer does (``docs/fair-exchange.m
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
@@ -75,14 +74,6 @@ class SellerLimits:
     max_open_quotes_strangers: int = 40
 
 
-#: Whether a buyer's node key has standing with this node (its trust here), beside having paid it.
-Standing = Callable[[bytes], bool]
-
-
-def _no_standing(_key: bytes) -> bool:
-    return False
-
-
 class Seller:
     def __init__(
         self,
@@ -91,7 +82,6 @@ class Seller:
         escrow_window_s: int,
         limits: SellerLimits,
         round_interval_s: float = 30.0,
-        standing: Standing = _no_standing,
     ) -> None:
         self._identity = party.identity
         self._wallet = party.wallet
@@ -101,7 +91,7 @@ class Seller:
         self._now_ms = party.clock
         self._escrow_window_s = escrow_window_s
         self._limits = limits
-        self._standing = standing
+        self._standing = party.standing
         self._sales = Sales(party.store, party.clock)
         self._escrow = party.escrow
         self._requests = TokenBuckets(RateLimit(limits.requests_per_min / 60, limits.request_burst), max_keys=10_000)

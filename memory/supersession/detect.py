@@ -7,8 +7,10 @@ an attribution row naming why. Nothing is deleted: search shows the current crys
 one's place (``memory.retrieval.search``), history searches still find the old, and
 ``unsupersede`` undoes it. A supersession the person undid is never made again.
 
-Who may replace what: only the person's and the agent's own memories, both ways. A peer's text
-never hides a memory of this node, and a skill someone stated has versions of its own.
+Who may replace what (``memory.supersession.authority``): a peer's text never hides a memory of
+this node, and a skill someone stated has versions of its own. Only the person's own words replace
+the person's statements, directives and pinned crystals; any other text that would replace one
+only flags it "maybe outdated" (an attribution row), for the person to review.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from memory.graph import link_neighbours, nearest
 from memory.model import Crystal, Lifecycle, Origin, SemanticType
 from memory.retrieval.query import fts_match, fts_terms
 from memory.storage.store import EmbeddedHook, MemoryStore
+from memory.supersession.authority import may_supersede
 from memory.supersession.judge import (
     INFERRED,
     NEEDED_WITHOUT_CUE,
@@ -93,14 +96,22 @@ class Supersession:
         if verdict is not None and verdict.ambiguous and self.judge is not None:
             verdict = await self._second_opinion(new.text, older, verdict)
         if verdict is not None:
-            await supersede(store, verdict.key, new.id, reason=verdict.reason, actor=ACTOR)
+            old = next(c for c in crystals.values() if c.id == verdict.key)
+            if may_supersede(new, old):
+                await supersede(store, verdict.key, new.id, reason=verdict.reason, actor=ACTOR)
+            else:
+                await flag_maybe_outdated(store, verdict.key, new, reason=verdict.reason)
+                verdict = None
         for later, similarity in sorted(newer, key=lambda pair: _order(pair[0]), reverse=True):
             # Imported out of order: a newer crystal already stored may replace this one.
             if later.id in undone:
                 continue
             replaced = choose(later.text, [Candidate(new.id, new.text, similarity)])
             if replaced is not None:
-                await supersede(store, new.id, later.id, reason=replaced.reason, actor=ACTOR)
+                if may_supersede(later, new):
+                    await supersede(store, new.id, later.id, reason=replaced.reason, actor=ACTOR)
+                else:
+                    await flag_maybe_outdated(store, new.id, later, reason=replaced.reason)
                 break
         return verdict
 
@@ -144,6 +155,20 @@ async def supersede(store: MemoryStore, old_id: str, new_id: str, *, reason: str
                 ],
             )
     return await store.get(old_id)
+
+
+async def flag_maybe_outdated(store: MemoryStore, old_id: str, new: Crystal, *, reason: str) -> None:
+    """Note on the person's ``old_id`` that ``new`` (not the person's words) may update it: shown
+    with its attribution chain (``memory show``, the dashboard); it stays current."""
+    detail = (
+        f"maybe outdated by {new.id} ({new.origin}): {reason}. Only the person's own words replace it: "
+        f"`bitterbot-node memory supersede {old_id} {new.id}` if it is"
+    )
+    async with store.transaction() as db:
+        await db.execute(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'maybe_outdated', ?, ?)",
+            (old_id, ACTOR, store.now_ms(), detail[:500]),
+        )
 
 
 async def unsupersede(store: MemoryStore, crystal_id: str, *, actor: str = "local") -> Crystal:

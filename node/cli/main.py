@@ -59,6 +59,7 @@ def init(
             _seal_existing_keys(paths, passphrase_file)
             info = read_key_file_info(paths.key_file)
         ensure_token(paths.api_token_file)  # a data dir made before the API existed gets its token
+        ensure_token(paths.owner_token_file)  # ... and one made before the owner had a token of its own
         if not info.encrypted:  # a sealed node's wallet is made by `run`, which has the passphrase
             _ensure_wallet(paths, None)
         _echo_init(paths, info.public_key, info.peer_id, info.encrypted, created=False, as_json=as_json)
@@ -71,6 +72,7 @@ def init(
     identity = Identity.generate()
     save_identity(identity, paths.key_file, passphrase=passphrase)
     ensure_token(paths.api_token_file)
+    ensure_token(paths.owner_token_file)
     _ensure_wallet(paths, passphrase)
     _echo_init(paths, identity.public_key, identity.peer_id, passphrase is not None, created=True, as_json=as_json)
 

@@ -17,7 +17,7 @@ from node.clients.socket import SocketClient
 from node.commands.registry import Command
 from node.config import Config
 from node.paths import NodePaths
-from node.runtime.actor import CLI
+from node.runtime.actor import AGENT, CLI
 from node.runtime.status import probe_daemon
 
 
@@ -28,7 +28,10 @@ def find_daemon(paths: NodePaths, *, actor: str = CLI) -> NodeClient | None:
         return None
     url = probe.status.details.get("api", {}).get("url") if probe.status is not None else None
     if url:
-        return HttpClient(url, paths.api_token_file, actor)
+        # The daemon knows who asks from the token alone: the person's CLI sends the owner's token,
+        # the agent (MCP) the API token.
+        token_file = paths.api_token_file if actor == AGENT else paths.owner_token_file
+        return HttpClient(url, token_file, actor)
     return SocketClient(paths.control_socket, actor)
 
 

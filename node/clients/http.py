@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from node.clients.base import CommandUnavailable, ControlError, wire
 from node.commands.registry import Command, HttpRoute
-from node.runtime.actor import CLI, HEADER
+from node.runtime.actor import CLI
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class HttpClient:
         for name in route.path_fields:
             path = path.replace("{" + name + "}", quote(str(args.pop(name)), safe=""))
         body: bytes | None = None
-        headers = {"Authorization": f"Bearer {self._token()}", "Accept": "application/json", HEADER: self.actor}
+        headers = {"Authorization": f"Bearer {self._token()}", "Accept": "application/json"}
         if route.method == "POST":
             body = json.dumps(args).encode()
             headers["Content-Type"] = "application/json"

@@ -17,6 +17,8 @@ class MarketHost(Protocol):
 
     async def wallet_report(self) -> dict[str, Any]: ...
 
+    async def deals_report(self, limit: int) -> dict[str, Any]: ...
+
     async def fund_wallet(self, usdc: str) -> dict[str, Any]: ...
 
     async def withdraw(self, usdc: str | None) -> dict[str, Any]: ...
@@ -63,6 +65,30 @@ async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
 async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
     """Wallet, balance and earnings ledger."""
     return await market.wallet_report()
+
+
+class DealsArgs(Request):
+    limit: int = Field(default=20, ge=1, le=500, description="How many of the latest purchases and of sales.")
+
+
+def _deals(doc: dict[str, Any]) -> str:
+    lines = []
+    for role, rows in (("purchase", doc["purchases"]), ("sale", doc["sales"])):
+        for row in rows:
+            mark = "STUCK " if row["stuck"] else ""
+            lines.append(f"{mark}{role} {row['purchase_id'][:16]}…  {row['state']}: {row['advice']}")
+    return "\n".join(lines) or "no purchases or sales yet"
+
+
+@commands(
+    "skills.purchases",
+    DealsArgs,
+    route=HttpRoute("GET", "/v1/skills/purchases", "skills"),
+    cli=CliSpec("skills", "purchases", render=_deals),
+)
+async def purchases(market: MarketHost, request: DealsArgs) -> dict[str, Any]:
+    """This node's purchases and sales: where each stands and what comes next."""
+    return await market.deals_report(request.limit)
 
 
 @commands("wallet.fund", FundArgs, route=HttpRoute("POST", "/v1/wallet/fund", "market"), timeout_s=60)

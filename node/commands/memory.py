@@ -192,11 +192,19 @@ async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
 )
 async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
     """Mark a crystal outdated by a newer one: search shows the newer in its place (undo: unsupersede)."""
+    from memory.supersession.authority import is_the_persons
     from memory.supersession.detect import supersede as mark
     from node.commands.memory_service import crystal_json
+    from node.errors import PersonOnly
+    from node.runtime.actor import PEOPLE
 
     store = host.running_store()
     actor = current_actor()
+    if actor not in PEOPLE and is_the_persons(await store.get(request.id)):
+        raise PersonOnly(
+            f"{request.id} is the person's own (their words, a directive or pinned): only the person marks it "
+            "outdated; ask them"
+        )
     return crystal_json(await mark(store, request.id, request.by, reason="marked by hand", actor=actor))
 
 
@@ -280,7 +288,11 @@ async def quarantine(host: MemoryHost, request: QuarantineArgs) -> list[dict[str
 
 
 @commands(
-    "memory.quarantine.approve", ShowArgs, route=HttpRoute("POST", "/v1/memory/{id}/approve", "memory"), local=True
+    "memory.quarantine.approve",
+    ShowArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/approve", "memory"),
+    local=True,
+    person_only=True,
 )
 async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Release held content."""
@@ -289,7 +301,13 @@ async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     return await service.quarantine_approve(host.running_store(), request, actor=current_actor())
 
 
-@commands("memory.quarantine.reject", ShowArgs, route=HttpRoute("POST", "/v1/memory/{id}/reject", "memory"), local=True)
+@commands(
+    "memory.quarantine.reject",
+    ShowArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/reject", "memory"),
+    local=True,
+    person_only=True,
+)
 async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Reject held content."""
     from node.commands import memory_service as service

@@ -16,7 +16,7 @@ from memory.dynamics.hormones import Event
 from memory.governance import quarantine
 from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
-from memory.model import Crystal, Lifespan, NewCrystal, Sensitivity
+from memory.model import Crystal, Lifespan, NewCrystal, Origin, Sensitivity
 from memory.retrieval.query import SearchRequest, Weights, parse_since
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
@@ -24,6 +24,7 @@ from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
+from node.runtime.actor import PEOPLE
 
 
 def crystal_json(crystal: Crystal) -> dict[str, Any]:
@@ -37,10 +38,13 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
         if args.pin and ttl_ms:
             raise InvalidRequest("a pinned memory is kept for good: give --pin or --ttl, not both")
         skill = skill_of(args.text, args.type, args.tags, args.category)
+        # The agent can be talked into anything: what it stores is never the person's own words,
+        # which alone outrank the person's statements (``memory.supersession.authority``).
+        origin = Origin.SESSION if actor not in PEOPLE and args.origin is Origin.USER_INPUT else args.origin
         new = NewCrystal(
             args.text,
             semantic_type=args.type,
-            origin=args.origin,
+            origin=origin,
             # A stated importance is kept as a floor (README, "Keep this"); unstated, the default.
             importance=args.importance if args.importance is not None else 0.5,
             importance_floor=args.importance or 0.0,

@@ -18,6 +18,9 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from node.errors import PersonOnly
+from node.runtime.actor import PEOPLE, current_actor
+
 R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]
 
@@ -67,6 +70,8 @@ class Command(Generic[R]):
     local: bool = False  # may run in-process on the node's files when no daemon runs
     timeout_s: float = 30.0
     cli: CliSpec | None = None
+    #: Only the person may run it (it widens what reaches the agent's prompt): refused to the agent.
+    person_only: bool = False
 
     def parse(self, args: Mapping[str, Any]) -> R:
         """The request from JSON-shaped arguments; pydantic's ValidationError names a bad field (400)."""
@@ -78,6 +83,11 @@ class Command(Generic[R]):
         return self.parse({k: v for k, v in options.items() if v is not None})
 
     async def run(self, host: Any, args: Mapping[str, Any] | BaseModel) -> Any:
+        if self.person_only and current_actor() not in PEOPLE:
+            raise PersonOnly(
+                f"{self.name}: only the person decides this (`bitterbot-node` on this machine, or the dashboard), "
+                "never the agent; ask the person"
+            )
         request = args if isinstance(args, self.request) else self.parse(_as_mapping(args))
         return await self.handler(host, request)
 
@@ -105,12 +115,15 @@ class CommandSet:
         timeout_s: float = 30.0,
         cli: CliSpec | None = None,
         summary: str | None = None,
+        person_only: bool = False,
     ) -> Callable[[Callable[[Any, R], Awaitable[Any]]], Command[R]]:
         """Register the decorated handler; its docstring's first paragraph is the summary unless given."""
 
         def register(handler: Callable[[Any, R], Awaitable[Any]]) -> Command[R]:
             doc = (handler.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-            command = Command(name, self.part, request, handler, summary or doc or name, route, local, timeout_s, cli)
+            command = Command(
+                name, self.part, request, handler, summary or doc or name, route, local, timeout_s, cli, person_only
+            )
             self.commands.append(command)
             return command
 

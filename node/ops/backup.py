@@ -64,6 +64,7 @@ def _sources(paths: NodePaths, config_file: Path | None, include_keys: bool) -> 
         found["keys/identity.key"] = paths.key_file
         found["keys/wallet.key"] = paths.data_dir / "wallet.key"
         found["keys/api.token"] = paths.api_token_file
+        found["keys/owner.token"] = paths.owner_token_file
     return {name: path for name, path in found.items() if path.is_file()}
 
 
@@ -80,6 +81,7 @@ def _targets(paths: NodePaths) -> dict[str, Path]:
         "keys/identity.key": paths.key_file,
         "keys/wallet.key": paths.data_dir / "wallet.key",
         "keys/api.token": paths.api_token_file,
+        "keys/owner.token": paths.owner_token_file,
     }
 
 
@@ -210,7 +212,7 @@ def _unpack(tar_path: Path, into: Path) -> dict[str, Any]:
                 raise BackupError(f"not a {FORMAT} v{VERSION} archive")
             digests: dict[str, str] = manifest["sha256"]
             allowed = {"memory.db", "p2p/trust.json", "p2p/state.json", "config.toml", "keys/identity.key",
-                       "keys/wallet.key", "keys/api.token"}  # fmt: skip
+                       "keys/wallet.key", "keys/api.token", "keys/owner.token"}  # fmt: skip
             for name, expected in digests.items():
                 safe = name in allowed or (name.startswith("workspace/") and ".." not in name.split("/"))
                 if not safe or name.startswith("/"):

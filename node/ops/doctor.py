@@ -56,7 +56,8 @@ def check_data_dir(paths: NodePaths) -> list[Check]:
         else:
             out.append(Check("data dir", OK, f"{data} (mode {mode:o})"))
     out.append(_private_file(paths.key_file, "identity key"))
-    for name, path in (("wallet key", data / "wallet.key"), ("api token", paths.api_token_file)):
+    tokens = (("api token", paths.api_token_file), ("owner token", paths.owner_token_file))
+    for name, path in (("wallet key", data / "wallet.key"), *tokens):
         if path.exists():
             out.append(_private_file(path, name))
     return out

@@ -18,6 +18,7 @@ from marketplace.catalog.listings import ListingRow, listing_envelope, live_list
 from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
 from marketplace.escrow import Escrow
+from marketplace.exchange.advice import purchase_advice, sale_advice
 from marketplace.exchange.deals import Purchases, Sales
 from marketplace.exchange.market import Market
 from marketplace.exchange.party import DeadlineBounds
@@ -253,16 +254,7 @@ class MarketPart:
                 owed = await self.market.owed()
             except ChainError as exc:
                 self._chain_error = str(exc)
-        purchases = [
-            {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "detail": r.detail,
-             "crystal_id": r.crystal_id, "updated_ms": r.updated_ms}
-            for r in await Purchases(store).recent(20)
-        ]  # fmt: skip
-        sales = [
-            {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "crystal_id": r.crystal_id,
-             "buyer": r.buyer.hex(), "updated_ms": r.updated_ms}
-            for r in await Sales(store).recent(20)
-        ]  # fmt: skip
+        purchases, sales = await self._deals(20)
         return {
             "address": self._wallet.address,
             "chain": self._ctx.config.chain.url or "embedded",
@@ -274,6 +266,30 @@ class MarketPart:
             "recent_sales": sales,
             "stuck": self.market.stuck() if self.market is not None else {},
         }
+
+    async def _deals(self, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The latest purchases and sales, each with what comes next (or why it is stuck)."""
+        store = self._memory.running_store()
+        stuck = self.market.stuck() if self.market is not None else {}
+        purchases = [
+            {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "detail": r.detail,
+             "crystal_id": r.crystal_id, "updated_ms": r.updated_ms, "stuck": stuck.get(r.purchase_id.hex()),
+             "advice": purchase_advice(r.state, stuck.get(r.purchase_id.hex()))}
+            for r in await Purchases(store).recent(limit)
+        ]  # fmt: skip
+        sales = [
+            {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "crystal_id": r.crystal_id,
+             "buyer": r.buyer.hex(), "updated_ms": r.updated_ms, "stuck": stuck.get(r.purchase_id.hex()),
+             "advice": sale_advice(r.state, stuck.get(r.purchase_id.hex()))}
+            for r in await Sales(store).recent(limit)
+        ]  # fmt: skip
+        return purchases, sales
+
+    async def deals_report(self, limit: int) -> dict[str, Any]:
+        """This node's latest purchases and sales, with what comes next for each, stuck ones first."""
+        purchases, sales = await self._deals(limit)
+        stuck = [d for d in purchases + sales if d["stuck"]]
+        return {"purchases": purchases, "sales": sales, "stuck": len(stuck)}
 
     async def dispute(self, purchase_id: str) -> dict[str, Any]:
         """Contest the seller's committed delivery of one of this node's purchases."""

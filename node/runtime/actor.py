@@ -1,6 +1,8 @@
-"""Who asked the daemon for a change, for the audit trail: the agent beside the node (API, MCP)
-or a person at the CLI or in the dashboard. The API and the control socket set it per request;
-commands read it."""
+"""Who asked the daemon for a change, for the audit trail and for what only the person may do: the
+agent beside the node (API, MCP) or a person at the CLI or in the dashboard. The API sets it from
+the token the request authenticated with (never from anything the request says), the dashboard
+from its session, the control socket (0600, in the data dir beside the owner's token) from the
+request; commands read it."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ AGENT = "agent"
 CLI = "cli"
 DASHBOARD = "dashboard"
 ACTORS = frozenset({AGENT, CLI, DASHBOARD})
-HEADER = "X-Bitterbot-Actor"
+#: Who is the person: what only the person may do is refused to anyone else.
+PEOPLE = frozenset({CLI, DASHBOARD})
 
 _current: ContextVar[str] = ContextVar("bitterbot_actor", default=AGENT)
 
@@ -24,7 +27,7 @@ def current_actor() -> str:
 @contextmanager
 def acting_as(actor: str) -> Iterator[None]:
     if actor not in ACTORS:
-        raise ValueError(f"{HEADER} must be one of {', '.join(sorted(ACTORS))}, not {actor!r}")
+        raise ValueError(f"the actor must be one of {', '.join(sorted(ACTORS))}, not {actor!r}")
     token = _current.set(actor)
     try:
         yield

@@ -72,6 +72,7 @@ def build_parts(
                 metrics=metrics.render,
                 observe=metrics.observe_api_request,
                 dashboard=dashboard,
+                owner_token_file=ctx.paths.owner_token_file,
             )
         )
     return parts

@@ -26,7 +26,7 @@ from node.commands.registry import Command
 from node.dashboard.web import Dashboard, is_dashboard_path
 from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
-from node.runtime.actor import AGENT, HEADER, acting_as
+from node.runtime.actor import AGENT, CLI, acting_as
 from node.servers.api_token import ensure_token
 from node.servers.dispatch import Hosts, dispatch
 from node.servers.json_input import json_object
@@ -55,20 +55,24 @@ class ApiServer:
         metrics: Callable[[], bytes] | None = None,
         observe: Callable[[str, int], None] | None = None,
         dashboard: Dashboard | None = None,
+        owner_token_file: Path | None = None,
     ) -> None:
         self._host = host
         self._port = port
         self._token_file = token_file
+        self._owner_token_file = owner_token_file or token_file.with_name("owner.token")
         self._hosts = hosts
         self._metrics = metrics
         self._observe = observe or (lambda command, status: None)
         self._dashboard = dashboard
         self._token = ""
+        self._owner_token = ""
         self._runner: web.AppRunner | None = None
         self.url = ""
 
     async def start(self) -> None:
         self._token = ensure_token(self._token_file)
+        self._owner_token = ensure_token(self._owner_token_file)
         app = web.Application(middlewares=[self._guard], client_max_size=MAX_BODY_BYTES)
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/openapi.json", self._openapi)
@@ -109,9 +113,13 @@ class ApiServer:
         if self._dashboard is not None and is_dashboard_path(request.path):
             return await self._dashboard.guard(request, handler)  # a session cookie, not the token
         if request.path not in OPEN_PATHS:
-            given = request.headers.get("Authorization", "")
-            expected = f"Bearer {self._token}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
+            given = request.headers.get("Authorization", "").encode()
+            # Who asks is who authenticated: the owner's token is the person (the CLI), the API token
+            # the agent. Nothing the request says about itself counts.
+            owner = hmac.compare_digest(given, f"Bearer {self._owner_token}".encode())
+            agent = hmac.compare_digest(given, f"Bearer {self._token}".encode())
+            request["actor"] = CLI if owner else AGENT
+            if not (owner or agent):
                 # Says what is missing, never where the token lives: a caller without it has no business
                 # knowing this machine's paths (the owner finds it with `bitterbot-node status`).
                 response = _error(401, "a bearer token is required: Authorization: Bearer <the node's API token>")
@@ -133,7 +141,7 @@ class ApiServer:
     async def _run(self, command: Command[Any], request: web.Request) -> web.Response:
         try:
             args = await _arguments(request)
-            with acting_as(request.headers.get(HEADER, AGENT)):
+            with acting_as(request.get("actor", AGENT)):
                 result = await dispatch(self._hosts, command.name, args)
         except Exception as exc:
             refused = refusal_of(exc, command.name)

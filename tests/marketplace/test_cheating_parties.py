@@ -17,6 +17,7 @@ from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Commitment, DealTerms, Receipt
 from marketplace.errors import ChainError
 from marketplace.escrow import Escrow
+from marketplace.exchange.advice import purchase_advice, sale_advice
 from marketplace.exchange.buyer import Buyer, Deal
 from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST, DeliveryRequest
@@ -263,3 +264,25 @@ async def test_no_third_party_moves_a_deal(tmp_path: Path, chain: Chain) -> None
         assert (await Escrow(chain).status(await terms_of(buyer, result.purchase_id))).state == "locked"
     finally:
         await close(buyer, seller)
+
+
+async def test_a_deal_whose_step_fails_is_shown_stuck_with_what_comes_next(tmp_path: Path, chain: Chain) -> None:
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
+    try:
+        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        await chain.close()  # the chain goes away under the seller's round
+        assert await seller.market.settle_sales() == {"failed": 1}  # recorded on the deal; the round ends well
+        (why,) = seller.market.stuck().values()
+        assert "ChainError" in why and list(seller.market.stuck()) == [result.purchase_id]
+        sale = await Sales(seller.store).get(bytes.fromhex(result.purchase_id))
+        assert sale is not None and sale.state is SaleState.DELIVERED
+        advice = sale_advice(sale.state, why)
+        assert advice.startswith("its last step failed (ChainError") and "doctor" in advice
+        assert "commits the delivery on chain" in sale_advice(sale.state)
+    finally:
+        await close(buyer, seller)
+
+
+def test_every_state_of_a_deal_says_what_comes_next() -> None:
+    assert all(purchase_advice(state) for state in PurchaseState)
+    assert all(sale_advice(state) for state in SaleState)

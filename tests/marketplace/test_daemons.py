@@ -190,8 +190,11 @@ def test_a_buyer_killed_with_its_payment_in_flight_finishes_the_purchase_after_r
     buyer.start()
     buyer.address()
     wait_for(lambda: _purchase_states(buyer) == ["completed"], 60, "the purchase to be resumed", nodes)
-    hits = buyer.json("memory", "search", "pg_basebackup replica", "--mode", "keyword")
+    # Bought from a seller not trusted here yet: stored, and held for the person like gossip (issue 27).
+    assert buyer.json("memory", "search", "pg_basebackup replica", "--mode", "keyword") == []
+    hits = buyer.json("memory", "search", "pg_basebackup replica", "--mode", "keyword", "--held")
     assert [h["crystal"]["text"] for h in hits if h["crystal"]["origin"] == "peer"] == [SKILL]
+    assert all(h["crystal"]["quarantined"] for h in hits)
     assert buyer.json("wallet")["balance_micro_usdc"] == 1_000_000 - price  # paid exactly once
     earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
     assert earned["earned_micro_usdc"] == price

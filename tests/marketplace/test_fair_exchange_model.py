@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -66,7 +66,9 @@ from p2p.validation import MessageValidator
 from tests.marketplace.conftest import ARBITER
 from tests.marketplace.test_purchase import MovableClock
 
-pytestmark = pytest.mark.slow  # real hosts and a chain per example
+# Real hosts and a chain per example; the whole run is one test, bounded by its examples rather
+# than by the suite's per-test timeout (about 3 s an example idle).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SKILL = "Drain a Kubernetes node safely: cordon, then kubectl drain --ignore-daemonsets --delete-emptydir-data"
 OTHER = "Something else entirely, sold as the drain skill"
@@ -217,6 +219,7 @@ class FairExchange(RuleBasedStateMachine):
         record = self.run(Purchases(self.buyer.store).recent(1))
         self.purchase_id = record[0].purchase_id if record else b""
         assert result is None or self.purchase_id == bytes.fromhex(result.purchase_id)
+        event(f"cheater {cheater}; after the buy: {record[0].state if record else 'no purchase'}")
 
     async def _setup(self, cheater: str) -> None:
         self.chain = await Chain.embedded(arbiter=ARBITER.address)
@@ -486,7 +489,8 @@ class FairExchange(RuleBasedStateMachine):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     async def _greedy_cheater(self) -> None:
-        """The cheat's best tries for everything: the buyer refunds and disputes, the seller claims."""
+        """The cheat's best tries for everything: the buyer refunds and disputes; the seller commits
+        (whatever it swapped in), answers a dispute and claims."""
         terms = await self._terms()
         if terms is None:
             return
@@ -494,7 +498,8 @@ class FairExchange(RuleBasedStateMachine):
         if self.cheater == "buyer":
             await self._try(escrow.refund(self.buyer.wallet, terms))
             await self._try(escrow.dispute(self.buyer.wallet, terms))
-        else:
+        else:  # commits what it swapped in, answers any dispute, claims
+            await self._try(self.seller.market.settle_sales())
             await self._try(escrow.claim(self.seller.wallet, terms))
 
     async def _settle_everything(self) -> None:
@@ -507,6 +512,7 @@ class FairExchange(RuleBasedStateMachine):
         await self._honest_round()
         state = await self._state()
         assert self.chain is not None
+        event(f"cheater {self.cheater}; at the end the escrow says {state}")
         if self.cheater == "seller":
             record = await Purchases(self.buyer.store).get(self.purchase_id)
             assert record is not None

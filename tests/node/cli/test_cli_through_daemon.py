@@ -113,7 +113,7 @@ def test_skills_record_and_price_through_the_daemon(node: Node) -> None:
 
 
 def test_a_wrong_token_is_a_clear_error_and_changes_nothing(node: Node) -> None:
-    token_file = node.data / "api.token"
+    token_file = node.data / "owner.token"  # the CLI is the person: it sends the owner's token
     token = token_file.read_text()
     before = node.json("memory", "stats")["total"]
     try:
