@@ -3,12 +3,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from socketserver import BaseServer
 from typing import TypeVar
 
 import pytest
+
+from memory.embedders import make_embedder
+from memory.embedders.base import Embedder
+from memory.storage.store import MemoryStore
 
 S = TypeVar("S", bound=BaseServer)
 
@@ -86,3 +91,22 @@ def model() -> Iterator[FakeModelServer]:
     server = FakeModelServer(("127.0.0.1", 0), FakeModelHandler)
     server.asked = []
     yield from serving(server)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    """The default embedder, loaded once per module (its similarities are what supersession's
+    thresholds were set on)."""
+    return make_embedder("minilm")
+
+
+@pytest.fixture
+async def memory(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
+    """A store with MiniLM and supersession on save, on a fake clock."""
+    from memory.supersession.detect import Supersession
+
+    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
+    try:
+        yield store
+    finally:
+        await store.close()

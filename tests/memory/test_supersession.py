@@ -6,13 +6,10 @@ The judge's rules on fixed similarities first, then a real store with the defaul
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from memory.embedders import make_embedder
-from memory.embedders.base import Embedder
 from memory.errors import NotSuperseded
 from memory.graph import associations, attribution_chain
 from memory.llm import ChatEndpoint
@@ -72,20 +69,6 @@ def test_statements_that_look_like_updates_replace_nothing(old: str, new: str) -
 
 
 # --- a real store with the default embedder ----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    return make_embedder("minilm")
-
-
-@pytest.fixture
-async def memory(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
-    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def say(store: MemoryStore, clock: FakeClock, text: str, origin: Origin = Origin.SESSION) -> str:

@@ -6,37 +6,17 @@ only flags the statement "maybe outdated", for the person to review."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from memory.embedders import make_embedder
-from memory.embedders.base import Embedder
 from memory.graph import attribution_chain
 from memory.model import Lifespan, NewCrystal, Origin
 from memory.storage.store import MemoryStore
-from memory.supersession.detect import Supersession
 from tests.memory.conftest import DAY, FakeClock
 
 IBAN = "My bank account for rent is IBAN DE89 3704 0044 0532 0130 00."
 NEW_IBAN = "Actually, my bank account for rent is IBAN GB29 NWBK 6016 1331 9268 19 now."
 DIRECTIVE = "Always ask me before paying any invoice over 50 USDC."
 LIFTED = "No longer ask me before paying any invoice over 50 USDC."
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    return make_embedder("minilm")
-
-
-@pytest.fixture
-async def memory(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
-    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def say(store: MemoryStore, clock: FakeClock, text: str, origin: Origin, *, pinned: bool = False) -> str:
