@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memory.governance.rules import classify_sensitivity
+from memory.model import Sensitivity
 from memory.storage.private_files import FILE_MODE, private_dir
 from memory.working_memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
 
@@ -184,7 +186,7 @@ def _working_memory_text(files: WorkingMemoryFiles, budget: int) -> str:
     """MEMORY.md and the scratch notes within ``budget`` characters."""
     committed = files.read_text().strip()
     snapshot: ScratchSnapshot = files.scratch.read()
-    notes = "\n".join(f"- [{n.at or 'undated'}] {n.text}" for n in snapshot.notes)
+    notes = "\n".join(f"- [{n.at or 'undated'}] {_promptable(n.text)}" for n in snapshot.notes)
     head = "# Working memory (MEMORY.md)\n"
     tail_head = "\n\n# Notes not yet synthesised (scratch)\n"
     if not committed and not notes:
@@ -196,6 +198,16 @@ def _working_memory_text(files: WorkingMemoryFiles, budget: int) -> str:
         body = _fit(body, budget - share) + tail_head + _fit_tail(notes, share - len(tail_head))
         return body if len(body) <= budget else _fit(body, budget)
     return _fit(body, budget)
+
+
+#: What stands in the prompt for a confidential scratch note (issue 27: until the next dream, the
+#: bootstrap carried it verbatim).
+CONFIDENTIAL_NOTE = "(a confidential note, kept out of the prompt: memory_search finds it when asked)"
+
+
+def _promptable(note: str) -> str:
+    """A scratch note as the agent's prompt may carry it: never a secret."""
+    return CONFIDENTIAL_NOTE if classify_sensitivity(note) is Sensitivity.CONFIDENTIAL else note
 
 
 def _fit(text: str, limit: int) -> str:

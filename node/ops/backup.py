@@ -182,7 +182,7 @@ def restore_backup(archive: Path, paths: NodePaths, key: StreamKey, *, force: bo
             for name in sorted(manifest["sha256"])
         ]
         for name, source_file, target in plan:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            _private_folders(target.parent, paths.data_dir)
             if target.exists():
                 moved = target.with_name(f"{target.name}.before-restore-{stamp}")
                 os.replace(target, moved)
@@ -193,10 +193,20 @@ def restore_backup(archive: Path, paths: NodePaths, key: StreamKey, *, force: bo
                     if stale.exists():
                         os.replace(stale, stale.with_name(f"{stale.name}.before-restore-{stamp}"))
             shutil.move(str(source_file), target)
-            if name.startswith("keys/"):
-                os.chmod(target, 0o600)
+            # Memories, working memory and keys alike: the owner's only (issue 27: a restore left the
+            # database and MEMORY.md 0644 until their next write).
+            os.chmod(target, 0o600)
             restored.append(name)
     return RestoreReport(restored, aside, str(manifest.get("peer_id", "")), int(manifest.get("created_ms", 0)))
+
+
+def _private_folders(folder: Path, data_dir: Path) -> None:
+    """Make ``folder`` (inside ``data_dir``) and the folders between them, each the owner's only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for each in (folder, *folder.parents):
+        if each == data_dir.parent or not each.is_relative_to(data_dir):
+            break
+        os.chmod(each, 0o700)
 
 
 def _unpack(tar_path: Path, into: Path) -> dict[str, Any]:

@@ -124,6 +124,17 @@ def test_bootstrap_holds_memory_and_scratch_within_the_budget(tmp_path: Path) ->
     assert "only a note" in bootstrap_text(few, 8_000)
 
 
+def test_a_confidential_scratch_note_never_reaches_the_bootstrap(tmp_path: Path) -> None:
+    """Issue 27: a confidential scratch note was in the bootstrap text until the next dream."""
+    files = WorkingMemoryFiles(tmp_path)
+    files.scratch.append("staging db password: Tr0ub4dor&3", 0.5, T0)
+    files.scratch.append("the standup moved to 9:30", 0.5, T0 + 1)
+    text = bootstrap_text(files, 8_000)
+    assert "Tr0ub4dor&3" not in text and "a confidential note, kept out of the prompt" in text
+    assert "the standup moved to 9:30" in text
+    assert "Tr0ub4dor&3" in (tmp_path / "memory" / "scratch.md").read_text()  # kept, searchable: only not prompted
+
+
 async def test_directives_come_first_and_the_budget_cuts_inferred_knowledge_before_them(
     store: MemoryStore, tmp_path: Path
 ) -> None:

@@ -60,6 +60,15 @@ def test_backup_then_restore_into_a_fresh_dir_gives_the_same_answers(tmp_path: P
     scratch = (fresh / "workspace" / "memory" / "scratch.md").read_text()
     assert "Release 2.3 is blocked on the migration" in scratch
     assert not (fresh / "identity.key").exists()  # keys only when asked
+    # Issue 27: restored files were 0644 until their next write; every file is 0600, every folder 0700.
+    restored_files = [p for p in fresh.rglob("*") if p.is_file() and ".restore-" not in str(p)]
+    assert restored_files and all(os.stat(p).st_mode & 0o777 == 0o600 for p in restored_files), [
+        (str(p), oct(os.stat(p).st_mode & 0o777)) for p in restored_files if os.stat(p).st_mode & 0o777 != 0o600
+    ]
+    folders = [p for p in fresh.rglob("*") if p.is_dir()]
+    assert all(os.stat(p).st_mode & 0o777 == 0o700 for p in folders), [
+        (str(p), oct(os.stat(p).st_mode & 0o777)) for p in folders
+    ]
 
     again = run_cli("restore", str(archive), "--passphrase-file", str(passphrase), "--data-dir", str(fresh), env=ENV)
     assert again.returncode == 2 and "already holds a node's memory" in again.stderr
