@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from memory.cognition.steering import record_outcome
 from memory.errors import CrystalNotFound
 from memory.model import KNOWLEDGE_TYPES
-from memory.storage.crystal_queries import sources_of
+from memory.storage.crystal_queries import released_sources_of
 from memory.storage.store import MemoryStore
 
 
@@ -54,12 +54,14 @@ async def execution_stats(store: MemoryStore, crystal_id: str) -> ExecutionStats
 
 
 async def executions_by_source(store: MemoryStore, prefix: str = "peer:") -> dict[str, tuple[int, int]]:
-    """(successes, failures) of the skills from each source starting with ``prefix``."""
+    """(successes, failures) of the released skills from each source starting with ``prefix``: a
+    run of a skill still held in quarantine earns its author nothing (issue 27: one recorded run
+    of a held skill made a fresh key trusted)."""
     async with store.reader().execute(
         "SELECT crystal_id, sum(success), sum(1 - success) FROM skill_executions GROUP BY crystal_id"
     ) as cursor:
         per_crystal = {str(r[0]): (int(r[1]), int(r[2])) for r in await cursor.fetchall()}
-    sources = await sources_of(store, list(per_crystal))
+    sources = await released_sources_of(store, list(per_crystal))
     out: dict[str, tuple[int, int]] = {}
     for crystal_id, (successes, failures) in per_crystal.items():
         source = sources.get(crystal_id)
@@ -67,3 +69,18 @@ async def executions_by_source(store: MemoryStore, prefix: str = "peer:") -> dic
             before = out.get(source, (0, 0))
             out[source] = (before[0] + successes, before[1] + failures)
     return out
+
+
+async def good_run_days_by_source(store: MemoryStore, prefix: str = "peer:") -> dict[str, frozenset[int]]:
+    """The days (ms // one day) on which a released skill from each source ran well here."""
+    async with store.reader().execute(
+        "SELECT crystal_id, ts_ms / 86400000 FROM skill_executions WHERE success = 1 GROUP BY crystal_id, 2"
+    ) as cursor:
+        rows = [(str(r[0]), int(r[1])) for r in await cursor.fetchall()]
+    sources = await released_sources_of(store, list({crystal for crystal, _ in rows}))
+    out: dict[str, set[int]] = {}
+    for crystal, day in rows:
+        source = sources.get(crystal)
+        if source is not None and source.startswith(prefix):
+            out.setdefault(source, set()).add(day)
+    return {source: frozenset(days) for source, days in out.items()}

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from crypto.envelope import decode_envelope
 from marketplace.catalog.listings import count_listed_by
-from marketplace.exchange.deals import Purchases, Sales, SaleState
+from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
 from memory.storage.store import MemoryStore
 
 _T = TypeVar("_T")
@@ -146,6 +146,22 @@ async def purchase_outcomes_by_seller(store: MemoryStore) -> dict[bytes, tuple[i
     """(completed, failed) purchases from each seller: a refused delivery or a refund after the
     deadline is a failure of the seller; a purchase still under way is neither."""
     return _by_key(await Purchases(store).outcomes_by_seller())
+
+
+async def paid_by_seller(store: MemoryStore) -> dict[bytes, tuple[int, frozenset[int]]]:
+    """Micro-USDC this node paid each seller for purchases that completed, and the days (ms // one
+    day) they completed on: evidence of a relationship that cost something (``p2p.trust.floors``)."""
+    from marketplace.exchange.protocol import readable_quote
+
+    out: dict[bytes, tuple[int, set[int]]] = {}
+    for record in await Purchases(store).in_states(PurchaseState.COMPLETED):
+        quote = readable_quote(record.quote)
+        if quote is None:
+            continue
+        paid, days = out.setdefault(record.seller, (0, set()))
+        days.add(record.updated_ms // 86_400_000)
+        out[record.seller] = (paid + quote.price_micro_usdc, days)
+    return {seller: (paid, frozenset(days)) for seller, (paid, days) in out.items()}
 
 
 def niche_line(book: Ledger) -> str | None:

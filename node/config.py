@@ -69,6 +69,15 @@ class TrustSection(_Section):
     max_ratings_per_attester: int = Field(default=256, ge=1, le=256)
     max_tracked_peers: int = Field(default=10_000, ge=100, le=1_000_000)
     eigentrust_budget_s: float = Field(default=2.0, gt=0, le=60)
+    # What this node must have seen of a peer itself before the peer is trusted (p2p.trust.floors):
+    # good evidence on so many distinct days, and so many runs of its released skills that worked
+    # or so much paid to it for completed purchases. A score alone is cheap to move.
+    trusted_min_days: int = Field(default=3, ge=0, le=3_650)
+    trusted_min_executions: int = Field(default=3, ge=0, le=1_000_000)
+    trusted_min_paid_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
+    # Release content held only for its author's standing once the author becomes trusted. Off by
+    # default: held content waits for the person, or for this rule if the person sets it.
+    release_held_on_trust: bool = False
 
     @field_validator("management_keys")
     @classmethod

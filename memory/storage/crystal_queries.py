@@ -35,6 +35,17 @@ async def sources_of(store: MemoryStore, crystal_ids: Sequence[str]) -> dict[str
     return {str(r[0]): str(r[1]) for r in rows}
 
 
+async def released_sources_of(store: MemoryStore, crystal_ids: Sequence[str]) -> dict[str, str]:
+    """``sources_of`` the crystals that are not held in quarantine: only what the person let through
+    earns its author anything."""
+    rows = await select_in(
+        store.reader(),
+        "SELECT id, source FROM crystals WHERE source IS NOT NULL AND quarantined = 0 AND id IN ({marks})",
+        crystal_ids,
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
 async def newest_skill_version(store: MemoryStore, stable_skill_id: str, source: str) -> tuple[str, int] | None:
     """(crystal id, version) of the newest version of a skill from one source."""
     async with store.reader().execute(

@@ -18,8 +18,8 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id
 from marketplace.catalog.bounties import purge_expired_bounties
-from marketplace.executions import executions_by_source
-from marketplace.ledger import purchase_outcomes_by_seller, sale_defaults_by_buyer
+from marketplace.executions import executions_by_source, good_run_days_by_source
+from marketplace.ledger import paid_by_seller, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.pricing import PriceSettings
 from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
@@ -48,6 +48,7 @@ from p2p.messages import (
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
+from p2p.trust.floors import Evidence, TrustFloors
 from p2p.trust.peer_listing import peer_rows
 from p2p.trust.records import TrustRecords
 from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
@@ -86,7 +87,14 @@ class P2PPart:
             max_tracked_peers=cfg.trust.max_tracked_peers,
             time_budget_s=cfg.trust.eigentrust_budget_s,
         )
-        self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors), self._trust_limits)
+        self._trust_floors = TrustFloors(
+            min_days=cfg.trust.trusted_min_days,
+            min_executions=cfg.trust.trusted_min_executions,
+            min_paid_micro_usdc=cfg.trust.trusted_min_paid_micro_usdc,
+        )
+        self.trust = TrustBook(
+            ctx.identity.public_key, frozenset(self._anchors), self._trust_limits, floors=self._trust_floors
+        )
         #: What the quotas deleted since start: peer crystals and their bytes (``memory.governance.peer_quota``),
         #: listings and bounties (``marketplace.catalog.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
@@ -286,13 +294,19 @@ class P2PPart:
             self.trust.set_purchases(seller, bought, failed_purchases)
         for buyer, defaults in (await sale_defaults_by_buyer(self.store())).items():
             self.trust.set_defaults(buyer, defaults)
+        evidence: dict[bytes, Evidence] = {}
         for source, (ok, failed) in (await executions_by_source(self.store())).items():
-            try:
-                peer = bytes.fromhex(source.removeprefix("peer:"))
-            except ValueError:
-                continue
-            if len(peer) == 32:
+            peer = _peer_of(source)
+            if peer is not None:
                 self.trust.set_executions(peer, ok, failed)
+                evidence[peer] = Evidence(executions_ok=ok)
+        for source, days in (await good_run_days_by_source(self.store())).items():
+            peer = _peer_of(source)
+            if peer is not None:
+                evidence[peer] = evidence.get(peer, Evidence()).merged(Evidence(days=days))
+        for seller, (paid, days) in (await paid_by_seller(self.store())).items():
+            evidence[seller] = evidence.get(seller, Evidence()).merged(Evidence(days, 0, paid))
+        self.trust.set_evidence(evidence)
 
     async def _recompute_levels(self) -> None:
         """EigenTrust on a snapshot, in a worker thread (its time is bounded by the book's limits):
@@ -306,7 +320,9 @@ class P2PPart:
             for peer, level in self._levels.items()
             if level in STANDING_LEVELS and before.get(peer) not in STANDING_LEVELS
         ]
-        released = await release_from(self.store(), newly_trusted, actor="trust")
+        # Held content waits for the person, unless the person set this rule (issue 27).
+        rule = self._ctx.config.trust.release_held_on_trust
+        released = await release_from(self.store(), newly_trusted, actor="trust") if rule else 0
         if released:
             log.info("p2p.quarantine_released", crystals=released, authors=len(newly_trusted))
         self.validator.trust_levels = dict(self._levels)
@@ -429,6 +445,7 @@ class P2PPart:
             if imported:
                 log.info("p2p.state_imported", file=str(path), kept_as=f"{path.name}.imported")
         self.trust = await records.load(me, frozenset(self._anchors), limits)
+        self.trust.floors = self._trust_floors
         self._own_weather_seq, applied = await records.weather_sequences()
         self.validator.restore_weather_sequences(applied)
 
@@ -437,3 +454,12 @@ class P2PPart:
             return
         await self._records.save(self.trust)
         await self._records.save_weather_sequences(self._own_weather_seq, self.validator.weather_sequences())
+
+
+def _peer_of(source: str) -> bytes | None:
+    """The peer key a ``peer:<hex>`` source names, or None."""
+    try:
+        peer = bytes.fromhex(source.removeprefix("peer:"))
+    except ValueError:
+        return None
+    return peer if len(peer) == 32 else None

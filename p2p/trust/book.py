@@ -23,7 +23,9 @@ this node meets: with four equally good peers none could ever reach ``trusted``)
     combined = 0.5 * local + 0.5 * global
 
 Levels: ``verified`` for a management key or a peer a management key rates at
-0.8 or more; ``trusted`` at combined >= 0.6; ``untrusted`` for a peer with evidence
+0.8 or more; ``trusted`` at combined >= 0.6 *and* evidence of this node's own past the absolute
+floors (``p2p.trust.floors``: several days, released skills that worked or money paid);
+``untrusted`` for a peer with evidence
 against it whose combined score is below 0.2; ``provisional`` otherwise, which is
 where every new peer starts.
 
@@ -49,6 +51,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from p2p.trust.eigentrust import EigenTrustResult, eigentrust
+from p2p.trust.floors import Evidence, TrustFloors
 
 TRUSTED_AT = 0.6
 UNTRUSTED_BELOW = 0.2
@@ -124,6 +127,8 @@ class TrustSnapshot:
     outcomes: Mapping[bytes, Outcomes]
     attestations: Mapping[bytes, Mapping[bytes, int]]
     limits: TrustLimits
+    floors: TrustFloors = field(default_factory=TrustFloors)
+    evidence: Mapping[bytes, Evidence] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,7 @@ def _level(snapshot: TrustSnapshot, peer: bytes, outcomes: Outcomes, combined: f
     for m in snapshot.management:
         if snapshot.attestations.get(m, {}).get(peer, 0) >= VERIFIED_RATING_MILLI:
             return TrustLevel.VERIFIED
-    if combined >= TRUSTED_AT:
+    if combined >= TRUSTED_AT and snapshot.evidence.get(peer, Evidence()).meets(snapshot.floors):
         return TrustLevel.TRUSTED
     if outcomes.has_evidence_against() and combined < UNTRUSTED_BELOW:
         return TrustLevel.UNTRUSTED
@@ -199,6 +204,9 @@ class TrustBook:
     management: frozenset[bytes]
     limits: TrustLimits = field(default_factory=TrustLimits)
     outcomes: dict[bytes, Outcomes] = field(default_factory=dict)  # oldest news first
+    floors: TrustFloors = field(default_factory=TrustFloors)
+    #: Good evidence of this node's own, per peer: recomputed from its records (``set_evidence``).
+    evidence: dict[bytes, Evidence] = field(default_factory=dict)
     attestations: dict[bytes, dict[bytes, int]] = field(default_factory=dict)  # attester -> peer -> milli
     #: The last computation's result; ``peers`` and the validator read this, never a fresh run.
     last: TrustComputation = field(default_factory=lambda: TrustComputation({}, frozenset(), 0, True))
@@ -223,6 +231,10 @@ class TrustBook:
     def set_defaults(self, peer: bytes, count: int) -> None:
         """Sales ``peer`` defaulted on as a buyer (a total, recomputed from the sales table)."""
         self._outcomes_of(peer).defaults = count
+
+    def set_evidence(self, evidence: Mapping[bytes, Evidence]) -> None:
+        """This node's own good evidence of each peer (replaces what was there: it is recomputed)."""
+        self.evidence = dict(evidence)
 
     def standing(self, peer: bytes) -> tuple[int, float]:
         """How far ``peer`` is trusted, as of the last computation, for ordering: (level, combined score)."""
@@ -273,6 +285,8 @@ class TrustBook:
             {k: replace(o) for k, o in self.outcomes.items()},
             {a: dict(r) for a, r in self.attestations.items()},
             self.limits,
+            self.floors,
+            dict(self.evidence),
         )
 
     def install(self, computation: TrustComputation) -> None:

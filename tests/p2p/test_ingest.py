@@ -23,6 +23,7 @@ from memory.working_memory.synthesis import _prompt as chat_prompt
 from p2p.ingest import Ingested, apply_revocation, ingest_listing, standing_by_source
 from p2p.messages import SkillRevocation
 from p2p.trust.book import TrustBook
+from p2p.trust.floors import NO_FLOORS
 from tests.p2p.conftest import listing
 
 PUBLISHER = b"p" * 32
@@ -165,7 +166,7 @@ async def test_a_flood_of_fresh_keys_is_bounded_by_the_total_quota_and_a_verifie
 ) -> None:
     """Issue 13, finding 4: every fresh key's skills were stored without bound."""
     honest = b"h" * 32
-    book = TrustBook(b"m" * 32, frozenset({honest}))  # a management key: verified here
+    book = TrustBook(b"m" * 32, frozenset({honest}), floors=NO_FLOORS)  # a management key: verified here
     quota = PeerContentQuota(total_crystals=50)
     kept = await ingest_listing(
         store, listing(V1), honest, author_has_standing=True, quota=quota, standing=standing_by_source(book.standing_of)

@@ -199,12 +199,15 @@ def test_a_management_attestation_makes_a_peer_verified_where_it_never_ran_its_s
     received = wait_for(arrived, 90, "the skill to reach the manager", line_of_three)[0]["crystal"]["id"]
     assert wait_for(lambda: _level_of(edge1, edge2_id), 30, "edge1 to know edge2") == "provisional"
 
+    # Runs of a skill still held earn its author nothing (issue 27): the person releases it first.
+    agents_view = functools.partial(manager.json, "memory", "search", "certbot", "--mode", "keyword")
+    assert agents_view() == []
+    approved = manager.cli("memory", "quarantine", "approve", received)
+    assert approved.returncode == 0, approved.stderr
+    assert agents_view()
     for _ in range(8):  # 8 good runs: 40 points, a local trust of 0.8 or more on the manager
         recorded = manager.cli("skills", "record", received, "--success")
         assert recorded.returncode == 0, recorded.stderr
     wait_for(lambda: _level_of(edge1, edge2_id) == "verified", 60, "edge2 to be verified on edge1", line_of_three)
-    # On the manager edge2 is now trusted on its own evidence, so what it shared leaves quarantine by itself.
-    agents_view = functools.partial(manager.json, "memory", "search", "certbot", "--mode", "keyword")
-    wait_for(agents_view, 60, "edge2's skill to be released on the manager", line_of_three)
     ingested = edge1.json("status")["daemon"]["details"]["p2p"]["ingested"]["attestations"]
     assert ingested >= 1

@@ -5,13 +5,14 @@ from __future__ import annotations
 from crypto.identity import Identity
 from p2p.host import PeerSnapshot
 from p2p.trust.book import TrustBook, TrustLevel
+from p2p.trust.floors import NO_FLOORS
 from p2p.trust.peer_listing import peer_rows
 
 ME, GOOD, BAD, HEARD_OF = (Identity.generate() for _ in range(4))
 
 
 def test_connected_peers_first_then_by_trust_and_the_limit_holds() -> None:
-    book = TrustBook(me=ME.public_key, management=frozenset())
+    book = TrustBook(me=ME.public_key, management=frozenset(), floors=NO_FLOORS)
     book.record(GOOD.public_key, executions_ok=8)
     book.record(BAD.public_key, invalid=3)
     book.record(HEARD_OF.public_key, executions_ok=1)

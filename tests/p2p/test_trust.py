@@ -12,6 +12,7 @@ import pytest
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.trust.book import Outcomes, TrustBook, TrustLevel, TrustLimits, compute_trust, local_trust
 from p2p.trust.eigentrust import eigentrust, eigentrust_dense
+from p2p.trust.floors import NO_FLOORS
 
 A, B, C, M = (bytes([i]) * 32 for i in (1, 2, 3, 9))
 
@@ -25,7 +26,7 @@ def test_local_trust_saturates_and_failures_weigh_more() -> None:
 
 
 def test_a_buyer_that_took_a_delivered_skill_back_is_untrusted_and_an_old_book_still_loads(tmp_path: Path) -> None:
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     book.record(B, valid=15, executions_ok=3)  # 18 points of good experience ...
     book.set_defaults(B, 1)  # ... outweighed by one default (-20)
     assert local_trust(book.outcomes[B]) == 0.0
@@ -62,7 +63,7 @@ def test_eigentrust_bounded_rounds() -> None:
 
 
 def test_levels_from_evidence_and_management(tmp_path: Path) -> None:
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     book.record(B, valid=40, executions_ok=4)
     book.record(C, invalid=3)
     book.compute()  # M is a management key: heard from the start
@@ -121,7 +122,7 @@ def test_eigentrust_stops_at_its_time_budget_with_a_valid_vector() -> None:
 
 
 def test_gossip_alone_never_makes_a_stranger_trusted() -> None:
-    book = TrustBook(me=A, management=frozenset())
+    book = TrustBook(me=A, management=frozenset(), floors=NO_FLOORS)
     book.record(B, valid=100_000)
     assert book.compute()[B].level is TrustLevel.PROVISIONAL
     book.record(B, executions_ok=1)  # the local agent ran its skill and it worked: that is evidence
@@ -129,7 +130,7 @@ def test_gossip_alone_never_makes_a_stranger_trusted() -> None:
 
 
 def test_trust_does_not_shrink_with_the_number_of_good_peers() -> None:
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     peers = [bytes([40 + i]) * 32 for i in range(20)]
     for peer in peers:
         book.record(peer, executions_ok=2)
@@ -139,7 +140,7 @@ def test_trust_does_not_shrink_with_the_number_of_good_peers() -> None:
 
 def test_forty_fresh_keys_rating_256_unknown_keys_are_not_heard_and_leave_nothing() -> None:
     rng = random.Random(1)
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     book.compute()
     for _ in range(40):
         attester = _key(rng)
@@ -153,7 +154,7 @@ def test_forty_fresh_keys_rating_256_unknown_keys_are_not_heard_and_leave_nothin
 
 def test_a_clique_cannot_vouch_itself_into_standing() -> None:
     # B and C each hold a stale attestation (as a poisoned old trust file would) rating the other 1000.
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     book.attestations = {B: {C: 1000}, C: {B: 1000}}
     book.record(B, valid=3)
     book.record(C, valid=3)
@@ -165,7 +166,7 @@ def test_a_clique_cannot_vouch_itself_into_standing() -> None:
 
 
 def test_a_trusted_peer_is_heard_and_management_ratings_verify() -> None:
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     book.record(B, executions_ok=4)
     book.compute()
     assert book.attest(B, [(C, 900)])
@@ -178,7 +179,7 @@ def test_a_trusted_peer_is_heard_and_management_ratings_verify() -> None:
 def test_limits_bound_attesters_ratings_and_tracked_keys() -> None:
     rng = random.Random(3)
     limits = TrustLimits(max_attesters=3, max_ratings_per_attester=5, max_tracked_peers=100)
-    book = TrustBook(me=A, management=frozenset({M}), limits=limits)
+    book = TrustBook(me=A, management=frozenset({M}), limits=limits, floors=NO_FLOORS)
     strong = [_key(rng) for _ in range(4)]
     for n, peer in enumerate(strong):
         book.record(peer, executions_ok=3 + n)  # more evidence for later ones
@@ -217,6 +218,6 @@ def test_an_oversized_or_damaged_book_is_refused_and_a_large_one_trimmed(tmp_pat
 
 
 def test_standing_of_a_hex_key_orders_levels_and_ranks_a_malformed_key_lowest() -> None:
-    book = TrustBook(me=A, management=frozenset({M}))
+    book = TrustBook(me=A, management=frozenset({M}), floors=NO_FLOORS)
     assert book.standing_of(M.hex()) > book.standing_of(B.hex()) > book.standing_of("not hex")
     assert book.standing_of("not hex") == (-1, 0.0)
