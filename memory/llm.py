@@ -11,10 +11,17 @@ import urllib.request
 from dataclasses import dataclass
 
 from memory.errors import MemoryError_
+from memory.governance.rules import classify_sensitivity
+from memory.model import Sensitivity
 
 
 class LlmError(MemoryError_):
     """The chat endpoint failed, was too slow, or answered something that is not a chat completion."""
+
+
+class ConfidentialText(LlmError):
+    """A message held text the sensitivity rules call confidential: it never leaves the node, and the
+    caller decides offline instead (issue 27: a password was sent to the chat endpoint for typing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +32,10 @@ class ChatEndpoint:
     timeout_s: float = 10.0
 
     def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 400) -> str:
-        """The assistant's answer to ``messages`` (temperature 0); ``LlmError`` on any failure."""
+        """The assistant's answer to ``messages`` (temperature 0); ``LlmError`` on any failure, and
+        ``ConfidentialText`` before anything is sent when a message holds a secret."""
+        if any(classify_sensitivity(str(m.get("content", ""))) is Sensitivity.CONFIDENTIAL for m in messages):
+            raise ConfidentialText("a message holds text classified confidential; it is not sent")
         body = {"model": self.model, "temperature": 0, "max_tokens": max_tokens, "messages": messages}
         headers = {"Content-Type": "application/json"}
         if self.api_key:

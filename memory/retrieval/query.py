@@ -89,6 +89,9 @@ class SearchRequest:
     sort: SortKey = SortKey.RECENCY
     explain: bool = False
     touch: bool = True  # count this as an access of every hit
+    #: A search that finds nothing is a curiosity gap (it reaches MEMORY.md): only the agent's and
+    #: the CLI's. The dashboard's page searches are not, since any local page could make one.
+    record_gap: bool = True
     weights: Weights = field(default_factory=Weights)
 
     def __post_init__(self) -> None:

@@ -220,7 +220,7 @@ async def search(store: MemoryStore, request: SearchRequest) -> list[SearchHit]:
     )
     if request.touch and hits:
         store.record_access([h.crystal.id for h in hits])  # only relevant hits are left to count
-    elif request.touch and ranked and request.query and store.curiosity is not None:
+    elif request.touch and request.record_gap and ranked and request.query and store.curiosity is not None:
         await store.curiosity.record_gap(request.query)  # memory could not answer: a curiosity gap
     return hits
 

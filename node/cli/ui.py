@@ -18,12 +18,15 @@ from node.cli.transport import run_command
 @click.option("--json", "as_json", is_flag=True, help='Print {"url": ...} instead of opening a browser.')
 @handles_errors
 def ui(config_path: Path | None, data_dir: Path | None, print_url: bool, as_json: bool) -> None:
-    """Open the running node's dashboard (the URL works once, within a minute)."""
+    """Open the running node's dashboard and print a one-time code to sign in with (it works once,
+    within a minute). The browser gets the login page without the code: a browser's command line
+    is readable by every user of the machine, who could redeem the code first."""
     url = run_command(config_path, data_dir, "ui.login")["url"]
     if as_json:
         click.echo(json.dumps({"url": url}))
         return
-    if print_url or not webbrowser.open(url):
+    page, _, code = url.partition("?code=")
+    if print_url or not webbrowser.open(page):
         click.echo(url)
         return
-    click.echo("opened the dashboard in your browser")
+    click.echo(f"opened the dashboard's login page in your browser; paste this one-time code there: {code}")

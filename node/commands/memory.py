@@ -30,7 +30,7 @@ from node.commands.memory_requests import (
     SupersedeArgs,
 )
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
-from node.runtime.actor import current_actor
+from node.runtime.actor import DASHBOARD, current_actor
 
 if TYPE_CHECKING:
     from memory.retrieval.query import Weights
@@ -63,7 +63,10 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
     from node.commands import memory_service as service
 
     started = time.perf_counter()
-    hits = await service.search_memory(host.running_store(), request, host.weights)
+    # A dashboard page's search is never a curiosity gap: any page on this machine could make one,
+    # and gaps reach MEMORY.md (issue 27).
+    record_gap = current_actor() != DASHBOARD
+    hits = await service.search_memory(host.running_store(), request, host.weights, record_gap=record_gap)
     if host.metrics is not None:
         host.metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
     return hits

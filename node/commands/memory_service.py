@@ -60,7 +60,9 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
     return {"created": result.created, "crystal": crystal_json(result.crystal)}
 
 
-async def search_memory(store: MemoryStore, args: SearchArgs, weights: Weights) -> list[dict[str, Any]]:
+async def search_memory(
+    store: MemoryStore, args: SearchArgs, weights: Weights, *, record_gap: bool = True
+) -> list[dict[str, Any]]:
     request = SearchRequest(
         args.query,
         weights=weights,
@@ -75,6 +77,7 @@ async def search_memory(store: MemoryStore, args: SearchArgs, weights: Weights) 
         include_superseded=args.include_superseded,
         include_held=args.include_held,
         explain=args.explain,
+        record_gap=record_gap,
     )
     return [
         {"score": h.score, "crystal": crystal_json(h.crystal), "explain": asdict(h.explain) if h.explain else None}

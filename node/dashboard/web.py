@@ -129,6 +129,10 @@ class Dashboard:
             # A page reached under another name is a DNS-rebinding attempt: some site's script
             # pointing its own host name at 127.0.0.1. Its origin has no cookie, but it gets nothing.
             return web.Response(status=403, text="the dashboard answers only at its loopback address")
+        if request.headers.get("Sec-Fetch-Site", "none") not in ("same-origin", "none"):
+            # A page on another port of this machine is same-site: it sends the session cookie and
+            # passes the host check. Only the dashboard's own pages, or a URL the person typed, pass.
+            return web.Response(status=403, text="the dashboard answers only its own pages (Sec-Fetch-Site)")
         if request.path in OPEN_PAGES:
             return await handler(request)
         session = self.sessions.get(request.cookies.get(COOKIE))

@@ -41,6 +41,14 @@ async def test_a_failing_model_falls_back_to_the_offline_typer(
     assert any(r.getMessage() == "llm_typer.fell_back" for r in caplog.records)
 
 
+async def test_a_confidential_statement_never_reaches_the_model(store: MemoryStore, model: FakeModelServer) -> None:
+    """Issue 27: with the model typer, "staging db password: ..." was sent to the chat endpoint."""
+    _attach(store, model)
+    crystal = (await store.remember(NewCrystal("staging db password: Tr0ub4dor&3"))).crystal
+    assert model.asked == [] and crystal.type_source is not TypeSource.LLM  # typed here, offline
+    assert crystal.sensitivity.value == "confidential"
+
+
 async def test_a_correction_wins_over_the_model(store: MemoryStore, model: FakeModelServer) -> None:
     crystal = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal
     await retype(store, crystal.id, SemanticType.EPISODE, actor="local")
