@@ -20,7 +20,9 @@ from dataclasses import dataclass, replace
 
 from memory.cognition.typing import stem
 from memory.embedders.base import Vectors
-from memory.model import NewCrystal
+from memory.governance.injection import instruction_flags
+from memory.governance.rules import classify_sensitivity
+from memory.model import NewCrystal, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.store import MemoryStore
 
@@ -105,8 +107,15 @@ class Curiosity:
             return [Gap(*row) for row in await cursor.fetchall()]
 
     async def gap_lines(self, limit: int) -> list[str]:
-        """The open gaps as MEMORY.md's Curiosity Gaps shows them, most asked first."""
-        return [f"{GAP_LINE_PREFIX} {g.query} (asked {g.asked}x)" for g in await self.gaps(limit=limit)]
+        """The open gaps as MEMORY.md's Curiosity Gaps shows them, most asked first: each search quoted
+        as what it is, someone's words (not the person's statement); a search that reads like
+        instructions to the agent, or holds a secret, is left out (issue 27: any text a search was
+        made with reached the prompt verbatim)."""
+        return [
+            f'{GAP_LINE_PREFIX} "{g.query}" (asked {g.asked}x)'
+            for g in await self.gaps(limit=limit)
+            if not instruction_flags(g.query) and classify_sensitivity(g.query) is not Sensitivity.CONFIDENTIAL
+        ]
 
     def filled_by(self, text: str) -> list[str]:
         """Keys of the open gaps ``text`` fills (it holds every content word of the gap)."""

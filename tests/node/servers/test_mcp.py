@@ -141,6 +141,6 @@ async def test_the_readme_agent_session(tmp_path: Path) -> None:
         "## Phenotype\n- Realised the flaky login test was a timezone problem",
         "## Bond\n- answers in Norwegian when I write in Norwegian\n- My brother Tomas moved to Tallinn last year",
         "- User's name is Douglas, deadline Friday",
-        "## Curiosity Gaps\n- Unanswered: When is the dentist appointment? (asked 1x)\n- wants to pass the Oslo",
+        '## Curiosity Gaps\n- Unanswered: "When is the dentist appointment?" (asked 1x)\n- wants to pass the Oslo',
     ):
         assert line in memory_md, line
