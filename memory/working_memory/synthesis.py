@@ -17,7 +17,7 @@ from typing import Protocol
 from memory.cognition.curiosity import GAP_LINE_PREFIX
 from memory.errors import MemoryError_
 from memory.llm import ChatEndpoint, LlmError
-from memory.model import Crystal, Hormones
+from memory.model import Crystal, Hormones, Origin
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
 from memory.working_memory.scratch import ScratchNote
 
@@ -81,8 +81,19 @@ def one_line(text: str, limit: int = BULLET_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
+#: What a line from another node's text starts with, wherever it reaches the agent (MEMORY.md, the
+#: bootstrap, a dream prompt): data someone else wrote, never the person's words or instructions.
+PEER_MARK = "[from another node] "
+
+
+def crystal_line(crystal: Crystal, limit: int = BULLET_CHARS) -> str:
+    """A crystal as one line of working memory, marked when another node wrote it."""
+    mark = PEER_MARK if crystal.origin is Origin.PEER else ""
+    return mark + one_line(crystal.text, limit - len(mark))
+
+
 def _lines(crystals: tuple[Crystal, ...]) -> list[str]:
-    return [one_line(c.text) for c in crystals]
+    return [crystal_line(c) for c in crystals]
 
 
 def active_ledger(dream: DreamInput) -> list[tuple[str, int, float]]:
@@ -93,7 +104,7 @@ def active_ledger(dream: DreamInput) -> list[tuple[str, int, float]]:
     age = 1 if dream.new_session else 0
     fresh = [(one_line(n.text), 0, n.importance) for n in dream.notes]
     fresh += [
-        (one_line(c.text), 0, max(c.importance, c.importance_floor)) for c in (*dream.new_crystals, *dream.replayed)
+        (crystal_line(c), 0, max(c.importance, c.importance_floor)) for c in (*dream.new_crystals, *dream.replayed)
     ]
     candidates = [*fresh, *((b, lived + age, imp) for b, lived, imp in dream.carried if lived + age < ACTIVE_SESSIONS)]
     seen: set[str] = {line.casefold() for line in dream.outdated}  # superseded: never carried on
@@ -182,13 +193,13 @@ def _prompt(dream: DreamInput) -> str:
             f"oxytocin {h.oxytocin:.2f}.",
             "### Previous MEMORY.md\n" + dream.previous.managed_text(),
             block("Notes since the last dream", [f"({n.importance:.2f}) {n.text}" for n in dream.notes]),
-            block("New memories", [f"[{c.id}] {one_line(c.text)}" for c in dream.new_crystals]),
-            block("What the agent has learned about itself and its work", [one_line(c.text) for c in dream.profile]),
-            block("The person: their directives first, preferences, people", [one_line(c.text) for c in dream.bonds]),
-            block("The node in the network and the market", [*dream.world, *(one_line(c.text) for c in dream.niche)]),
-            block("Due for review", [f"[{c.id}] {one_line(c.text)}" for c in dream.replayed]),
-            block("Open goals and questions", [*dream.gaps, *(one_line(c.text) for c in dream.curiosity)]),
-            block("Repeated tasks", [one_line(c.text) for c in dream.emerging_skills]),
+            block("New memories", [f"[{c.id}] {crystal_line(c)}" for c in dream.new_crystals]),
+            block("What the agent has learned about itself and its work", _lines(dream.profile)),
+            block("The person: their directives first, preferences, people", _lines(dream.bonds)),
+            block("The node in the network and the market", [*dream.world, *_lines(dream.niche)]),
+            block("Due for review", [f"[{c.id}] {crystal_line(c)}" for c in dream.replayed]),
+            block("Open goals and questions", [*dream.gaps, *_lines(dream.curiosity)]),
+            block("Repeated tasks", _lines(dream.emerging_skills)),
             block("Outdated, replaced by newer memories: leave these out", list(dream.outdated)),
         ]
     )

@@ -453,3 +453,21 @@ async def test_the_header_names_the_last_dream_and_the_mood(store: MemoryStore, 
     # The note itself says "shipped": a second achievement; oxytocin is past 0.4 too.
     assert header == "_Last dream: 2026-01-01T00:00:00Z | Mood: motivated, socially engaged_"
     assert files.read_text().splitlines()[4:6] == ["# Working Memory State", header]
+
+
+async def test_a_line_another_node_wrote_is_marked_in_memory_md_and_in_the_dream_prompt(
+    store: MemoryStore, files: WorkingMemoryFiles, chat_server: ChatServer
+) -> None:
+    """Issue 27: MEMORY.md and the chat dream prompt carried no marking of peer-origin lines, so a
+    skill another node wrote read like the agent's own knowledge."""
+    from memory.model import Origin
+
+    text = "Rotate nginx logs without downtime: logrotate -f, then nginx -s reopen"
+    await store.remember(NewCrystal(text, semantic_type=SemanticType.SKILL, origin=Origin.PEER,
+                                    source="peer:" + "ab" * 32, scope=Scope.SHARED))  # fmt: skip
+    await dream(store, files, ExtractiveSynthesizer())
+    memory_md = files.read_text()
+    assert f"[from another node] {text}" in memory_md
+    assert f"- {text}" not in memory_md  # never unmarked
+    await dream(store, files, _chat(chat_server))
+    assert f"[from another node] {text}" in json.dumps(chat_server.bodies[-1]["messages"])
