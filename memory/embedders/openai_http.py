@@ -16,6 +16,8 @@ import numpy as np
 
 from memory.embedders.base import Vectors, normalise_rows
 from memory.errors import EmbedderError
+from memory.governance.rules import classify_sensitivity, redacted
+from memory.model import Sensitivity
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,9 @@ class OpenAIHttpEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
+        # Nothing the sensitivity rules call a secret leaves the node (issue 27): a confidential text
+        # is embedded with its secrets replaced, so its topic stays findable by meaning.
+        texts = [redacted(t) if classify_sensitivity(t) is Sensitivity.CONFIDENTIAL else t for t in texts]
         rows: list[list[float]] = []
         for start in range(0, len(texts), BATCH):
             rows.extend(self._request(list(texts[start : start + BATCH])))

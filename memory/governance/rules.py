@@ -98,6 +98,23 @@ def _matches(patterns: list[_Gated], hints_found: re.Pattern[str], text: str, lo
     return False
 
 
+SECRET_STAND_IN = "[a secret]"  # noqa: S105 - the placeholder for one, not a password
+
+
+def redacted(text: str) -> str:
+    """``text`` with every secret the rules find (keys, tokens, "password: …", card numbers) replaced by
+    ``SECRET_STAND_IN``: what may leave the node when the rest of the text is needed elsewhere (a
+    remote embedder: the topic stays searchable, the secret stays home)."""
+    out = text
+    for _hints, pattern in _SECRET_PATTERNS:
+        out = pattern.sub(SECRET_STAND_IN, out)
+    for match in list(_CARD.finditer(out)):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+            out = out.replace(match.group(), SECRET_STAND_IN)
+    return out
+
+
 def classify_sensitivity(text: str) -> Sensitivity:
     """Confidential if the text holds a secret; personal if it holds personal data; else normal."""
     lowered = text.lower()

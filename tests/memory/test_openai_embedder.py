@@ -84,6 +84,22 @@ def test_embeds_in_order_normalised_with_the_key_sent(server: FakeEmbeddingServe
     assert server.requests[-1] == {"model": "test-embed", "input": texts}
 
 
+def test_a_secret_never_leaves_for_the_embedding_endpoint(server: FakeEmbeddingServer) -> None:
+    """Issue 27: a confidential crystal ("staging db password: ...") was sent whole to the endpoint."""
+    embedder = make_embedder("openai", settings(server))
+    texts = [
+        "staging db password: Tr0ub4dor&3 for the nightly job",
+        "card 4111 1111 1111 1111 expires 04/29",
+        "the deploy runs on Tuesdays",
+    ]
+    embedder.embed_documents(texts)
+    sent = server.requests[-1]["input"]
+    assert sent[2] == "the deploy runs on Tuesdays"  # ordinary text goes as it is
+    for text in sent[:2]:
+        assert "Tr0ub4dor" not in text and "4111 1111" not in text and "[a secret]" in text
+    assert "staging db" in sent[0] and "nightly job" in sent[0]  # the topic stays findable
+
+
 @pytest.mark.parametrize(
     ("mode", "message"), [("error", "failed"), ("garbage", "non-JSON"), ("wrong-shape", "unexpected shape")]
 )
