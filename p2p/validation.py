@@ -306,16 +306,19 @@ class MessageValidator:
         standing = self.level_of(envelope.author) in STANDING_LEVELS
         replay = self._replay_known if standing else self._replay_strangers
         try:
-            replay.check_and_record(envelope.author, envelope.nonce, envelope.ts_ms, now_ms)
+            replay.check(envelope.author, envelope.nonce, envelope.ts_ms, now_ms)
         except Replayed as exc:
             return _out(Reason.REPLAYED, str(exc))
         except ReplayUndecidable as exc:
             return _out(Reason.REPLAY_UNDECIDABLE, str(exc))
+        # The rates come before the nonce is remembered (issue 27): what a flood sends over its rate
+        # costs no replay memory, so it cannot push out what honest authors sent.
         if not self._rates[topic].allow(envelope.author, now_ms):
             return _out(Reason.RATE_LIMITED, "author over its rate")
         crowd = None if standing else self._strangers_rates.get(topic)
         if crowd is not None and not crowd.allow(b"", now_ms):
             return _out(Reason.STRANGERS_RATE_LIMITED, "authors without standing are over their shared rate")
+        replay.record(envelope.author, envelope.nonce, envelope.ts_ms)
         gate = self._trust_gate(envelope, message, now_ms)
         if gate is not None:
             return gate

@@ -38,7 +38,7 @@ def test_memory_is_bounded_and_eviction_raises_a_floor_instead_of_forgetting() -
     for i in range(1_000):
         guard.check_and_record(A, nonce(i), i, 1_000)
     assert len(guard) == 100
-    assert guard.floor_ms == 899
+    assert guard.floor_of(A) == 899 and guard.floor_ms == -1  # A's floor, nobody else's
     # An evicted message replayed is still refused (via the floor), as undecidable rather than a replay.
     with pytest.raises(ReplayUndecidable, match="remembers"):
         guard.check_and_record(A, nonce(5), 5, 1_000)
@@ -56,3 +56,28 @@ def test_timestamp_window_bounds_are_inclusive() -> None:
         window.check(699_999, 1_000_000)
     with pytest.raises(FromFuture):
         window.check(1_060_001, 1_000_000)
+
+
+def test_one_authors_flood_never_raises_another_authors_floor() -> None:
+    """Issue 27: a flood from fresh keys raised the strangers' replay floor, and honest newcomers'
+    messages were dropped as undecidable."""
+    guard = ReplayGuard(horizon_ms=10**9, max_entries=100)
+    guard.check_and_record(B, nonce(1), 10, 2_000)  # an honest newcomer's message ...
+    for i in range(1_000):  # ... then a flood from A, newer than it
+        guard.check_and_record(A, nonce(i), 100 + i, 2_000)
+    guard.check_and_record(B, nonce(2), 20, 2_000)  # B's next, older than the flood: still decidable
+    with pytest.raises((Replayed, ReplayUndecidable)):
+        guard.check_and_record(B, nonce(1), 10, 2_000)  # B's first: evicted, but under B's own floor
+
+
+def test_per_author_floors_are_bounded_and_a_dropped_one_raises_everyones_floor() -> None:
+    guard = ReplayGuard(horizon_ms=10**9, max_entries=3)
+    authors = [bytes([i]) * 32 for i in range(10)]
+    for i, author in enumerate(authors):
+        guard.check_and_record(author, nonce(i), i, 1_000)
+    assert len(guard) == 3
+    # Seven evicted; three per-author floors are kept, the rest were folded into the shared floor.
+    assert guard.floor_ms >= 2
+    for i, author in enumerate(authors[:7]):
+        with pytest.raises((Replayed, ReplayUndecidable)):
+            guard.check_and_record(author, nonce(i), i, 1_000)  # no evicted message is ever accepted again

@@ -249,10 +249,10 @@ def test_a_strangers_flood_stamped_in_the_future_cannot_make_a_known_peer_look_r
     for i in range(60):
         sybil = Identity.generate()
         assert check(validator, skill_envelope(sybil, NOW + 50_000 + i).encode(), origin=sybil) is Reason.ACCEPTED
-    newcomer = Identity.generate()  # an honest stranger sent this a second ago: refused, but at no cost
-    assert check(validator, skill_envelope(newcomer, NOW - 1_000).encode(), origin=newcomer) is (
-        Reason.REPLAY_UNDECIDABLE
-    )
+    # Issue 27: an honest stranger's message of a second ago was refused as undecidable. The floor
+    # the flood raised is the sybils' own, per author: the newcomer is judged on its own.
+    newcomer = Identity.generate()
+    assert check(validator, skill_envelope(newcomer, NOW - 1_000).encode(), origin=newcomer) is Reason.ACCEPTED
     assert POLICY[Reason.REPLAY_UNDECIDABLE][1:] == (0, 0)
     # A trusted peer's message of a second ago is judged on its own.
     assert check(validator, skill_envelope(ALICE, NOW - 1_000).encode()) is Reason.ACCEPTED
@@ -270,3 +270,14 @@ def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> 
         reasons.append(check(validator, skill_envelope(sybil, NOW).encode(), origin=sybil))
     assert reasons[:5] == [Reason.ACCEPTED] * 5 and set(reasons[5:]) == {Reason.STRANGERS_RATE_LIMITED}
     assert check(validator, skill_envelope(ALICE, NOW).encode()) is Reason.ACCEPTED
+
+
+def test_a_message_over_its_rate_costs_no_replay_memory() -> None:
+    """Issue 27: a stranger's nonce was remembered before its rate was checked, so a flood over its
+    rate still filled the replay memory (and so pushed out what honest authors sent)."""
+    validator = MessageValidator(TrustAnchors(), ValidatorSettings())
+    sybil = Identity.generate()
+    reasons = [check(validator, skill_envelope(sybil, NOW + i).encode(), origin=sybil) for i in range(50)]
+    accepted = reasons.count(Reason.ACCEPTED)
+    assert 0 < accepted < 50 and set(reasons[accepted:]) == {Reason.RATE_LIMITED}
+    assert len(validator._replay_strangers) == accepted
