@@ -11,8 +11,9 @@ import urllib.request
 from dataclasses import dataclass
 
 from memory.errors import MemoryError_
+from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity
-from memory.model import Sensitivity
+from memory.model import Origin, Sensitivity
 
 
 class LlmError(MemoryError_):
@@ -34,8 +35,12 @@ class ChatEndpoint:
     def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 400) -> str:
         """The assistant's answer to ``messages`` (temperature 0); ``LlmError`` on any failure, and
         ``ConfidentialText`` before anything is sent when a message holds a secret."""
-        if any(classify_sensitivity(str(m.get("content", ""))) is Sensitivity.CONFIDENTIAL for m in messages):
-            raise ConfidentialText("a message holds text classified confidential; it is not sent")
+        for message in messages:
+            confidential = classify_sensitivity(str(message.get("content", ""))) is Sensitivity.CONFIDENTIAL
+            passage = decide(Route.LLM_ENDPOINT, origin=Origin.SESSION, held=False, confidential=confidential,
+                             instructions=False)  # fmt: skip
+            if passage is Passage.NEVER:
+                raise ConfidentialText("a message holds text classified confidential; it is not sent")
         body = {"model": self.model, "temperature": 0, "max_tokens": max_tokens, "messages": messages}
         headers = {"Content-Type": "application/json"}
         if self.api_key:

@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 from memory.cognition.typing import stem
 from memory.embedders.base import Vectors
 from memory.governance.injection import instruction_flags
+from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity
-from memory.model import NewCrystal, Sensitivity
+from memory.model import NewCrystal, Origin, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.store import MemoryStore
 
@@ -114,8 +115,12 @@ class Curiosity:
         return [
             f'{GAP_LINE_PREFIX} "{g.query}" (asked {g.asked}x)'
             for g in await self.gaps(limit=limit)
-            if not instruction_flags(g.query) and classify_sensitivity(g.query) is not Sensitivity.CONFIDENTIAL
-        ]
+            if decide(
+                Route.CURIOSITY_GAP, origin=Origin.SESSION, held=False,
+                confidential=classify_sensitivity(g.query) is Sensitivity.CONFIDENTIAL,
+                instructions=bool(instruction_flags(g.query)),
+            ) is not Passage.NEVER
+        ]  # fmt: skip
 
     def filled_by(self, text: str) -> list[str]:
         """Keys of the open gaps ``text`` fills (it holds every content word of the gap)."""

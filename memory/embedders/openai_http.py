@@ -16,8 +16,9 @@ import numpy as np
 
 from memory.embedders.base import Vectors, normalise_rows
 from memory.errors import EmbedderError
+from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity, redacted
-from memory.model import Sensitivity
+from memory.model import Origin, Sensitivity
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class OpenAIHttpEmbedder:
             return np.zeros((0, self._dim), dtype=np.float32)
         # Nothing the sensitivity rules call a secret leaves the node (issue 27): a confidential text
         # is embedded with its secrets replaced, so its topic stays findable by meaning.
-        texts = [redacted(t) if classify_sensitivity(t) is Sensitivity.CONFIDENTIAL else t for t in texts]
+        texts = [_as_the_gate_allows(t) for t in texts]
         rows: list[list[float]] = []
         for start in range(0, len(texts), BATCH):
             rows.extend(self._request(list(texts[start : start + BATCH])))
@@ -91,3 +92,10 @@ class OpenAIHttpEmbedder:
             return [list(map(float, item["embedding"])) for item in data]
         except (KeyError, TypeError, ValueError) as exc:
             raise EmbedderError(f"embedding endpoint {self._settings.url} returned an unexpected shape") from exc
+
+
+def _as_the_gate_allows(text: str) -> str:
+    confidential = classify_sensitivity(text) is Sensitivity.CONFIDENTIAL
+    passage = decide(Route.REMOTE_EMBEDDER, origin=Origin.SESSION, held=False, confidential=confidential,
+                     instructions=False)  # fmt: skip
+    return redacted(text) if passage is Passage.REDACTED else text

@@ -16,8 +16,9 @@ from typing import Protocol
 
 from memory.cognition.curiosity import GAP_LINE_PREFIX
 from memory.errors import MemoryError_
+from memory.governance.prompt_gate import Passage, Route, decide
 from memory.llm import ChatEndpoint, LlmError
-from memory.model import Crystal, Hormones, Origin
+from memory.model import Crystal, Hormones
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
 from memory.working_memory.scratch import ScratchNote
 
@@ -87,8 +88,11 @@ PEER_MARK = "[from another node] "
 
 
 def crystal_line(crystal: Crystal, limit: int = BULLET_CHARS) -> str:
-    """A crystal as one line of working memory, marked when another node wrote it."""
-    mark = PEER_MARK if crystal.origin is Origin.PEER else ""
+    """A crystal as one line of working memory, marked when another node wrote it (the gate's
+    decision for MEMORY.md and the dream prompt, ``memory.governance.prompt_gate``)."""
+    passage = decide(Route.MEMORY_MD, origin=crystal.origin, held=crystal.quarantined, confidential=False,
+                     instructions=False)  # fmt: skip
+    mark = "" if passage is Passage.AS_IS else PEER_MARK  # nothing held should come here; if it did, marked
     return mark + one_line(crystal.text, limit - len(mark))
 
 

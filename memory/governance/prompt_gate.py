@@ -1,0 +1,75 @@
+"""One policy for every road into the agent's context, and out of the node (pure).
+
+Every route that carries a memory's text somewhere the agent (or a remote model) reads it asks
+``decide`` how: as it is, marked as someone else's, with its secrets replaced, as a stand-in, or
+never. The facts it decides on: the text's origin, whether it waits in quarantine, whether the
+sensitivity rules call it confidential, and whether it reads like instructions to the agent. The
+README's gate table is ``table()``; a test checks every route against every combination.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from memory.model import Origin
+
+
+class Route(StrEnum):
+    MEMORY_MD = "MEMORY.md"
+    BOOTSTRAP = "bootstrap text"
+    DREAM_PROMPT = "dream prompt"
+    CURIOSITY_GAP = "curiosity gap in MEMORY.md"
+    SEARCH_RESULT = "search result (API, MCP, dashboard)"
+    LLM_ENDPOINT = "[llm] endpoint (typer, judge, dream)"
+    REMOTE_EMBEDDER = "remote embedder"
+
+
+class Passage(StrEnum):
+    AS_IS = "as is"
+    MARKED = "marked as another's"
+    REDACTED = "secrets replaced"
+    STAND_IN = "a stand-in"
+    NEVER = "never"
+
+
+#: Routes that end in the agent's system prompt or a model's prompt.
+PROMPT_ROUTES = frozenset({Route.MEMORY_MD, Route.BOOTSTRAP, Route.DREAM_PROMPT, Route.CURIOSITY_GAP})
+
+
+def decide(route: Route, *, origin: Origin, held: bool, confidential: bool, instructions: bool) -> Passage:
+    """How ``route`` may carry a text with these facts."""
+    if held:  # waits for the person: only a search that asks for held content shows it, marked
+        return Passage.MARKED if route is Route.SEARCH_RESULT else Passage.NEVER
+    if confidential:
+        return {
+            Route.BOOTSTRAP: Passage.STAND_IN,
+            Route.REMOTE_EMBEDDER: Passage.REDACTED,
+            Route.SEARCH_RESULT: Passage.AS_IS,  # the local agent asked for it; it never leaves the machine
+        }.get(route, Passage.NEVER)
+    if route is Route.CURIOSITY_GAP and instructions:
+        return Passage.NEVER  # a search's words, written to steer the agent
+    if origin is Origin.PEER and (route in PROMPT_ROUTES or route is Route.SEARCH_RESULT):
+        return Passage.MARKED
+    return Passage.AS_IS
+
+
+def table() -> str:
+    """The gate as a Markdown table: a row per situation, a column per route."""
+    situations = [
+        ("the person's or the agent's own text", dict(origin=Origin.USER_INPUT, held=False, confidential=False,
+                                                      instructions=False)),
+        ("another node's text, released by the person", dict(origin=Origin.PEER, held=False, confidential=False,
+                                                             instructions=False)),
+        ("another node's text, held", dict(origin=Origin.PEER, held=True, confidential=False, instructions=False)),
+        ("confidential (any origin)", dict(origin=Origin.USER_INPUT, held=False, confidential=True,
+                                          instructions=False)),
+        ("reads like instructions, not held (a search's words)", dict(origin=Origin.SESSION, held=False,
+                                                                     confidential=False, instructions=True)),
+    ]  # fmt: skip
+    head = "| | " + " | ".join(route.value for route in Route) + " |"
+    rule = "|---|" + "---|" * len(Route)
+    rows = [
+        f"| {name} | " + " | ".join(decide(route, **facts).value for route in Route) + " |"  # type: ignore[arg-type]
+        for name, facts in situations
+    ]
+    return "\n".join([head, rule, *rows])
