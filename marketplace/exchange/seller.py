@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
 from marketplace.catalog.listings import listing_envelope
-from marketplace.chain_types import DealState, DealStatus, EscrowRules, TransferAuthorization
+from marketplace.chain_types import Commitment, DealState, DealStatus, EscrowRules, TransferAuthorization
 from marketplace.direct_payment import authorization_paid
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
@@ -177,17 +177,17 @@ class Seller:
             raise PurchaseError("no such purchase for this buyer")
         quote = quote_of(sale.quote)
         secret = sale.delivery_key or os.urandom(32)  # a delivery sent again is the same sealed bytes
-        text = (await self._store.get(sale.crystal_id)).text
-        commitment = seal_skill(text, quote, secret)
-        delivery = Delivery(quote.purchase_id, commitment.ephemeral, commitment.sealed)
         if request.authorization is not None:
             await self._collect(sale, quote, request.authorization)
+            commitment = await self._sealed(sale, quote, secret)
             await self._sales.move(quote.purchase_id, _S.PAID, delivery_key=secret)
-            return self._messenger.seal(KIND_DELIVERY, delivery.body()).encode()
+            return self._delivery(quote, commitment)
         # The escrow keeps a fingerprint of the terms: a lock on any other terms (a nearer deadline,
         # another amount or seller) reads as none, and nothing is delivered against it.
         status = await self._escrow.status(quote.terms())
+        # Sealed only once the payment checks out: a request that is refused costs no read and no box.
         if status.state is _D.LOCKED:
+            commitment = await self._sealed(sale, quote, secret)
             left = quote.deadline_s - await self._chain.timestamp()
             if left < self.offchain_margin_s:
                 # Too near the deadline to hand the skill over and still commit it in time: commit first.
@@ -205,12 +205,20 @@ class Seller:
                 # The secret is kept before the delivery leaves: with it the seller can commit and be paid.
                 await self._sales.move(quote.purchase_id, _S.DELIVERED, delivery_key=secret)
         elif status.state in (_D.DELIVERED, _D.DISPUTED, _D.ANSWERED) and sale.delivery_key is not None:
-            pass  # committed already: the buyer may read it from the chain, here it is again
+            commitment = await self._sealed(sale, quote, secret)  # committed already; here it is again
         else:
             raise PurchaseError(
                 f"payment not locked as quoted (the escrow has no open deal on the quoted terms, deadline included: "
                 f"it says {status.state}); nothing delivered"
             )
+        return self._delivery(quote, commitment)
+
+    async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
+        """The sale's skill sealed to its buyer with ``secret``: what is sent and what is committed."""
+        return seal_skill((await self._store.get(sale.crystal_id)).text, quote, secret)
+
+    def _delivery(self, quote: Quote, commitment: Commitment) -> bytes:
+        delivery = Delivery(quote.purchase_id, commitment.ephemeral, commitment.sealed)
         return self._messenger.seal(KIND_DELIVERY, delivery.body()).encode()
 
     async def _collect(self, sale: SaleRecord, quote: Quote, auth: TransferAuthorization) -> None:
@@ -306,8 +314,7 @@ class Seller:
         waited = self._now_ms() - sale.updated_ms >= COMMIT_AFTER_S * 1000
         if not waited and quote.deadline_s - chain_now > self.commit_margin_s:
             return None
-        text = (await self._store.get(sale.crystal_id)).text
-        await self._escrow.commit(self._wallet, quote.terms(), seal_skill(text, quote, sale.delivery_key))
+        await self._escrow.commit(self._wallet, quote.terms(), await self._sealed(sale, quote, sale.delivery_key))
         return _S.COMMITTED
 
     async def _claim_undecided(
