@@ -26,6 +26,7 @@ BENCHMARKS = {
     "supersession": "bench.supersession",
     "scale": "bench.scale",
     "dashboard": "bench.dashboard",
+    "secrets": "bench.secrets",
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 from memory.errors import ExportRefused
+from memory.governance.secrets import find_secrets, holds_secret
+from memory.governance.secrets.spans import replaced
 from memory.model import (
     HIDDEN_LIFECYCLES,
     KNOWLEDGE_TYPES,
@@ -27,26 +29,6 @@ from memory.model import (
 _DIGITS = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
 _Gated = tuple[tuple[str, ...], re.Pattern[str]]
 
-# Secrets: anything that would let someone act as the user.
-_SECRET_PATTERNS: list[_Gated] = [
-    (("private key-----",), re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    (("sk-", "pk-", "rk-"), re.compile(r"\b(?:sk|pk|rk)-(?:live-|test-|proj-|ant-)?[A-Za-z0-9_\-]{16,}")),
-    (("akia",), re.compile(r"\bAKIA[0-9A-Z]{16}\b")),  # AWS access key id
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),  # GitHub tokens
-    (("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),  # Slack tokens
-    (("aiza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),  # Google API keys
-    (("eyj",), re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),  # JWT
-    (("bearer",), re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-\.=]{20,}")),
-    (
-        ("password", "passwd", "passphrase", "pwd", "secret", "api", "token", "private", "seed phrase", "mnemonic"),
-        re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_\- ]?key|access[_\- ]?token|auth[_\- ]?token|"
-            r"private[_\- ]?key|seed phrase|mnemonic)\b\s*(?:is|[:=])\s*\S{4,}"
-        ),
-    ),
-    (("0x",), re.compile(r"\b0x[0-9a-fA-F]{64}\b")),  # an EVM private key
-]
-
 # Personal data about a person.
 _PERSONAL_PATTERNS: list[_Gated] = [
     (("@",), re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")),  # e-mail
@@ -59,25 +41,12 @@ _PERSONAL_PATTERNS: list[_Gated] = [
         re.compile(r"(?i)\b(?:date of birth|born on|my address is|home address|passport (?:number|no))\b"),
     ),
 ]
-_CARD = re.compile(r"\b(?:\d[ \-]?){13,19}\b")
-_DIGIT_RUN = re.compile(r"\d[\d \-]{11,}\d")  # cheap pre-check: a card needs 13+ digits close together
-
-
-def _luhn_ok(digits: str) -> bool:
-    total, parity = 0, len(digits) % 2
-    for i, ch in enumerate(digits):
-        d = int(ch)
-        if i % 2 == parity:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
 
 
 def _hint_finder(patterns: list[_Gated]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(h) for hints, _ in patterns for h in hints))
 
 
-_SECRET_HINTS = _hint_finder(_SECRET_PATTERNS)
 _PERSONAL_HINTS = _hint_finder(_PERSONAL_PATTERNS)
 #: Every digit pattern above needs a digit, a separator and a digit in a row (a phone number, an SSN),
 #: or two capitals and two digits (an IBAN): text without either skips them (most text with digits).
@@ -102,29 +71,18 @@ SECRET_STAND_IN = "[a secret]"  # noqa: S105 - the placeholder for one, not a pa
 
 
 def redacted(text: str) -> str:
-    """``text`` with every secret the rules find (keys, tokens, "password: …", card numbers) replaced by
-    ``SECRET_STAND_IN``: what may leave the node when the rest of the text is needed elsewhere (a
-    remote embedder: the topic stays searchable, the secret stays home)."""
-    out = text
-    for _hints, pattern in _SECRET_PATTERNS:
-        out = pattern.sub(SECRET_STAND_IN, out)
-    for match in list(_CARD.finditer(out)):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
-            out = out.replace(match.group(), SECRET_STAND_IN)
-    return out
+    """``text`` with every secret found (``memory.governance.secrets``) replaced by ``SECRET_STAND_IN``:
+    what may leave the node when the rest of the text is needed elsewhere (a remote embedder: the topic
+    stays searchable, the secret stays home)."""
+    return replaced(text, find_secrets(text), SECRET_STAND_IN)
 
 
 def classify_sensitivity(text: str) -> Sensitivity:
-    """Confidential if the text holds a secret; personal if it holds personal data; else normal."""
-    lowered = text.lower()
-    if _matches(_SECRET_PATTERNS, _SECRET_HINTS, text, lowered):
+    """Confidential if the text holds a secret (a password, PIN, key, token, card or account number, told
+    in any of the ways ``memory.governance.secrets`` knows); personal if it holds personal data; else normal."""
+    if holds_secret(text):
         return Sensitivity.CONFIDENTIAL
-    if _DIGIT_RUN.search(text):
-        for match in _CARD.finditer(text):
-            digits = re.sub(r"\D", "", match.group())
-            if 13 <= len(digits) <= 19 and _luhn_ok(digits):
-                return Sensitivity.CONFIDENTIAL
+    lowered = text.lower()
     if _matches(_PERSONAL_PATTERNS, _PERSONAL_HINTS, text, lowered):
         return Sensitivity.PERSONAL
     return Sensitivity.NORMAL

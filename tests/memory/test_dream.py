@@ -49,6 +49,19 @@ def files(tmp_path: Path) -> WorkingMemoryFiles:
     return WorkingMemoryFiles(tmp_path / "workspace")
 
 
+class Recording:
+    """The extractive synthesizer, keeping what each dream gave it."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.seen: list[DreamInput] = []
+
+    async def synthesize(self, dream_input: DreamInput) -> Sections:
+        self.seen.append(dream_input)
+        return await EXTRACTIVE.synthesize(dream_input)
+
+
 class ScriptedSynthesizer:
     """A named fake of our own Synthesizer interface: returns the sections it was given."""
 
@@ -385,23 +398,44 @@ async def test_the_market_line_in_niche_is_replaced_not_piled_up(
 async def test_a_secret_noted_in_scratch_never_reaches_memory_md_or_a_prompt(
     store: MemoryStore, files: WorkingMemoryFiles
 ) -> None:
-    seen: list[DreamInput] = []
-
-    class Recording:
-        name = "recording"
-
-        async def synthesize(self, dream_input: DreamInput) -> Sections:
-            seen.append(dream_input)
-            return await EXTRACTIVE.synthesize(dream_input)
-
+    recording = Recording()
     files.scratch.append("The deploy password is hunter2-Xk9!", 0.9, store.now_ms())
     files.scratch.append("Deploys happen on Thursdays", 0.6, store.now_ms())
-    report = await dream(store, files, Recording())
+    report = await dream(store, files, recording)
     assert report.accepted and report.notes_indexed == 2
     assert "hunter2" not in files.read_text() and "Deploys happen on Thursdays" in files.read_text()
-    assert [n.text for n in seen[0].notes] == ["Deploys happen on Thursdays"]
+    assert [n.text for n in recording.seen[0].notes] == ["Deploys happen on Thursdays"]
     hits = await search(store, SearchRequest("deploy password", mode=SearchMode.KEYWORD, touch=False))
     assert hits and hits[0].crystal.sensitivity.value == "confidential"  # kept, as a confidential crystal
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "the staging db pw is hunter2",  # issue 27: classified normal and dreamed into MEMORY.md
+        "Front door keypad: 1 9 8 4",
+        "Rent goes to IBAN DE89 3704 0044 0532 0130 00",
+        "Tr0ub4dor&3 gets you into the NAS",
+    ],
+)
+async def test_a_reworded_secret_never_reaches_memory_md_from_a_crystal_or_a_note(
+    store: MemoryStore, files: WorkingMemoryFiles, secret: str
+) -> None:
+    recording = Recording()
+    await store.remember(NewCrystal(secret, semantic_type=SemanticType.FACT, importance=0.95))
+    files.scratch.append(secret, 0.95, store.now_ms())
+    files.scratch.append("Deploys happen on Thursdays", 0.6, store.now_ms())
+    report = await dream(store, files, recording)
+    assert report.accepted
+    written = files.read_text()
+    assert secret not in written and "Deploys happen on Thursdays" in written
+    given = recording.seen[0]
+    offered = [n.text for n in given.notes] + [
+        c.text
+        for group in (given.new_crystals, given.profile, given.bonds, given.niche, given.replayed, given.curiosity)
+        for c in group
+    ]
+    assert secret not in offered
 
 
 async def test_active_context_carries_over_three_sessions_then_becomes_a_pointer(
