@@ -53,6 +53,26 @@ def decide(route: Route, *, origin: Origin, held: bool, confidential: bool, inst
     return Passage.AS_IS
 
 
+def admits_sql(route: Route, alias: str = "c") -> str:
+    """The SQL twin of ``decide`` for selecting rows ``route`` may carry at all: a WHERE fragment leaving
+    out held and confidential crystals where the gate says never, so a query and the policy cannot drift
+    apart. Origin and instruction-likeness decide the marking, per row, afterwards."""
+    clauses = []
+    if all(
+        decide(route, origin=origin, held=True, confidential=confidential, instructions=False) is Passage.NEVER
+        for origin in Origin
+        for confidential in (False, True)
+    ):
+        clauses.append(f"{alias}.quarantined = 0")
+    if all(
+        decide(route, origin=origin, held=held, confidential=True, instructions=False) is Passage.NEVER
+        for origin in Origin
+        for held in (False, True)
+    ):
+        clauses.append(f"{alias}.sensitivity != 'confidential'")
+    return " AND ".join(clauses) or "1"
+
+
 def table() -> str:
     """The gate as a Markdown table: a row per situation, a column per route."""
     situations = [

@@ -11,6 +11,8 @@ from __future__ import annotations
 import aiosqlite
 
 from memory.cognition.epistemic import MIGRATE_LAYER_SQL
+from memory.governance.rules import classify_sensitivity
+from memory.model import Sensitivity
 from memory.storage.migrations import Migration, SchemaSet, split_sql, table_exists
 
 SCHEMA_V1 = """
@@ -312,11 +314,24 @@ ALTER TABLE crystals ADD COLUMN refers_from_ms INTEGER;
 ALTER TABLE crystals ADD COLUMN refers_until_ms INTEGER;
 """
 
+
+# v18: secrets found by phrasing (issue 27, memory.governance.secrets). A crystal stored under the
+# earlier rules that the present ones call confidential ("the staging db pw is hunter2") is raised to
+# confidential, so it leaves MEMORY.md, the bootstrap text and every remote endpoint; none is lowered
+# (a person's or an earlier rule's caution stays). Read in batches: a store can hold a million.
+async def schema_v18(db: aiosqlite.Connection) -> None:
+    raised: list[tuple[str]] = []
+    async with db.execute("SELECT id, text FROM crystals WHERE sensitivity != 'confidential'") as cursor:
+        while batch := await cursor.fetchmany(10_000):
+            raised += [(cid,) for cid, text in batch if classify_sensitivity(text) is Sensitivity.CONFIDENTIAL]
+    await db.executemany("UPDATE crystals SET sensitivity = 'confidential' WHERE id = ?", raised)
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17,
+    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

@@ -28,6 +28,7 @@ from typing import Any
 from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
 from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
+from memory.governance.prompt_gate import Route, admits_sql
 from memory.governance.rules import classify_sensitivity
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.retrieval.query import fts_terms
@@ -58,10 +59,10 @@ MIN_SUBSTANCE_CHARS = 50  # every heading there but less text than this under th
 REPLAY_PER_DREAM = 10
 #: Active Context as the last dream left it: [bullet, sessions lived, importance] (synthesis.active_ledger).
 ACTIVE_LEDGER_KEY = "active_context_ledger"
-# Nothing held in quarantine ever reaches MEMORY.md or a dream prompt, nor does an outdated fact.
+# What the gate keeps out of a dream prompt (held, confidential), and outdated facts.
 _LIVE = (
-    "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') AND c.sensitivity != 'confidential' "
-    "AND c.quarantined = 0 AND c.superseded_by IS NULL"
+    "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') "
+    f"AND {admits_sql(Route.DREAM_PROMPT)} AND c.superseded_by IS NULL"
 )
 
 _log = logging.getLogger("memory.dream")

@@ -8,10 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+import sqlean
 
+from memory.embedders.hashing import HashingEmbedder
 from memory.governance.rules import SECRET_STAND_IN, classify_sensitivity, redacted
 from memory.governance.secrets import find_secrets
-from memory.model import Sensitivity
+from memory.model import NewCrystal, Sensitivity
+from memory.storage.schema import SCHEMA_VERSION
+from memory.storage.store import MemoryStore
 
 DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "data" / "secrets_dev.jsonl"
 
@@ -81,3 +85,30 @@ def test_the_development_split_stays_found() -> None:
     assert len(secrets) >= 150 and len(benign) >= 150
     assert len(missed) <= len(secrets) // 20, missed
     assert len(alarms) <= len(benign) // 50, alarms
+
+
+async def test_an_upgrade_raises_a_secret_stored_under_the_old_rules_to_confidential(tmp_path: Path) -> None:
+    """Schema v18: a crystal the rules before issue 27 called normal is confidential after the upgrade;
+    nothing is lowered."""
+    db = tmp_path / "crystals.db"
+    store = await MemoryStore.open(db, HashingEmbedder())
+    try:
+        secret = (await store.remember(NewCrystal("the staging db pw is hunter2"))).crystal.id
+        cautious = (await store.remember(NewCrystal("Deploys happen on Thursdays"))).crystal.id
+        plain = (await store.remember(NewCrystal("The cat sleeps on the sofa"))).crystal.id
+    finally:
+        await store.close()
+    conn = sqlean.connect(str(db))  # as the release before v18 left it
+    with conn:
+        conn.execute("UPDATE crystals SET sensitivity = 'normal' WHERE id = ?", (secret,))
+        conn.execute("UPDATE crystals SET sensitivity = 'confidential' WHERE id = ?", (cautious,))
+        conn.execute("UPDATE meta SET value = '17' WHERE key = 'schema_version'")
+    conn.close()
+    store = await MemoryStore.open(db, HashingEmbedder())
+    try:
+        assert (await store.get(secret)).sensitivity is Sensitivity.CONFIDENTIAL
+        assert (await store.get(cautious)).sensitivity is Sensitivity.CONFIDENTIAL
+        assert (await store.get(plain)).sensitivity is Sensitivity.NORMAL
+        assert await store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    finally:
+        await store.close()
