@@ -147,7 +147,7 @@ def _summary(cases: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict
 
 async def _lookalikes(
     cases: list[dict[str, Any]], embedder: Embedder, folder: Path, on_save: bool, in_search: bool
-) -> list[dict[str, bool]]:
+) -> list[dict[str, Any]]:
     """All pairs in one memory: each older statement, then a month later each newer one."""
     clock = _Clock()
     hook = Supersession().hook() if on_save else auto_link
@@ -168,14 +168,17 @@ async def _lookalikes(
             found = [h.crystal.id for h in await search(store, request)]
             hidden = (await store.get(old_id)).superseded is not None
             below = old_id not in found or (new_id in found and found.index(new_id) < found.index(old_id))
-            out.append({"hidden": hidden, "missing": old_id not in found, "newer_ranked_above": below})
+            by = (await store.get(old_id)).superseded
+            hidden_by = (await store.get(by.by)).text if by is not None else None
+            out.append({"hidden": hidden, "missing": old_id not in found, "newer_ranked_above": below,
+                        "hidden_by": hidden_by})  # fmt: skip
         return out
     finally:
         await store.close()
 
 
-def _lookalike_summary(cases: list[dict[str, Any]], results: list[dict[str, bool]]) -> dict[str, Any]:
-    by_kind: dict[str, list[dict[str, bool]]] = defaultdict(list)
+def _lookalike_summary(cases: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for case, result in zip(cases, results, strict=True):
         by_kind[case["kind"]].append(result)
     return {
@@ -185,6 +188,9 @@ def _lookalike_summary(cases: list[dict[str, Any]], results: list[dict[str, bool
         "newer_ranked_above": _share([r["newer_ranked_above"] for r in results]),
         "hidden_by_kind": {k: f"{sum(r['hidden'] for r in v)}/{len(v)}" for k, v in sorted(by_kind.items())},
         "missing_by_kind": {k: f"{sum(r['missing'] for r in v)}/{len(v)}" for k, v in sorted(by_kind.items())},
+        "hidden_examples": [
+            {"older": c["old"], "hidden_by": r["hidden_by"]} for c, r in zip(cases, results, strict=True) if r["hidden"]
+        ][:10],
     }
 
 

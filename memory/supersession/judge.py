@@ -15,16 +15,25 @@ the default embedder (MiniLM) plus bonuses for evidence, measured on the develop
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from memory.model import Crystal, SemanticType, TypeSource
+from memory.supersession.instances import (
+    is_instance,
+    is_past_statement,
+    many_valued_relation,
+    numbered_entry,
+    purposes,
+)
 from memory.supersession.phrasing import (
     Change,
     adds_only,
     change_cue,
     content_stems,
+    denied_stems,
     negated_stems,
     new_things,
     possessions,
@@ -63,8 +72,39 @@ INFERRED = (TypeSource.MODEL, TypeSource.LLM)
 
 def may_be_outdated(crystal: Crystal) -> bool:
     """An event someone recorded as one (a conversation turn, a diary entry) stays true: it happened.
-    A statement the typer took for an event ("I take the 7:40 train") may still be a fact."""
-    return not (crystal.semantic_type is SemanticType.EPISODE and crystal.type_source not in INFERRED)
+    A statement the typer took for an event ("I take the 7:40 train") may still be a fact; one that
+    reads as an instance or as how things were then (``instances``) stays true, whoever typed it."""
+    if crystal.semantic_type is SemanticType.EPISODE and crystal.type_source not in INFERRED:
+        return False
+    return not (is_past_statement(crystal.text) or _reads_as_instance(crystal.text))
+
+
+def _reads_as_instance(text: str) -> bool:
+    """An event, a payment, a log reading or a numbered entry, unless it says a state changed ("Rent
+    went up to 1,250" is an event that sets a new value)."""
+    return is_instance(text) and change_cue(text).strength < 0.8
+
+
+def other_slot(old: str, new: str) -> str | None:
+    """Why ``new`` cannot hold ``old``'s slot (the same subject and attribute, one value at a time),
+    or None when it may. A correction that names the old value overrides all but the past."""
+    if is_past_statement(old):
+        return "the older one says how things were then"
+    if denied_stems(new) & content_stems(old):
+        return None  # "Actually it was 8 km, not 5": a correction of this very statement
+    if _reads_as_instance(old) or _reads_as_instance(new):
+        return "an instance (an event, a payment, a reading, a numbered entry), not a value"
+    old_entry, new_entry = numbered_entry(old), numbered_entry(new)
+    if old_entry and new_entry and old_entry != new_entry:
+        return "another numbered entry"
+    relation = many_valued_relation(old)
+    if relation is not None and relation == many_valued_relation(new) and change_cue(new).strength < 0.8:
+        return f"'{relation}' holds for many values"
+    old_for, new_for = purposes(old), purposes(new)
+    apart = not old_for & new_for and not old_for & _lower_words(new) and not new_for & _lower_words(old)
+    if old_for and new_for and apart:
+        return "for another thing"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +170,8 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
     """How well ``new`` reads as replacing ``old`` and why, or None when it cannot."""
     if not (is_statement(old) and is_statement(new)):
         return None
+    if other_slot(old, new) is not None:
+        return None
     pair = _Pair(old, new)
     shared, named_old = pair.shared, pair.named_old
     if adds_only(new) and not named_old:
@@ -187,6 +229,8 @@ def may_update(old: str, new: str, similarity: float) -> bool:
     one that may have changed it goes first."""
     if similarity < MAY_UPDATE_SIMILARITY or not (is_statement(old) and is_statement(new)):
         return False
+    if other_slot(old, new) is not None:
+        return False
     pair = _Pair(old, new)
     if pair.named_old:
         return True
@@ -217,9 +261,16 @@ def choose(new: str, candidates: Sequence[Candidate]) -> Verdict | None:
 
 def _someone_elses(old: str, new: str, old_words: set[str], new_words: set[str]) -> bool:
     """One statement is about a thing of someone the other names ("Tomas's brother" vs "Tomas")."""
-    return any(owner in old_words and thing not in old_words for owner, thing in possessions(new)) or any(
-        owner in new_words and thing not in new_words for owner, thing in possessions(old)
-    )
+    for first, second, second_words in ((new, old, old_words), (old, new, new_words)):
+        theirs = {thing: owner for owner, thing in possessions(second)}
+        for owner, thing in possessions(first):
+            if owner in second_words and thing not in second_words:
+                return True  # "Tomas's brother moved" is not about Tomas
+            if thing in second_words and owner not in second_words and theirs.get(thing, owner) != owner:
+                return True  # "Lea's phone number" is not Ben's
+            if thing in second_words and owner not in second_words and thing not in theirs and _speakers(second, thing):
+                return True  # "my wife's manager" is not "my manager"
+    return False
 
 
 def _other_kind_of(old: str, new: str, old_words: set[str], new_words: set[str]) -> bool:
@@ -233,6 +284,15 @@ def _other_kind_of(old: str, new: str, old_words: set[str], new_words: set[str])
         if old_qualifiers and new_qualifiers and not old_qualifiers & new_words and not new_qualifiers & old_words:
             return True
     return False
+
+
+def _speakers(text: str, thing: str) -> bool:
+    """The text calls ``thing`` the speaker's own: "my manager", "our landlord"."""
+    return re.search(rf"\b(?:my|our|mine)\s+(?:\w+\s+)?{re.escape(thing)}", text.lower()) is not None
+
+
+def _lower_words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z][\w-]*", text.lower()))
 
 
 def _widened(kinds: set[str]) -> set[str]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from memory.cognition.typing import stem
 from memory.retrieval.query import STOPWORDS
+from memory.supersession.instances import opening
 
 # A value is one word however it is punctuated: "vpn2.example.org", "/mnt/share", "0.5", "8:30".
 _WORD = re.compile(
@@ -31,7 +32,7 @@ _CHANGE = (
     r"\brenamed\b|\brelocated\b|\btransferred\b|\brescheduled\b|\bpostponed\b|\bpushed (?:back|to)\b|"
     r"\bbrought forward\b|\bmoved up\b|\bwent (?:up|down)\b|\braised\b|\blowered\b|\bincreased\b|"
     r"\bdecreased\b|\bdropped\b|\bcut\b|\bbumped\b|\bupgraded\b|\bdowngraded\b|\bextended\b|\bshortened\b|"
-    r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ )?away\b|\bleft\b|\bresigned\b|\bretired\b|"
+    r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ ){0,3}away\b|\bleft\b|\bresigned\b|\bretired\b|"
     r"\bjoined\b|\btook over\b|\bstarted\b|\bbecame\b|\bis now\b|\bare now\b|\bgot a new\b|\bhas a new\b|"
     r"\bdelayed\b|\bended up\b|\bgone off\b|\bfell out\b|\bno more\b|\bnowadays\b|\bthese days\b|\bclosed\b|"
     r"\bgot a (?:new )?job\b|\bnew job\b"
@@ -47,7 +48,8 @@ _ADDITION_RE = re.compile(_ADDITION, re.IGNORECASE)
 #: What follows these names the old value: "not Riga", "no longer Dr. Hansen", "instead of the
 #: train", "from VS Code to Neovim", "sold the Toyota", "replaced Jenkins with…".
 _NEGATED = re.compile(
-    r"\b(?:not|no longer|instead of|rather than|from|sold|traded|replaced|dropped|left|quit|stopped using|"
+    r"\b(?:not|no longer|instead of|rather than|from(?=\s+[\w./@:-]+(?:\s+[\w./@:-]+){0,2}\s+to\b)|"
+    r"sold|traded|replaced|dropped|left|quit|stopped using|"
     r"stopped|gave|gone off|moved from|switched from|away from|fell out with|no more|"
     r"(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
     r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",
@@ -107,18 +109,36 @@ def content_stems(text: str) -> set[str]:
     return {c for c in map(_content, words(text)) if c is not None}
 
 
+#: Only the words that deny a value ("not the 15th", "no longer Dr. Hansen", "instead of the train"),
+#: not the verbs that also name one ("gave 35 pounds", "sold 9 jars"): a correction of this statement.
+_DENIED = re.compile(
+    r"\b(?:not|no longer|instead of|rather than|(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
+    r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",
+    re.IGNORECASE,
+)
+
+
+def denied_stems(text: str) -> set[str]:
+    """The stems of what the statement denies outright (a narrower ``negated_stems``)."""
+    out: set[str] = set()
+    for found in _DENIED.finditer(text):
+        out |= content_stems(found.group(1))
+    return out
+
+
 _DETERMINER_WORDS = "the a an our my your his her their its this that"
 _DETERMINERS = frozenset(_DETERMINER_WORDS.split())
 
 
 def subject_phrase(text: str) -> tuple[str, ...]:
-    """The content words of a statement's opening noun phrase, when it opens with a determiner:
-    "The staging database runs on db2" -> ("staging", "database", "run"). Empty otherwise."""
-    tokens = words(text)
-    if not tokens or tokens[0] not in _DETERMINERS:
+    """The content words of a statement's opening noun phrase, after its discourse words and its
+    determiner: "Actually, the staging database runs on db2" -> ("staging", "database", "run");
+    "Lisbon team standup is at 9:30" -> ("lisbon", "team", "standup")."""
+    tokens = words(opening(text))  # "Actually, the production database …" opens with its subject too
+    if not tokens:
         return ()
     phrase = []
-    for word in tokens[1:5]:
+    for word in tokens[1:5] if tokens[0] in _DETERMINERS else tokens[:4]:
         current = _content(word)
         if current is None or not current.isalpha():
             break

@@ -1,0 +1,105 @@
+"""The slot rule (issue 28): only the same subject's same attribute, one value at a time, is replaced.
+
+Each kind of look-alike from the issue, saved into a real store with the default embedder as a
+person would say it, days apart: the older statement stays current and is found by its question.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.model import NewCrystal, Origin
+from memory.retrieval.query import SearchRequest
+from memory.retrieval.search import search
+from memory.storage.store import MemoryStore
+from memory.supersession.judge import Candidate, choose, other_slot
+from tests.memory.conftest import DAY, FakeClock
+
+LOOK_ALIKES = {
+    "repeated_event": (
+        "Went for a 5 km run along the river this morning.",
+        "Went for an 8 km run along the river this morning.",
+        "Did I run 5 km along the river?",
+    ),
+    "repeated_lunch": (
+        "Had lunch with Sam at the noodle bar on Tuesday.",
+        "Had lunch with Sam at the noodle bar on Thursday.",
+        "When did I have lunch with Sam on Tuesday?",
+    ),
+    "recurring_amount": (
+        "Paid the electricity bill: 80 euros.",
+        "Paid the electricity bill: 95 euros.",
+        "Did I pay 80 euros for electricity?",
+    ),
+    "successive_release": (
+        "Deployed version 1.2 to staging.",
+        "Deployed version 1.3 to staging.",
+        "When did 1.2 go out?",
+    ),
+    "successive_session": ("Session 4: step 4, wired the parser.", "Session 5: step 5, wrote the tests.", "Session 4"),
+    "addition": ("I have a cat called Miso.", "I also have a dog called Pepper.", "Do I have a cat?"),
+    "other_entity": ("Anna's birthday is on 3 May.", "Tom's birthday is on 9 June.", "When is Anna's birthday?"),
+    "past_statement": ("I lived in Riga from 2015 to 2019.", "I live in Tallinn.", "Where did I live in 2015?"),
+    "plural_fact": ("I like sushi.", "I like ramen.", "Do I like sushi?"),
+    "measurement_log": ("Weight this morning: 72.4 kg.", "Weight this morning: 71.9 kg.", "Was I 72.4 kg?"),
+    "unrelated_number": (
+        "Draft 2 of the thesis went to my supervisor.",
+        "My flight leaves from Terminal 2 at 7:05.",
+        "Did draft 2 of the thesis go out?",
+    ),
+    "unrelated_blood": ("Blood pressure reading: 128/84.", "Gave blood today at the Red Cross.", "blood pressure"),
+}
+
+
+async def _say(store: MemoryStore, clock: FakeClock, text: str) -> str:
+    clock.advance(2 * DAY)
+    return (await store.remember(NewCrystal(text, origin=Origin.USER_INPUT))).crystal.id
+
+
+@pytest.mark.parametrize(("old", "new", "question"), list(LOOK_ALIKES.values()), ids=list(LOOK_ALIKES))
+async def test_a_look_alike_never_hides_a_true_memory(
+    memory: MemoryStore, clock: FakeClock, old: str, new: str, question: str
+) -> None:
+    older = await _say(memory, clock, old)
+    await _say(memory, clock, new)
+    assert (await memory.get(older)).superseded is None
+    hits = await search(memory, SearchRequest(question, limit=10, touch=False))
+    assert older in [h.crystal.id for h in hits]
+
+
+async def test_search_order_does_not_put_another_things_update_first(memory: MemoryStore, clock: FakeClock) -> None:
+    """Issue 28: the production database's move ranked above the staging database's home."""
+    staging = await _say(memory, clock, "The staging database lives on db2.")
+    await _say(memory, clock, "Actually, the production database moved to PostgreSQL 16 on pg-prod-2.")
+    hits = await search(memory, SearchRequest("where does the staging database live", limit=10, touch=False))
+    assert hits[0].crystal.id == staging
+
+
+async def test_a_real_update_still_replaces_the_old_value(memory: MemoryStore, clock: FakeClock) -> None:
+    old = await _say(memory, clock, "The weekly sync is on Tuesdays at 9.")
+    new = await _say(memory, clock, "The weekly sync moved to Thursday afternoons.")
+    replaced = await memory.get(old)
+    assert replaced.superseded is not None and replaced.superseded.by == new
+
+
+def test_a_correction_of_the_event_itself_still_replaces_it() -> None:
+    """A repeated event is a new instance; a correction that denies the old value is not."""
+    old = "Went for a 5 km run along the river this morning."
+    assert other_slot(old, "Actually the run this morning was 8 km, not 5 km.") is None
+    verdict = choose("Actually the run this morning was 8 km, not 5 km.", [Candidate("old", old, 0.8)])
+    assert verdict is not None and verdict.key == "old"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("Swam 40 lengths today.", "Swam 55 lengths today.", "instance"),
+        ("I used to smoke until 2017.", "I don't smoke.", "how things were"),
+        ("Sprint 21 goal: ship billing.", "Sprint 22 goal: ship export.", "instance"),
+        ("Sara is allergic to peanuts.", "Sara is allergic to cats.", "many values"),
+        ("Our landlord for the flat is Mr. Olsen.", "Our landlord for the garage is Mrs. Dahl.", "another thing"),
+    ],
+)
+def test_the_slot_rule_names_why(old: str, new: str, reason: str) -> None:
+    why = other_slot(old, new)
+    assert why is not None and reason in why
