@@ -38,10 +38,10 @@ class Attribution:
 
 
 def link_type(similarity: float, settings: LinkSettings) -> AssociationType | None:
-    """Which automatic link a similarity deserves, if any."""
-    if similarity >= settings.updates_threshold:
+    """Which automatic link a similarity deserves, if any: above the thresholds, as the design has it."""
+    if similarity > settings.updates_threshold:
         return AssociationType.UPDATES
-    if similarity >= settings.related_threshold:
+    if similarity > settings.related_threshold:
         return AssociationType.RELATED_TO
     return None
 

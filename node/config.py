@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
+from memory import design
 from node.errors import ConfigError
 
 ENV_PREFIX = "BITTERBOT_"
@@ -101,8 +102,8 @@ class MemorySection(_Section):
     openai_model: str = ""
     openai_api_key_env: str = "OPENAI_API_KEY"
     openai_dimensions: int = Field(default=0, ge=0, le=8192)
-    related_threshold: float = Field(default=0.75, gt=0, le=1)
-    updates_threshold: float = Field(default=0.92, gt=0, le=1)
+    related_threshold: float = Field(default=design.RELATED_LINK_SIMILARITY, gt=0, le=1)
+    updates_threshold: float = Field(default=design.UPDATES_LINK_SIMILARITY, gt=0, le=1)
     embed_batch: int = Field(default=16, ge=1, le=1024)
     rrf_k: int = Field(default=10, ge=1, le=1000)
     vector_weight: float = Field(default=0.7, ge=0, le=10)
@@ -134,11 +135,11 @@ class HormonesSection(_Section):
 
 class ConsolidationSection(_Section):
     interval_min: float = Field(default=30.0, gt=0, le=10_080)
-    decay_rate_per_ms: float = Field(default=5e-10, ge=0, le=1e-6)
-    forget_threshold: float = Field(default=0.02, ge=0, lt=1)
-    promote_threshold: float = Field(default=0.7, gt=0, le=1)
-    merge_similarity: float = Field(default=0.92, gt=0, le=1)
-    emotion_decay_resistance: float = Field(default=0.5, ge=0, lt=1)
+    decay_rate_per_ms: float = Field(default=design.DECAY_RATE_PER_MS, ge=0, le=1e-6)
+    forget_threshold: float = Field(default=design.FORGET_THRESHOLD, ge=0, lt=1)
+    promote_threshold: float = Field(default=design.PROMOTE_THRESHOLD, gt=0, le=1)
+    merge_similarity: float = Field(default=design.MERGE_SIMILARITY, gt=0, le=1)
+    emotion_decay_resistance: float = Field(default=design.EMOTION_DECAY_RESISTANCE, ge=0, lt=1)
     retention_days: int = Field(default=30, ge=0, le=3_650)
 
     @model_validator(mode="after")

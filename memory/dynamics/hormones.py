@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from memory.design import MERGE_CORTISOL_SLOPE, MERGE_SIMILARITY
 from memory.model import Hormones, Origin
 
 MINUTE_MS = 60_000
@@ -261,14 +262,14 @@ class ConsolidationModulation:
 
 
 def consolidation_modulation(
-    levels: Hormones, base_resistance: float = 0.5, base_merge_threshold: float = 0.92
+    levels: Hormones, base_resistance: float = 0.5, base_merge_threshold: float = MERGE_SIMILARITY
 ) -> ConsolidationModulation:
     """The design's ``getConsolidationModulation``; ``levels.cortisol`` is the effective cortisol."""
     hormonal = min(MAX_DECAY_RESISTANCE, 0.3 * levels.cortisol + 0.2 * levels.dopamine + 0.2 * levels.oxytocin)
     return ConsolidationModulation(
         decay_resistance=hormonal,
         emotion_decay_resistance=min(0.95, base_resistance + hormonal),
-        merge_threshold=min(0.99, base_merge_threshold + 0.03 * levels.cortisol),
+        merge_threshold=min(0.99, base_merge_threshold + MERGE_CORTISOL_SLOPE * levels.cortisol),
     )
 
 

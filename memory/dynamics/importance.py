@@ -23,16 +23,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from memory.design import (
+    DECAY_RATE_PER_MS,
+    EMOTION_DECAY_RESISTANCE,
+    FORGET_THRESHOLD,
+    MERGE_SIMILARITY,
+    PROMOTE_THRESHOLD,
+)
+
 DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
 class DecaySettings:
-    decay_rate_per_ms: float = 5e-10  # half-life of an unreinforced crystal: ln 2 / rate ~ 16 days
-    forget_threshold: float = 0.02  # below: expired
-    promote_threshold: float = 0.7  # at or above: consolidated, and a merge candidate
-    merge_similarity: float = 0.92  # cosine similarity at or above which near-duplicates merge
-    emotion_decay_resistance: float = 0.5
+    decay_rate_per_ms: float = DECAY_RATE_PER_MS  # half-life of an unreinforced crystal: ln 2 / rate ~ 16 days
+    forget_threshold: float = FORGET_THRESHOLD  # below: expired
+    promote_threshold: float = PROMOTE_THRESHOLD  # at or above: consolidated, and a merge candidate
+    merge_similarity: float = MERGE_SIMILARITY  # cosine similarity at or above which near-duplicates merge
+    emotion_decay_resistance: float = EMOTION_DECAY_RESISTANCE
     retention_ms: int = 30 * DAY_MS  # expired and archived crystals are purged this long after
 
     def __post_init__(self) -> None:

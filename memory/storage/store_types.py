@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
 from memory.embedders.base import Vectors
 from memory.model import Crystal, Hormones, NewCrystal
 
@@ -20,8 +21,8 @@ class LinkSettings:
 
     enabled: bool = True
     neighbours: int = 5
-    related_threshold: float = 0.75
-    updates_threshold: float = 0.92
+    related_threshold: float = RELATED_LINK_SIMILARITY
+    updates_threshold: float = UPDATES_LINK_SIMILARITY
 
 
 class HormoneSource(Protocol):

@@ -59,6 +59,8 @@ MIN_SUBSTANCE_CHARS = 50  # every heading there but less text than this under th
 REPLAY_PER_DREAM = 10
 #: Active Context as the last dream left it: [bullet, sessions lived, importance] (synthesis.active_ledger).
 ACTIVE_LEDGER_KEY = "active_context_ledger"
+#: The hormones that were high at the last dream (a level's note is written once while it lasts).
+HIGH_HORMONES_KEY = "high_hormones_noted"
 # What the gate keeps out of a dream prompt (held, confidential), and outdated facts.
 _LIVE = (
     "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') "
@@ -258,6 +260,24 @@ async def _carried(store: MemoryStore, previous: WorkingMemory) -> tuple[tuple[s
     return tuple((b, *ledger.get(b.casefold(), (0, 0.5))) for b in previous.bullets("Active Context"))
 
 
+async def _note_new_highs(store: MemoryStore, files: WorkingMemoryFiles, levels: Hormones, now: int) -> tuple[str, ...]:
+    """A scratch note for each hormone that became high since the last dream: once while it stays high
+    (a level that stayed up for ten dreams wrote ten notes, and they crowded Active Context)."""
+    high = dict(notable(levels))
+    try:
+        already = set(json.loads(await store.get_meta(HIGH_HORMONES_KEY) or "[]"))
+    except (ValueError, TypeError):
+        already = set()
+    notes = tuple(
+        files.scratch.append(f"{name} was high ({value:.2f}) at the dream of {iso_utc(now)}", 0.7, now).text
+        for name, value in high.items()
+        if name not in already
+    )
+    if set(high) != already:
+        await store.set_meta(HIGH_HORMONES_KEY, json.dumps(sorted(high)))
+    return notes
+
+
 async def dream(
     store: MemoryStore,
     files: WorkingMemoryFiles,
@@ -272,10 +292,7 @@ async def dream(
     now = store.now_ms()
     seeded = await seed_from_hand_written(store, files)
     levels = hormones.levels() if hormones is not None else Hormones()
-    auto_notes = tuple(
-        files.scratch.append(f"{name} was high ({value:.2f}) at the dream of {iso_utc(now)}", 0.7, now).text
-        for name, value in notable(levels)
-    )
+    auto_notes = await _note_new_highs(store, files, levels, now)
     snapshot = files.scratch.read()
     previous = files.load()
     since = int(await store.get_meta(LAST_DREAM_KEY) or 0)

@@ -7,6 +7,14 @@ import math
 
 import pytest
 
+from memory.design import (
+    DECAY_RATE_PER_MS,
+    EMOTION_DECAY_RESISTANCE,
+    FORGET_THRESHOLD,
+    MERGE_CORTISOL_SLOPE,
+    MERGE_SIMILARITY,
+    PROMOTE_THRESHOLD,
+)
 from memory.dynamics.consolidation import consolidate, unmerge
 from memory.dynamics.importance import DecaySettings, access_strength, importance
 from memory.errors import CrystalNotFound, StoreError
@@ -17,6 +25,7 @@ from memory.retrieval.search import search
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.supersession.detect import supersede
+from node.config import ConsolidationSection
 from tests.memory.conftest import DAY, T0, FakeClock
 
 NEAR_A = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa one"
@@ -56,6 +65,8 @@ async def test_each_transition_with_its_audit_row(store: MemoryStore, clock: Fak
     clock.advance(40 * DAY)
     await store.touch([used.id] * 12)  # f(12) = 0.7275 >= promote 0.7, reinforced just now
     # 40 days unreinforced: 0.0952 * e^(-5e-10 * 3.456e9) = 0.0169 < forget 0.02.
+    assert access_strength(12) >= PROMOTE_THRESHOLD
+    assert access_strength(0) * math.exp(-DECAY_RATE_PER_MS * 40 * DAY) < FORGET_THRESHOLD
     report = await consolidate(store, levels=Hormones())
     assert (report.expired_by_decay, report.expired_by_ttl, report.promoted) == (1, 1, 1)
     with pytest.raises(CrystalNotFound):
@@ -148,6 +159,18 @@ async def test_stress_raises_the_merge_threshold(store: MemoryStore) -> None:
     assert stressed.merge_threshold > similarity and stressed.merged == 0
     calm = await consolidate(store, settings=settings, levels=Hormones(), dry_run=True)
     assert calm.merge_threshold < similarity and calm.merged == 1
+    assert stressed.merge_threshold == pytest.approx(settings.merge_similarity + MERGE_CORTISOL_SLOPE, abs=1e-3)
+
+
+def test_the_defaults_are_the_designs_numbers() -> None:
+    """Seed 000's decayRate, forgetThreshold, promoteThreshold, mergeOverlapThreshold and
+    emotionDecayResistance, for the engine and for the config, from ``memory.design``."""
+    engine, config = DecaySettings(), ConsolidationSection()
+    design = (DECAY_RATE_PER_MS, FORGET_THRESHOLD, PROMOTE_THRESHOLD, MERGE_SIMILARITY, EMOTION_DECAY_RESISTANCE)
+    assert design == (5e-10, 0.02, 0.7, 0.92, 0.5)
+    for settings in (engine, config):
+        assert (settings.decay_rate_per_ms, settings.forget_threshold, settings.promote_threshold,
+                settings.merge_similarity, settings.emotion_decay_resistance) == design  # fmt: skip
 
 
 async def test_dry_run_reports_and_changes_nothing(store: MemoryStore, clock: FakeClock) -> None:

@@ -320,6 +320,22 @@ async def test_a_high_hormone_writes_its_own_scratch_note(store: MemoryStore, fi
     assert any(b.startswith("cortisol was high") for b in files.load().bullets("Active Context"))
 
 
+async def test_a_level_that_stays_high_is_noted_once_not_at_every_dream(
+    store: MemoryStore, files: WorkingMemoryFiles
+) -> None:
+    """Issue 28: a level high for several dreams wrote a note at each, and 4 of 5 Active Context bullets
+    read "dopamine was high"."""
+    endocrine = await Endocrine.attach(store)
+    await endocrine.observe([Event.URGENCY, Event.URGENCY])
+    first = await dream(store, files, EXTRACTIVE, hormones=endocrine)
+    files.scratch.append("Shipped the billing page", 0.8, store.now_ms())
+    second = await dream(store, files, EXTRACTIVE, hormones=endocrine)
+    assert len(first.auto_notes) == 1 and second.auto_notes == ()
+    bullets = files.load().bullets("Active Context")
+    assert sum(b.startswith("cortisol was high") for b in bullets) == 1
+    assert any("Shipped the billing page" in b for b in bullets)
+
+
 async def test_due_replays_are_dreamt_and_move_to_the_next_interval(
     store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:

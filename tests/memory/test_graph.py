@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import pytest
 
+from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
 from memory.graph import associations, attribution_chain, derivation_tree, link, link_type
 from memory.model import AssociationType, NewCrystal
 from memory.storage.store import LinkSettings, MemoryStore
+from node.config import MemorySection
 
 
-def test_link_type_thresholds() -> None:
-    settings = LinkSettings(related_threshold=0.75, updates_threshold=0.92)
-    assert link_type(0.95, settings) is AssociationType.UPDATES
-    assert link_type(0.92, settings) is AssociationType.UPDATES
-    assert link_type(0.8, settings) is AssociationType.RELATED_TO
-    assert link_type(0.74, settings) is None
+def test_links_follow_the_designs_thresholds() -> None:
+    """The defaults are the design's (seed 003: RelatedTo above 0.7, Updates above 0.9), read from
+    ``memory.design`` like the config's, so a drift shows here."""
+    settings = LinkSettings()
+    assert settings.related_threshold == RELATED_LINK_SIMILARITY
+    assert settings.updates_threshold == UPDATES_LINK_SIMILARITY
+    assert (MemorySection().related_threshold, MemorySection().updates_threshold) == (0.7, 0.9)
+    assert link_type(UPDATES_LINK_SIMILARITY + 0.001, settings) is AssociationType.UPDATES
+    assert link_type(UPDATES_LINK_SIMILARITY, settings) is AssociationType.RELATED_TO
+    assert link_type(RELATED_LINK_SIMILARITY + 0.001, settings) is AssociationType.RELATED_TO
+    assert link_type(RELATED_LINK_SIMILARITY, settings) is None
 
 
 async def test_similar_crystals_are_linked_on_save_and_nothing_is_deleted(store: MemoryStore) -> None:
