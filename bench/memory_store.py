@@ -46,6 +46,8 @@ GOAL_HYBRID_P50_MS = 30.0
 class SyntheticEmbedder:
     """A fake embedder for timing only: deterministic random unit vectors, no model."""
 
+    carries_meaning = False
+
     def __init__(self, seed: int = 7) -> None:
         self._rng = np.random.default_rng(seed)
 

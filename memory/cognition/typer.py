@@ -8,7 +8,7 @@ again (confidence 1); every correction is also a labelled example that the model
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -17,6 +17,7 @@ import aiosqlite
 from memory.cognition.epistemic import layer_for
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples, shipped_model
+from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.governance.rules import classify_sensitivity
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash
 
@@ -45,6 +46,8 @@ class Typer:
         self._corrected = {content_hash(text): stype for text, stype in corrections}
         self._corrections = list(corrections)[-MAX_CORRECTIONS_FITTED:]
         self._fitted: TypingModel | None = None  # fitted at the first statement to type, not at open
+        # Fitted at the first embedded crystal to refine, for one vector space (``vector_model``).
+        self._vectors: tuple[str, VectorTypingModel] | None = None
 
     @property
     def _model(self) -> TypingModel:
@@ -144,6 +147,19 @@ class Typer:
         self._corrected[content_hash(text)] = semantic_type
         self._corrections = [*self._corrections, (text, semantic_type)][-MAX_CORRECTIONS_FITTED:]
         self._fitted = self._fit(self._corrections)
+        self._vectors = None  # refitted with the correction at the next refinement
+
+    def vector_model(self, space: str, embed: Callable[[Sequence[str]], Any]) -> VectorTypingModel:
+        """The model of meaning for vectors of ``space``, fitted on the shipped examples and the
+        corrections embedded with ``embed`` (1.5 s for MiniLM's 734: call it off the event loop)."""
+        if self._vectors is None or self._vectors[0] != space:
+            examples = shipped_examples() + [Example(t, s, CORRECTION_WEIGHT) for t, s in self._corrections]
+            self._vectors = (space, VectorTypingModel.fit(embed([e.text for e in examples]), examples))
+        return self._vectors[1]
+
+    def refine(self, text: str, vector: Any, model: VectorTypingModel) -> Guess:
+        """The type of an embedded statement, by its words and its meaning (``vector_typing.mixed``)."""
+        return mixed(self._model.log_probs_many([text]), model.log_probs(vector))[0]
 
 
 def _decided(new: NewCrystal, guess: Guess, source: TypeSource) -> Typing:

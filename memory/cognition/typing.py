@@ -200,6 +200,13 @@ class TypingModel:
         confidence = 1.0 / np.exp(scores - scores[np.arange(len(texts)), tops][:, None]).sum(axis=1)
         return [Guess(CLASSES[int(t)], float(c)) for t, c in zip(tops, confidence, strict=True)]
 
+    def log_probs_many(self, texts: Sequence[str]) -> np.ndarray:
+        """Each text's log-probability of each class (rows: texts, columns: ``CLASSES``)."""
+        scores = np.array([self._weights[self._indices(t)].sum(axis=0) + self._bias for t in texts])
+        scores = scores.reshape(len(texts), len(CLASSES))
+        scores -= scores.max(axis=1, keepdims=True)
+        return np.asarray(scores - np.log(np.exp(scores).sum(axis=1, keepdims=True)))
+
     def classify(self, text: str) -> Guess:
         scores = self._weights[self._indices(text)].sum(axis=0) + self._bias
         top = int(scores.argmax())
@@ -220,10 +227,29 @@ def read_examples(lines: Iterable[str]) -> list[Example]:
     return out
 
 
+#: The labelled statements shipped with the package (see ``data/README.md``): the first set, and the
+#: same nine types in five more voices (chat, an agent's notes, conversation turns, work documents, a
+#: diary), each statement with its voice.
+EXAMPLE_FILES = ("typing_examples.jsonl", "typing_voices.jsonl")
+
+
+def _data(name: str) -> str:
+    return resources.files("memory.cognition").joinpath(f"data/{name}").read_text("utf-8")
+
+
+def voiced_examples() -> list[tuple[str, Example]]:
+    """The shipped statements of ``typing_voices.jsonl``, each with its voice."""
+    out = []
+    for line in _data("typing_voices.jsonl").splitlines():
+        if line.strip():
+            doc = json.loads(line)
+            out.append((str(doc["voice"]), Example(str(doc["text"]), SemanticType(doc["type"]))))
+    return out
+
+
 def shipped_examples() -> list[Example]:
-    """The labelled statements shipped with the package (see ``data/README.md``)."""
-    text = resources.files("memory.cognition").joinpath("data/typing_examples.jsonl").read_text("utf-8")
-    return read_examples(text.splitlines())
+    """Every labelled statement shipped with the package."""
+    return read_examples(_data(EXAMPLE_FILES[0]).splitlines()) + [e for _, e in voiced_examples()]
 
 
 @lru_cache(maxsize=1)

@@ -18,6 +18,10 @@ Vectors = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):
+    #: whether nearby vectors mean nearby meanings (a model's), or only shared words (hashing): what
+    #: reads meaning from a vector (typing by meaning) asks this first
+    carries_meaning: bool
+
     #: stable identity of the vector space, e.g. "hashing-v1-384"; part of the vector table's name
     @property
     def id(self) -> str: ...

@@ -19,6 +19,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 class HashingEmbedder:
+    carries_meaning = False
+
     def __init__(self, dim: int = 384) -> None:
         if dim < 16:
             raise ValueError("dim must be at least 16")

@@ -46,6 +46,8 @@ def default_model_path() -> Path:
 
 
 class MiniLMOnnxEmbedder:
+    carries_meaning = True
+
     def __init__(
         self, model_path: Path | None = None, vocab_path: Path = VOCAB_PATH, threads: int | None = None
     ) -> None:

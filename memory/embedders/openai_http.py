@@ -36,6 +36,8 @@ BATCH = 64
 
 
 class OpenAIHttpEmbedder:
+    carries_meaning = True
+
     def __init__(self, settings: HttpEmbedderSettings) -> None:
         if not settings.url or not settings.model:
             raise EmbedderError("the openai embedder needs memory.openai_url and memory.openai_model")

@@ -22,12 +22,13 @@ from marketplace.schema import MARKET_SCHEMA
 from memory.clock import wall_clock_ms
 from memory.cognition.curiosity import Curiosity
 from memory.cognition.llm_typer import LlmTyper
+from memory.cognition.refine_type import refine_type
 from memory.dynamics.consolidation import ConsolidationReport, consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
 from memory.dynamics.importance import DAY_MS, DecaySettings
 from memory.embedders import HttpEmbedderSettings, make_embedder
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, Vectors
 from memory.errors import MemoryError_
 from memory.graph import auto_link
 from memory.llm import ChatEndpoint
@@ -128,11 +129,20 @@ def chat_endpoint(config: Config) -> ChatEndpoint:
 
 
 def embedded_hook(config: Config) -> EmbeddedHook:
-    """What runs after each embedding: graph links, and supersession unless it is off."""
+    """What runs after each embedding: the automatic type decided again by words and meaning (before
+    supersession, which reads the type), then graph links, and supersession unless it is off."""
+    then: EmbeddedHook
     if config.memory.supersession == "off":
-        return auto_link
-    judge = LlmJudge(chat_endpoint(config)) if config.memory.supersession == "llm" else None
-    return Supersession(judge).hook()
+        then = auto_link
+    else:
+        judge = LlmJudge(chat_endpoint(config)) if config.memory.supersession == "llm" else None
+        then = Supersession(judge).hook()
+
+    async def after_embedding(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
+        await refine_type(store, crystal_id, vector)
+        return await then(store, crystal_id, vector)
+
+    return after_embedding
 
 
 async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None) -> MemoryStore:

@@ -12,15 +12,31 @@ from memory.cognition.epistemic import layer_for
 from memory.cognition.retype import retype
 from memory.cognition.typer import Typer
 from memory.cognition.typing import TypingModel, features, read_examples, shipped_examples, shipped_model
+from memory.embedders.base import Embedder
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import EpistemicLayer, NewCrystal, Origin, SemanticType, TypeSource
 from memory.storage.store import MemoryStore
+from node.config import Config
+from node.parts.memory import embedded_hook
+from tests.memory.conftest import FakeClock
 
 DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "data" / "typing_dev.jsonl"
 
 
-async def test_untyped_memories_get_a_type_a_confidence_and_a_layer(store: MemoryStore) -> None:
-    # The issue's own examples; none of them is among the statements the typer is fitted on.
+async def test_untyped_memories_get_a_type_a_confidence_and_a_layer(
+    tmp_path: Path, clock: FakeClock, minilm: Embedder
+) -> None:
+    # The issue's own examples; none of them is among the statements the typer is fitted on. Typed
+    # as the node types them: by words when stored, by words and meaning once embedded (the words
+    # alone now read "moved … last year" as an episode).
+    store = await MemoryStore.open(tmp_path / "t.db", minilm, now_ms=clock, on_embedded=embedded_hook(Config()))
+    try:
+        await _typed_as_the_issue_says(store)
+    finally:
+        await store.close()
+
+
+async def _typed_as_the_issue_says(store: MemoryStore) -> None:
     expected = {
         "My brother Tomas moved to Tallinn last year": SemanticType.RELATIONSHIP,
         "answers in Norwegian when I write in Norwegian": SemanticType.PREFERENCE,
@@ -29,7 +45,7 @@ async def test_untyped_memories_get_a_type_a_confidence_and_a_layer(store: Memor
     shipped = {e.text.rstrip(".") for e in shipped_examples()}
     for text, stype in expected.items():
         assert text not in shipped
-        crystal = (await store.remember(NewCrystal(text))).crystal
+        crystal = await store.get((await store.remember(NewCrystal(text))).crystal.id)
         assert crystal.semantic_type is stype, text
         assert crystal.type_source is TypeSource.MODEL
         assert 1 / len(SemanticType) < crystal.type_confidence <= 1

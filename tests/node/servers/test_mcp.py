@@ -27,8 +27,8 @@ TOOLS = {
 
 
 @asynccontextmanager
-async def mcp_client(data_dir: Path) -> AsyncIterator[Client]:
-    env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
+async def mcp_client(data_dir: Path, embedder: str = "hashing") -> AsyncIterator[Client]:
+    env = clean_env(BITTERBOT_MEMORY__EMBEDDER=embedder)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "node", "mcp", "--data-dir", str(data_dir)], env=env
     )
@@ -106,9 +106,10 @@ async def test_beside_a_running_daemon_it_goes_through_the_daemon(tmp_path: Path
 
 async def test_the_readme_agent_session(tmp_path: Path) -> None:
     """The README's MCP session, step by step: memories without types, a search, feedback, a note,
-    a dream, and the MEMORY.md it produced (README, "MCP server")."""
+    a dream, and the MEMORY.md it produced (README, "MCP server"). With the default embedder, as the
+    README runs it: the types are the ones words and meaning give once a memory is embedded."""
     data = tmp_path / "agent"
-    async with mcp_client(data) as client:
+    async with mcp_client(data, embedder="minilm") as client:
         said = {}
         for text in (
             "My brother Tomas moved to Tallinn last year",
@@ -139,8 +140,8 @@ async def test_the_readme_agent_session(tmp_path: Path) -> None:
     assert boot.startswith("# The person's directives (follow these first)\n- answers in Norwegian")
     for line in (
         "## Phenotype\n- Realised the flaky login test was a timezone problem",
-        "## Bond\n- answers in Norwegian when I write in Norwegian\n- My brother Tomas moved to Tallinn last year",
-        "- User's name is Douglas, deadline Friday",
+        "## Bond\n- answers in Norwegian when I write in Norwegian\n- User's name is Douglas, deadline Friday\n"
+        "- My brother Tomas moved to Tallinn last year",
         '## Curiosity Gaps\n- Unanswered: "When is the dentist appointment?" (asked 1x)\n- wants to pass the Oslo',
     ):
         assert line in memory_md, line
