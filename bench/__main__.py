@@ -9,6 +9,7 @@ import os
 import platform
 import sys
 import time
+import traceback
 from typing import Any
 
 BENCHMARKS = {
@@ -44,15 +45,22 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "results": {},
     }
+    failed = []
     for name in args.names or list(BENCHMARKS):
         started = time.perf_counter()
-        module = importlib.import_module(BENCHMARKS[name])
-        result = module.run(args.quick)
+        try:
+            module = importlib.import_module(BENCHMARKS[name])
+            result = module.run(args.quick)
+        except Exception as exc:  # one broken benchmark must not hide the others' figures
+            failed.append(name)
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc(file=sys.stderr)
         result["wall_s"] = round(time.perf_counter() - started, 2)
         report["results"][name] = result
-        print(f"bench {name}: done in {result['wall_s']} s", file=sys.stderr)
+        print(f"bench {name}: {'FAILED' if name in failed else 'done'} in {result['wall_s']} s", file=sys.stderr)
+    report["failed"] = failed
     print(json.dumps(report, indent=2))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
