@@ -162,5 +162,7 @@ async def evaluate(embedder_name: str, quick: bool) -> dict[str, Any]:
 
 
 def run(quick: bool) -> dict[str, Any]:
+    if not DATA.exists():  # the set is not ours to ship (CC BY-NC): it sits beside the checkout
+        return {"skipped": f"no LoCoMo data at {DATA} (set LOCOMO_PATH)"}
     name = os.environ.get("LOCOMO_EMBEDDER", "minilm")
     return asyncio.run(evaluate(name, quick))
