@@ -80,9 +80,9 @@ def may_be_outdated(crystal: Crystal) -> bool:
 
 
 def _reads_as_instance(text: str) -> bool:
-    """An event, a payment, a log reading or a numbered entry, unless it says a state changed ("Rent
-    went up to 1,250" is an event that sets a new value)."""
-    return is_instance(text) and change_cue(text).strength < 0.8
+    """An event, a payment, a log reading or a numbered entry, unless it says a state changed or holds
+    now ("Rent went up to 1,250" and "Finished Middlemarch; I'm on Lolita now" set a new value)."""
+    return is_instance(text) and change_cue(text).strength < 0.5  # "Finished X; I'm on Y now" sets a state
 
 
 def other_slot(old: str, new: str) -> str | None:

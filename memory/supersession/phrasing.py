@@ -35,9 +35,13 @@ _CHANGE = (
     r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ ){0,3}away\b|\bleft\b|\bresigned\b|\bretired\b|"
     r"\bjoined\b|\btook over\b|\bstarted\b|\bbecame\b|\bis now\b|\bare now\b|\bgot a new\b|\bhas a new\b|"
     r"\bdelayed\b|\bended up\b|\bgone off\b|\bfell out\b|\bno more\b|\bnowadays\b|\bthese days\b|\bclosed\b|"
-    r"\bgot a (?:new )?job\b|\bnew job\b"
+    r"\bgot a (?:new )?job\b|\bnew job\b|\brewritten\b|\brebuilt\b|\bported\b|\bconverted\b|\bredone\b"
 )
-_HINT = r"\bnow\b|\bnew\b|\bsince\b|\bfrom (?:next|this) \w+\b|\bas of\b|\bupdated?\b"
+_HINT = (
+    r"\bnow\b|\bnew\b|\bsince\b|\bfrom (?:next|this) \w+\b|\bas of\b|\bupdated?\b|"
+    r"\bfrom (?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\bfrom tomorrow\b|"
+    r"\bstarting (?:\w+ )?(?:today|tomorrow|\w+day)\b"
+)
 #: Words that add to what was known rather than replace it ("I also have a bicycle").
 _ADDITION = r"\balso\b|\btoo\b|\bas well\b|\banother\b|\bin addition\b|\bbesides\b|\bas well as\b"
 
@@ -49,7 +53,7 @@ _ADDITION_RE = re.compile(_ADDITION, re.IGNORECASE)
 #: train", "from VS Code to Neovim", "sold the Toyota", "replaced Jenkins with…".
 _NEGATED = re.compile(
     r"\b(?:not|no longer|instead of|rather than|from(?=\s+[\w./@:-]+(?:\s+[\w./@:-]+){0,2}\s+to\b)|"
-    r"sold|traded|replaced|dropped|left|quit|stopped using|"
+    r"sold|traded|replaced|dropped|left|quit|stopped using|finished|completed|done with|"
     r"stopped|gave|gone off|moved from|switched from|away from|fell out with|no more|"
     r"(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
     r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",

@@ -103,3 +103,17 @@ def test_a_correction_of_the_event_itself_still_replaces_it() -> None:
 def test_the_slot_rule_names_why(old: str, new: str, reason: str) -> None:
     why = other_slot(old, new)
     assert why is not None and reason in why
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Standup is at 9:15.", "From Monday standup starts at 9:45."),
+        ("The deploy pipeline runs on Jenkins.", "The deploy pipeline was rewritten in GitHub Actions."),
+        ("I'm reading Middlemarch.", "Finished Middlemarch; I'm on The Remains of the Day now."),
+    ],
+    ids=["from_monday", "rewritten", "finished_and_now"],
+)
+def test_updates_told_in_other_words_still_replace(old: str, new: str) -> None:
+    verdict = choose(new, [Candidate("old", old, 0.7)])
+    assert verdict is not None and verdict.key == "old"

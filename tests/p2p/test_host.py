@@ -44,9 +44,12 @@ async def link_line(hosts: list[P2PHost]) -> list[P2PHost]:
         await host.start()
     for left, right in itertools.pairwise(hosts):
         await right.connect(left.listen_addrs[0])
-    async with asyncio.timeout(15):
-        for host in hosts:
-            while await host.mesh_size(SKILLS_TOPIC) < 1:  # noqa: ASYNC110 - polling the library's mesh
+    # Every link grafted into the mesh, both ways (an end has one neighbour, the rest two): gossip
+    # published earlier may be lost, and a busy machine grafts late. A bound on waiting, not a claim.
+    async with asyncio.timeout(60):
+        for i, host in enumerate(hosts):
+            neighbours = (i > 0) + (i < len(hosts) - 1)
+            while await host.mesh_size(SKILLS_TOPIC) < neighbours:  # noqa: ASYNC110 - polling the library's mesh
                 await asyncio.sleep(0.1)
     return hosts
 
@@ -242,30 +245,37 @@ async def test_an_attacker_routing_through_two_honest_relays_leaves_them_their_s
         # host apart so that the two copies are two gossip messages, not one seen twice.
         rogue_b._pubsub.counter += 1_000_000
         twice = skill_envelope(attacker, wall_ms()).encode()
-        await rogue_a.publish(SKILLS_TOPIC, twice)
-        await rogue_b.publish(SKILLS_TOPIC, twice)  # the same envelope as another gossip message
-        for n in range(25):
-            item = listing(f"Step {n}: check the disk with df -h before rotating logs", stable_skill_id=f"s{n}")
-            await rogue_a.publish(SKILLS_TOPIC, skill_envelope(attacker, wall_ms(), item).encode())
 
         def seen(reason: str) -> int:
             return receiver.validator.snapshot_counters().get(SKILLS_TOPIC, {}).get(reason, 0)
 
-        # Gossip published before a mesh link is grafted can be lost (gossipsub's semantics): each
-        # rogue sends again, as an attacker would, until the receiver has seen what the test is about.
-        # A bound on waiting, not a timing claim.
+        # First the replay, then the burst: the receiver's rate applies before its replay check, so a
+        # second copy that came after the burst would be counted rate-limited, not replayed. Gossip
+        # published before a mesh link is grafted can be lost (gossipsub's semantics): each rogue
+        # sends again, as an attacker would, until the receiver has seen what the test is about. The
+        # copy goes by both roads each time: a relay that passed its one copy drops it as a replay.
+        # Bounds on waiting, not timing claims.
+        async with asyncio.timeout(90):
+            while seen("replayed") < 1:
+                await rogue_a.publish(SKILLS_TOPIC, twice)
+                await rogue_b.publish(SKILLS_TOPIC, twice)
+                for _ in range(40):
+                    if seen("replayed") >= 1:
+                        break
+                    await asyncio.sleep(0.05)
         async with asyncio.timeout(90):
             rounds = 0
-            while seen("replayed") < 1 or seen("rate_limited") < 20:
-                await asyncio.sleep(0.05)
+            while seen("rate_limited") < 20:
+                for n in range(25 if rounds == 0 else 5):
+                    item = listing(
+                        f"Step {rounds}-{n}: check the disk with df -h first", stable_skill_id=f"s{rounds}-{n}"
+                    )
+                    await rogue_a.publish(SKILLS_TOPIC, skill_envelope(attacker, wall_ms(), item).encode())
                 rounds += 1
-                if rounds % 40 == 0:  # every 2 s
-                    if seen("replayed") < 1:
-                        await rogue_b.publish(SKILLS_TOPIC, twice)
-                    if seen("rate_limited") < 20:
-                        for n in range(5):
-                            item = listing(f"Again {rounds}-{n}: df -h first", stable_skill_id=f"a{rounds}-{n}")
-                            await rogue_a.publish(SKILLS_TOPIC, skill_envelope(attacker, wall_ms(), item).encode())
+                for _ in range(40):
+                    if seen("rate_limited") >= 20:
+                        break
+                    await asyncio.sleep(0.05)
         peers = {p.peer_id: p for p in await receiver.peers()}
         for relay in (relay_1, relay_2):
             assert peers[relay.peer_id].banned_until_ms is None
