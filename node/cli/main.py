@@ -311,16 +311,15 @@ def main() -> None:
 
 def register_commands() -> click.Group:
     """Add the command groups defined in their own modules (they build on this one's helpers)."""
-    from node.cli import memory_dynamics as memory_dynamics_cli  # noqa: F401 - adds its commands to memory_group
     from node.cli.memory import memory_group  # registered here: memory_cli builds on this module's helpers
 
     cli.add_command(memory_group)
     from node.cli.backup import backup, restore  # also adds memory export to the memory group
-    from node.cli.market import chain_group, wallet_group  # also adds skills record|price|buy to the skills group
-    from node.cli.network import connect, peers, skills_group, weather_group
+    from node.cli.chain import chain_group
+    from node.cli.groups import skills_group, weather_group
     from node.cli.ui import ui
 
-    for command in (peers, connect, weather_group, skills_group, wallet_group, chain_group, backup, restore, ui):
+    for command in (weather_group, skills_group, chain_group, backup, restore, ui):
         cli.add_command(command)
     from node.cli.generated import add_generated
 

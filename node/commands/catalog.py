@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.commands import market, memory, network, skills, status, ui
+from node.commands import daemon, market, memory, network, skills, working_memory
 from node.commands.registry import Command, index
 
 COMMANDS: dict[str, Command[Any]] = index(
     [
-        *status.NODE.commands,
+        *daemon.NODE.commands,
         *memory.MEMORY.commands,
+        *working_memory.DYNAMICS.commands,
         *skills.LEDGER.commands,
         *skills.SKILLS.commands,
         *network.NETWORK.commands,
         *market.MARKET.commands,
-        *ui.UI.commands,
+        *daemon.UI.commands,
     ]
 )
 
@@ -25,3 +26,14 @@ COMMANDS: dict[str, Command[Any]] = index(
 def command(name: str) -> Command[Any]:
     """The command called ``name``; a name no module defines is a programming error."""
     return COMMANDS[name]
+
+
+def table() -> str:
+    """Every command and where it appears, as the README shows it (a test keeps the two the same)."""
+    rows = ["| command | CLI | API | MCP tool |", "| --- | --- | --- | --- |"]
+    for found in COMMANDS.values():
+        cli = f"`{' '.join(found.cli.path)}`" if found.cli else "-"
+        api = f"`{found.route.method} {found.route.path}`" if found.route else "-"
+        mcp = f"`{found.mcp.tool}`" if found.mcp else ("never: the person's" if found.person_only else "-")
+        rows.append(f"| `{found.name}` | {cli} | {api} | {mcp} |")
+    return "\n".join(rows)

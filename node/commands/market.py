@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from marketplace.pricing import format_usdc
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, NoArgs, Request
+from marketplace.pricing import format_usdc, parse_usdc
+from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.commands.texts import market as text
 
 
 class MarketHost(Protocol):
@@ -30,15 +31,32 @@ class MarketHost(Protocol):
     async def arbitrate(self, purchase_id: str) -> dict[str, Any]: ...
 
 
+def _usdc(text: str | None) -> str | None:
+    """An amount of USDC as a person writes it ("0.05"), refused here when it is not one."""
+    if text is not None:
+        parse_usdc(text)  # its ValueError names the problem; pydantic names the field
+    return text
+
+
 class BuyArgs(Request):
     listing: str = Field(min_length=1, max_length=200, description="A skill id, or SELLER_PEER_ID/SKILL_ID.")
     max_price: str | None = Field(
         default=None, max_length=32, description="Refuse a listing dearer than this many USDC, e.g. 0.05."
     )
 
+    @field_validator("max_price")
+    @classmethod
+    def _max_price_is_usdc(cls, text: str | None) -> str | None:
+        return _usdc(text)
+
 
 class FundArgs(Request):
     amount: str = Field(min_length=1, max_length=32, description="USDC to mint on a dev chain, e.g. 10.")
+
+    @field_validator("amount")
+    @classmethod
+    def _amount_is_usdc(cls, text: str) -> str:
+        return str(_usdc(text))
 
 
 class WithdrawArgs(Request):
@@ -55,15 +73,29 @@ MARKET = CommandSet("market")
 commands = MARKET.command
 
 
-@commands("skills.buy", BuyArgs, route=HttpRoute("POST", "/v1/skills/buy", "skills"), timeout_s=180)
+@commands(
+    "skills.buy",
+    BuyArgs,
+    route=HttpRoute("POST", "/v1/skills/buy", "skills"),
+    timeout_s=180,
+    cli=CliSpec("skills", "buy", arguments=("listing",), render=text.bought, exit_code=text.bought_exit),
+)
 async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
-    """Buy a listed skill."""
+    """Buy a listed skill: LISTING is its skill id, or SELLER_PEER_ID/SKILL_ID when several sell it. Asks the
+    seller for a signed quote, locks the price in escrow, receives the skill encrypted to this node, checks it
+    against the signed listing, stores it, and releases the payment."""
     return await market.buy_listing(request.listing, request.max_price)
 
 
-@commands("wallet", NoArgs, route=HttpRoute("GET", "/v1/wallet", "market"))
+@commands(
+    "wallet",
+    NoArgs,
+    route=HttpRoute("GET", "/v1/wallet", "market"),
+    cli=CliSpec("", "wallet", is_group=True, render=text.wallet),
+    mcp=McpSpec("wallet_show"),
+)
 async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
-    """Wallet, balance and earnings ledger."""
+    """This node's USDC wallet and earnings ledger (through the running daemon)."""
     return await market.wallet_report()
 
 
@@ -71,7 +103,7 @@ class DealsArgs(Request):
     limit: int = Field(default=20, ge=1, le=500, description="How many of the latest purchases and of sales.")
 
 
-def _deals(doc: dict[str, Any]) -> str:
+def _deals(doc: dict[str, Any], _: Any) -> str:
     lines = []
     for role, rows in (("purchase", doc["purchases"]), ("sale", doc["sales"])):
         for row in rows:
@@ -85,19 +117,26 @@ def _deals(doc: dict[str, Any]) -> str:
     DealsArgs,
     route=HttpRoute("GET", "/v1/skills/purchases", "skills"),
     cli=CliSpec("skills", "purchases", render=_deals),
+    mcp=McpSpec("skills_purchases"),
 )
 async def purchases(market: MarketHost, request: DealsArgs) -> dict[str, Any]:
     """This node's purchases and sales: where each stands and what comes next."""
     return await market.deals_report(request.limit)
 
 
-@commands("wallet.fund", FundArgs, route=HttpRoute("POST", "/v1/wallet/fund", "market"), timeout_s=60)
+@commands(
+    "wallet.fund",
+    FundArgs,
+    route=HttpRoute("POST", "/v1/wallet/fund", "market"),
+    timeout_s=60,
+    cli=CliSpec("wallet", "fund", arguments=("amount",), render=text.funded),
+)
 async def fund(market: MarketHost, request: FundArgs) -> dict[str, Any]:
-    """Mint dev USDC to this wallet (dev chains only)."""
+    """Mint AMOUNT development USDC (and gas) to this wallet: development chains only."""
     return await market.fund_wallet(request.amount)
 
 
-def _withdrawn(doc: dict[str, Any]) -> str:
+def _withdrawn(doc: dict[str, Any], _: Any) -> str:
     return (
         f"withdrew {format_usdc(doc['withdrawn_micro_usdc'])}; "
         f"the wallet holds {format_usdc(doc['balance_micro_usdc'])}, "
@@ -122,7 +161,9 @@ async def withdraw(market: MarketHost, request: WithdrawArgs) -> dict[str, Any]:
     PurchaseArgs,
     route=HttpRoute("POST", "/v1/skills/dispute", "skills"),
     timeout_s=60,
-    cli=CliSpec("skills", "dispute", arguments=("purchase_id",), render=lambda doc: f"{doc['state']}: {doc['detail']}"),
+    cli=CliSpec(
+        "skills", "dispute", arguments=("purchase_id",), render=lambda doc, _: f"{doc['state']}: {doc['detail']}"
+    ),
 )
 async def dispute(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     """Contest a seller's committed delivery (the escrow's arbiter decides)."""
@@ -133,7 +174,7 @@ async def dispute(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     "skills.evidence",
     PurchaseArgs,
     route=HttpRoute("GET", "/v1/skills/evidence", "skills"),
-    cli=CliSpec("skills", "evidence", arguments=("purchase_id",), render=lambda doc: str(doc["summary"])),
+    cli=CliSpec("skills", "evidence", arguments=("purchase_id",), render=lambda doc, _: str(doc["summary"])),
 )
 async def evidence(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     """What the chain holds of a deal, and the arbiter's verdict it leads to."""
@@ -146,7 +187,7 @@ async def evidence(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     route=HttpRoute("POST", "/v1/skills/arbitrate", "skills"),
     timeout_s=60,
     cli=CliSpec(
-        "skills", "arbitrate", arguments=("purchase_id",), render=lambda doc: f"to the {doc['to']}: {doc['why']}"
+        "skills", "arbitrate", arguments=("purchase_id",), render=lambda doc, _: f"to the {doc['to']}: {doc['why']}"
     ),
 )
 async def arbitrate(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:

@@ -6,7 +6,11 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from node.commands.registry import CommandSet, HttpRoute, NoArgs, Request
+from memory.errors import InvalidQuery
+from memory.retrieval.query import parse_since
+from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.commands.texts import network as text
+from node.errors import UsageError
 from p2p.trust.peer_listing import PEERS_LISTED
 
 
@@ -32,7 +36,7 @@ class ConnectArgs(Request):
 
 class WeatherArgs(Request):
     level: float = Field(ge=0, le=1, description="Cortisol level; 0 ends a weather.")
-    duration_s: int = Field(ge=1, le=7 * 86_400)
+    duration_s: int = Field(ge=1, le=7 * 86_400, description="How long it lasts (on the command line: 30s, 5m, 2h).")
     reason: str = Field(min_length=1, max_length=280)
 
 
@@ -40,25 +44,64 @@ NETWORK = CommandSet("p2p")
 commands = NETWORK.command
 
 
-@commands("peers", PeersArgs, route=HttpRoute("GET", "/v1/peers", "network"))
+def _seconds(given: str) -> int:
+    """ "--duration 5m" as whole seconds, at least one."""
+    try:
+        duration_ms = -parse_since(given, 0)
+    except InvalidQuery as exc:
+        raise UsageError(str(exc)) from None
+    if duration_ms < 1_000:
+        raise UsageError("--duration must be at least 1s")
+    return duration_ms // 1000
+
+
+@commands(
+    "peers",
+    PeersArgs,
+    route=HttpRoute("GET", "/v1/peers", "network"),
+    cli=CliSpec("", "peers", render=text.peers),
+    mcp=McpSpec("network_peers"),
+)
 async def peers(p2p: NetworkHost, request: PeersArgs) -> list[dict[str, Any]]:
-    """Peers with trust levels."""
+    """Connected and known peers: trust level, local/global/combined trust, penalties."""
     return await p2p.peer_listing(request.limit)
 
 
-@commands("p2p.connect", ConnectArgs, route=HttpRoute("POST", "/v1/peers/connect", "network"))
+@commands(
+    "p2p.connect",
+    ConnectArgs,
+    route=HttpRoute("POST", "/v1/peers/connect", "network"),
+    cli=CliSpec("", "connect", arguments=("address",), render=text.connected),
+)
 async def connect(p2p: NetworkHost, request: ConnectArgs) -> dict[str, Any]:
-    """Dial a peer by multiaddr."""
+    """Dial a peer now, by its full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)."""
     return await p2p.dial(request.address)
 
 
-@commands("weather.show", NoArgs, route=HttpRoute("GET", "/v1/weather", "network"))
+@commands(
+    "weather.show",
+    NoArgs,
+    route=HttpRoute("GET", "/v1/weather", "network"),
+    cli=CliSpec("weather", "show", render=text.weather_now),
+    mcp=McpSpec("network_weather"),
+)
 async def weather(p2p: NetworkHost, request: NoArgs) -> dict[str, Any]:
-    """The weather this node obeys."""
+    """The weather this node obeys now."""
     return await p2p.weather_report()
 
 
-@commands("weather.broadcast", WeatherArgs, route=HttpRoute("POST", "/v1/weather", "network"))
+@commands(
+    "weather.broadcast",
+    WeatherArgs,
+    route=HttpRoute("POST", "/v1/weather", "network"),
+    cli=CliSpec(
+        "weather",
+        "broadcast",
+        options={"duration_s": "--duration"},
+        convert={"duration_s": _seconds},
+        render=text.weather_sent,
+    ),
+)
 async def broadcast(p2p: NetworkHost, request: WeatherArgs) -> dict[str, Any]:
-    """Broadcast weather (management nodes)."""
+    """Sign and gossip a weather event (management nodes only)."""
     return await p2p.broadcast_weather(request.level, request.duration_s, request.reason)

@@ -1,8 +1,11 @@
-"""A command of the node, defined once: its name, request model, handler and HTTP route.
+"""A command of the node, defined once: its name, request model, handler, and where it appears
+(CLI path, HTTP route, MCP tool).
 
 The HTTP API, the control socket, the OpenAPI document, the MCP server and the CLI all reach
 a command through its ``Command``: the servers dispatch by name, the clients send its request,
-and a command marked ``local`` also runs in-process on the node's files when no daemon runs.
+the CLI's options and the MCP tool's parameters are built from the request model's fields (types,
+bounds and help written once, there), and a command marked ``local`` also runs in-process on the
+node's files when no daemon runs.
 A handler takes the host object of the part named by its ``CommandSet`` (the running part in
 the daemon, a file-backed one in the local client) and the validated request.
 
@@ -14,12 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from node.errors import PersonOnly
 from node.runtime.actor import PEOPLE, current_actor
+
+if TYPE_CHECKING:
+    from node.config import LoadedConfig
+    from node.paths import NodePaths
 
 R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -47,16 +54,70 @@ class HttpRoute:
 
 
 @dataclass(frozen=True, slots=True)
+class CliView:
+    """What a command's rendering may look at besides its answer: the request it ran, and the node's
+    config and paths (resolved only when asked: most renderings need neither)."""
+
+    request: Any
+    locate: Callable[[], tuple[LoadedConfig, NodePaths]]
+    flags: Mapping[str, bool] = field(default_factory=dict)  # the CLI's own flags (``CliSpec.flags``)
+
+
+@dataclass(frozen=True, slots=True)
 class CliSpec:
     """How a command appears on the command line when ``node.cli.generated`` builds it from the
-    request model: its group and name, the fields taken as positional arguments, option names that
-    differ from the field names, and how a person reads the answer (``--json`` prints it whole)."""
+    request model: its group path ("" for the top, "memory", "memory quarantine") and name, the
+    fields taken as positional arguments, option names that differ from the field names, and how a
+    person reads the answer (``--json`` prints it whole).
+
+    ``defaults`` are a person's defaults where they differ from an API caller's; ``convert`` turns
+    what a person types into the field's value ("--tags a,b" into a list, "--duration 5m" into
+    seconds); ``progress`` names the steps a local run reports and the bar's label; a ``group``
+    command is also the group of the commands below it (``wallet`` and ``wallet fund``)."""
 
     group: str
     name: str
     arguments: tuple[str, ...] = ()
     options: Mapping[str, str] = field(default_factory=dict)  # field -> "--flag"
-    render: Callable[[Any], str] | None = None
+    render: Callable[[Any, CliView], str] | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    convert: Mapping[str, Callable[[str], Any]] = field(default_factory=dict)
+    progress: Callable[[], tuple[int, str]] | None = None
+    is_group: bool = False
+    newline: bool = True  # False: the text is printed as it is (a bootstrap text ends as it ends)
+    #: Flags of the command line alone, for how the answer reads ("--explain": every factor), by help.
+    flags: Mapping[str, str] = field(default_factory=dict)
+    #: The exit code an answer means (a purchase still pending: 1); 0 when not given.
+    exit_code: Callable[[Any], int] | None = None
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return (*self.group.split(), self.name)
+
+
+class Caller(Protocol):
+    """How a composed MCP tool runs the commands it is made of (``McpSpec.compose``)."""
+
+    through_daemon: bool
+
+    async def __call__(self, command: str, args: dict[str, Any]) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class McpSpec:
+    """How a command appears to an agent as an MCP tool (``node.servers.mcp``): the tool's name, the
+    request fields the agent sets (all when ``None``; the rest keep their defaults), fields set for
+    the agent and never by it (``fixed``), what the agent must know beyond the summary, and what it
+    gets back (``shape``, the answer by default). A tool made of several commands says how in
+    ``compose``, which receives a caller and the validated request."""
+
+    tool: str
+    fields: tuple[str, ...] | None = None
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # an agent's, where they differ from the API's
+    description: str | None = None
+    shape: Callable[[Any], Any] | None = None
+    compose: Callable[[Caller, Any], Awaitable[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +133,7 @@ class Command(Generic[R]):
     cli: CliSpec | None = None
     #: Only the person may run it (it widens what reaches the agent's prompt): refused to the agent.
     person_only: bool = False
+    mcp: McpSpec | None = None
 
     def parse(self, args: Mapping[str, Any]) -> R:
         """The request from JSON-shaped arguments; pydantic's ValidationError names a bad field (400)."""
@@ -116,13 +178,24 @@ class CommandSet:
         cli: CliSpec | None = None,
         summary: str | None = None,
         person_only: bool = False,
+        mcp: McpSpec | None = None,
     ) -> Callable[[Callable[[Any, R], Awaitable[Any]]], Command[R]]:
         """Register the decorated handler; its docstring's first paragraph is the summary unless given."""
 
         def register(handler: Callable[[Any, R], Awaitable[Any]]) -> Command[R]:
             doc = (handler.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
             command = Command(
-                name, self.part, request, handler, summary or doc or name, route, local, timeout_s, cli, person_only
+                name,
+                self.part,
+                request,
+                handler,
+                summary or doc or name,
+                route,
+                local,
+                timeout_s,
+                cli,
+                person_only,
+                mcp,
             )
             self.commands.append(command)
             return command
@@ -134,9 +207,11 @@ def index(commands: Iterable[Command[Any]]) -> dict[str, Command[Any]]:
     """Commands by name; two with one name, or two on one route, is a programming error."""
     by_name: dict[str, Command[Any]] = {}
     routes: set[tuple[str, str]] = set()
+    places: set[tuple[str, ...]] = set()
     for command in commands:
         if command.name in by_name:
             raise ValueError(f"two commands are named {command.name!r}")
+        _check_places(command, places)
         if command.route is not None:
             key = (command.route.method, command.route.path)
             if key in routes:
@@ -147,3 +222,25 @@ def index(commands: Iterable[Command[Any]]) -> dict[str, Command[Any]]:
                 raise ValueError(f"{command.name}: path fields {missing} are not fields of its request")
         by_name[command.name] = command
     return by_name
+
+
+def _check_places(command: Command[Any], places: set[tuple[str, ...]]) -> None:
+    """One command per CLI path and per MCP tool; what they name are fields of the request; a
+    person-only command never reaches the agent."""
+    fields = command.request.model_fields
+    if command.cli is not None:
+        if command.cli.path in places:
+            raise ValueError(f"two commands are `{' '.join(command.cli.path)}`")
+        places.add(command.cli.path)
+        named = [*command.cli.arguments, *command.cli.options, *command.cli.defaults, *command.cli.convert]
+        if unknown := [f for f in named if f not in fields]:
+            raise ValueError(f"{command.name}: the CLI names {unknown}, not fields of its request")
+    if command.mcp is not None:
+        if command.person_only:
+            raise ValueError(f"{command.name}: only the person runs it, so it is no MCP tool")
+        if ("mcp", command.mcp.tool) in places:
+            raise ValueError(f"two commands are the MCP tool {command.mcp.tool!r}")
+        places.add(("mcp", command.mcp.tool))
+        named = [*(command.mcp.fields or ()), *command.mcp.fixed, *command.mcp.defaults]
+        if unknown := [f for f in named if f not in fields]:
+            raise ValueError(f"{command.name}: the MCP tool names {unknown}, not fields of its request")

@@ -32,7 +32,7 @@ class PublishArgs(ShareArgs):
 
 
 class RecordArgs(SkillArgs):
-    success: bool
+    success: bool = Field(description="How the execution went.")
     reward: float | None = Field(default=None, ge=0, le=1, description="Reward score in [0, 1] (default 1 / 0).")
 
 

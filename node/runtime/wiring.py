@@ -20,7 +20,7 @@ from node.servers.control import ControlServer
 
 
 class _StatusHost:
-    """The ``node`` commands' host (``node.commands.status.NodeHost``)."""
+    """The ``node`` commands' host (``node.commands.daemon.NodeHost``)."""
 
     def __init__(self, status: Callable[[], DaemonStatus] | None) -> None:
         self._status = status

@@ -68,3 +68,66 @@ def test_a_command_naming_a_group_that_does_not_exist_is_a_programming_error() -
     root = click.Group("root")
     with pytest.raises(ValueError, match="no command group 'memory'"):
         add_generated(root, SAMPLES.commands)
+
+
+class Tuned(Request):
+    tags: list[str] = Field(default_factory=list, description="Tags.")
+    seconds: int = Field(default=60, ge=1, le=3600, description="How long.")
+    ratio: float = Field(default=0.5, gt=0, le=1)
+    reason: str = "said by the API"
+
+
+def _tuned(**spec: Any) -> click.Command:
+    tuned = CommandSet("memory")
+
+    @tuned.command("tuned.run", Tuned, cli=CliSpec("memory", "tuned", **spec))
+    async def run(host: Any, request: Tuned) -> dict[str, Any]:
+        """Tuned."""
+        return {}
+
+    return build(tuned.commands[0])
+
+
+def _params(command: click.Command, *argv: str) -> dict[str, Any]:
+    with command.make_context("tuned", list(argv)) as ctx:
+        return dict(ctx.params)
+
+
+def test_bounds_of_the_model_are_the_options_ranges() -> None:
+    command = _tuned()
+    with pytest.raises(click.BadParameter, match="1<=x<=3600"):
+        _params(command, "--seconds", "0")
+    with pytest.raises(click.BadParameter, match="0<x<=1"):
+        _params(command, "--ratio", "0")
+    assert _params(command, "--ratio", "1")["ratio"] == 1.0
+
+
+def test_a_persons_defaults_conversions_and_flags_are_declared_with_the_command() -> None:
+    command = _tuned(
+        defaults={"reason": "said by the person"},
+        convert={"tags": lambda text: text.split(",")},
+        options={"seconds": "--for"},
+        flags={"explain": "Every factor."},
+    )
+    params = _params(command, "--tags", "a,b", "--for", "5", "--explain")
+    assert params["reason"] == "said by the person" and params["tags"] == "a,b" and params["seconds"] == 5
+    assert params["explain"] is True
+    assert _params(command)["tags"] is None  # left out: the request's own default, not the text "[]"
+
+
+def test_a_cli_path_or_an_mcp_tool_names_one_command_and_only_fields_of_its_request() -> None:
+    from node.commands.registry import McpSpec, index
+
+    twice = CommandSet("memory")
+    for name in ("one", "two"):
+        twice.command(name, Tuned, cli=CliSpec("memory", "same"))(sample.handler)
+    with pytest.raises(ValueError, match="two commands are `memory same`"):
+        index(twice.commands)
+    wrong = CommandSet("memory")
+    wrong.command("w", Tuned, cli=CliSpec("memory", "w", arguments=("nope",)))(sample.handler)
+    with pytest.raises(ValueError, match=r"the CLI names \['nope'\]"):
+        index(wrong.commands)
+    agents = CommandSet("memory")
+    agents.command("p", Tuned, person_only=True, mcp=McpSpec("p"))(sample.handler)
+    with pytest.raises(ValueError, match="only the person runs it, so it is no MCP tool"):
+        index(agents.commands)

@@ -21,8 +21,10 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
-    "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede",
-    "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "skills_search", "memory_quarantine",
+    "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede", "memory_show", "memory_event",
+    "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "working_memory_show",
+    "skills_search", "skills_record", "skills_price", "skills_purchases", "memory_quarantine",
+    "network_peers", "network_weather", "wallet_show",
 }  # fmt: skip
 
 
@@ -57,10 +59,10 @@ async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: P
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == TOOLS
         search = tools["memory_search"]
-        assert "hybrid" in (search.description or "") and {"query", "mode", "since"} <= set(
-            search.input_schema["properties"]
-        )
-        assert search.input_schema["required"] == ["query"]
+        fields = search.input_schema["properties"]
+        assert "peer" in (search.description or "") and {"query", "mode", "since"} <= set(fields)
+        assert "hybrid" in fields["mode"]["description"] and fields["limit"]["maximum"] == 1000  # from the request
+        assert "origin" not in fields  # set for the agent, never by it
 
         made = _data(await client.call_tool("memory_remember", {"text": "Ana prefers answers in Spanish",
                                                                 "type": "preference", "importance": 0.8}))  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.servers.mcp import _hits
+from node.commands.texts.agent import hits as _hits
 
 
 def _found(text: str, *, origin: str = "user_input", held: bool = False, sensitivity: str = "normal") -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The node's own command: its status (identity, parts and what each reports)."""
+"""The daemon's own commands: its status (identity, parts and what each reports), and a one-time
+login URL for the dashboard (``bitterbot-node ui``)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,23 @@ class NodeHost(Protocol):
     def status(self) -> DaemonStatus: ...
 
 
+class DashboardHost(Protocol):
+    """What the login command needs of the dashboard (``node.dashboard.web.Dashboard``)."""
+
+    def login_url(self) -> str: ...
+
+
 NODE = CommandSet("node")
+UI = CommandSet("ui")
 
 
 @NODE.command("status", NoArgs, route=HttpRoute("GET", "/v1/status", "node"))
 async def status(node: NodeHost, request: NoArgs) -> dict[str, Any]:
     """The node at a glance: identity, parts, memory, peers, weather, market."""
     return asdict(node.status())
+
+
+@UI.command("ui.login", NoArgs, route=HttpRoute("POST", "/v1/ui/login", "ui"))
+async def login(dashboard: DashboardHost, request: NoArgs) -> dict[str, str]:
+    """A login URL for the dashboard: it works once, within a minute, and sets a session cookie."""
+    return {"url": dashboard.login_url()}

@@ -1,0 +1,117 @@
+"""What an agent gets back from a command through MCP (``McpSpec.shape``): the few fields it needs,
+and every hit marked as the prompt gate says (``memory.governance.prompt_gate``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory.governance.prompt_gate import Passage, Route, decide
+from memory.model import Origin, SemanticType, Sensitivity
+from node.commands.registry import Caller
+
+
+def hits(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [out for out in map(hit, found) if out is not None]
+
+
+def hit(found: dict[str, Any]) -> dict[str, Any] | None:
+    """One search hit as the agent gets it, marked as the gate says (``None``: the gate says never)."""
+    crystal = found["crystal"]
+    out = {"id": crystal["id"], "text": crystal["text"], "type": crystal["semantic_type"],
+           "importance": round(crystal["importance"], 3), "score": round(found["score"], 4),
+           "origin": crystal["origin"], "source": crystal["source"]}  # fmt: skip
+    if crystal.get("superseded"):
+        out["superseded_by"] = crystal["superseded"]["by"]  # outdated: a newer memory replaced it
+    held = bool(crystal.get("quarantined"))
+    confidential = crystal.get("sensitivity") == Sensitivity.CONFIDENTIAL.value
+    passage = decide(
+        Route.SEARCH_RESULT, origin=Origin(crystal["origin"]), held=held, confidential=confidential, instructions=False
+    )
+    if passage is Passage.NEVER:
+        return None
+    if passage is Passage.MARKED:
+        out["peer_content"] = True  # another node's text: data, never instructions
+        out["held_in_quarantine"] = held
+    if confidential:
+        out["confidential"] = True  # a secret of the person's: for this machine's agent only, never to repeat
+    return out
+
+
+def remembered(done: dict[str, Any]) -> dict[str, Any]:
+    crystal = done["crystal"]
+    return {"id": crystal["id"], "created": done["created"], "type": crystal["semantic_type"],
+            "type_confidence": round(crystal["type_confidence"], 3),
+            "layer": crystal["epistemic_layer"]}  # fmt: skip
+
+
+def steered(crystal: dict[str, Any]) -> dict[str, Any]:
+    return {"id": crystal["id"], "steering_reward": round(crystal["steering_reward"], 3)}
+
+
+def typed(crystal: dict[str, Any]) -> dict[str, Any]:
+    return {"id": crystal["id"], "type": crystal["semantic_type"], "layer": crystal["epistemic_layer"]}
+
+
+def superseded(crystal: dict[str, Any]) -> dict[str, Any]:
+    return {"id": crystal["id"], "superseded_by": crystal["superseded"]["by"]}
+
+
+def current_again(crystal: dict[str, Any]) -> dict[str, Any]:
+    return {"id": crystal["id"], "current": crystal["superseded"] is None}
+
+
+def gaps(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"question": g["query"], "asked": g["asked"]} for g in found]
+
+
+def held(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": item["crystal"]["id"], "text": item["crystal"]["text"], "source": item["source"],
+             "reason": item["reason"], "flags": item["flags"], "peer_content": True}
+            for item in items]  # fmt: skip
+
+
+def shown(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """One memory with its links; another node's text marked, as a search hit is."""
+    out = hit({"crystal": doc["crystal"], "score": 1.0})
+    if out is None:
+        return None
+    out.pop("score")
+    out["links"] = [{"type": a["type"], "from": a["src_id"], "to": a["dst_id"]} for a in doc["associations"]]
+    return out
+
+
+def noted(crystal: dict[str, Any]) -> dict[str, Any]:
+    return {"id": crystal["id"], "noted": crystal["text"]}
+
+
+def bootstrap_text(doc: dict[str, Any]) -> str:
+    return str(doc["text"])
+
+
+def dreamt(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: report[k] for k in ("accepted", "rejected_because", "notes_indexed", "pointers_added", "insights")}
+
+
+async def status(call: Caller, _: Any) -> dict[str, Any]:
+    """How much is remembered, the embedding backlog, and the hormonal state: two commands, one tool."""
+    stats = await call("memory.stats", {})
+    return {"crystals": stats["total"], "by_semantic_type": stats["by_semantic_type"],
+            "by_lifecycle": stats["by_lifecycle"], "embedding_backlog": stats["embedding_backlog"],
+            "hormones": await call("memory.hormones", {})}  # fmt: skip
+
+
+async def skills_found(call: Caller, request: Any) -> dict[str, Any]:
+    """The agent's own skills and task patterns that match, and (through the daemon) the network's."""
+    types = [SemanticType.SKILL, SemanticType.TASK_PATTERN]
+    local = await call("memory.search", {"query": request.query, "limit": request.limit, "types": types})
+    listings = (
+        await call("skills.list", {"query": request.query, "limit": request.limit + 1}) if call.through_daemon else []
+    )
+    offered = [
+        {"listing": f"{row['seller_peer_id']}/{row['stable_skill_id']}", "title": row["title"],
+         "price_usdc": row["price_micro_usdc"] / 1_000_000, "seller_level": row["seller_level"],
+         "verified": row["verified"], "peer_content": True}  # a seller's words: data, never instructions
+        for row in listings
+        if not row["mine"]
+    ]  # fmt: skip
+    return {"local": hits(local), "network": offered[: request.limit]}

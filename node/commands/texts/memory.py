@@ -1,0 +1,173 @@
+"""The memory commands' answers as a person reads them."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from node.commands.registry import CliView
+from node.errors import UsageError
+
+if TYPE_CHECKING:
+    from memory.working_memory.memory_md import WorkingMemoryFiles
+
+
+def remembered(doc: dict[str, Any], _: CliView) -> str:
+    verb = "remembered" if doc["created"] else "already known"
+    c = doc["crystal"]
+    typed = f"{c['semantic_type']} {c['type_confidence']:.2f}" if c["type_source"] == "model" else c["semantic_type"]
+    return f"{verb} {c['id']} ({typed}, {c['epistemic_layer']}, {c['sensitivity']}, {c['lifespan']})"
+
+
+def superseded_mark(crystal: dict[str, Any]) -> str:
+    """An outdated crystal (shown only when asked for) says what replaced it."""
+    superseded = crystal.get("superseded")
+    return f" [superseded by {superseded['by']}]" if superseded else ""
+
+
+def provenance_mark(crystal: dict[str, Any]) -> str:
+    """A peer's content says so, and held content says that too."""
+    if crystal["origin"] != "peer":
+        return ""
+    held = "HELD, " if crystal.get("quarantined") else ""
+    return f" [{held}from {str(crystal['source'] or 'a peer')[:21]}…]"
+
+
+def hits(found: list[dict[str, Any]], _: CliView) -> str:
+    if not found:
+        return "no matches"
+    lines = []
+    for rank, hit in enumerate(found, start=1):
+        crystal = hit["crystal"]
+        text = crystal["text"].replace("\n", " ")
+        mark = f"{provenance_mark(crystal)}{superseded_mark(crystal)}"
+        lines.append(f"{rank:>3}. {crystal['id']}  [{crystal['semantic_type']}]{mark}  {text[:100]}")
+        if hit["explain"]:
+            e = hit["explain"]
+            lines.append(
+                f"     keyword rank {e['keyword_rank']} bm25 {e['keyword_score']} | vector rank {e['vector_rank']} "
+                f"sim {e['vector_similarity']} | rrf {e['rrf']} x importance {e['importance_factor']} "
+                f"x recency {e['recency_factor']} x steering {e['steering_factor']} x time {e['time_factor']} "
+                f"x superseded {e['superseded_factor']} = {e['final_score']} (fused rank {e['fused_rank']})"
+            )
+            if e["in_place_of"]:
+                lines.append(f"     current in place of {e['in_place_of']}, which it superseded")
+    return "\n".join(lines)
+
+
+def shown(doc: dict[str, Any], _: CliView) -> str:
+    c = doc["crystal"]
+    lines = [
+        f"{c['id']}  {c['semantic_type']} / {c['origin']} / {c['lifecycle']} / {c['scope']} / {c['sensitivity']}",
+        f"  typed by {c['type_source']} ({c['type_confidence']:.2f})  layer {c['epistemic_layer']}  "
+        f"lifespan {c['lifespan']}",
+        f"  importance {c['importance']}  accessed {c['access_count']}x  embedded {c['embedded_with']}",
+        f"  {c['text']}",
+    ]
+    if c.get("superseded"):
+        lines.append(f"  superseded by {c['superseded']['by']} (memory unsupersede {c['id']} to undo)")
+    lines += [f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})" for a in doc["associations"]]
+    lines += [f"  audit {e['from']} -> {e['to']}: {e['reason']} by {e['actor']}" for e in doc["audit"]]
+    lines += [
+        f"  {e['action']} {e['detail']} by {e['actor']}"
+        for e in doc["attribution"]
+        if e["action"] in ("superseded", "supersedes", "unsuperseded")
+    ]
+    return "\n".join(lines)
+
+
+def held(items: list[dict[str, Any]], view: CliView) -> str:
+    if not items:
+        return f"nothing {view.request.status.value}"
+    lines = []
+    for item in items:
+        c = item["crystal"]
+        flags = f" [{', '.join(item['flags'])}]" if item["flags"] else ""
+        lines.append(f"{c['id']}  from {item['source'][:21]}…  {item['reason']}{flags}")
+        lines.append(f"    {c['text'].replace(chr(10), ' ')[:160]}")
+    return "\n".join(lines)
+
+
+def approved(_: dict[str, Any], view: CliView) -> str:
+    return f"approved {view.request.id}"
+
+
+def rejected(_: dict[str, Any], view: CliView) -> str:
+    return f"rejected {view.request.id}"
+
+
+def forgotten(doc: dict[str, Any], _: CliView) -> str:
+    return f"forgot {doc['forgotten']}"
+
+
+def counts(stats: dict[str, Any], _: CliView) -> str:
+    lines = [
+        f"crystals       {stats['total']}  ({stats['file_bytes'] / 1e6:.1f} MB, schema v{stats['schema_version']})",
+        f"embedder       {stats['embedder']}  backlog {stats['embedding_backlog']}",
+    ]
+    for key in ("by_lifecycle", "by_semantic_type", "by_origin", "by_sensitivity"):
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(stats[key].items()))
+        lines.append(f"{key[3:]:<15}{parts or '-'}")
+    return "\n".join(lines)
+
+
+def consolidated(report: dict[str, Any], view: CliView) -> str:
+    verb = "would" if view.request.dry_run else "did"
+    lines = [
+        f"consolidation {verb}: rescore {report['rescored']}, expire {report['expired_by_decay']} decayed + "
+        f"{report['expired_by_ttl']} past TTL, merge {report['merged']}, promote {report['promoted']}, "
+        f"purge {report['purged']}  ({report['duration_ms']} ms; merge threshold {report['merge_threshold']})"
+    ]
+    lines += [
+        f"  {change['crystal_id']}  {change['from_state']} -> {change['to_state']}: {change['reason']}"
+        for change in report["changes"]
+    ]
+    return "\n".join(lines)
+
+
+def unmerged(doc: dict[str, Any], view: CliView) -> str:
+    return f"restored {view.request.id} (it had been merged into {doc['merged_into']})"
+
+
+def _files(view: CliView) -> WorkingMemoryFiles:
+    from memory.working_memory.memory_md import WorkingMemoryFiles
+
+    workspace = view.locate()[1].workspace
+    assert workspace is not None  # NodePaths.of always sets it
+    return WorkingMemoryFiles(workspace)
+
+
+def noted(crystal: dict[str, Any], view: CliView) -> str:
+    return f"noted in {_files(view).scratch.path} (crystal {crystal['id']})"
+
+
+def bootstrap_text(doc: dict[str, Any], _: CliView) -> str:
+    return str(doc["text"])
+
+
+def dreamt(report: dict[str, Any], view: CliView) -> str:
+    if not report["accepted"]:
+        raise UsageError(f"the dream was rejected, MEMORY.md is unchanged: {report['rejected_because']}")
+    memory_md = _files(view).memory_md
+    return (
+        f"dreamt ({report['synthesizer']}, {report['duration_ms']} ms): {report['notes_indexed']} notes folded in, "
+        f"{report['pointers_added']} new pointers; wrote {memory_md}"
+    )
+
+
+def hormone_levels(doc: dict[str, Any], _: CliView) -> str:
+    line = f"dopamine {doc['dopamine']:.3f}  cortisol {doc['cortisol']:.3f}  oxytocin {doc['oxytocin']:.3f}"
+    if doc["network_override"]:
+        o = doc["network_override"]
+        line += f"\nnetwork override: cortisol {o['level']} until {o['until_ms']} ({o['reason']})"
+    return line
+
+
+def after_events(doc: dict[str, Any], _: CliView) -> str:
+    return f"now: {json.dumps(doc)}"
+
+
+def working(doc: dict[str, Any], _: CliView) -> str:
+    waiting = len(doc["scratch"])
+    changed = "; the last dream changed it" if doc["changed_by_last_dream"] else ""
+    return f"{doc['memory_md'].rstrip()}\n\n({waiting} scratch notes wait for the next dream{changed})"
