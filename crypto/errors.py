@@ -27,8 +27,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ground.errors import BitterbotError
 
-class CryptoError(Exception):
+
+class CryptoError(BitterbotError):
     """Base of every error raised by ``crypto``."""
 
 

@@ -8,7 +8,7 @@ One class, two backends, the same code path:
   with the real USDC address in production).
 
 eth-tester is not thread-safe and a synchronous EVM call stalls whatever thread runs
-it, so every web3 call runs on one thread of its own (a ``p2p.bridge.TrioThread``, the
+it, so every web3 call runs on one thread of its own (a ``ground.bridge.TrioThread``, the
 bridge the libp2p host uses too), one call at a time, never on the event loop.
 Reverts surface as ``TransactionReverted`` (``InsufficientFunds`` for balance and
 allowance failures) whatever the backend: transactions are signed locally and sent
@@ -24,6 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
+from ground.bridge import TrioThread
 from marketplace.arbiter_policy import arbiter_refusal
 from marketplace.chain_types import Account, EscrowRules, GasSpent, Receipt, TransferAuthorization
 from marketplace.errors import (
@@ -33,7 +34,6 @@ from marketplace.errors import (
     TransactionPending,
     TransactionReverted,
 )
-from p2p.bridge import TrioThread
 
 T = TypeVar("T")
 GAS_LIMIT = 300_000

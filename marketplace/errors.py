@@ -1,6 +1,7 @@
 """Every error the marketplace package raises.
 
-MarketError
+MarketError (a ``ground.errors.BitterbotError``)
+├── MarketUnavailable      the market cannot serve now: no chain yet, or its chain failed to load (503)
 ├── ChainError             a chain operation failed
 │   ├── ChainUnreachable   the JSON-RPC chain did not answer (also a ConnectionError): try again later
 │   ├── TransactionPending a transaction was sent and no receipt came in time: its outcome is unknown
@@ -12,9 +13,15 @@ MarketError
 
 from __future__ import annotations
 
+from ground.errors import BitterbotError, Unavailable
 
-class MarketError(Exception):
+
+class MarketError(BitterbotError):
     """Base of every error raised by ``marketplace``."""
+
+
+class MarketUnavailable(MarketError, Unavailable):
+    """The market cannot serve now (no chain yet, or its chain failed to load): try again later."""
 
 
 class ChainError(MarketError):

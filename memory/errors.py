@@ -1,6 +1,6 @@
 """Every error the memory package raises.
 
-MemoryError_
+MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── StoreError              the database cannot be used (corrupt, newer schema, closed)
 │   └── SchemaTooNew
 ├── CrystalNotFound
@@ -12,8 +12,10 @@ MemoryError_
 
 from __future__ import annotations
 
+from ground.errors import BitterbotError
 
-class MemoryError_(Exception):  # trailing underscore: don't shadow the builtin MemoryError
+
+class MemoryError_(BitterbotError):  # trailing underscore: don't shadow the builtin MemoryError
     """Base of every error raised by ``memory``."""
 
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from crypto.errors import CryptoError
+from ground.errors import Unavailable
 from marketplace.errors import ChainUnreachable, MarketError
 from memory.errors import CrystalNotFound, ExportRefused, MemoryError_
-from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning, PartOff, PersonOnly, UnknownCommand
-from p2p.errors import HostNotRunning, P2PError, RequestFailed
+from node.errors import EXIT_FAILURE, EXIT_USAGE, PartOff, PersonOnly, UnknownCommand
+from p2p.errors import P2PError, RequestFailed
 
 UNEXPECTED = 500
 
 HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
-    (PartNotRunning, 503),
-    (HostNotRunning, 503),
+    (Unavailable, 503),  # a part that is off, a host not started, a market with no chain: not the request's fault
     (CrystalNotFound, 404),
     (ExportRefused, 403),
     (PersonOnly, 403),

@@ -1,6 +1,6 @@
 """Errors of the node package, and the process exit codes they map to.
 
-    NodeError
+    NodeError (a ``ground.errors.BitterbotError``)
     ├── ConfigError          a config file or environment override is wrong   -> exit 2
     ├── UsageError           a command was given something it cannot use       -> exit 2
     ├── AlreadyRunning       another daemon holds the data dir's lock          -> exit 3
@@ -19,13 +19,15 @@ failure of a running daemon exits 1. A clean stop exits 0.
 
 from __future__ import annotations
 
+from ground.errors import BitterbotError, Unavailable
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_ALREADY_RUNNING = 3
 
 
-class NodeError(Exception):
+class NodeError(BitterbotError):
     exit_code = EXIT_FAILURE
 
 
@@ -57,7 +59,7 @@ class AlreadyRunning(NodeError):
         self.pid = pid
 
 
-class PartNotRunning(NodeError):
+class PartNotRunning(NodeError, Unavailable):
     """A part a command needs is off or not started yet (the memory store, the p2p host): HTTP 503."""
 
     exit_code = EXIT_USAGE

@@ -1,19 +1,22 @@
 """Every error the p2p package raises.
 
-P2PError
-├── SchemaError        a gossip body does not match its kind's schema (also a ValueError)
+P2PError (a ``ground.errors.BitterbotError``)
+├── SchemaError        a gossip body does not match its kind's schema (also a ``FieldError``, a ValueError;
+│                      the field parsers of ``ground.fields`` raise ``FieldError`` itself)
 ├── RequestFailed      a direct request to a peer could not be made or answered (also a ConnectionError)
 └── HostNotRunning     the libp2p host is not started, or already stopped
 """
 
 from __future__ import annotations
 
+from ground.errors import BitterbotError, FieldError, Unavailable
 
-class P2PError(Exception):
+
+class P2PError(BitterbotError):
     """Base of every error raised by ``p2p``."""
 
 
-class SchemaError(P2PError, ValueError):
+class SchemaError(P2PError, FieldError):
     """A body that does not match its kind's schema."""
 
 
@@ -21,7 +24,7 @@ class RequestFailed(P2PError, ConnectionError):
     """A direct request could not be made or answered (no route, protocol refused, stream reset)."""
 
 
-class HostNotRunning(P2PError):
+class HostNotRunning(P2PError, Unavailable):
     """The libp2p host is not running: not started yet, or stopped."""
 
     def __init__(self, message: str = "the p2p host is not running") -> None:

@@ -1,6 +1,6 @@
 """The libp2p host on its own trio thread, bridged to the daemon's asyncio loop.
 
-py-libp2p is trio-native, so the host runs on a ``p2p.bridge.TrioThread``: commands
+py-libp2p is trio-native, so the host runs on a ``ground.bridge.TrioThread``: commands
 go in through ``call`` and report back on an asyncio future; accepted messages come
 out through ``to_loop`` into one bounded asyncio queue (a full queue drops and
 counts, never blocks the libp2p thread).
@@ -26,8 +26,8 @@ import multiaddr
 import trio
 
 from crypto.identity import Identity
-from memory.clock import wall_clock_ms
-from p2p.bridge import TrioThread
+from ground.bridge import TrioThread
+from ground.clock import wall_clock_ms
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame

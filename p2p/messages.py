@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ground.fields import ADDRESS, content_hash_field, field, identifier, integer, only, text
 from memory.model import Crystal, content_hash
 from p2p.errors import SchemaError
-from p2p.fields import ADDRESS, content_hash_field, field, identifier, integer, only, text
 
 KIND_SKILL_LISTING = "skill.listing"
 KIND_SKILL_REVOCATION = "skill.revocation"

@@ -40,7 +40,8 @@ from crypto.errors import (
 )
 from crypto.peer_id import peer_id_from_ed25519
 from crypto.windows import ReplayGuard, TimestampWindow
-from p2p.errors import SchemaError
+from ground.errors import FieldError
+from ground.rates import RateLimit, TokenBuckets
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
@@ -162,30 +163,6 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
-class RateLimit:
-    per_s: float
-    burst: int
-
-
-class TokenBuckets:
-    """Per-key token buckets: ``allow`` spends one token if there is one."""
-
-    def __init__(self, limit: RateLimit, max_keys: int = 100_000) -> None:
-        self._limit = limit
-        self._max_keys = max_keys
-        self._buckets: dict[bytes, tuple[float, int]] = {}  # key -> (tokens, last refill ms)
-
-    def allow(self, key: bytes, now_ms: int) -> bool:
-        tokens, last = self._buckets.get(key, (float(self._limit.burst), now_ms))
-        tokens = min(float(self._limit.burst), tokens + max(0, now_ms - last) * self._limit.per_s / 1000)
-        allowed = tokens >= 1.0
-        if len(self._buckets) >= self._max_keys and key not in self._buckets:
-            self._buckets.clear()  # bounded memory: a reset is generous, never unsafe for honest peers
-        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now_ms)
-        return allowed
-
-
-@dataclass(frozen=True, slots=True)
 class ValidatorSettings:
     max_envelope_bytes: int = 65_536
     max_age_ms: int = 300_000
@@ -297,7 +274,7 @@ class MessageValidator:
             return _out(Reason.FROM_FUTURE, str(exc))
         try:
             message = _PARSERS[envelope.kind](envelope.body_map())
-        except (SchemaError, MalformedEnvelope) as exc:
+        except (FieldError, MalformedEnvelope) as exc:  # a SchemaError too
             return _out(Reason.SCHEMA, str(exc))
         try:
             verify_signature(envelope)

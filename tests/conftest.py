@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from memory.clock import Clock, wall_clock_ms
+from ground.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore

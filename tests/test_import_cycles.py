@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("crypto", "memory", "p2p", "marketplace", "node")
+PACKAGES = ("ground", "crypto", "memory", "p2p", "marketplace", "node")
 
 
 def modules() -> dict[str, Path]:
@@ -98,3 +98,61 @@ def test_no_import_cycle_among_our_modules() -> None:
     graph = {name: imports_of(name, file, known) for name, file in known.items()}
     assert len(graph) > 100 and sum(len(targets) for targets in graph.values()) > 300  # it read the code
     assert cycles(graph) == []
+
+
+def _graph() -> tuple[dict[str, Path], dict[str, set[str]]]:
+    known = modules()
+    return known, {name: imports_of(name, file, known) for name, file in known.items()}
+
+
+#: The layers, lowest first: a package imports only packages below it (the ground floor none of ours).
+LAYERS = ("ground", "crypto", "memory", "p2p", "marketplace", "node")
+
+
+def test_packages_import_only_the_layers_below_them() -> None:
+    _, graph = _graph()
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if LAYERS.index(target.split(".")[0]) > LAYERS.index(name.split(".")[0])
+    )
+    assert upward == []
+
+
+def _folder(name: str, known: dict[str, Path]) -> str:
+    parts = name.split(".")
+    return ".".join(parts if known[name].name == "__init__.py" else parts[:-1])
+
+
+#: Folders that still import each other (issue 29 found 14 such pairs among sibling folders; a folder
+#: and the one it holds count here too). The list may only shrink: a new pair fails the test.
+MUTUAL_FOLDERS = {
+    ("marketplace", "marketplace.exchange"),
+    ("memory", "memory.embedders"),
+    ("memory", "memory.governance"),
+    ("memory", "memory.storage"),
+    ("memory.cognition", "memory.retrieval"),
+    ("memory.cognition", "memory.storage"),
+    ("memory.governance", "memory.storage"),
+    ("memory.retrieval", "memory.storage"),
+    ("memory.retrieval", "memory.supersession"),
+    ("node", "node.cli"),
+    ("node.commands", "node.parts"),
+    ("node.dashboard", "node.runtime"),
+    ("node.dashboard", "node.servers"),
+    ("node.parts", "node.runtime"),
+    ("node.runtime", "node.servers"),
+    ("p2p", "p2p.trust"),
+}
+
+
+def test_no_new_pair_of_folders_imports_each_other() -> None:
+    known, graph = _graph()
+    folders: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        here = _folder(name, known)
+        folders.setdefault(here, set()).update(t for f in targets if (t := _folder(f, known)) != here)
+    mutual = {tuple(sorted((a, b))) for a, targets in folders.items() for b in targets if a in folders.get(b, ())}
+    assert mutual - MUTUAL_FOLDERS == set(), "new folders that import each other"
+    assert MUTUAL_FOLDERS - mutual == set(), "a pair no longer imports each other: take it off the list"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("crypto", "memory", "p2p", "marketplace", "node", "bench")
+SOURCES = ("ground", "crypto", "memory", "p2p", "marketplace", "node", "bench")
 MAX_LINES = 500
 MAX_MODULES = 15
 

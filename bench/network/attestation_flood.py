@@ -23,7 +23,7 @@ from bench.network.p2p_node import ForwardAnything
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from memory.clock import wall_clock_ms
+from ground.clock import wall_clock_ms
 from p2p.host import HostSettings, P2PHost
 from p2p.messages import KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation, trust_attestation_body
 from p2p.penalties import PenaltyBox

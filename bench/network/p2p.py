@@ -31,8 +31,9 @@ from bench.network.p2p_node import skill
 from bench.timing import percentiles_ms, rate_per_s
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
+from ground.rates import RateLimit
 from p2p.topics import SKILLS_TOPIC
-from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
+from p2p.validation import MessageValidator, ValidatorSettings
 
 NODES = 8
 HONEST_RATE = 20.0

@@ -15,8 +15,8 @@ from enum import StrEnum
 
 import aiosqlite
 
+from ground.clock import Clock
 from marketplace.errors import MarketError
-from memory.clock import Clock
 from memory.storage.store import MemoryStore
 
 

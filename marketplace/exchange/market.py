@@ -7,6 +7,7 @@ for every signed market message it receives; the clock is injected (tests move i
 from __future__ import annotations
 
 from crypto.identity import Identity
+from ground.clock import Clock, wall_clock_ms
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.errors import ChainError, PurchaseError
@@ -17,7 +18,6 @@ from marketplace.exchange.messenger import Messenger
 from marketplace.exchange.party import DeadlineBounds, Party, Standing, no_standing
 from marketplace.exchange.seller import Seller, SellerLimits
 from marketplace.pricing import format_usdc
-from memory.clock import Clock, wall_clock_ms
 from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
 

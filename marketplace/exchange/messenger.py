@@ -9,9 +9,9 @@ from crypto.envelope import Envelope, open_envelope, pack_body, seal_envelope
 from crypto.errors import EnvelopeError
 from crypto.identity import Identity
 from crypto.windows import ReplayGuard
+from ground.clock import Clock
 from marketplace.errors import PurchaseError
 from marketplace.exchange.protocol import KIND_ERROR, POLICY, PROTOCOL, refusal_of
-from memory.clock import Clock
 from p2p.host import P2PHost
 
 

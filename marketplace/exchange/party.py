@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crypto.identity import Identity
+from ground.clock import Clock
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, EscrowRules
 from marketplace.errors import ChainError, MarketError
 from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
-from memory.clock import Clock
 from memory.storage.store import MemoryStore
 
 MIN_DELIVERY_WINDOW_S = 300

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import EnvelopePolicy, decode_envelope
+from ground.errors import FieldError
+from ground.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text
 from marketplace.chain_types import Commitment, DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
-from p2p.errors import SchemaError
-from p2p.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text
 
 PROTOCOL = "/bitterbot/market/1"
 KIND_QUOTE_REQUEST = "market.quote_request"
@@ -52,7 +52,7 @@ class MalformedMessage(PurchaseError):
 def _parsed(kind: str, parse: Any, body: dict[str, Any]) -> Any:
     try:
         return parse(body)
-    except (SchemaError, ValueError) as exc:
+    except ValueError as exc:  # a FieldError too
         raise MalformedMessage(f"malformed {kind}: {exc}") from None
 
 
@@ -247,5 +247,5 @@ def refusal_of(body: dict[str, Any]) -> str:
     """Why the seller refused (a ``market.error`` body), bounded."""
     try:
         return text(body, "error", 2_000, empty=True)
-    except SchemaError:
+    except FieldError:
         return "(an unreadable refusal)"

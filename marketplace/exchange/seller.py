@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
+from ground.rates import RateLimit, TokenBuckets
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain_types import Commitment, DealState, DealStatus, EscrowRules, TransferAuthorization
 from marketplace.direct_payment import authorization_paid
@@ -48,7 +49,6 @@ from marketplace.exchange.protocol import (
 from memory.model import Lifecycle
 from memory.storage.crystal_queries import by_content_hash, content_hash_of
 from p2p.messages import parse_skill_listing
-from p2p.validation import RateLimit, TokenBuckets
 
 QUOTE_VALID_MS = 120_000
 #: A delivery the buyer has not released after this long is committed on chain (the dispute window

@@ -21,7 +21,7 @@ from typing import Any
 import aiosqlite
 import sqlean
 
-from memory.clock import Clock, wall_clock_ms
+from ground.clock import Clock, wall_clock_ms
 from memory.cognition.bulk_typing import WORKER_MIN_ITEMS, BulkTyping
 from memory.cognition.typer import Typer, load_corrections
 from memory.embedders.base import Embedder, Vectors, crystal_vectors

@@ -24,7 +24,8 @@ from node.cli.common import handles_errors, location_options, resolve
 from node.cli.progress import progress_bar_on_first_step
 from node.cli.transport import run_command
 from node.commands.catalog import COMMANDS
-from node.commands.registry import CliSpec, CliView, Command
+from node.commands.registry import CliSpec, Command
+from node.commands.texts.view import CliView
 
 
 def add_generated(root: click.Group, commands: Iterable[Command[Any]] = COMMANDS.values()) -> None:

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from node.commands.texts.view import Caller, CliView
 from node.errors import PersonOnly
 from node.runtime.actor import PEOPLE, current_actor
 
 if TYPE_CHECKING:
-    from node.config import LoadedConfig
-    from node.paths import NodePaths
+    pass
 
 R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -51,16 +51,6 @@ class HttpRoute:
     @property
     def path_fields(self) -> tuple[str, ...]:
         return tuple(part[1:-1] for part in self.path.split("/") if part.startswith("{"))
-
-
-@dataclass(frozen=True, slots=True)
-class CliView:
-    """What a command's rendering may look at besides its answer: the request it ran, and the node's
-    config and paths (resolved only when asked: most renderings need neither)."""
-
-    request: Any
-    locate: Callable[[], tuple[LoadedConfig, NodePaths]]
-    flags: Mapping[str, bool] = field(default_factory=dict)  # the CLI's own flags (``CliSpec.flags``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +83,6 @@ class CliSpec:
     @property
     def path(self) -> tuple[str, ...]:
         return (*self.group.split(), self.name)
-
-
-class Caller(Protocol):
-    """How a composed MCP tool runs the commands it is made of (``McpSpec.compose``)."""
-
-    through_daemon: bool
-
-    async def __call__(self, command: str, args: dict[str, Any]) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from memory.clock import wall_clock_ms
+from ground.clock import wall_clock_ms
 from memory.dynamics.importance import DecaySettings
 from node.config import is_loopback
 from node.dashboard import pages

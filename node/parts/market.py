@@ -16,7 +16,7 @@ from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
 from marketplace.catalog.listings import ListingRow, listing_envelope, live_listings
 from marketplace.chain import Chain
-from marketplace.errors import ChainError, ChainUnreachable, PurchaseError
+from marketplace.errors import ChainError, ChainUnreachable, MarketUnavailable, PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.advice import purchase_advice, sale_advice
 from marketplace.exchange.deals import Purchases, Sales
@@ -179,7 +179,7 @@ class MarketPart:
 
     def _ready(self) -> Market:
         if self.market is None:
-            raise ValueError(f"the marketplace has no chain: {self._chain_error}")
+            raise MarketUnavailable(f"the marketplace has no chain: {self._chain_error}")
         return self.market
 
     async def buy_listing(self, listing: str, max_price: str | None) -> dict[str, Any]:

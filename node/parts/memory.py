@@ -17,9 +17,9 @@ from typing import Any
 
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
+from ground.clock import wall_clock_ms
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
-from memory.clock import wall_clock_ms
 from memory.cognition.curiosity import Curiosity
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.refine_type import refine_type

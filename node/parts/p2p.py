@@ -17,6 +17,7 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.peer_id import ed25519_from_peer_id
+from ground.rates import RateLimit
 from marketplace.catalog.bounties import purge_expired_bounties
 from marketplace.executions import executions_by_source, good_run_days_by_source
 from marketplace.ledger import paid_by_seller, purchase_outcomes_by_seller, sale_defaults_by_buyer
@@ -51,7 +52,7 @@ from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, 
 from p2p.trust.floors import Evidence, TrustFloors
 from p2p.trust.peer_listing import peer_rows
 from p2p.trust.records import TrustRecords
-from p2p.validation import MessageValidator, RateLimit, ValidatorSettings
+from p2p.validation import MessageValidator, ValidatorSettings
 
 log = get_logger("node.p2p")
 

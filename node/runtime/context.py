@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crypto.identity import Identity
-from memory.clock import wall_clock_ms
+from ground.clock import wall_clock_ms
 from node.config import Config, LoadedConfig
 from node.paths import NodePaths
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from ground.clock import Clock
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.escrow import Escrow
 from marketplace.schema import MARKET_SCHEMA
-from memory.clock import Clock
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore

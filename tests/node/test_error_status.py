@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from crypto.errors import SealedDataTampered
-from marketplace.errors import ChainUnreachable, InsufficientFunds, PurchaseError, WalletError
+from marketplace.errors import ChainUnreachable, InsufficientFunds, MarketUnavailable, PurchaseError, WalletError
 from memory.errors import CrystalNotFound, ExportRefused, InvalidQuery, StoreError
 from node.error_status import UNEXPECTED, exit_code, http_status, message_of
 from node.errors import EXIT_FAILURE, EXIT_USAGE, PartNotRunning
@@ -30,6 +30,7 @@ def _validation_error() -> ValidationError:
     [
         (PartNotRunning("the memory store is not open"), 503),  # was a ValueError, so a 400
         (HostNotRunning(), 503),
+        (MarketUnavailable("the marketplace has no chain"), 503),  # was a ValueError, so a 400
         (CrystalNotFound("c1"), 404),
         (ExportRefused("c1", "it is private"), 403),
         (ChainUnreachable("cannot reach http://x"), 502),  # a ChainError, and still a 502

@@ -9,7 +9,7 @@ import threading
 import pytest
 import trio
 
-from p2p.bridge import BridgeStopped, TrioThread
+from ground.bridge import BridgeStopped, TrioThread
 
 
 async def test_calls_run_on_the_thread_in_order_and_errors_come_back_as_raised() -> None:

@@ -14,11 +14,12 @@ import pytest
 
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
+from ground.rates import RateLimit
 from p2p.errors import RequestFailed
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import POLICY, MessageValidator, Outcome, RateLimit, Reason, ValidatorSettings, Verdict
+from p2p.validation import POLICY, MessageValidator, Outcome, Reason, ValidatorSettings, Verdict
 from tests.p2p.conftest import listing, skill_envelope, wall_ms, weather_envelope
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)

@@ -259,7 +259,7 @@ def test_a_strangers_flood_stamped_in_the_future_cannot_make_a_known_peer_look_r
 
 
 def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> None:
-    from p2p.validation import RateLimit
+    from ground.rates import RateLimit
 
     settings = ValidatorSettings(strangers_skill_rate=RateLimit(per_s=1.0, burst=5))
     validator = MessageValidator(TrustAnchors(), settings)

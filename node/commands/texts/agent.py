@@ -7,7 +7,7 @@ from typing import Any
 
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.model import Origin, SemanticType, Sensitivity
-from node.commands.registry import Caller
+from node.commands.texts.view import Caller
 
 
 def hits(found: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from marketplace.pricing import format_usdc
-from node.commands.registry import CliView
+from node.commands.texts.view import CliView
 
 
 def recorded(doc: dict[str, Any], _: CliView) -> str:

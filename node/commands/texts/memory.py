@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from node.commands.registry import CliView
+from node.commands.texts.view import CliView
 from node.errors import UsageError
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from marketplace.pricing import format_usdc
-from node.commands.registry import CliView
+from node.commands.texts.view import CliView
 
 
 def when(ms: int | None) -> str:

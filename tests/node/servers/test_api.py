@@ -405,3 +405,25 @@ def _status_and_headers(url: str) -> tuple[int, dict[str, str]]:
         return response.status, dict(response.getheaders())
     finally:
         connection.close()
+
+
+def test_a_market_without_its_chain_is_unavailable_not_a_bad_request(tmp_path: Path) -> None:
+    # Issue 29: "the marketplace has no chain" was a ValueError, so a 400, as if the request were wrong.
+    env = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_CHAIN__URL="http://127.0.0.1:9",  # nothing answers there: the market has no chain
+        BITTERBOT_CHAIN__TOKEN_ADDRESS="0x" + "11" * 20,
+        BITTERBOT_CHAIN__ESCROW_ADDRESS="0x" + "22" * 20,
+    )
+    node = Node(tmp_path, "chainless", env)
+    assert node.cli("init").returncode == 0
+    node.start()
+    try:
+        url = wait_for(lambda: _api_url(node), 60, "the API to listen")
+        api = Api(url, (node.data / "api.token").read_text().strip(), node)
+        status, doc = api.call("POST", "/v1/skills/buy", {"listing": "some-skill"})
+        assert status == 503 and "the marketplace has no chain" in doc["error"], (status, doc)
+        refused = node.cli("skills", "buy", "some-skill")
+        assert refused.returncode == 2 and "the marketplace has no chain" in refused.stderr
+    finally:
+        node.stop()

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import trio
 
 T = TypeVar("T")
-_log = logging.getLogger("p2p.bridge")
+_log = logging.getLogger("ground.bridge")
 
 
 class BridgeStopped(RuntimeError):
