@@ -17,7 +17,7 @@ import nacl.exceptions
 import nacl.signing
 
 from crypto.envelope import Envelope, pack_body, seal_envelope, verify_signature
-from crypto.errors import BadSignature, MalformedEnvelope
+from crypto.errors import BadSignature, InvalidValue, MalformedEnvelope
 from crypto.identity import Identity
 
 ROTATION_KIND = "identity.rotation"
@@ -29,13 +29,13 @@ def parse_public_key(text: str) -> bytes:
     try:
         key = bytes.fromhex(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not hex") from None
+        raise InvalidValue(f"{text!r} is not hex") from None
     if len(key) != 32:
-        raise ValueError(f"an Ed25519 public key is 64 hex digits, got {len(text)}")
+        raise InvalidValue(f"an Ed25519 public key is 64 hex digits, got {len(text)}")
     try:
         nacl.signing.VerifyKey(key)
     except (nacl.exceptions.ValueError, ValueError, TypeError):
-        raise ValueError(f"{text!r} is not an Ed25519 public key") from None
+        raise InvalidValue(f"{text!r} is not an Ed25519 public key") from None
     return key
 
 

@@ -37,6 +37,7 @@ import nacl.exceptions
 from crypto.errors import (
     BadSignature,
     EnvelopeTooLarge,
+    InvalidValue,
     MalformedEnvelope,
     UnknownKind,
     UnknownVersion,
@@ -152,10 +153,10 @@ def seal_envelope(
 ) -> Envelope:
     """Sign ``body`` as ``kind`` by ``identity`` at ``now_ms`` with a fresh random nonce."""
     if not _KIND_RE.fullmatch(kind):
-        raise ValueError(f"invalid kind {kind!r}")
+        raise InvalidValue(f"invalid kind {kind!r}")
     nonce = os.urandom(NONCE_BYTES) if nonce is None else nonce
     if len(nonce) != NONCE_BYTES:
-        raise ValueError(f"nonce must be {NONCE_BYTES} bytes")
+        raise InvalidValue(f"nonce must be {NONCE_BYTES} bytes")
     author = identity.public_key
     sig = identity.sign(signing_bytes(ENVELOPE_VERSION, kind, author, now_ms, nonce, body))
     return Envelope(ENVELOPE_VERSION, kind, author, now_ms, nonce, body, sig)

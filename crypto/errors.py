@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ground.errors import BitterbotError
+from ground.errors import BitterbotError, Invalid
 
 
 class CryptoError(BitterbotError):
@@ -161,3 +161,7 @@ class SealedDataError(CryptoError):
 
 class SealedDataTampered(SealedDataError):
     """Authentication failed: wrong passphrase, or the data was altered."""
+
+
+class InvalidValue(CryptoError, Invalid):
+    """A value given to ``crypto`` is wrong (also a ValueError): the message says which and why."""

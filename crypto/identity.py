@@ -19,6 +19,7 @@ import nacl.public
 import nacl.signing
 
 from crypto.errors import (
+    InvalidValue,
     KeyFileCorrupt,
     KeyFileMissing,
     KeyFilePermissions,
@@ -48,7 +49,7 @@ class Identity:
     @classmethod
     def from_seed(cls, seed: bytes) -> Identity:
         if len(seed) != 32:
-            raise ValueError("an Ed25519 seed has 32 bytes")
+            raise InvalidValue("an Ed25519 seed has 32 bytes")
         return cls(nacl.signing.SigningKey(seed))
 
     @property

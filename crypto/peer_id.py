@@ -8,6 +8,8 @@ need to import the network stack, and cross-checked against py-libp2p in tests.
 
 from __future__ import annotations
 
+from crypto.errors import InvalidValue
+
 _B58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 # protobuf PublicKey{Type: Ed25519 (=1), Data: <32 bytes>}: field 1 varint, field 2 length-delimited
 _ED25519_PROTO_PREFIX = bytes([0x08, 0x01, 0x12, 0x20])
@@ -28,7 +30,7 @@ def b58encode(data: bytes) -> str:
 def peer_id_from_ed25519(public_key: bytes) -> str:
     """The base58 libp2p peer id of a 32-byte Ed25519 public key."""
     if len(public_key) != 32:
-        raise ValueError(f"an Ed25519 public key has 32 bytes, got {len(public_key)}")
+        raise InvalidValue(f"an Ed25519 public key has 32 bytes, got {len(public_key)}")
     encoded = _ED25519_PROTO_PREFIX + public_key
     return b58encode(bytes([_IDENTITY_MULTIHASH, len(encoded)]) + encoded)
 
@@ -38,7 +40,7 @@ def b58decode(text: str) -> bytes:
     for char in text:
         index = _B58_ALPHABET.find(char)
         if index < 0:
-            raise ValueError(f"not base58: {char!r}")
+            raise InvalidValue(f"not base58: {char!r}")
         number = number * 58 + index
     body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
     leading = len(text) - len(text.lstrip("1"))

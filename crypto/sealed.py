@@ -17,7 +17,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from crypto.errors import SealedDataError, SealedDataTampered
+from crypto.errors import InvalidValue, SealedDataError, SealedDataTampered
 
 KDF_NAME = "scrypt"
 #: Bounds on what a sealed file may ask of this machine: twice the default's memory, four times its work.
@@ -142,5 +142,5 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: object) -> bytes:
     if not isinstance(text, str):
-        raise TypeError("expected base64 text")
+        raise InvalidValue("expected base64 text")
     return base64.b64decode(text, validate=True)

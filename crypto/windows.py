@@ -6,7 +6,7 @@ import heapq
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from crypto.errors import Expired, FromFuture, Replayed, ReplayUndecidable
+from crypto.errors import Expired, FromFuture, InvalidValue, Replayed, ReplayUndecidable
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class ReplayGuard:
 
     def __init__(self, *, horizon_ms: int = 360_000, max_entries: int = 100_000) -> None:
         if max_entries < 1:
-            raise ValueError("max_entries must be positive")
+            raise InvalidValue("max_entries must be positive")
         self._horizon_ms = horizon_ms
         self._max_entries = max_entries
         self._seen: set[bytes] = set()

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import trio
 
+from ground.errors import WiringError
+
 T = TypeVar("T")
 _log = logging.getLogger("ground.bridge")
 
@@ -62,7 +64,7 @@ class TrioThread:
         """Start the thread; return what ``main`` passed to ``ready``. Without ``main``, the thread
         only runs calls until it is stopped."""
         if self._thread is not None:
-            raise RuntimeError(f"the {self.name} thread is already running")
+            raise WiringError(f"the {self.name} thread is already running")
         self._loop = asyncio.get_running_loop()
         self._ended = asyncio.Event()
         self._ready = self._loop.create_future()

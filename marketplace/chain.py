@@ -31,6 +31,7 @@ from marketplace.errors import (
     ChainError,
     ChainUnreachable,
     InsufficientFunds,
+    InvalidValue,
     TransactionPending,
     TransactionReverted,
 )
@@ -232,7 +233,7 @@ class Chain:
         once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice."""
         _amount(amount)
         if len(nonce) != 32:
-            raise ValueError("an authorization nonce is 32 bytes")
+            raise InvalidValue("an authorization nonce is 32 bytes")
 
         def sign() -> TransferAuthorization:
             from web3 import Web3
@@ -449,7 +450,7 @@ class Chain:
 
 def _amount(micro_usdc: int) -> int:
     if type(micro_usdc) is not int or micro_usdc < 0:
-        raise ValueError(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
+        raise InvalidValue(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
     return micro_usdc
 
 

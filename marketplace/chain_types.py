@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from marketplace.errors import InvalidValue
+
 
 @dataclass(frozen=True, slots=True)
 class Account:
@@ -61,14 +63,14 @@ class TransferAuthorization:
     @classmethod
     def from_wire(cls, doc: Any) -> TransferAuthorization:
         if not isinstance(doc, list) or len(doc) != 9:
-            raise ValueError("an authorization is a list of 9 fields")
+            raise InvalidValue("an authorization is a list of 9 fields")
         authorizer, receiver, amount, after, before, nonce, v, r, s = doc
         if not (isinstance(authorizer, str) and isinstance(receiver, str)):
-            raise ValueError("authorization addresses must be text")
+            raise InvalidValue("authorization addresses must be text")
         if not all(type(x) is int and x >= 0 for x in (amount, after, before, v)):
-            raise ValueError("authorization numbers must be non-negative integers")
+            raise InvalidValue("authorization numbers must be non-negative integers")
         if not all(isinstance(x, bytes) and len(x) == 32 for x in (nonce, r, s)):
-            raise ValueError("authorization nonce, r and s must be 32 bytes each")
+            raise InvalidValue("authorization nonce, r and s must be 32 bytes each")
         return cls(authorizer, receiver, amount, after, before, bytes(nonce), v, bytes(r), bytes(s))
 
 
@@ -99,7 +101,7 @@ def purchase_id_of(buyer: str, nonce: bytes) -> bytes:
     from eth_utils.crypto import keccak
 
     if len(nonce) != 32:
-        raise ValueError("a purchase nonce is 32 bytes")
+        raise InvalidValue("a purchase nonce is 32 bytes")
     return bytes(keccak(b"\0" * 12 + to_bytes(hexstr=buyer) + nonce))
 
 

@@ -13,7 +13,7 @@ MarketError (a ``ground.errors.BitterbotError``)
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError, Unavailable
+from ground.errors import BitterbotError, Invalid, Unavailable
 
 
 class MarketError(BitterbotError):
@@ -59,3 +59,7 @@ class PurchaseError(MarketError):
 
 class WalletError(MarketError):
     """The wallet file is missing, unreadable or not a wallet."""
+
+
+class InvalidValue(MarketError, Invalid):
+    """A value given to ``marketplace`` is wrong (also a ValueError): the message says which and why."""

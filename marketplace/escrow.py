@@ -31,11 +31,12 @@ from marketplace.chain_types import (
     EscrowRules,
     Receipt,
 )
+from marketplace.errors import InvalidValue
 
 
 def _terms(terms: DealTerms) -> tuple[Any, ...]:
     if terms.amount <= 0 or len(terms.nonce) != 32 or len(terms.content_hash) != 32:
-        raise ValueError("deal terms need a positive amount, a 32-byte nonce and a 32-byte content hash")
+        raise InvalidValue("deal terms need a positive amount, a 32-byte nonce and a 32-byte content hash")
     return terms.as_tuple()
 
 
@@ -114,7 +115,7 @@ class Escrow:
     async def withdraw(self, account: Account, amount: int) -> Receipt:
         """Pay ``amount`` of what the escrow owes ``account`` into its wallet."""
         if amount <= 0:
-            raise ValueError("withdraw a positive amount")
+            raise InvalidValue("withdraw a positive amount")
         return await self._chain.send(account, lambda: self._contract.functions.withdraw(amount))
 
     async def commit(self, seller: Account, terms: DealTerms, commitment: Commitment) -> Receipt:

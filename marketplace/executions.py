@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from marketplace.errors import InvalidValue
 from memory.cognition.steering import record_outcome
 from memory.errors import CrystalNotFound
 from memory.model import KNOWLEDGE_TYPES
@@ -27,10 +28,10 @@ async def record_execution(
 ) -> ExecutionStats:
     """Record one execution of a skill; returns the skill's stats including it."""
     if not 0 <= reward_milli <= 1000:
-        raise ValueError(f"reward must be in [0, 1], got {reward_milli / 1000}")
+        raise InvalidValue(f"reward must be in [0, 1], got {reward_milli / 1000}")
     crystal = await store.get(crystal_id)  # CrystalNotFound for unknown or expired ids
     if crystal.semantic_type not in KNOWLEDGE_TYPES:
-        raise ValueError(f"executions are recorded for skills and task patterns, not a {crystal.semantic_type}")
+        raise InvalidValue(f"executions are recorded for skills and task patterns, not a {crystal.semantic_type}")
     async with store.transaction() as db:
         await db.execute(
             "INSERT INTO skill_executions (crystal_id, ts_ms, success, reward_milli, actor) VALUES (?, ?, ?, ?, ?)",

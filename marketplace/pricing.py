@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import Any
 
+from marketplace.errors import InvalidValue
+
 MICRO_PER_USDC = 1_000_000
 RARE_AT_MOST = 2
 UNCOMMON_AT_MOST = 9
@@ -31,7 +33,7 @@ class PriceSettings:
 
     def __post_init__(self) -> None:
         if not 0 < self.minimum_micro_usdc <= self.base_micro_usdc <= self.maximum_micro_usdc:
-            raise ValueError("need 0 < minimum <= base <= maximum")
+            raise InvalidValue("need 0 < minimum <= base <= maximum")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +48,13 @@ class PriceInputs:
 
     def __post_init__(self) -> None:
         if not 0 <= self.successes <= self.executions:
-            raise ValueError("successes must be between 0 and executions")
+            raise InvalidValue("successes must be between 0 and executions")
         if not 0 <= self.reward_sum_milli <= 1000 * self.executions:
-            raise ValueError("reward_sum_milli must be within 0..1000 per execution")
+            raise InvalidValue("reward_sum_milli must be within 0..1000 per execution")
         if not 0 <= self.seller_reputation_milli <= 1000:
-            raise ValueError("seller_reputation_milli must be in 0..1000")
+            raise InvalidValue("seller_reputation_milli must be in 0..1000")
         if min(self.unique_buyers, self.bounty_matches, self.category_listings_seen) < 0:
-            raise ValueError("counts cannot be negative")
+            raise InvalidValue("counts cannot be negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +131,8 @@ def parse_usdc(text: str) -> int:
     try:
         amount = Decimal(cleaned)
     except InvalidOperation:
-        raise ValueError(f"{text!r} is not an amount of USDC (like 0.25)") from None
+        raise InvalidValue(f"{text!r} is not an amount of USDC (like 0.25)") from None
     micro = amount * MICRO_PER_USDC
     if not amount.is_finite() or amount < 0 or micro != micro.to_integral_value():
-        raise ValueError(f"{text!r}: USDC amounts are non-negative with at most 6 decimal places")
+        raise InvalidValue(f"{text!r}: USDC amounts are non-negative with at most 6 decimal places")
     return int(micro)

@@ -12,7 +12,7 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError
+from ground.errors import BitterbotError, Invalid
 
 
 class MemoryError_(BitterbotError):  # trailing underscore: don't shadow the builtin MemoryError
@@ -58,3 +58,7 @@ class EmbedderError(MemoryError_):
 
 class InvalidQuery(MemoryError_):
     pass
+
+
+class InvalidValue(MemoryError_, Invalid):
+    """A value given to ``memory`` is wrong (also a ValueError): the message says which and why."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.embedders.base import Vectors
+from memory.errors import InvalidValue
 from memory.model import AssociationType
 from memory.storage.store import LinkSettings, MemoryStore
 
@@ -85,7 +86,7 @@ async def link(
     """Add a typed edge by hand (e.g. ``contradicts``, ``caused_by``); both crystals must exist and
     differ. The attribution chain of the source records who linked what."""
     if src_id == dst_id:
-        raise ValueError("a crystal is not linked to itself")
+        raise InvalidValue("a crystal is not linked to itself")
     await store.get(src_id)
     await store.get(dst_id)
     now = store.now_ms()

@@ -12,6 +12,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memory.errors import InvalidValue
+
 
 class SemanticType(StrEnum):
     FACT = "fact"
@@ -102,6 +104,14 @@ class AssociationType(StrEnum):
     PART_OF = "part_of"
 
 
+class Feedback(StrEnum):
+    """What a crystal turned out to be (``memory.cognition.steering`` says what each does)."""
+
+    USEFUL = "useful"
+    WRONG = "wrong"
+    OUTDATED = "outdated"
+
+
 class CallerScope(StrEnum):
     """Who is reading: decides what governance lets through."""
 
@@ -122,7 +132,7 @@ class Hormones:
         for name in ("dopamine", "cortisol", "oxytocin"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {value}")
+                raise InvalidValue(f"{name} must be in [0, 1], got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,25 +218,25 @@ class NewCrystal:
 
     def __post_init__(self) -> None:
         if not self.text or not self.text.strip():
-            raise ValueError("a crystal needs non-empty text")
+            raise InvalidValue("a crystal needs non-empty text")
         if len(self.text) > MAX_TEXT_CHARS:
-            raise ValueError(f"text is {len(self.text)} characters; at most {MAX_TEXT_CHARS}")
+            raise InvalidValue(f"text is {len(self.text)} characters; at most {MAX_TEXT_CHARS}")
         if self.context is not None and len(self.context) > MAX_CONTEXT_CHARS:
-            raise ValueError(f"context is {len(self.context)} characters; at most {MAX_CONTEXT_CHARS}")
+            raise InvalidValue(f"context is {len(self.context)} characters; at most {MAX_CONTEXT_CHARS}")
         if not 0.0 <= self.importance <= 1.0:
-            raise ValueError("importance must be in [0, 1]")
+            raise InvalidValue("importance must be in [0, 1]")
         if not 0.0 <= self.importance_floor <= self.importance:
-            raise ValueError("importance_floor must be in [0, importance]")
+            raise InvalidValue("importance_floor must be in [0, importance]")
         if not -1.0 <= self.emotional_valence <= 1.0:
-            raise ValueError("emotional_valence must be in [-1, 1]")
+            raise InvalidValue("emotional_valence must be in [-1, 1]")
         if (self.lifespan is Lifespan.TTL) != (self.ttl_ms is not None):
-            raise ValueError("ttl_ms is required with lifespan=ttl and only then")
+            raise InvalidValue("ttl_ms is required with lifespan=ttl and only then")
         if self.ttl_ms is not None and self.ttl_ms <= 0:
-            raise ValueError("ttl_ms must be positive")
+            raise InvalidValue("ttl_ms must be positive")
         if self.line_start is not None and self.line_end is not None and self.line_end < self.line_start:
-            raise ValueError("line_end before line_start")
+            raise InvalidValue("line_end before line_start")
         if not 0.0 <= self.type_confidence <= 1.0:
-            raise ValueError("type_confidence must be in [0, 1]")
+            raise InvalidValue("type_confidence must be in [0, 1]")
         if (self.semantic_type is SemanticType.SKILL) and self.skill is None:
             object.__setattr__(self, "skill", SkillVersion(stable_skill_id=content_hash(self.text)[:16]))
 

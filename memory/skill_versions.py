@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memory.errors import StoreError
+from memory.errors import InvalidValue, StoreError
 from memory.model import (
     KNOWLEDGE_TYPES,
     Crystal,
@@ -37,20 +37,20 @@ def clean_tags(tags: list[str]) -> tuple[str, ...]:
         if not word:
             continue
         if len(word) > MAX_TAG_CHARS:
-            raise ValueError(f"a tag is at most {MAX_TAG_CHARS} characters: {word[:20]}…")
+            raise InvalidValue(f"a tag is at most {MAX_TAG_CHARS} characters: {word[:20]}…")
         if word not in out:
             out.append(word)
     if len(out) > MAX_TAGS:
-        raise ValueError(f"at most {MAX_TAGS} tags")
+        raise InvalidValue(f"at most {MAX_TAGS} tags")
     return tuple(out)
 
 
 async def _own_skill(store: MemoryStore, crystal_id: str) -> Crystal:
     crystal = await store.get(crystal_id)
     if crystal.semantic_type not in KNOWLEDGE_TYPES:
-        raise ValueError(f"only skills and task patterns have versions and tags, not a {crystal.semantic_type}")
+        raise InvalidValue(f"only skills and task patterns have versions and tags, not a {crystal.semantic_type}")
     if crystal.origin is Origin.PEER:
-        raise ValueError("a skill another node sent is its author's: it is not edited here")
+        raise InvalidValue("a skill another node sent is its author's: it is not edited here")
     return crystal
 
 
@@ -88,7 +88,7 @@ async def edit_skill(
 
 async def _new_version(store: MemoryStore, old: Crystal, skill: SkillVersion, text: str, actor: str) -> Crystal:
     if old.skill is not None and old.skill.deprecated:
-        raise ValueError(f"{old.id} was replaced by {old.skill.deprecated_by}: edit the current version")
+        raise InvalidValue(f"{old.id} was replaced by {old.skill.deprecated_by}: edit the current version")
     version = SkillVersion(
         stable_skill_id=skill.stable_skill_id, version=skill.version + 1, previous_version_id=old.id,
         tags=skill.tags, category=skill.category,
@@ -99,7 +99,7 @@ async def _new_version(store: MemoryStore, old: Crystal, skill: SkillVersion, te
     )  # fmt: skip
     made = await store.remember(new)
     if not made.created:
-        raise ValueError(f"that text is already crystal {made.crystal.id}")
+        raise InvalidValue(f"that text is already crystal {made.crystal.id}")
     now = store.now_ms()
     async with store.transaction() as db:
         await db.execute(
@@ -128,6 +128,6 @@ def skill_of(
     if not tags and not category:
         return None
     if semantic_type not in KNOWLEDGE_TYPES:
-        raise ValueError("tags and a category are for skills and task patterns: give --type skill")
+        raise InvalidValue("tags and a category are for skills and task patterns: give --type skill")
     category_name = (category or "").strip().lower() or None
     return SkillVersion(stable_skill_id=content_hash(text)[:16], tags=clean_tags(tags or []), category=category_name)

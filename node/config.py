@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from crypto.anchors import parse_public_key
 from memory import design
-from node.errors import ConfigError
+from node.errors import ConfigError, InvalidValue
 
 ENV_PREFIX = "BITTERBOT_"
 ENV_SEPARATOR = "__"
@@ -145,7 +145,7 @@ class ConsolidationSection(_Section):
     @model_validator(mode="after")
     def _forget_below_promote(self) -> ConsolidationSection:
         if self.forget_threshold >= self.promote_threshold:
-            raise ValueError("forget_threshold must be below promote_threshold")
+            raise InvalidValue("forget_threshold must be below promote_threshold")
         return self
 
 
@@ -161,7 +161,7 @@ class DreamSection(_Section):
     @model_validator(mode="after")
     def _chat_needs_endpoint(self) -> DreamSection:
         if self.synthesizer == "chat" and not (self.chat_url and self.chat_model):
-            raise ValueError('synthesizer = "chat" needs chat_url and chat_model')
+            raise InvalidValue('synthesizer = "chat" needs chat_url and chat_model')
         return self
 
 
@@ -197,13 +197,13 @@ class P2PSection(_Section):
     def _multiaddrs(cls, addrs: list[str]) -> list[str]:
         for addr in addrs:
             if not addr.startswith("/"):
-                raise ValueError(f"{addr!r} is not a multiaddr (like /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...)")
+                raise InvalidValue(f"{addr!r} is not a multiaddr (like /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...)")
         return addrs
 
     @model_validator(mode="after")
     def _degrees_ordered(self) -> P2PSection:
         if not self.degree_low <= self.degree <= self.degree_high:
-            raise ValueError("need degree_low <= degree <= degree_high")
+            raise InvalidValue("need degree_low <= degree <= degree_high")
         return self
 
 
@@ -228,7 +228,7 @@ class MarketplaceSection(_Section):
     @model_validator(mode="after")
     def _range(self) -> MarketplaceSection:
         if not self.min_price_micro_usdc <= self.base_price_micro_usdc <= self.max_price_micro_usdc:
-            raise ValueError("need min_price_micro_usdc <= base_price_micro_usdc <= max_price_micro_usdc")
+            raise InvalidValue("need min_price_micro_usdc <= base_price_micro_usdc <= max_price_micro_usdc")
         return self
 
 
@@ -253,13 +253,13 @@ class ChainSection(_Section):
     @classmethod
     def _http(cls, url: str) -> str:
         if url and not url.startswith(("http://", "https://")):
-            raise ValueError(f"{url!r} is not an http(s) JSON-RPC URL (like http://127.0.0.1:8545)")
+            raise InvalidValue(f"{url!r} is not an http(s) JSON-RPC URL (like http://127.0.0.1:8545)")
         return url
 
     @model_validator(mode="after")
     def _window_within_bounds(self) -> ChainSection:
         if not self.min_delivery_window_s <= self.escrow_window_s <= self.max_lock_s:
-            raise ValueError(
+            raise InvalidValue(
                 f"escrow_window_s ({self.escrow_window_s}) must lie between min_delivery_window_s "
                 f"({self.min_delivery_window_s}) and max_lock_s ({self.max_lock_s})"
             )
@@ -270,12 +270,12 @@ class ChainSection(_Section):
         if self.url:
             for name in ("token_address", "escrow_address"):
                 if not _ADDRESS.fullmatch(getattr(self, name)):
-                    raise ValueError(
+                    raise InvalidValue(
                         f"with a chain url, {name} must be the 0x-prefixed contract address "
                         "(`bitterbot-node chain deploy --url URL` deploys ours on a dev chain and prints both)"
                     )
         elif self.dev or self.token_address or self.escrow_address:
-            raise ValueError(
+            raise InvalidValue(
                 "token_address, escrow_address and dev belong to a chain url; the embedded chain has its own"
             )
         return self
@@ -301,7 +301,7 @@ class ApiSection(_Section):
     @model_validator(mode="after")
     def _loopback_unless_allowed(self) -> ApiSection:
         if not is_loopback(self.host) and not self.allow_remote:
-            raise ValueError(
+            raise InvalidValue(
                 f"host {self.host!r} is reachable beyond this machine; the API serves loopback only "
                 "unless allow_remote = true is set too"
             )
@@ -315,7 +315,7 @@ class DoctorSection(_Section):
     @classmethod
     def _http(cls, url: str) -> str:
         if url and not url.startswith(("http://", "https://")):
-            raise ValueError(f"{url!r} is not an http(s) URL")
+            raise InvalidValue(f"{url!r} is not an http(s) URL")
         return url
 
 
@@ -323,9 +323,9 @@ class Config(_Section):
     @model_validator(mode="after")
     def _llm_typer_needs_endpoint(self) -> Config:
         if self.memory.typer == "llm" and not (self.llm.url and self.llm.model):
-            raise ValueError('[memory] typer = "llm" needs [llm] url and model')
+            raise InvalidValue('[memory] typer = "llm" needs [llm] url and model')
         if self.memory.supersession == "llm" and not (self.llm.url and self.llm.model):
-            raise ValueError('[memory] supersession = "llm" needs [llm] url and model')
+            raise InvalidValue('[memory] supersession = "llm" needs [llm] url and model')
         return self
 
     node: NodeSection = Field(default_factory=NodeSection)

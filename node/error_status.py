@@ -34,7 +34,7 @@ HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (MarketError, 400),  # a purchase refused, a reverted transaction, a wallet problem
     (P2PError, 400),
     (CryptoError, 400),
-    (LookupError, 404),  # from our code: "no live listing of …"
+    (LookupError, 404),  # ground.errors.NotFound: "no live listing of …"
     (ValueError, 400),
     (TypeError, 400),
     (ConnectionError, 502),

@@ -19,7 +19,7 @@ failure of a running daemon exits 1. A clean stop exits 0.
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError, Unavailable
+from ground.errors import BitterbotError, Invalid, NotFound, Unavailable
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -87,5 +87,23 @@ class PersonOnly(NodeError, PermissionError):
 
 class UnknownCommand(NodeError, LookupError):
     """No command has this name (a client newer or older than the daemon it talks to)."""
+
+    exit_code = EXIT_USAGE
+
+
+class NotEnabled(NodeError, Unavailable):
+    """A feature the command needs is off in this node's config (curiosity, …): HTTP 503."""
+
+    exit_code = EXIT_USAGE
+
+
+class NotFoundHere(NodeError, NotFound):
+    """What a command asked for is not on this node (a listing no seller offers here): HTTP 404."""
+
+    exit_code = EXIT_USAGE
+
+
+class InvalidValue(NodeError, Invalid):
+    """A value given to ``node`` is wrong (also a ValueError): the message says which and why."""
 
     exit_code = EXIT_USAGE

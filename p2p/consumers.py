@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import Envelope
+from ground.errors import WiringError
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class GossipConsumers:
 
     def register(self, kind: str, consumer: Consumer) -> None:
         if kind in self._by_kind:
-            raise ValueError(f"gossip of kind {kind!r} already has a consumer")
+            raise WiringError(f"gossip of kind {kind!r} already has a consumer")
         self._by_kind[kind] = consumer
 
     @property

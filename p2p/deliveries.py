@@ -15,6 +15,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ground.errors import WiringError
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
@@ -60,7 +61,7 @@ LANE_OF_KIND: dict[str, Lane] = {
 class DeliveryLanes:
     def __init__(self, per_lane: int) -> None:
         if per_lane < 1:
-            raise ValueError("a lane holds at least one message")
+            raise WiringError("a lane holds at least one message")
         self._per_lane = per_lane
         self._lanes: dict[Lane, deque[Delivery]] = {lane: deque() for lane in PRIORITY}
         self._ready = asyncio.Event()

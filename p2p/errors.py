@@ -9,7 +9,7 @@ P2PError (a ``ground.errors.BitterbotError``)
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError, FieldError, Unavailable
+from ground.errors import BitterbotError, FieldError, Invalid, Unavailable
 
 
 class P2PError(BitterbotError):
@@ -29,3 +29,7 @@ class HostNotRunning(P2PError, Unavailable):
 
     def __init__(self, message: str = "the p2p host is not running") -> None:
         super().__init__(message)
+
+
+class InvalidValue(P2PError, Invalid):
+    """A value given to ``p2p`` is wrong (also a ValueError): the message says which and why."""

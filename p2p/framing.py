@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from p2p.errors import InvalidValue
+
 MAX_FRAME_BYTES = 1_048_576
 
 
 async def write_frame(stream: Any, payload: bytes) -> None:
     """One frame: a 4-byte big-endian length, then the payload."""
     if len(payload) > MAX_FRAME_BYTES:
-        raise ValueError(f"a frame is at most {MAX_FRAME_BYTES} bytes")
+        raise InvalidValue(f"a frame is at most {MAX_FRAME_BYTES} bytes")
     await stream.write(len(payload).to_bytes(4, "big") + payload)
 
 
@@ -30,5 +32,5 @@ async def read_frame(stream: Any) -> bytes:
     """One frame; a length over the bound is refused before anything is read into memory."""
     size = int.from_bytes(await _read_exactly(stream, 4), "big")
     if size > MAX_FRAME_BYTES:
-        raise ValueError(f"frame of {size} bytes refused (at most {MAX_FRAME_BYTES})")
+        raise InvalidValue(f"frame of {size} bytes refused (at most {MAX_FRAME_BYTES})")
     return await _read_exactly(stream, size)

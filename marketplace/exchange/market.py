@@ -10,7 +10,7 @@ from crypto.identity import Identity
 from ground.clock import Clock, wall_clock_ms
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
-from marketplace.errors import ChainError, PurchaseError
+from marketplace.errors import ChainError, InvalidValue, PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.arbitration import Verdict, judge_on_chain
 from marketplace.exchange.buyer import Buyer, PurchaseResult
@@ -46,13 +46,13 @@ class Market:
         """The seller side answers on ``protocol.PROTOCOL``: register ``answer`` with the host before it
         starts. ``buyer_class``/``seller_class``: a test's named fake of one side; the node uses the real ones."""
         if payment not in ("escrow", "direct"):
-            raise ValueError(f"payment is 'escrow' or 'direct', not {payment!r}")
+            raise InvalidValue(f"payment is 'escrow' or 'direct', not {payment!r}")
         self._wallet = wallet
         self._chain = chain
         self._escrow = Escrow(chain)  # one client: the escrow's rules are read once
         bounds = bounds or DeadlineBounds()
         if not bounds.min_s <= escrow_window_s <= bounds.max_s:
-            raise ValueError(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
+            raise InvalidValue(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
         party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds, standing)
         self._buyer = buyer_class(party, payment=payment)
         self._seller = seller_class(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memory.errors import InvalidValue
+
 _DAYS = "monday, tuesday, wednesday, thursday, friday, saturday, sunday"
 _MONTHS = "january, february, march, april, may, june, july, august, september, october, november, december"
 _SEASONS = "spring, summer, autumn, fall, winter"
@@ -115,7 +117,7 @@ def _phrases(words: str) -> list[tuple[str, ...]]:
     phrases = [tuple(p.split()) for p in words.replace("\n", " ").split(",")]
     for phrase in phrases:
         if not 1 <= len(phrase) <= 3:
-            raise ValueError(f"a cue phrase has one to three words: {phrase}")
+            raise InvalidValue(f"a cue phrase has one to three words: {phrase}")
     return phrases
 
 

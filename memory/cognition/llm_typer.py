@@ -12,6 +12,7 @@ import json
 import logging
 
 from memory.cognition.typing import Guess
+from memory.errors import InvalidValue
 from memory.llm import ChatEndpoint, LlmError
 from memory.model import SemanticType
 
@@ -60,5 +61,5 @@ def parse_answer(answer: str) -> Guess:
         stype = SemanticType(str(doc["type"]).strip().lower())
         confidence = float(doc.get("confidence", 0.8))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"the model's answer is not one type: {answer[:80]!r}") from exc
+        raise InvalidValue(f"the model's answer is not one type: {answer[:80]!r}") from exc
     return Guess(stype, min(1.0, max(0.0, confidence)))

@@ -19,18 +19,9 @@ What it changes (the documented modulation):
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from memory.model import Crystal
+from memory.model import Crystal, Feedback
 from memory.storage.row_writes import crystal_any
 from memory.storage.store import MemoryStore
-
-
-class Feedback(StrEnum):
-    USEFUL = "useful"
-    WRONG = "wrong"
-    OUTDATED = "outdated"
-
 
 #: (target, step) of each kind of feedback.
 FEEDBACK_STEPS: dict[Feedback, tuple[float, float]] = {

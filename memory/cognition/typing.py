@@ -23,6 +23,7 @@ from importlib import resources
 import numpy as np
 
 from memory.cognition.cues import cues
+from memory.errors import InvalidValue
 from memory.model import SemanticType
 
 #: Only the start of a long text is read: what a statement is shows in its first lines, and the
@@ -223,7 +224,7 @@ def read_examples(lines: Iterable[str]) -> list[Example]:
             doc = json.loads(line)
             out.append(Example(str(doc["text"]), SemanticType(doc["type"])))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"line {number}: {exc}") from None
+            raise InvalidValue(f"line {number}: {exc}") from None
     return out
 
 

@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from memory.design import MERGE_CORTISOL_SLOPE, MERGE_SIMILARITY
+from memory.errors import InvalidValue
 from memory.model import Hormones, Origin
 
 MINUTE_MS = 60_000
@@ -106,10 +107,10 @@ class HormoneSettings:
     def __post_init__(self) -> None:
         for name in ("dopamine_half_life_min", "cortisol_half_life_min", "oxytocin_half_life_min"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
+                raise InvalidValue(f"{name} must be positive")
         for name in ("dopamine_home", "cortisol_home", "oxytocin_home"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1]")
+                raise InvalidValue(f"{name} must be in [0, 1]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ class NetworkOverride:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.level <= 1.0:
-            raise ValueError(f"override level must be in [0, 1], got {self.level}")
+            raise InvalidValue(f"override level must be in [0, 1], got {self.level}")
 
     def active(self, now_ms: int) -> bool:
         return now_ms < self.until_ms
@@ -177,7 +178,7 @@ class HormonalState:
                 else None,
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:  # JSONDecodeError is a ValueError
-            raise ValueError(f"malformed hormonal state: {exc}") from exc
+            raise InvalidValue(f"malformed hormonal state: {exc}") from exc
 
 
 def _clamp(level: float) -> float:

@@ -30,6 +30,7 @@ from memory.design import (
     MERGE_SIMILARITY,
     PROMOTE_THRESHOLD,
 )
+from memory.errors import InvalidValue
 
 DAY_MS = 86_400_000
 
@@ -45,15 +46,15 @@ class DecaySettings:
 
     def __post_init__(self) -> None:
         if self.decay_rate_per_ms < 0:
-            raise ValueError("decay_rate_per_ms must be >= 0")
+            raise InvalidValue("decay_rate_per_ms must be >= 0")
         if not 0 <= self.forget_threshold < self.promote_threshold <= 1:
-            raise ValueError("need 0 <= forget_threshold < promote_threshold <= 1")
+            raise InvalidValue("need 0 <= forget_threshold < promote_threshold <= 1")
         if not 0 < self.merge_similarity <= 1:
-            raise ValueError("merge_similarity must be in (0, 1]")
+            raise InvalidValue("merge_similarity must be in (0, 1]")
         if not 0 <= self.emotion_decay_resistance < 1:
-            raise ValueError("emotion_decay_resistance must be in [0, 1)")
+            raise InvalidValue("emotion_decay_resistance must be in [0, 1)")
         if self.retention_ms < 0:
-            raise ValueError("retention_ms must be >= 0")
+            raise InvalidValue("retention_ms must be >= 0")
 
 
 def access_strength(access_count: int) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory.embedders.base import Vectors, normalise_rows
+from memory.errors import InvalidValue
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -23,7 +24,7 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 384) -> None:
         if dim < 16:
-            raise ValueError("dim must be at least 16")
+            raise InvalidValue("dim must be at least 16")
         self._dim = dim
 
     @property

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.cognition.typer import Typing
+from memory.errors import InvalidValue
 from memory.governance.rules import classify_sensitivity
 from memory.model import (
     Bounty,
@@ -70,7 +71,7 @@ def insert_params(
     ``new``'s own (then it must be typed); the hormones and valence ``influence``'s, else ``new``'s."""
     if typing is None:
         if new.semantic_type is None or new.epistemic_layer is None:
-            raise ValueError("a crystal is typed before it is stored")
+            raise InvalidValue("a crystal is typed before it is stored")
         typing = Typing(new.semantic_type, new.type_confidence, new.type_source, new.epistemic_layer, new.skill)
     hormones, valence = influence or (new.hormones, new.emotional_valence)
     skill, bounty = typing.skill, new.bounty

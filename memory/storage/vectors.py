@@ -28,7 +28,7 @@ import aiosqlite
 import numpy as np
 
 from memory.embedders.base import Vectors
-from memory.errors import EmbedderError, MemoryError_
+from memory.errors import EmbedderError, InvalidValue, MemoryError_
 from memory.storage.connection import select_in
 
 OVERSAMPLE = 4
@@ -83,7 +83,7 @@ class _Codes:
 def _slug(embedder_id: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "_", embedder_id.lower()).strip("_")
     if not slug:
-        raise ValueError(f"embedder id {embedder_id!r} has no usable characters")
+        raise InvalidValue(f"embedder id {embedder_id!r} has no usable characters")
     return slug[:50]
 
 

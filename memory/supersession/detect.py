@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memory.embedders.base import Vectors, cosine
-from memory.errors import NotSuperseded
+from memory.errors import InvalidValue, NotSuperseded
 from memory.graph import link_neighbours, nearest
 from memory.model import Crystal, Lifecycle, Origin, SemanticType
 from memory.retrieval.query import fts_match, fts_terms
@@ -130,7 +130,7 @@ async def supersede(store: MemoryStore, old_id: str, new_id: str, *, reason: str
     """Mark ``old_id`` superseded by ``new_id`` (both must exist and differ), with an ``updates``
     link and an attribution row each. A crystal already superseded keeps its first superseder."""
     if old_id == new_id:
-        raise ValueError("a crystal does not supersede itself")
+        raise InvalidValue("a crystal does not supersede itself")
     await store.get(old_id)
     newer = await store.get(new_id)
     now = store.now_ms()

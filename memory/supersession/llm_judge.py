@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Sequence
 
+from memory.errors import InvalidValue
 from memory.llm import ChatEndpoint, LlmError
 from memory.supersession.judge import Candidate
 
@@ -55,7 +56,7 @@ def parse_answer(answer: str, count: int) -> int:
     try:
         value = json.loads(body)["outdated"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"the model's answer names no statement: {answer[:80]!r}") from exc
+        raise InvalidValue(f"the model's answer names no statement: {answer[:80]!r}") from exc
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= count:
-        raise ValueError(f"the model named no statement of the {count}: {answer[:80]!r}")
+        raise InvalidValue(f"the model named no statement of the {count}: {answer[:80]!r}")
     return value

@@ -20,6 +20,7 @@ import annotated_types
 import click
 from pydantic.fields import FieldInfo
 
+from ground.errors import WiringError
 from node.cli.common import handles_errors, location_options, resolve
 from node.cli.progress import progress_bar_on_first_step
 from node.cli.transport import run_command
@@ -43,7 +44,7 @@ def _group(root: click.Group, path: list[str], name: str) -> click.Group:
     for part in path:
         found = group.commands.get(part)
         if not isinstance(found, click.Group):
-            raise ValueError(f"{name}: no command group {' '.join(path)!r}")
+            raise WiringError(f"{name}: no command group {' '.join(path)!r}")
         group = found
     return group
 

@@ -28,6 +28,7 @@ from node.commands.memory_requests import (
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
 from node.commands.texts import memory as text
+from node.errors import NotEnabled
 from node.runtime.actor import DASHBOARD, current_actor
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
 
     curiosity = host.running_store().curiosity
     if not isinstance(curiosity, Curiosity):
-        raise ValueError("curiosity is off for this store")
+        raise NotEnabled("curiosity is off for this store")
     return [asdict(g) for g in await curiosity.gaps(limit=request.limit, closed=request.closed)]
 
 

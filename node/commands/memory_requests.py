@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.cognition.steering import Feedback
 from memory.dynamics.hormones import Event
-from memory.model import AssociationType, HeldStatus, Origin, Scope, SemanticType
+from memory.model import AssociationType, Feedback, HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
 
 

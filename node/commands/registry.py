@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ground.errors import WiringError
 from node.commands.texts.view import Caller, CliView
 from node.errors import PersonOnly
 from node.runtime.actor import PEOPLE, current_actor
@@ -192,16 +193,16 @@ def index(commands: Iterable[Command[Any]]) -> dict[str, Command[Any]]:
     places: set[tuple[str, ...]] = set()
     for command in commands:
         if command.name in by_name:
-            raise ValueError(f"two commands are named {command.name!r}")
+            raise WiringError(f"two commands are named {command.name!r}")
         _check_places(command, places)
         if command.route is not None:
             key = (command.route.method, command.route.path)
             if key in routes:
-                raise ValueError(f"two commands serve {key[0]} {key[1]}")
+                raise WiringError(f"two commands serve {key[0]} {key[1]}")
             routes.add(key)
             missing = [f for f in command.route.path_fields if f not in command.request.model_fields]
             if missing:
-                raise ValueError(f"{command.name}: path fields {missing} are not fields of its request")
+                raise WiringError(f"{command.name}: path fields {missing} are not fields of its request")
         by_name[command.name] = command
     return by_name
 
@@ -212,17 +213,17 @@ def _check_places(command: Command[Any], places: set[tuple[str, ...]]) -> None:
     fields = command.request.model_fields
     if command.cli is not None:
         if command.cli.path in places:
-            raise ValueError(f"two commands are `{' '.join(command.cli.path)}`")
+            raise WiringError(f"two commands are `{' '.join(command.cli.path)}`")
         places.add(command.cli.path)
         named = [*command.cli.arguments, *command.cli.options, *command.cli.defaults, *command.cli.convert]
         if unknown := [f for f in named if f not in fields]:
-            raise ValueError(f"{command.name}: the CLI names {unknown}, not fields of its request")
+            raise WiringError(f"{command.name}: the CLI names {unknown}, not fields of its request")
     if command.mcp is not None:
         if command.person_only:
-            raise ValueError(f"{command.name}: only the person runs it, so it is no MCP tool")
+            raise WiringError(f"{command.name}: only the person runs it, so it is no MCP tool")
         if ("mcp", command.mcp.tool) in places:
-            raise ValueError(f"two commands are the MCP tool {command.mcp.tool!r}")
+            raise WiringError(f"two commands are the MCP tool {command.mcp.tool!r}")
         places.add(("mcp", command.mcp.tool))
         named = [*(command.mcp.fields or ()), *command.mcp.fixed, *command.mcp.defaults]
         if unknown := [f for f in named if f not in fields]:
-            raise ValueError(f"{command.name}: the MCP tool names {unknown}, not fields of its request")
+            raise WiringError(f"{command.name}: the MCP tool names {unknown}, not fields of its request")

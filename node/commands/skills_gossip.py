@@ -36,6 +36,7 @@ from node.commands.skills_requests import (
     SkillsHost,
 )
 from node.commands.skills_service import price_settings
+from node.errors import InvalidValue, NotFoundHere
 from p2p.messages import (
     KIND_BOUNTY,
     KIND_SKILL_ENDORSEMENT,
@@ -61,7 +62,7 @@ async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     store = p2p.store()
     crystal = await store.get(request.crystal_id)
     if crystal.semantic_type not in KNOWLEDGE_TYPES:
-        raise ValueError(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
+        raise InvalidValue(f"only skills and task patterns are shared; this is a {crystal.semantic_type}")
     check_exportable(crystal, p2p.ctx.now_ms())
     listing = listing_of(
         crystal,
@@ -86,7 +87,7 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
         reputation_milli=reputation_in(p2p.trust), me=me.hex(),
     )  # fmt: skip
     if reasons:
-        raise ValueError("not listable: " + "; ".join(reasons))
+        raise InvalidValue("not listable: " + "; ".join(reasons))
     wallet = load_or_create_wallet(p2p.ctx.paths.data_dir / "wallet.key", p2p.ctx.key_passphrase)
     listing = listing_of(
         crystal,
@@ -159,17 +160,17 @@ async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
     A management node vouches for the listed version of a seller's skill (``SELLER_PEER_ID/SKILL_ID``)."""
     me = p2p.ctx.identity.public_key
     if not p2p.anchors.is_management(me):
-        raise ValueError(
+        raise InvalidValue(
             "endorsements count only from management keys, and this node's key is not in [trust] management_keys"
         )
     seller_peer, _, skill_id = request.listing.partition("/")
     seller = ed25519_from_peer_id(seller_peer)
     if seller is None or not skill_id:
-        raise ValueError("name the listing as SELLER_PEER_ID/SKILL_ID (see `bitterbot-node skills list`)")
+        raise InvalidValue("name the listing as SELLER_PEER_ID/SKILL_ID (see `bitterbot-node skills list`)")
     store = p2p.store()
     wire = await listing_envelope(store, seller.hex(), skill_id)
     if wire is None:
-        raise LookupError(f"no live listing of {skill_id} from {seller_peer} seen here")
+        raise NotFoundHere(f"no live listing of {skill_id} from {seller_peer} seen here")
     listing = parse_skill_listing(decode_envelope(wire, max_bytes=1_000_000).body_map())
     endorsement = SkillEndorsement(seller, skill_id, listing.version, listing.content_hash)
     envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_ENDORSEMENT, skill_endorsement_body(endorsement))
@@ -183,7 +184,7 @@ async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
     Gossips a signed bounty: what skill is wanted and the USDC reward offered."""
     days = request.days
     if not 0 < days * 86_400 <= MAX_BOUNTY_S:
-        raise ValueError(f"a bounty lasts more than 0 and at most {MAX_BOUNTY_S // 86_400} days")
+        raise InvalidValue(f"a bounty lasts more than 0 and at most {MAX_BOUNTY_S // 86_400} days")
     now = p2p.ctx.now_ms()
     bounty = SkillBounty(
         bounty_id=request.bounty_id or os.urandom(8).hex(),

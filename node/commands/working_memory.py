@@ -12,6 +12,7 @@ from node.commands.memory_requests import BootstrapArgs, ConsolidateArgs, EventA
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs
 from node.commands.texts import agent
 from node.commands.texts import memory as text
+from node.errors import InvalidValue
 from node.runtime.actor import current_actor
 
 DYNAMICS = CommandSet("memory")
@@ -52,7 +53,7 @@ async def unmerge(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     try:
         winner = await undo_merge(host.running_store(), request.id, actor=current_actor())
     except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
-        raise ValueError(str(exc)) from None
+        raise InvalidValue(str(exc)) from None
     return {"restored": request.id, "merged_into": winner}
 
 

@@ -12,9 +12,8 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from marketplace.pricing import format_usdc
-from memory.cognition.steering import Feedback
 from memory.dynamics.importance import DAY_MS, DecaySettings, importance
-from memory.model import SemanticType
+from memory.model import Feedback, SemanticType
 from memory.retrieval.query import SearchMode
 from node.dashboard.charts import Series, bar_chart, line_chart, trust_graph
 from node.dashboard.history import History, part_details

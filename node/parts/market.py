@@ -27,6 +27,7 @@ from marketplace.exchange.seller import SellerLimits
 from marketplace.ledger import ledger
 from marketplace.pricing import format_usdc, parse_usdc
 from marketplace.wallet import load_or_create_wallet
+from node.errors import InvalidValue, NotFoundHere
 from node.logs import get_logger
 from node.parts.market_gossip import MarketGossip
 from node.parts.memory import MemoryPart
@@ -186,11 +187,11 @@ class MarketPart:
         """Buy a listed skill: ``listing`` is a stable skill id, or ``<seller peer id>/<skill id>``."""
         market = self._ready()
         if not self._ctx.config.chain.url:
-            raise ValueError(EMBEDDED_CANNOT_TRADE)
+            raise InvalidValue(EMBEDDED_CANNOT_TRADE)
         row = await self._find_listing(listing)
         ceiling = self._ctx.config.marketplace.max_purchase_micro_usdc
         if max_price is None and row.price_micro_usdc > ceiling:  # a listing may ask up to 10^12
-            raise ValueError(
+            raise InvalidValue(
                 f"{row.stable_skill_id} asks {format_usdc(row.price_micro_usdc)}, above this node's ceiling of "
                 f"{format_usdc(ceiling)} ([marketplace] max_purchase_micro_usdc); pass --max-price to pay more"
             )
@@ -204,7 +205,7 @@ class MarketPart:
                 max_price=parse_usdc(max_price) if max_price else ceiling,
             )
         except PurchaseError as exc:
-            raise ValueError(str(exc)) from None
+            raise InvalidValue(str(exc)) from None
         return {
             "purchase_id": result.purchase_id,
             "state": result.state,
@@ -239,10 +240,10 @@ class MarketPart:
             and (not seller_peer or peer_id_from_ed25519(bytes.fromhex(r.seller)) == seller_peer)
         ]
         if not rows:
-            raise LookupError(f"no live listing of {wanted!r} from another node (see `bitterbot-node skills list`)")
+            raise NotFoundHere(f"no live listing of {wanted!r} from another node (see `bitterbot-node skills list`)")
         if len(rows) > 1:
             sellers = ", ".join(f"{peer_id_from_ed25519(bytes.fromhex(r.seller))}/{skill_id}" for r in rows)
-            raise ValueError(f"{skill_id} is listed by {len(rows)} sellers; name one: {sellers}")
+            raise InvalidValue(f"{skill_id} is listed by {len(rows)} sellers; name one: {sellers}")
         return rows[0]
 
     async def wallet_report(self) -> dict[str, Any]:
@@ -296,7 +297,7 @@ class MarketPart:
         try:
             result = await self._ready().dispute(_purchase_id(purchase_id))
         except PurchaseError as exc:
-            raise ValueError(str(exc)) from None
+            raise InvalidValue(str(exc)) from None
         return {"purchase_id": result.purchase_id, "state": result.state, "detail": result.detail}
 
     async def evidence(self, purchase_id: str) -> dict[str, Any]:
@@ -320,7 +321,7 @@ class MarketPart:
         try:
             verdict = await self._ready().arbitrate(_purchase_id(purchase_id))
         except PurchaseError as exc:
-            raise ValueError(str(exc)) from None
+            raise InvalidValue(str(exc)) from None
         return {
             "purchase_id": verdict.terms.purchase_id.hex(),
             "to": "seller" if verdict.to_seller else "buyer",
@@ -333,7 +334,7 @@ class MarketPart:
         try:
             moved = await market.withdraw(None if usdc is None else parse_usdc(usdc))
         except PurchaseError as exc:
-            raise ValueError(str(exc)) from None
+            raise InvalidValue(str(exc)) from None
         return {
             "withdrawn_micro_usdc": moved,
             "balance_micro_usdc": await market.chain.balance(self._wallet.address),
@@ -349,7 +350,7 @@ class MarketPart:
         except ChainUnreachable:
             raise
         except ChainError as exc:
-            raise ValueError(f"{exc} (set [chain] dev = true only for a local development chain)") from None
+            raise InvalidValue(f"{exc} (set [chain] dev = true only for a local development chain)") from None
         return {"address": self._wallet.address, "balance_micro_usdc": await market.chain.balance(self._wallet.address)}
 
 
@@ -359,5 +360,5 @@ def _purchase_id(text: str) -> bytes:
     except ValueError:
         purchase_id = b""
     if len(purchase_id) != 32:
-        raise ValueError(f"{text!r} is not a purchase id (64 hex digits, as `wallet` lists them)")
+        raise InvalidValue(f"{text!r} is not a purchase id (64 hex digits, as `wallet` lists them)")
     return purchase_id

@@ -28,6 +28,7 @@ from memory.dynamics.hormones import NetworkOverride
 from memory.governance.quarantine import release_from
 from memory.storage.store import MemoryStore
 from node.commands.skills_service import price_settings
+from node.errors import InvalidValue
 from node.logs import get_logger, route_library_logs
 from node.parts.memory import MemoryPart
 from node.runtime.context import NodeContext
@@ -364,9 +365,9 @@ class P2PPart:
 
     async def broadcast_weather(self, level: float, duration_s: int, reason: str) -> dict[str, Any]:
         if self._ctx.config.node.role != "management":
-            raise ValueError('only a management node broadcasts weather (node.role = "management")')
+            raise InvalidValue('only a management node broadcasts weather (node.role = "management")')
         if not 0.0 <= level <= 1.0:
-            raise ValueError("level must be in [0, 1]")
+            raise InvalidValue("level must be in [0, 1]")
         now = self._ctx.now_ms()
         self._own_weather_seq = max(self._own_weather_seq + 1, now)  # strictly increasing, even after a lost state
         weather = Weather(round(level * 1000), duration_s, reason, now, self._own_weather_seq)

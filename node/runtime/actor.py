@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from node.errors import InvalidValue
+
 AGENT = "agent"
 CLI = "cli"
 DASHBOARD = "dashboard"
@@ -27,7 +29,7 @@ def current_actor() -> str:
 @contextmanager
 def acting_as(actor: str) -> Iterator[None]:
     if actor not in ACTORS:
-        raise ValueError(f"the actor must be one of {', '.join(sorted(ACTORS))}, not {actor!r}")
+        raise InvalidValue(f"the actor must be one of {', '.join(sorted(ACTORS))}, not {actor!r}")
     token = _current.set(actor)
     try:
         yield

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+from ground.errors import WiringError
 from node.logs import get_logger
 
 log = get_logger("node.lifecycle")
@@ -37,7 +38,7 @@ class TaskSupervisor:
     def spawn(self, name: str, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         if name in self._tasks:
             coro.close()
-            raise ValueError(f"a task named {name!r} is already running")
+            raise WiringError(f"a task named {name!r} is already running")
         task = asyncio.create_task(coro, name=name)
         self._tasks[name] = task
         task.add_done_callback(self._done)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ground.errors import WiringError
 from node.dashboard.web import Dashboard
 from node.parts.market import MarketPart
 from node.parts.memory import MemoryPart, decay_settings
@@ -27,7 +28,7 @@ class _StatusHost:
 
     def status(self) -> DaemonStatus:
         if self._status is None:
-            raise ValueError("no status here")
+            raise WiringError("no status here")
         return self._status()
 
 

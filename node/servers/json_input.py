@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from node.errors import InvalidValue
+
 #: Deeper than any document of ours (the deepest, a search request, nests 3 levels).
 MAX_DEPTH = 64
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -37,13 +39,13 @@ def json_object(data: bytes | str, what: str, *, max_depth: int = MAX_DEPTH) -> 
     raw = data.encode() if isinstance(data, str) else data
     openings = raw.count(b"[") + raw.count(b"{")  # an upper bound on the depth, in C: most bodies stop here
     if openings > max_depth and nesting_depth(raw) > max_depth:
-        raise ValueError(f"{what} nests too deeply (more than {max_depth} levels)")
+        raise InvalidValue(f"{what} nests too deeply (more than {max_depth} levels)")
     try:
         value = json.loads(raw)
     except RecursionError:
-        raise ValueError(f"{what} nests too deeply") from None
+        raise InvalidValue(f"{what} nests too deeply") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{what} is not JSON ({exc})") from None
+        raise InvalidValue(f"{what} is not JSON ({exc})") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{what} must be a JSON object")
+        raise InvalidValue(f"{what} must be a JSON object")
     return value

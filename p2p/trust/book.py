@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from p2p.errors import InvalidValue
 from p2p.trust.eigentrust import EigenTrustResult, eigentrust
 from p2p.trust.floors import Evidence, TrustFloors
 
@@ -340,12 +341,12 @@ class TrustBook:
         try:
             size = path.stat().st_size
             if size > limits.max_file_bytes():
-                raise ValueError(f"{path}: trust book of {size} bytes is larger than the limits allow")
+                raise InvalidValue(f"{path}: trust book of {size} bytes is larger than the limits allow")
             doc = json.loads(path.read_text())
         except FileNotFoundError:
             return book
         except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: unreadable trust book ({exc})") from exc
+            raise InvalidValue(f"{path}: unreadable trust book ({exc})") from exc
         try:
             outcomes = {bytes.fromhex(k): Outcomes(**v) for k, v in doc["outcomes"].items()}
             attestations = {
@@ -353,7 +354,7 @@ class TrustBook:
                 for a, r in doc["attestations"].items()
             }
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{path}: damaged trust book ({exc})") from exc
+            raise InvalidValue(f"{path}: damaged trust book ({exc})") from exc
         book.outcomes = dict(list(outcomes.items())[-limits.max_tracked_peers :])
         for attester, ratings in list(attestations.items())[-limits.max_attesters :]:
             kept = sorted(ratings.items(), key=lambda item: (-item[1], item[0]))

@@ -14,6 +14,7 @@ from dataclasses import astuple, fields
 from pathlib import Path
 
 from memory.storage.store import MemoryStore
+from p2p.errors import InvalidValue
 from p2p.trust.book import Outcomes, TrustBook, TrustLimits
 
 _OUTCOME_FIELDS = [f.name for f in fields(Outcomes)]
@@ -132,5 +133,5 @@ def _read_state_file(path: Path) -> tuple[int, dict[bytes, int]] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{path}: unreadable network state ({exc})") from exc
+        raise InvalidValue(f"{path}: unreadable network state ({exc})") from exc
     return own, applied

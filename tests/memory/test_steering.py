@@ -9,12 +9,12 @@ import pytest
 
 from marketplace.executions import record_execution
 from marketplace.schema import MARKET_SCHEMA
-from memory.cognition.steering import Feedback, give_feedback, record_outcome
+from memory.cognition.steering import give_feedback, record_outcome
 from memory.dynamics.consolidation import consolidate
 from memory.dynamics.importance import importance
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound
-from memory.model import Hormones, Lifecycle, NewCrystal, SemanticType
+from memory.model import Feedback, Hormones, Lifecycle, NewCrystal, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.crystal_queries import audit_trail

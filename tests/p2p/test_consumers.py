@@ -6,6 +6,7 @@ import pytest
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.errors import WiringError
 from p2p.consumers import GossipConsumers, Received
 from p2p.messages import KIND_BOUNTY, KIND_WEATHER
 
@@ -41,5 +42,5 @@ def test_a_kind_has_one_consumer() -> None:
         return None
 
     consumers.register(KIND_WEATHER, one)
-    with pytest.raises(ValueError, match="already has a consumer"):
+    with pytest.raises(WiringError, match="already has a consumer"):
         consumers.register(KIND_WEATHER, one)

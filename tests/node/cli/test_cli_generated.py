@@ -9,6 +9,7 @@ import click
 import pytest
 from pydantic import Field
 
+from ground.errors import WiringError
 from memory.model import SemanticType
 from node.cli.generated import add_generated, build
 from node.commands.registry import CliSpec, CommandSet, Request
@@ -66,7 +67,7 @@ def test_location_options_and_help_are_those_of_every_command() -> None:
 
 def test_a_command_naming_a_group_that_does_not_exist_is_a_programming_error() -> None:
     root = click.Group("root")
-    with pytest.raises(ValueError, match="no command group 'memory'"):
+    with pytest.raises(WiringError, match="no command group 'memory'"):
         add_generated(root, SAMPLES.commands)
 
 
@@ -121,13 +122,13 @@ def test_a_cli_path_or_an_mcp_tool_names_one_command_and_only_fields_of_its_requ
     twice = CommandSet("memory")
     for name in ("one", "two"):
         twice.command(name, Tuned, cli=CliSpec("memory", "same"))(sample.handler)
-    with pytest.raises(ValueError, match="two commands are `memory same`"):
+    with pytest.raises(WiringError, match="two commands are `memory same`"):
         index(twice.commands)
     wrong = CommandSet("memory")
     wrong.command("w", Tuned, cli=CliSpec("memory", "w", arguments=("nope",)))(sample.handler)
-    with pytest.raises(ValueError, match=r"the CLI names \['nope'\]"):
+    with pytest.raises(WiringError, match=r"the CLI names \['nope'\]"):
         index(wrong.commands)
     agents = CommandSet("memory")
     agents.command("p", Tuned, person_only=True, mcp=McpSpec("p"))(sample.handler)
-    with pytest.raises(ValueError, match="only the person runs it, so it is no MCP tool"):
+    with pytest.raises(WiringError, match="only the person runs it, so it is no MCP tool"):
         index(agents.commands)

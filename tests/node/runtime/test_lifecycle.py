@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from crypto.identity import Identity
+from ground.errors import WiringError
 from node.config import load_config
 from node.paths import NodePaths
 from node.runtime.context import NodeContext
@@ -107,7 +108,7 @@ async def test_background_tasks_are_named_unique_and_awaited_at_stop(tmp_path: P
     async with asyncio.timeout(5):
         await daemon.wait_running()
         daemon.supervisor.spawn("worker", worker())
-        with pytest.raises(ValueError, match="already running"):
+        with pytest.raises(WiringError, match="already running"):
             daemon.supervisor.spawn("worker", worker())
         assert "worker" in daemon.status().details["tasks"]
         daemon.request_stop("test")
