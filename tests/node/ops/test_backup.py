@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ def search(data: Path, query: str) -> list[tuple[str, str, float]]:
 
 
 def make_node(tmp_path: Path) -> tuple[Path, Path]:
+    """A node with a few memories and a note, made by the CLI as a user would (once per module:
+    each test gets its own copy, ``node_copy``)."""
     data = tmp_path / "a"
     cli(data, "init")
     for text, kind in MEMORIES:
@@ -46,8 +49,23 @@ def make_node(tmp_path: Path) -> tuple[Path, Path]:
     return data, passphrase
 
 
-def test_backup_then_restore_into_a_fresh_dir_gives_the_same_answers(tmp_path: Path) -> None:
-    data, passphrase = make_node(tmp_path)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_node(tmp_path_factory.mktemp("template"))
+
+
+def node_copy(template: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """This test's own copy of the module's node, file modes and all (the CLI closed every file)."""
+    data, passphrase = tmp_path / "a", tmp_path / "pass"
+    shutil.copytree(template[0], data, symlinks=True)
+    shutil.copy2(template[1], passphrase)
+    return data, passphrase
+
+
+def test_backup_then_restore_into_a_fresh_dir_gives_the_same_answers(
+    tmp_path: Path, template: tuple[Path, Path]
+) -> None:
+    data, passphrase = node_copy(template, tmp_path)
     archive = tmp_path / "node.bbk"
     made = cli(data, "backup", str(archive), "--passphrase-file", str(passphrase))
     assert "(without keys)" in made.stdout and archive.stat().st_mode & 0o777 == 0o600
@@ -77,8 +95,8 @@ def test_backup_then_restore_into_a_fresh_dir_gives_the_same_answers(tmp_path: P
     assert search(fresh, "Spanish") == search(data, "Spanish")
 
 
-def test_keys_travel_only_when_asked_and_stay_private(tmp_path: Path) -> None:
-    data, passphrase = make_node(tmp_path)
+def test_keys_travel_only_when_asked_and_stay_private(tmp_path: Path, template: tuple[Path, Path]) -> None:
+    data, passphrase = node_copy(template, tmp_path)
     archive = tmp_path / "with-keys.bbk"
     cli(data, "backup", str(archive), "--passphrase-file", str(passphrase), "--include-keys")
     fresh = tmp_path / "c"
@@ -89,8 +107,10 @@ def test_keys_travel_only_when_asked_and_stay_private(tmp_path: Path) -> None:
     assert status["identity"]["peer_id"] == json.loads(cli(data, "status", "--json").stdout)["identity"]["peer_id"]
 
 
-def test_a_tampered_truncated_or_wrongly_keyed_backup_is_refused_and_nothing_changes(tmp_path: Path) -> None:
-    data, passphrase = make_node(tmp_path)
+def test_a_tampered_truncated_or_wrongly_keyed_backup_is_refused_and_nothing_changes(
+    tmp_path: Path, template: tuple[Path, Path]
+) -> None:
+    data, passphrase = node_copy(template, tmp_path)
     archive = tmp_path / "node.bbk"
     cli(data, "backup", str(archive), "--passphrase-file", str(passphrase))
     blob = archive.read_bytes()
@@ -110,8 +130,10 @@ def test_a_tampered_truncated_or_wrongly_keyed_backup_is_refused_and_nothing_cha
         assert not (target / "memory").exists() and not (target / "workspace").exists()
 
 
-def test_backup_is_consistent_while_the_daemon_runs_and_restore_refuses_a_running_node(tmp_path: Path) -> None:
-    data, passphrase = make_node(tmp_path)
+def test_backup_is_consistent_while_the_daemon_runs_and_restore_refuses_a_running_node(
+    tmp_path: Path, template: tuple[Path, Path]
+) -> None:
+    data, passphrase = node_copy(template, tmp_path)
     node = Node(tmp_path, "a", ENV)
     node.start()
     try:
@@ -129,8 +151,8 @@ def test_backup_is_consistent_while_the_daemon_runs_and_restore_refuses_a_runnin
     assert search(fresh, "staging database") == search(data, "staging database")
 
 
-def test_memory_export_writes_jsonl_without_confidential_crystals(tmp_path: Path) -> None:
-    data, _ = make_node(tmp_path)
+def test_memory_export_writes_jsonl_without_confidential_crystals(tmp_path: Path, template: tuple[Path, Path]) -> None:
+    data, _ = node_copy(template, tmp_path)
     cli(data, "memory", "add", "My bank password is hunter2-correct-horse")
     out = tmp_path / "memories.jsonl"
     done = cli(data, "memory", "export", str(out))
@@ -182,9 +204,9 @@ def rebuilt(archive: Path, passphrase: bytes, tmp: Path, extra: dict[str, bytes]
     return hostile
 
 
-def test_a_restore_never_writes_outside_the_data_dir(tmp_path: Path) -> None:
+def test_a_restore_never_writes_outside_the_data_dir(tmp_path: Path, template: tuple[Path, Path]) -> None:
     """Issue 13: a member named workspace//abs/path was written to /abs/path (Path / "/abs" is absolute)."""
-    data, passphrase = make_node(tmp_path)
+    data, passphrase = node_copy(template, tmp_path)
     archive = tmp_path / "node.bbk"
     cli(data, "backup", str(archive), "--passphrase-file", str(passphrase))
     victim = tmp_path / "home" / ".bashrc"
@@ -205,9 +227,11 @@ def test_a_restore_never_writes_outside_the_data_dir(tmp_path: Path) -> None:
         assert not (tmp_path / "outside.txt").exists() and not (target / "memory").exists()
 
 
-def test_memory_files_and_folders_are_the_owners_alone_and_old_ones_are_tightened(tmp_path: Path) -> None:
+def test_memory_files_and_folders_are_the_owners_alone_and_old_ones_are_tightened(
+    tmp_path: Path, template: tuple[Path, Path]
+) -> None:
     """Issue 13: the database, its WAL and the memory folders were created 0644 / 0755."""
-    data, _ = make_node(tmp_path)
+    data, _ = node_copy(template, tmp_path)
     cli(data, "memory", "dream")
     db = data / "memory" / "crystals.db"  # the default [memory] db_file and [dream] workspace_dir
     workspace = data / "workspace"
