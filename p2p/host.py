@@ -233,10 +233,11 @@ class P2PHost:
         from libp2p.crypto.x25519 import create_new_key_pair as x25519_key_pair
         from libp2p.custom_types import TProtocol
         from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
-        from libp2p.pubsub.pubsub import Pubsub
         from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
         from libp2p.security.noise.transport import Transport as NoiseTransport
         from libp2p.tools.anyio_service import background_trio_service
+
+        from p2p.pubsub_teardown import TolerantPubsub
 
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)
@@ -260,7 +261,7 @@ class P2PHost:
         )
         # Seen-message memory outlives the envelope window, so a message is never validated twice.
         window_s = (self.validator.settings.max_age_ms + self.validator.settings.max_ahead_ms) // 1000
-        pubsub = Pubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
+        pubsub = TolerantPubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
         self._host, self._pubsub = host, pubsub
         try:
             async with host.run(listen_addrs=listen), trio.open_nursery() as nursery:
