@@ -6,10 +6,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
 from node.config import ENV_CONFIG_FILE, ENV_DATA_DIR, Config
+
+if TYPE_CHECKING:
+    from memory.working_memory.memory_md import WorkingMemoryFiles
 
 APP_NAME = "bitterbot-node"
 IMPLICIT_CONFIG_NAME = "config.toml"
@@ -69,6 +73,14 @@ class NodePaths:
     memory_db: Path | None = None
     workspace: Path | None = None  # MEMORY.md and memory/scratch.md
     trust_file: Path | None = None  # observed peer outcomes and received attestations
+
+    def working_memory_files(self) -> WorkingMemoryFiles:
+        """MEMORY.md and scratch.md in this node's workspace (loaded when asked: describing paths
+        must stay cheap for the CLI)."""
+        from memory.working_memory.memory_md import WorkingMemoryFiles
+
+        assert self.workspace is not None  # ``NodePaths.of`` always sets it
+        return WorkingMemoryFiles(self.workspace)
 
     @property
     def lock_file(self) -> Path:

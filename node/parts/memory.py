@@ -37,7 +37,6 @@ from memory.storage.store import EmbeddedHook, LinkSettings, MemoryStore
 from memory.supersession.detect import Supersession
 from memory.supersession.llm_judge import LlmJudge
 from memory.working_memory.dream import dream
-from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from node.commands.progress import current_reporter
 from node.config import Config
@@ -118,11 +117,6 @@ def synthesizer_from_config(config: Config) -> Synthesizer:
     return ExtractiveSynthesizer()
 
 
-def working_memory_files(paths: NodePaths) -> WorkingMemoryFiles:
-    assert paths.workspace is not None
-    return WorkingMemoryFiles(paths.workspace)
-
-
 def chat_endpoint(config: Config) -> ChatEndpoint:
     llm = config.llm
     return ChatEndpoint(llm.url, llm.model, os.environ.get(llm.api_key_env) or None, llm.timeout_s)
@@ -195,7 +189,7 @@ class MemoryPart:
         self._paths = paths
         self._supervisor = supervisor
         self.store: MemoryStore | None = None
-        self.files = working_memory_files(paths)
+        self.files = paths.working_memory_files()
         self.synthesizer = synthesizer_from_config(config)
         self._crystals = 0
         self._last_consolidation: dict[str, Any] | None = None

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from node.commands.texts.view import CliView
 from node.errors import UsageError
-
-if TYPE_CHECKING:
-    from memory.working_memory.memory_md import WorkingMemoryFiles
 
 
 def remembered(doc: dict[str, Any], _: CliView) -> str:
@@ -129,16 +126,8 @@ def unmerged(doc: dict[str, Any], view: CliView) -> str:
     return f"restored {view.request.id} (it had been merged into {doc['merged_into']})"
 
 
-def _files(view: CliView) -> WorkingMemoryFiles:
-    from memory.working_memory.memory_md import WorkingMemoryFiles
-
-    workspace = view.locate()[1].workspace
-    assert workspace is not None  # NodePaths.of always sets it
-    return WorkingMemoryFiles(workspace)
-
-
 def noted(crystal: dict[str, Any], view: CliView) -> str:
-    return f"noted in {_files(view).scratch.path} (crystal {crystal['id']})"
+    return f"noted in {view.locate()[1].working_memory_files().scratch.path} (crystal {crystal['id']})"
 
 
 def bootstrap_text(doc: dict[str, Any], _: CliView) -> str:
@@ -148,7 +137,7 @@ def bootstrap_text(doc: dict[str, Any], _: CliView) -> str:
 def dreamt(report: dict[str, Any], view: CliView) -> str:
     if not report["accepted"]:
         raise UsageError(f"the dream was rejected, MEMORY.md is unchanged: {report['rejected_because']}")
-    memory_md = _files(view).memory_md
+    memory_md = view.locate()[1].working_memory_files().memory_md
     return (
         f"dreamt ({report['synthesizer']}, {report['duration_ms']} ms): {report['notes_indexed']} notes folded in, "
         f"{report['pointers_added']} new pointers; wrote {memory_md}"
