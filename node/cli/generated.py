@@ -114,9 +114,7 @@ def _param(spec: CliSpec, name: str, info: FieldInfo) -> click.Parameter:
         )
     flag = spec.options.get(name, "--" + name.replace("_", "-"))
     if kind is bool and "/" in flag:  # "--success/--failure": the person says which
-        return click.Option(
-            [flag, name], default=None if required else default, required=required, help=info.description
-        )
+        return click.Option([flag, name], default=default, required=required, help=info.description)
     if kind is bool:
         return click.Option([flag, name], is_flag=True, default=bool(default), help=info.description)
     return click.Option(

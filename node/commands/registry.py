@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,9 +25,6 @@ from ground.errors import WiringError
 from node.commands.texts.view import Caller, CliView
 from node.errors import PersonOnly
 from node.runtime.actor import PEOPLE, current_actor
-
-if TYPE_CHECKING:
-    pass
 
 R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]

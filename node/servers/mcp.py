@@ -11,7 +11,8 @@ protocol's channel; logs go to stderr.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Annotated, Any, get_type_hints
 
 from pydantic import Field
@@ -55,9 +56,7 @@ def build_server(client: NodeClient, commands: Iterable[Command[Any]] = COMMANDS
 
 
 class _Caller:
-    """Runs a command for a tool; what the agent got wrong (or the daemon refused) comes back as the
-    tool's error message, which the SDK shows to the agent (other exceptions it hides behind a
-    generic one)."""
+    """Runs a command for a tool, its refusals as the tool's errors."""
 
     def __init__(self, client: NodeClient, commands: Mapping[str, Command[Any]]) -> None:
         self._client = client
@@ -65,17 +64,25 @@ class _Caller:
         self.through_daemon = client.transport != "local"
 
     async def __call__(self, command: str, args: dict[str, Any]) -> Any:
-        from mcp.server.mcpserver.exceptions import ToolError
-
-        try:
+        with _as_tool_errors():
             chosen = self._commands[command]
             return await self._client.call(chosen, chosen.from_options(args))
-        except ControlError as exc:  # the daemon's refusal, in its words
-            raise ToolError(str(exc)) from None
-        except Exception as exc:
-            if http_status(exc) == UNEXPECTED:
-                raise
-            raise ToolError(message_of(exc)) from None
+
+
+@contextmanager
+def _as_tool_errors() -> Iterator[None]:
+    """What the agent got wrong, or the daemon refused, as the tool's error message (the SDK shows it
+    to the agent; other exceptions it hides behind a generic one)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except ControlError as exc:  # the daemon's refusal, in its words
+        raise ToolError(str(exc)) from None
+    except Exception as exc:
+        if http_status(exc) == UNEXPECTED:
+            raise
+        raise ToolError(message_of(exc)) from None
 
 
 def _tool(command: Command[Any], spec: McpSpec, caller: _Caller) -> Callable[..., Awaitable[Any]]:
@@ -88,12 +95,8 @@ def _tool(command: Command[Any], spec: McpSpec, caller: _Caller) -> Callable[...
     async def tool(**given: Any) -> Any:
         args = {**given, **spec.fixed}
         if spec.compose is not None:
-            from mcp.server.mcpserver.exceptions import ToolError
-
-            try:
+            with _as_tool_errors():
                 request = command.from_options(args)
-            except ValueError as exc:
-                raise ToolError(message_of(exc)) from None
             return await spec.compose(caller, request)
         answer = await caller(command.name, args)
         return spec.shape(answer) if spec.shape is not None else answer
