@@ -10,7 +10,15 @@ day apart, the new statement ten days after the old one; then its question is se
 stale one not found at all counts as current-first when the current one is), and the share with the
 stale one as the top hit, for hybrid search and BM25 alone; the share of updates detected on save,
 and how many crystals were superseded wrongly. ``SUPERSESSION_PATH`` names one other file of that
-shape to run instead of both.
+shape to run instead of all of them.
+
+Splits, by what they have been to the judge (each written by hand, in varied voices and domains):
+``development`` and ``development_2`` were tuned on; ``held_out`` and ``held_out_2`` were written
+after the judge of their day and never tuned on; ``seen_3`` (``supersession_check3.jsonl``, 30
+cases) was written apart and measured once on the judge before the change it then drove, so it is
+tuned on now; ``held_out_4`` (20 updates and 40 look-alikes) was written after that change and never
+tuned on. The same names hold for the look-alike files below (``seen_2`` is
+``lookalikes_check2.jsonl``).
 
 **Look-alikes.** ``bench/data/lookalikes_dev.jsonl`` (120 pairs) and ``lookalikes_check.jsonl`` (80,
 held out: written with the first, before the judge changed, never tuned on) hold pairs that are not
@@ -19,7 +27,7 @@ additions, another entity's value, past statements, plural facts, measurement lo
 into one memory, as a person would say it over a month (every older statement first, each newer one
 thirty days later), so that every pair is also a distractor for the others. Reported per kind: the
 share of older statements superseded (hidden from default search) and the share missing from the top
-10 of their own question. ``LOOKALIKES_PATH`` names one other file to run instead of both.
+10 of their own question. ``LOOKALIKES_PATH`` names one other file to run instead of all of them.
 
 Variants, same run: supersession on save with the search-time ordering (the node's default), the
 search-time ordering alone, and neither (the baseline: the ranking before issue 17).
@@ -50,12 +58,24 @@ DATA = Path(__file__).parent / "data"
 UPDATE_SETS = (
     {"other": Path(os.environ["SUPERSESSION_PATH"])}
     if os.environ.get("SUPERSESSION_PATH")
-    else {"development": DATA / "supersession_dev.jsonl", "held_out": DATA / "supersession_check.jsonl"}
+    else {
+        "development": DATA / "supersession_dev.jsonl",
+        "development_2": DATA / "supersession_dev2.jsonl",
+        "held_out": DATA / "supersession_check.jsonl",
+        "held_out_2": DATA / "supersession_check2.jsonl",
+        "seen_3": DATA / "supersession_check3.jsonl",
+        "held_out_4": DATA / "supersession_check4.jsonl",
+    }
 )
 LOOKALIKE_SETS = (
     {"other": Path(os.environ["LOOKALIKES_PATH"])}
     if os.environ.get("LOOKALIKES_PATH")
-    else {"development": DATA / "lookalikes_dev.jsonl", "held_out": DATA / "lookalikes_check.jsonl"}
+    else {
+        "development": DATA / "lookalikes_dev.jsonl",
+        "held_out": DATA / "lookalikes_check.jsonl",
+        "seen_2": DATA / "lookalikes_check2.jsonl",
+        "held_out_4": DATA / "lookalikes_check4.jsonl",
+    }
 )
 DAY = 86_400_000
 T0 = 1_767_225_600_000  # 2026-01-01

@@ -27,11 +27,13 @@ from memory.supersession.instances import (
     many_valued_relation,
     numbered_entry,
     purposes,
+    reports_an_event,
 )
 from memory.supersession.phrasing import (
     Change,
     adds_only,
     change_cue,
+    changed_things,
     content_stems,
     denied_stems,
     negated_stems,
@@ -73,16 +75,32 @@ INFERRED = (TypeSource.MODEL, TypeSource.LLM)
 def may_be_outdated(crystal: Crystal) -> bool:
     """An event someone recorded as one (a conversation turn, a diary entry) stays true: it happened.
     A statement the typer took for an event ("I take the 7:40 train") may still be a fact; one that
-    reads as an instance or as how things were then (``instances``) stays true, whoever typed it."""
+    reports an event or says how things were then (``instances``) stays true, whoever typed it."""
     if crystal.semantic_type is SemanticType.EPISODE and crystal.type_source not in INFERRED:
         return False
-    return not (is_past_statement(crystal.text) or _reads_as_instance(crystal.text))
+    return not (is_past_statement(crystal.text) or reports_an_event(crystal.text))
 
 
-def _reads_as_instance(text: str) -> bool:
-    """An event, a payment, a log reading or a numbered entry, unless it says a state changed or holds
-    now ("Rent went up to 1,250" and "Finished Middlemarch; I'm on Lolita now" set a new value)."""
-    return is_instance(text) and change_cue(text).strength < 0.5  # "Finished X; I'm on Y now" sets a state
+def _new_reads_as_instance(text: str) -> bool:
+    """A newer statement that is an event, a payment, a log reading or a numbered entry, unless it
+    says a state changed or holds now: "Rent went up to 1,250", "Finished Middlemarch; I'm on Lolita
+    now", "Looked at the label: the router is a Fritzbox 7530" set a new value."""
+    if change_cue(text).strength >= 0.5 or _present_clause(text):
+        return False
+    return is_instance(text)
+
+
+_CLAUSE_BREAK = re.compile(r"[,;:—]|\s-\s|\band\b")
+_PRESENT_STATE = re.compile(
+    r"^\s*(?:(?:the|my|our|his|her|their|its|\w+['’]s)\s+)?(?:[\w-]+\s+){0,3}?(?:is|are|am|runs|lives|works)\b",
+    re.IGNORECASE,
+)
+
+
+def _present_clause(text: str) -> bool:
+    """A clause after the first says how things are now: "I had it wrong, Kiko's pickup is at 17:00"."""
+    clauses = _CLAUSE_BREAK.split(text)
+    return any(_PRESENT_STATE.search(clause) for clause in clauses[1:])
 
 
 def other_slot(old: str, new: str) -> str | None:
@@ -92,7 +110,11 @@ def other_slot(old: str, new: str) -> str | None:
         return "the older one says how things were then"
     if denied_stems(new) & content_stems(old):
         return None  # "Actually it was 8 km, not 5": a correction of this very statement
-    if _reads_as_instance(old) or _reads_as_instance(new):
+    if reports_an_event(old):
+        return "the older one is an instance (an event, a payment, a reading, a numbered entry), not a value"
+    if is_past_statement(new):
+        return "the newer one says how things were then"
+    if _new_reads_as_instance(new):
         return "an instance (an event, a payment, a reading, a numbered entry), not a value"
     old_entry, new_entry = numbered_entry(old), numbered_entry(new)
     if old_entry and new_entry and old_entry != new_entry:
@@ -196,7 +218,10 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
     # A name for a name is weak evidence (any two statements about a person name people): it needs
     # more than the subject in common too.
     about_it = bool(
-        named_old or kinds - {"name"} or (len(shared) >= 2 and ("name" in kinds or similarity >= SAME_SLOT_SIMILARITY))
+        named_old
+        or kinds - {"name"}
+        or (len(shared) >= 2 and ("name" in kinds or similarity >= SAME_SLOT_SIMILARITY))
+        or (strength >= 0.8 and len(changed_things(new) & shared) >= 2)  # "Moved the spare key to …"
     )
     score = similarity + 0.3 * bool(named_old) + 0.1 * bool(kinds) + 0.05 * min(len(shared), 3)
     if strength >= 1.0 and about_it:
@@ -261,11 +286,14 @@ def choose(new: str, candidates: Sequence[Candidate]) -> Verdict | None:
 
 def _someone_elses(old: str, new: str, old_words: set[str], new_words: set[str]) -> bool:
     """One statement is about a thing of someone the other names ("Tomas's brother" vs "Tomas")."""
+    shared = old_words & new_words
     for first, second, second_words in ((new, old, old_words), (old, new, new_words)):
         theirs = {thing: owner for owner, thing in possessions(second)}
         for owner, thing in possessions(first):
-            if owner in second_words and thing not in second_words:
-                return True  # "Tomas's brother moved" is not about Tomas
+            if owner in second_words and thing not in second_words and not shared - {owner}:
+                # "Tomas's brother moved" is not about Tomas; "Sofia's phone number is …" and "Sofia
+                # got a new number" share more than Sofia: one slot
+                return True
             if thing in second_words and owner not in second_words and theirs.get(thing, owner) != owner:
                 return True  # "Lea's phone number" is not Ben's
             if thing in second_words and owner not in second_words and thing not in theirs and _speakers(second, thing):

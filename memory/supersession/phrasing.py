@@ -25,7 +25,10 @@ _WORD = re.compile(
 _CORRECTION = (
     r"\bactually\b|\bcorrection\b|\bi was wrong\b|\bi mixed\b|\bmy mistake\b|\bsorry\b|^\s*no\s*[,;:.]|"
     r"\bno longer\b|\bnot\b[^.;]*\b(?:any ?more|any longer)\b|\b(?:any ?more|no more)\b|\binstead\b|"
-    r"\bturns out\b|\bfrom now on\b|^\s*update\s*:|\bhas been replaced\b"
+    r"\bturns out\b|\bfrom now on\b|^\s*update\s*:|\bhas been replaced\b|"
+    # a slip owned up to: "wrong digits", "I misread the email", "oops", "not Sitges after all"
+    r"\b(?:had|got) (?:it|that|this) wrong\b|\bwrong (?:digits?|numbers?|date|day|time|name|address|one)\b|"
+    r"\bmisread\b|\bmisheard\b|\bmistyped\b|\btypo\b|\boops\b|\bafter all\b|\bcorrected me\b"
 )
 _CHANGE = (
     r"\bmoved\b|\bmoving\b|\bchanged\b|\bswitched\b|\breplaced\b|\bmigrated\b|\bstopped\b|\bquit\b|"
@@ -35,7 +38,8 @@ _CHANGE = (
     r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ ){0,3}away\b|\bleft\b|\bresigned\b|\bretired\b|"
     r"\bjoined\b|\btook over\b|\bstarted\b|\bbecame\b|\bis now\b|\bare now\b|\bgot a new\b|\bhas a new\b|"
     r"\bdelayed\b|\bended up\b|\bgone off\b|\bfell out\b|\bno more\b|\bnowadays\b|\bthese days\b|\bclosed\b|"
-    r"\bgot a (?:new )?job\b|\bnew job\b|\brewritten\b|\brebuilt\b|\bported\b|\bconverted\b|\bredone\b"
+    r"\bgot a (?:new )?job\b|\bnew job\b|\brewritten\b|\brebuilt\b|\bported\b|\bconverted\b|\bredone\b|"
+    r"\bshifted\b|\bcancell?ed\b|\bswapped\b|\bditched\b"
 )
 _HINT = (
     r"\bnow\b|\bnew\b|\bsince\b|\bfrom (?:next|this) \w+\b|\bas of\b|\bupdated?\b|"
@@ -53,7 +57,7 @@ _ADDITION_RE = re.compile(_ADDITION, re.IGNORECASE)
 #: train", "from VS Code to Neovim", "sold the Toyota", "replaced Jenkins with…".
 _NEGATED = re.compile(
     r"\b(?:not|no longer|instead of|rather than|from(?=\s+[\w./@:-]+(?:\s+[\w./@:-]+){0,2}\s+to\b)|"
-    r"sold|traded|replaced|dropped|left|quit|stopped using|finished|completed|done with|"
+    r"sold|traded|replaced|dropped|left|quit|stopped using|finished|completed|done with|cancell?ed|ditched|"
     r"stopped|gave|gone off|moved from|switched from|away from|fell out with|no more|"
     r"(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
     r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",
@@ -158,10 +162,35 @@ def new_things(text: str) -> set[str]:
     return {c for w in _NEW_THING.findall(text) if (c := _content(w.lower())) is not None}
 
 
+#: What comes before these names the old value: "#search-dev was archived ages ago" (of things, not
+#: people: "Sven is retired" ends nothing he was said to be).
+_ENDED = re.compile(
+    r"([\w#./@:-]+(?:\s+[\w#./@:-]+){0,2})\s+(?:was|were|has been|have been|got)\s+"
+    r"(?:archived|deprecated|discontinued|shut down|decommissioned|cancell?ed)\b",
+    re.IGNORECASE,
+)
+#: A verb of change and the thing it moves: "Moved the spare key to the lockbox" -> "the spare key".
+_CHANGED_THING = re.compile(
+    r"\b(?:moved|shifted|switched|changed|rescheduled|relocated|transferred|pushed|bumped|renamed|"
+    r"raised|lowered|increased|decreased|cut|extended|shortened)\s+([\w\s'’-]{1,40}?)\s+(?:to|from|into|over|back|up|down)\b",
+    re.IGNORECASE,
+)
+
+
 def negated_stems(text: str) -> set[str]:
     """The stems of what the statement names as no longer so."""
     out: set[str] = set()
     for found in _NEGATED.finditer(text):
+        out |= content_stems(found.group(1))
+    for found in _ENDED.finditer(text):
+        out |= content_stems(found.group(1))
+    return out
+
+
+def changed_things(text: str) -> set[str]:
+    """The stems of what a verb of change acts on: "Moved the spare key to …" -> {"spare", "key"}."""
+    out: set[str] = set()
+    for found in _CHANGED_THING.finditer(text):
         out |= content_stems(found.group(1))
     return out
 
