@@ -84,7 +84,9 @@ def test_supersede_by_hand_search_history_and_undo(tmp_path: Path) -> None:
         return [h["crystal"]["id"] for h in json.loads(found.stdout)]
 
     old = add("The gym membership is with SATS")
-    new = add("We cancelled SATS; the gym membership is with Elixia")
+    # a statement the judge leaves alone ("We cancelled SATS; ..." it now catches by itself), so that
+    # marking it by hand is what this test sees
+    new = add("Elixia sent the gym membership card")
     marked = run_cli("memory", "supersede", old, new, "--data-dir", data, env=ENV)
     assert marked.returncode == 0 and f"{old} is superseded by {new}" in marked.stdout
     assert search() == [new]
