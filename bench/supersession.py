@@ -16,8 +16,9 @@ Splits, by what they have been to the judge (each written by hand, in varied voi
 ``development`` and ``development_2`` were tuned on; ``held_out`` and ``held_out_2`` were written
 after the judge of their day and never tuned on; ``seen_3`` (``supersession_check3.jsonl``, 30
 cases) was written apart and measured once on the judge before the change it then drove, so it is
-tuned on now; ``held_out_4`` (20 updates and 40 look-alikes) was written after that change and never
-tuned on. The same names hold for the look-alike files below (``seen_2`` is
+tuned on now; ``seen_4`` (20 updates and 40 look-alikes) was written after that change, measured
+once, then its misses drove the next change; ``held_out_5`` (20 and 40) was written after that and
+never tuned on. The same names hold for the look-alike files below (``seen_2`` is
 ``lookalikes_check2.jsonl``).
 
 **Look-alikes.** ``bench/data/lookalikes_dev.jsonl`` (120 pairs) and ``lookalikes_check.jsonl`` (80,
@@ -64,7 +65,8 @@ UPDATE_SETS = (
         "held_out": DATA / "supersession_check.jsonl",
         "held_out_2": DATA / "supersession_check2.jsonl",
         "seen_3": DATA / "supersession_check3.jsonl",
-        "held_out_4": DATA / "supersession_check4.jsonl",
+        "seen_4": DATA / "supersession_check4.jsonl",
+        "held_out_5": DATA / "supersession_check5.jsonl",
     }
 )
 LOOKALIKE_SETS = (
@@ -74,7 +76,8 @@ LOOKALIKE_SETS = (
         "development": DATA / "lookalikes_dev.jsonl",
         "held_out": DATA / "lookalikes_check.jsonl",
         "seen_2": DATA / "lookalikes_check2.jsonl",
-        "held_out_4": DATA / "lookalikes_check4.jsonl",
+        "seen_4": DATA / "lookalikes_check4.jsonl",
+        "held_out_5": DATA / "lookalikes_check5.jsonl",
     }
 )
 DAY = 86_400_000

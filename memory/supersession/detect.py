@@ -28,7 +28,6 @@ from memory.storage.store import EmbeddedHook, MemoryStore
 from memory.supersession.authority import may_supersede
 from memory.supersession.judge import (
     INFERRED,
-    NEEDED_WITHOUT_CUE,
     Candidate,
     Verdict,
     choose,
@@ -208,8 +207,9 @@ def _stated_skill(crystal: Crystal) -> bool:
 
 def _may_replace_something(text: str, best_similarity: float) -> bool:
     """Whether the words beyond the nearest neighbours are worth a search: only a statement that
-    speaks of change can replace a far one (a bare swap of values is always a near neighbour)."""
-    return change_cue(text).strength > 0 or bool(negated_stems(text)) or best_similarity >= NEEDED_WITHOUT_CUE
+    speaks of change can replace anything (``judge.pair_score``); ``best_similarity`` is not needed."""
+    del best_similarity
+    return change_cue(text).strength > 0 or bool(negated_stems(text))
 
 
 def _order(crystal: Crystal) -> tuple[int, int, str]:

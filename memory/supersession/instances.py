@@ -48,7 +48,7 @@ _OCCASION = re.compile(
 )
 # A reading or an amount: a number with a unit, a currency, a percentage or a ratio.
 _READING = re.compile(
-    r"\d[\d,.]*\s?%|\d[\d,.]*\s?(?:kg|lbs?|g|km|mi|m|cm|mm|ms|s|h|hours?|minutes?|mins?|kwh|ppm|mg/dl|bpm|degrees?|°c?|"
+    r"\d[\d,.]*\s?%|\d[\d,.]*\s?(?:kg|lbs?|g|km|mi|m|cm|mm|ms|s|h|hours?|minutes?|mins?|kwh|ppm|mg/dl|mmol/l|mmhg|bar|psi|bpm|degrees?|°c?|"
     r"euros?|eur|dollars?|usd|pounds?|gbp|litres?|liters?|steps|points|messages|words)\b|[$€£]\s?\d|\d+/\d+|"
     r"\d+(?:\.\d+)?\s?(?:eur|usd|gbp)\b",
     re.IGNORECASE,
@@ -103,7 +103,8 @@ def _main_verb_is_past(text: str, *, change_counts: bool = False) -> bool:
     for at, word in enumerate(words):
         if word in _PRESENT_VERBS:
             return False
-        verb_position = at == 0 or words[at - 1] in _PRONOUNS
+        # First, a word in -ed is a verb only if no verb follows it: "Ahmed is …" names Ahmed.
+        verb_position = (at == 0 and not _is_verb(words[1:2])) or (at > 0 and words[at - 1] in _PRONOUNS)
         if word in _CHANGE_VERBS or word in _PAST_COPULA_WORDS:
             return change_counts and (verb_position or word in _PAST_COPULA_WORDS)
         if word in _IRREGULAR_PAST:
@@ -114,6 +115,22 @@ def _main_verb_is_past(text: str, *, change_counts: bool = False) -> bool:
 
 
 _PAST_COPULA_WORDS = frozenset({"was", "were"})
+
+
+def _is_verb(words: list[str]) -> bool:
+    """The one word given is a verb by its form alone (present, past copula, irregular past, -ed)."""
+    if not words:
+        return False
+    word = words[0]
+    return (
+        word in _PRESENT_VERBS
+        or word in _PAST_COPULA_WORDS
+        or word in _IRREGULAR_PAST
+        or word in _CHANGE_VERBS
+        or (word.endswith("ed") and len(word) > 4)
+    )
+
+
 #: Someone's instruction, reported: "Dr. Mas said to take it twice a day" states what holds now.
 _REPORTED_DIRECTIVE = re.compile(
     r"\b(?:said|told (?:me|us|him|her|them)|asked (?:me|us|him|her|them)|advised|recommended)\s+(?:to|not to)\b",

@@ -2,9 +2,10 @@
 
 A new statement replaces an older one when both are about the same thing (shared content words,
 or close in meaning), something of the older one is no longer in the newer (a value changed),
-and the newer says so: a correction, a verb of change, or at least a hint ("now", "new") with a
-value of the same kind (a day for a day, a name for a name). Without any such word only a near
-copy with one value swapped counts ("My phone number is 400 11 222" / "…is 912 34 567").
+and the newer says so: a correction, a verb of change, or a hint ("now", "new") in a near copy
+with a value of the same kind swapped (a day for a day, a name for a name). Without any such word
+nothing is hidden: "My phone number is 400 11 222" / "…is 912 34 567" may be an update or a second
+number, and the search-time ordering (``may_update``) puts the later one first without hiding either.
 
 What keeps look-alikes apart: a statement about someone else's thing ("Tomas's brother moved"
 does not move Tomas), one that says it adds ("I also have a bicycle"), and one that names
@@ -48,7 +49,6 @@ from memory.supersession.phrasing import (
 NEEDED_FOR_CORRECTION = 0.45
 NEEDED_FOR_CHANGE = 0.5
 NEEDED_FOR_HINT = 0.65
-NEEDED_WITHOUT_CUE = 0.85  # similarity alone, for a near copy with a value swapped
 #: Statements sharing no content word are about the same thing only if this close in meaning.
 SAME_THING_SIMILARITY = 0.6
 #: Without a value of the same kind, a change word is about this statement only if it shares more
@@ -209,6 +209,8 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
     if not (pair.old_words - pair.new_words) and not named_old and not new_value:
         return None
     strength = change.strength
+    if change.phrase == "new" and not pair.says_new():
+        strength = 0.0  # "saw the new Pixar one": new is said of another thing than the older one's
     if named_old:
         strength = 1.0
     elif pair.says_new():
@@ -222,17 +224,21 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
         or kinds - {"name"}
         or (len(shared) >= 2 and ("name" in kinds or similarity >= SAME_SLOT_SIMILARITY))
         or (strength >= 0.8 and len(changed_things(new) & shared) >= 2)  # "Moved the spare key to …"
+        or (pair.says_new() and bool(kinds))  # "a new accountant, Nuria Soler" after "Our accountant is …"
     )
     score = similarity + 0.3 * bool(named_old) + 0.1 * bool(kinds) + 0.05 * min(len(shared), 3)
     if strength >= 1.0 and about_it:
         needed = NEEDED_FOR_CORRECTION
     elif strength >= 0.8 and about_it:
         needed = NEEDED_FOR_CHANGE
-    elif strength > 0 and about_it and kinds:
+    elif strength > 0 and about_it and kinds and pair.swapped_value():
+        # "now" or "new" alone is said of many things that replace nothing ("saw the new Pixar one"):
+        # it hides the older statement only where the two are the same words with a value swapped.
         needed = NEEDED_FOR_HINT
-    elif kinds and pair.swapped_value() and similarity >= NEEDED_WITHOUT_CUE:
-        needed = 0.0
     else:
+        # Without a word of change nothing is hidden, however alike the two read: the search-time
+        # ordering (``may_update``) puts the later one first. Measured on every split of
+        # ``bench/supersession.py``: current-first unchanged, look-alikes hidden 2.5 % -> 0 % held out.
         return None
     if score < needed:
         return None
@@ -245,7 +251,6 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
 
 #: At search time, a newer hit this close to an older one above it may be its update.
 MAY_UPDATE_SIMILARITY = 0.4
-MAY_UPDATE_WITHOUT_CUE = 0.7
 
 
 def may_update(old: str, new: str, similarity: float) -> bool:
@@ -263,9 +268,17 @@ def may_update(old: str, new: str, similarity: float) -> bool:
         return False
     if not pair.shared and similarity < SAME_THING_SIMILARITY:
         return False
-    kinds = bool(pair.kinds)
+    # Any word of change, a value of the same kind that changed, or meaning this close: ordering
+    # hides nothing, and a later statement in the same slot is the likelier answer. Measured on
+    # every split of bench/supersession.py: current first held_out_2 90 % -> 95 %, development_2
+    # 90 % -> 95 %, held_out_4 87.5 % -> 100 %; look-alikes neither hidden nor missing more (only
+    # "newer ranked above", which is no goal, rose: held out 10 % -> 11.3 %).
     strength = max(change_cue(new).strength, 0.8 if pair.says_new() else 0.0)
-    return strength >= 0.8 or (strength > 0 and kinds) or (kinds and similarity >= MAY_UPDATE_WITHOUT_CUE)
+    # A name for a name, or meaning alone, must share more than the subject: "Tomas has a dog
+    # called Bruno" is no update of "Tomas lives in Riga".
+    kinds = pair.kinds
+    more_than_subject = len(pair.shared) >= 2 and ("name" in kinds or similarity >= SAME_THING_SIMILARITY)
+    return strength > 0 or bool(kinds - {"name"}) or more_than_subject
 
 
 def choose(new: str, candidates: Sequence[Candidate]) -> Verdict | None:

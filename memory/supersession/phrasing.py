@@ -28,14 +28,21 @@ _CORRECTION = (
     r"\bturns out\b|\bfrom now on\b|^\s*update\s*:|\bhas been replaced\b|"
     # a slip owned up to: "wrong digits", "I misread the email", "oops", "not Sitges after all"
     r"\b(?:had|got) (?:it|that|this) wrong\b|\bwrong (?:digits?|numbers?|date|day|time|name|address|one)\b|"
-    r"\bmisread\b|\bmisheard\b|\bmistyped\b|\btypo\b|\boops\b|\bafter all\b|\bcorrected me\b"
+    r"\bmisread\b|\bmisheard\b|\bmistyped\b|\btypo\b|\boops\b|\bafter all\b|\bcorrected me\b|"
+    r"\bconfused (?:\w+ ){0,2}with\b|\bmixed (?:\w+ )?up\b|\bthere(?:'s| is| are) no\b"
 )
+#: "left" after these is a side, not a departure ("tyre pressure front left 2.4 bar").
+_NOT_A_DIRECTION = "(?<!front )(?<!rear )(?<!back )(?<!the )(?<!top )(?<!bottom )(?<!upper )(?<!lower )"
 _CHANGE = (
     r"\bmoved\b|\bmoving\b|\bchanged\b|\bswitched\b|\breplaced\b|\bmigrated\b|\bstopped\b|\bquit\b|"
     r"\brenamed\b|\brelocated\b|\btransferred\b|\brescheduled\b|\bpostponed\b|\bpushed (?:back|to)\b|"
     r"\bbrought forward\b|\bmoved up\b|\bwent (?:up|down)\b|\braised\b|\blowered\b|\bincreased\b|"
-    r"\bdecreased\b|\bdropped\b|\bcut\b|\bbumped\b|\bupgraded\b|\bdowngraded\b|\bextended\b|\bshortened\b|"
-    r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ ){0,3}away\b|\bleft\b|\bresigned\b|\bretired\b|"
+    r"\bdecreased\b|\bdropped\b|\bbumped\b|\bupgraded\b|\bdowngraded\b|\bextended\b|\bshortened\b|"
+    # "cut" and "left" as verbs, not "a power cut" or "front left"
+    r"\b(?:i|we|they|he|she|it|was|were|been|got|have|has|had)\s+cut\b|\bcut (?:to|down|back)\b|"
+    + _NOT_A_DIRECTION
+    + r"\bleft\b|"
+    r"\breset\b|\brenewed\b|\bsold\b|\btraded\b|\bgave (?:\w+ ){0,3}away\b|\bresigned\b|\bretired\b|"
     r"\bjoined\b|\btook over\b|\bstarted\b|\bbecame\b|\bis now\b|\bare now\b|\bgot a new\b|\bhas a new\b|"
     r"\bdelayed\b|\bended up\b|\bgone off\b|\bfell out\b|\bno more\b|\bnowadays\b|\bthese days\b|\bclosed\b|"
     r"\bgot a (?:new )?job\b|\bnew job\b|\brewritten\b|\brebuilt\b|\bported\b|\bconverted\b|\bredone\b|"
@@ -57,7 +64,9 @@ _ADDITION_RE = re.compile(_ADDITION, re.IGNORECASE)
 #: train", "from VS Code to Neovim", "sold the Toyota", "replaced Jenkins with…".
 _NEGATED = re.compile(
     r"\b(?:not|no longer|instead of|rather than|from(?=\s+[\w./@:-]+(?:\s+[\w./@:-]+){0,2}\s+to\b)|"
-    r"sold|traded|replaced|dropped|left|quit|stopped using|finished|completed|done with|cancell?ed|ditched|"
+    r"sold|traded|replaced|dropped|quit|stopped using|finished|completed|done with|cancell?ed|ditched|"
+    + _NOT_A_DIRECTION
+    + r"left|"
     r"stopped|gave|gone off|moved from|switched from|away from|fell out with|no more|"
     r"(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
     r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",
@@ -120,7 +129,8 @@ def content_stems(text: str) -> set[str]:
 #: Only the words that deny a value ("not the 15th", "no longer Dr. Hansen", "instead of the train"),
 #: not the verbs that also name one ("gave 35 pounds", "sold 9 jars"): a correction of this statement.
 _DENIED = re.compile(
-    r"\b(?:not|no longer|instead of|rather than|(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
+    r"\b(?:not|no longer|instead of|rather than|there(?:'s| is| are) no|"
+    r"(?:does|do|did|is|are|was|were|has|have|wo|ca)n['’]?t)\s+"
     r"([\w./@:-]+(?:\s+[\w./@:-]+){0,3})",
     re.IGNORECASE,
 )

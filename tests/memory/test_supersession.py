@@ -18,7 +18,7 @@ from memory.retrieval.query import SUPERSEDED_FACTOR, SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession, supersede, unsupersede
-from memory.supersession.judge import Candidate, choose
+from memory.supersession.judge import Candidate, choose, may_update
 from memory.supersession.llm_judge import LlmJudge
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
@@ -47,10 +47,15 @@ def test_each_correction_phrasing_replaces_the_old_statement_not_its_neighbours(
     assert choose(new, [Candidate("other", neighbour, 0.55)]) is None  # the neighbour alone is not replaced
 
 
-def test_an_implicit_update_is_a_near_copy_with_one_value_swapped() -> None:
+def test_a_near_copy_with_a_value_swapped_is_ordered_first_not_hidden() -> None:
+    """Without a word of change, "My phone number is 912 34 567" may be a second number: it hides
+    nothing (issue 28: a value swapped hid recurring amounts, runs and versions), and search puts it
+    above the older one. With a word of change it replaces the older one."""
     old, new = "My phone number is 400 11 222.", "My phone number is 912 34 567."
-    assert choose(new, [Candidate("old", old, 0.9)]) is not None
-    assert choose(new, [Candidate("old", old, 0.7)]) is None  # without a word of change it must be a near copy
+    assert choose(new, [Candidate("old", old, 0.95)]) is None
+    assert may_update(old, new, 0.95)
+    changed = "My phone number is now 912 34 567."
+    assert choose(changed, [Candidate("old", old, 0.9)]) is not None
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
-from memory.supersession.judge import Candidate, choose, other_slot
+from memory.supersession.judge import Candidate, choose, may_update, other_slot
 from tests.memory.conftest import DAY, FakeClock
 
 LOOK_ALIKES = {
@@ -78,6 +78,28 @@ LOOK_ALIKES = {
         "What did Ana tell me about her new job?",
     ),
     "people_retire": ("Sven lives next door.", "Sven is retired.", "Who lives next door?"),
+    # Found by lookalikes_check4.jsonl, each hidden before the second change: "new" said of another
+    # thing, "cut" and "left" that are no verbs, a value swapped with no word of change at all.
+    "new_said_of_another_thing": (
+        "Pedro y yo fuimos al cine, saw Dune part two, loved it",
+        "Pedro y yo fuimos al cine, saw the new Pixar one, meh",
+        "what movie did Pedro and I love?",
+    ),
+    "a_power_cut_is_no_verb": (
+        "Power cut in the building tonight from 20:10 to 21:40.",
+        "Power cut in the building tonight from 19:00 to 19:25.",
+        "When was the power cut that lasted until 21:40?",
+    ),
+    "front_left_is_a_side": (
+        "Tyre pressure front left 2.1 bar.",
+        "Tyre pressure front left 2.4 bar after filling.",
+        "What was the front left tyre at 2.1 bar?",
+    ),
+    "swapped_without_a_word_of_change": (
+        "Our staging cluster runs Kubernetes 1.29.",
+        "Our staging cluster runs Kubernetes 1.30.",
+        "When did staging run Kubernetes 1.29?",
+    ),
 }
 
 
@@ -159,6 +181,10 @@ def test_the_slot_rule_names_why(old: str, new: str, reason: str) -> None:
             "Our team's Slack channel is #search-dev.",
             "The team channel is #search-eng, #search-dev was archived ages ago.",
         ),
+        # Found by supersession_check4.jsonl, each missed before the second change:
+        ("Yuki's surname is Tanaka.", "Yuki's surname is Takahashi, I confused her with someone else."),
+        ("The staging URL is staging.acme.io.", "Staging URL is stage.acme.io, there is no staging.acme.io."),
+        ("Our accountant is Gestoria Puig.", "We moved our accounts to a new accountant, Nuria Soler."),
     ],
     ids=[
         "from_monday",
@@ -172,6 +198,9 @@ def test_the_slot_rule_names_why(old: str, new: str, reason: str) -> None:
         "moved_the_thing",
         "cancelled_the_old",
         "old_was_archived",
+        "confused_with",
+        "there_is_no",
+        "a_new_one_named",
     ],
 )
 def test_updates_told_in_other_words_still_replace(old: str, new: str) -> None:
@@ -185,3 +214,12 @@ def test_a_reported_instruction_is_a_state_not_an_event() -> None:
     old = "Dr. Mas said to take the antibiotic three times a day."
     assert other_slot(old, "Dr. Mas now says to take the antibiotic twice a day.") is None
     assert other_slot("Dr. Mas said hello at the pharmacy.", "Dr. Mas said goodbye.") is not None
+
+
+def test_search_puts_a_later_statement_of_the_same_slot_first_without_a_change_verb() -> None:
+    """Ordering hides nothing, so it reads more loosely than hiding (found by supersession_check4:
+    "now" with a changed frequency was left below the stale one); a name for a name alone is no
+    reason ("Tomas has a dog called Bruno" is no update of "Tomas lives in Riga")."""
+    assert may_update("The cron for invoices runs every hour.", "Invoice cron now runs every 15 minutes.", 0.84)
+    assert may_update("My phone number is 400 11 222.", "My phone number is 912 34 567.", 0.95)
+    assert not may_update("Tomas lives in Riga.", "Tomas has a dog called Bruno.", 0.62)
