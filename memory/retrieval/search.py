@@ -43,7 +43,7 @@ from memory.retrieval.when import Window, time_window
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
 from memory.supersession.chains import current_of
-from memory.supersession.judge import may_be_outdated, may_update
+from memory.supersession.judge import asks_for_the_older, may_be_outdated, may_update
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000
@@ -286,7 +286,7 @@ async def _ranked(
     scored = await _current_first(store, request, where, params, now, window, scored)
     scored.sort(key=lambda s: (-s.final, s.rowid))
     if not request.include_superseded:
-        await _newer_first(store, scored, request.limit)
+        await _newer_first(store, scored, request)
     fused_order = {rowid: i for i, rowid in enumerate(sorted(fused, key=lambda r: (-fused[r], r)), start=1)}
     hits = []
     for entry in scored[: request.limit]:
@@ -423,11 +423,11 @@ async def _current_first(
     return kept + list(pulled_in.values())
 
 
-async def _newer_first(store: MemoryStore, scored: list[_Scored], limit: int) -> None:
+async def _newer_first(store: MemoryStore, scored: list[_Scored], request: SearchRequest) -> None:
     """Among the hits shown, a later one that may be the update of an earlier-said one ranked above
     it (``memory.supersession.judge.may_update``: the looser reading, for what supersession did not
     catch on save) moves just above it, with that one's score. Nothing is hidden; ``explain`` names it."""
-    top = scored[:limit]
+    top = scored[: request.limit]
     if len(top) < 2:
         return
     vectors = await store.vectors.vectors_of(store.reader(), [entry.rowid for entry in top])
@@ -440,6 +440,8 @@ async def _newer_first(store: MemoryStore, scored: list[_Scored], limit: int) ->
             if (earlier.crystal.created_at_ms, earlier.rowid) >= (later.crystal.created_at_ms, later.rowid):
                 continue
             if not may_be_outdated(earlier.crystal):
+                continue
+            if request.query and asks_for_the_older(request.query, earlier.crystal.text, later.crystal.text):
                 continue
             if may_update(earlier.crystal.text, later.crystal.text, _cosine(vectors, earlier.rowid, later.rowid)):
                 later.final = math.nextafter(earlier.final, math.inf)

@@ -12,7 +12,7 @@ from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
-from memory.supersession.judge import Candidate, choose, may_update, other_slot
+from memory.supersession.judge import Candidate, asks_for_the_older, choose, may_update, other_slot
 from tests.memory.conftest import DAY, FakeClock
 
 LOOK_ALIKES = {
@@ -233,3 +233,14 @@ def test_search_ordering_lets_a_later_event_set_a_states_value() -> None:
     assert may_update("Biel is in the under-10 team.", "Biel got picked for the under-12 team.", 0.84)
     assert may_update("My mobile plan is with Movistar.", "Moved my mobile plan to Digi.", 0.35)
     assert not may_update("My mobile plan is with Movistar.", "Digi has cheap plans.", 0.35)
+
+
+async def test_a_question_naming_the_older_ones_value_keeps_it_first(memory: MemoryStore, clock: FakeClock) -> None:
+    """The ordering lifts a later look-alike above an earlier one, unless the question names a day,
+    a date or a figure only the earlier one says: then it asks about that one."""
+    saturday = await _say(memory, clock, "Dinner at Lupo with the Hendersons on Saturday, great pasta.")
+    friday = await _say(memory, clock, "Dinner at Lupo with the Hendersons on Friday, slow service.")
+    asked = await search(memory, SearchRequest("How was dinner at Lupo on Saturday?", limit=10, touch=False))
+    assert [h.crystal.id for h in asked][:2] == [saturday, friday]
+    assert asks_for_the_older("Did I weigh 81.4 kg?", "Weight: 81.4 kg.", "Weight: 80.9 kg.")
+    assert not asks_for_the_older("What does our CI run on?", "Our CI runs on Jenkins.", "We moved to GitHub Actions.")
