@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import platformdirs
 
 from node.config import ENV_CONFIG_FILE, ENV_DATA_DIR, Config
+from node.errors import UsageError
 
 if TYPE_CHECKING:
     from memory.working_memory.memory_md import WorkingMemoryFiles
@@ -105,7 +107,48 @@ class NodePaths:
         reject held content; give the agent ``api.token`` and never this file."""
         return self.data_dir / "owner.token"
 
+    def check_can_be_a_folder(self) -> None:
+        """A data dir at or under a file is a usage error naming the fix, for every command (each
+        read of it failed with NotADirectoryError before issue 32)."""
+        there = self.data_dir
+        while not there.exists() and there != there.parent:
+            there = there.parent
+        if not there.is_dir():
+            raise UsageError(_unusable(self.data_dir, f"{there} is a file, not a folder"))
+
     def ensure_data_dir(self) -> None:
-        """Create the data dir, private to this user."""
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.data_dir, 0o700)
+        """Create the data dir, private to this user; a data dir this user cannot write is a usage
+        error naming the fix (it was a PermissionError traceback and exit 1 before issue 32)."""
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.data_dir, 0o700)
+        except OSError as exc:
+            raise UsageError(_unusable(self.data_dir, exc.strerror or str(exc))) from None
+        problem = write_problem(self.data_dir)
+        if problem is not None:
+            raise UsageError(_unusable(self.data_dir, problem))
+
+
+def _unusable(data_dir: Path, why: str) -> str:
+    return (
+        f"cannot use the data dir {data_dir}: {why}; pick another with --data-dir (or ${ENV_DATA_DIR}) "
+        "or make it writable for this user"
+    )
+
+
+def write_problem(folder: Path) -> str | None:
+    """Why this user cannot write in ``folder`` (or in the nearest folder above it that exists, where
+    it would be made), or None. It tries: a file is made and removed, since permission bits say
+    nothing to root and nothing of a read-only mount."""
+    there = folder
+    while not there.exists() and there != there.parent:
+        there = there.parent
+    if not there.is_dir():
+        return f"{there} is a file, not a folder"
+    try:
+        handle, name = tempfile.mkstemp(dir=there, prefix=".bitterbot-write-check-")
+        os.close(handle)
+        os.unlink(name)
+    except OSError as exc:
+        return f"{there} is not writable ({exc.strerror or exc})"
+    return None

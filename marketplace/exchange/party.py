@@ -96,4 +96,5 @@ class StuckDeals:
             return
         self.reasons.pop(purchase_id, None)
         if new is not None and new != old:
-            changed[new] = changed.get(new, 0) + 1
+            key = str(new)  # the state's name, not the enum: "{<SaleState.PAID: 'paid'>: 1}" reached the log
+            changed[key] = changed.get(key, 0) + 1

@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Crystal, Lifecycle, Origin, SemanticType
-from memory.retrieval.when import Window
+from memory.retrieval.when import Window, time_window
 
 # Defaults measured on LoCoMo (bench/locomo_recall.py, recall@10 over 1,986 questions): with
 # neighbour context, BM25 alone 0.740; RRF k=60 with equal weights 0.647 (below BM25 alone: a
@@ -314,6 +314,22 @@ def parse_since(text: str, now_ms: int) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
+
+
+def parse_bound(text: str, now_ms: int, *, until: bool = False) -> int:
+    """A ``--since`` or ``--until`` bound: what ``parse_since`` reads, or the words a query takes
+    ("yesterday", "last week", "in March", "3 days ago"): the start of that span for since, its
+    end for until."""
+    try:
+        return parse_since(text, now_ms)
+    except InvalidQuery:
+        window = time_window(text, now_ms)
+        if window is None:
+            raise InvalidQuery(
+                f"cannot read time {text!r}: use 45s, 30m, 24h, 7d, 2w, an ISO date like 2026-11-01, "
+                "or words such as yesterday, last week, in March"
+            ) from None
+        return window.end_ms if until else window.start_ms
 
 
 def reciprocal_rank_fusion(

@@ -58,7 +58,9 @@ def location_options(func: F) -> F:
 def resolve(config_path: Path | None, data_dir: Path | None) -> tuple[LoadedConfig, NodePaths]:
     environ = os.environ
     loaded = load_config(choose_config_path(config_path, data_dir, environ), environ)
-    return loaded, NodePaths.of(choose_data_dir(data_dir, loaded.config, environ), loaded.config)
+    paths = NodePaths.of(choose_data_dir(data_dir, loaded.config, environ), loaded.config)
+    paths.check_can_be_a_folder()
+    return loaded, paths
 
 
 def read_passphrase(passphrase_file: Path | None, *, prompt: str | None, confirm: bool = False) -> bytes | None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 class NodeHost(Protocol):
     """What the node's commands need of the daemon (``node.runtime.daemon.Daemon``)."""
 
-    def status(self) -> DaemonStatus: ...
+    async def status(self) -> DaemonStatus: ...
 
 
 class DashboardHost(Protocol):
@@ -31,7 +31,7 @@ UI = CommandSet("ui")
 @NODE.command("status", NoArgs, route=HttpRoute("GET", "/v1/status", "node"))
 async def status(node: NodeHost, request: NoArgs) -> dict[str, Any]:
     """The node at a glance: identity, parts, memory, peers, weather, market."""
-    return asdict(node.status())
+    return asdict(await node.status())
 
 
 @UI.command("ui.login", NoArgs, route=HttpRoute("POST", "/v1/ui/login", "ui"))

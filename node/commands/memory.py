@@ -7,6 +7,7 @@ are imported inside the handlers: describing these commands must stay cheap for 
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -61,6 +62,11 @@ def _comma_list(given: str) -> list[str]:
     return [t.strip() for t in given.split(",") if t.strip()]
 
 
+def _text_or_stdin(given: str) -> str:
+    """ "memory add -" reads the text from standard input (it stored "-" itself before issue 32)."""
+    return sys.stdin.read().strip() if given == "-" else given
+
+
 @commands(
     "memory.search",
     SearchArgs,
@@ -104,7 +110,13 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
     RememberArgs,
     route=HttpRoute("POST", "/v1/memory", "memory"),
     local=True,
-    cli=CliSpec("memory", "add", arguments=("text",), convert={"tags": _comma_list}, render=text.remembered),
+    cli=CliSpec(
+        "memory",
+        "add",
+        arguments=("text",),
+        convert={"tags": _comma_list, "text": _text_or_stdin},
+        render=text.remembered,
+    ),
     mcp=McpSpec(
         "memory_remember",
         fields=("text", "type", "importance", "scope", "ttl", "pin"),

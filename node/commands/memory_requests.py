@@ -32,7 +32,10 @@ class SearchArgs(_Request):
         default=SearchMode.HYBRID, description="hybrid, keyword, vector, recent, important, typed."
     )
     limit: int = Field(default=10, ge=1, le=1000)
-    since: str | None = Field(default=None, description="Only crystals since: 30m, 24h, 7d, 2w or an ISO date.")
+    since: str | None = Field(
+        default=None,
+        description="Only crystals since: 30m, 24h, 7d, 2w, an ISO date, or yesterday, last week, in March.",
+    )
     until: str | None = Field(
         default=None,
         description="Only crystals until then (30m, 7d ago, or an ISO date), as they stood: what was current then.",

@@ -17,7 +17,7 @@ from memory.governance import quarantine
 from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
 from memory.model import Crystal, Lifespan, NewCrystal, Origin, Sensitivity
-from memory.retrieval.query import SearchRequest, Weights, parse_since
+from memory.retrieval.query import SearchRequest, Weights, parse_bound, parse_since
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
@@ -68,8 +68,8 @@ async def search_memory(
         weights=weights,
         mode=args.mode,
         limit=args.limit,
-        since_ms=parse_since(args.since, store.now_ms()) if args.since else None,
-        until_ms=parse_since(args.until, store.now_ms()) if args.until else None,
+        since_ms=parse_bound(args.since, store.now_ms()) if args.since else None,
+        until_ms=parse_bound(args.until, store.now_ms(), until=True) if args.until else None,
         types=frozenset(args.types) or None,
         origins=frozenset(args.origins) or None,
         sort=args.sort,

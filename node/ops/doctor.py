@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from node.config import Config
-from node.paths import NodePaths
+from node.paths import NodePaths, write_problem
 from node.runtime.ports import TcpEndpoint, busy_reason, dial_target, tcp_endpoint
 from node.runtime.status import probe_daemon
 
@@ -47,7 +47,10 @@ def _private_file(path: Path, what: str) -> Check:
 def check_data_dir(paths: NodePaths) -> list[Check]:
     out = []
     data = paths.data_dir
-    if not data.exists():
+    problem = write_problem(data)
+    if problem is not None:  # issue 32: doctor said all was well of a data dir nothing could write
+        out.append(Check("data dir", FAIL, f"{data}: {problem}", "pick another with --data-dir, or make it writable"))
+    elif not data.exists():
         out.append(Check("data dir", WARN, f"{data} does not exist yet", "bitterbot-node init"))
     else:
         mode = stat.S_IMODE(data.stat().st_mode)

@@ -164,7 +164,8 @@ class MarketPart:
                     }
                     if resumed or settled or withdrawn or decided:
                         log.info(
-                            "market.round", resumed=len(resumed), settled=str(settled), arbitrated=len(decided),
+                            "market.round", resumed=len(resumed), arbitrated=len(decided),
+                            settled=", ".join(f"{state}={n}" for state, n in sorted(settled.items())),
                             withdrawn=withdrawn,
                         )  # fmt: skip
                 except (ChainError, PurchaseError, ConnectionError, TimeoutError) as exc:

@@ -33,6 +33,7 @@ from memory.errors import MemoryError_
 from memory.graph import auto_link
 from memory.llm import ChatEndpoint
 from memory.retrieval.query import Weights
+from memory.storage.counts import crystal_total
 from memory.storage.store import EmbeddedHook, LinkSettings, MemoryStore
 from memory.supersession.detect import Supersession
 from memory.supersession.llm_judge import LlmJudge
@@ -246,6 +247,11 @@ class MemoryPart:
         if self.store is not None:
             await self.store.close()
             self.store = None
+
+    async def refresh(self) -> None:
+        """Read the crystal count anew (the daemon asks before each status)."""
+        if self.store is not None:
+            self._crystals = await crystal_total(self.store.reader(), None)
 
     def details(self) -> dict[str, Any]:
         """For ``status``: counts, hormones, and what the last consolidation and dream did."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import time
 from typing import Any
 
@@ -27,7 +28,7 @@ class Daemon:
     def __init__(self, ctx: NodeContext, parts: list[Part] | None = None) -> None:
         self.ctx = ctx
         self.supervisor = TaskSupervisor(self._task_failed)
-        self._parts = parts if parts is not None else build_parts(ctx, self.supervisor, self.status)
+        self._parts = parts if parts is not None else build_parts(ctx, self.supervisor, self.fresh_status)
         self._stack = PartStack()
         self._stop = asyncio.Event()
         self._running = asyncio.Event()
@@ -67,6 +68,22 @@ class Daemon:
             parts={p.name: ("running" if p.name in started else "stopped") for p in self._parts},
             details={"tasks": self.supervisor.names, **_part_details(self._parts)},
         )
+
+    async def fresh_status(self) -> DaemonStatus:
+        """``status`` after each running part that keeps figures of its own has read them anew (the
+        crystal count was the one at start until issue 32)."""
+        await self._refresh_parts()
+        return self.status()
+
+    async def _refresh_parts(self) -> None:
+        for part in self._parts:
+            refresh = getattr(part, "refresh", None)
+            if part.name not in self._stack.started or not callable(refresh):
+                continue
+            try:
+                await refresh()
+            except (OSError, sqlite3.Error) as exc:  # a figure that could not be read keeps its last value
+                log.warning("status.refresh_failed", part=part.name, error=repr(exc))
 
     def _publish_status(self) -> None:
         try:
@@ -139,6 +156,7 @@ class Daemon:
     async def _report_status(self, interval_s: float) -> None:
         while True:
             await asyncio.sleep(interval_s)
+            await self._refresh_parts()
             self._publish_status()
 
 

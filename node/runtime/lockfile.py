@@ -51,7 +51,7 @@ def lock_holder(path: Path) -> int | None:
     """The pid of the daemon holding the lock, or None if no daemon holds it."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no data dir there, so no daemon either
         return None
     try:
         try:

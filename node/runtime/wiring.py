@@ -3,7 +3,7 @@ and which part's host runs each command set (``node.commands.registry``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ground.errors import WiringError
@@ -23,17 +23,17 @@ from node.servers.control import ControlServer
 class _StatusHost:
     """The ``node`` commands' host (``node.commands.daemon.NodeHost``)."""
 
-    def __init__(self, status: Callable[[], DaemonStatus] | None) -> None:
+    def __init__(self, status: Callable[[], Awaitable[DaemonStatus]] | None) -> None:
         self._status = status
 
-    def status(self) -> DaemonStatus:
+    async def status(self) -> DaemonStatus:
         if self._status is None:
             raise WiringError("no status here")
-        return self._status()
+        return await self._status()
 
 
 def build_parts(
-    ctx: NodeContext, supervisor: TaskSupervisor, status: Callable[[], DaemonStatus] | None = None
+    ctx: NodeContext, supervisor: TaskSupervisor, status: Callable[[], Awaitable[DaemonStatus]] | None = None
 ) -> list[Part]:
     """The node's parts in start order: memory, then the network that feeds it and the market on
     it, then the control socket (for a node run without the API) and the HTTP API (agents and the

@@ -77,6 +77,13 @@ class ApiServer:
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/openapi.json", self._openapi)
         app.router.add_get("/metrics", self._serve_metrics)
+        routes = [c.route for c in COMMANDS.values() if c.route is not None]
+        # A GET of a POST-only path would otherwise fall to a GET pattern beside it ("GET
+        # /v1/memory/search" answered 404 "no crystal 'search'"): it is told the method instead.
+        taken = {(r.method, r.path) for r in routes}
+        for route in routes:
+            if route.method == "POST" and ("GET", route.path) not in taken:
+                app.router.add_get(route.path, _use_post(route.path))
         for command in COMMANDS.values():
             if command.route is not None:
                 app.router.add_route(command.route.method, command.route.path, self._endpoint(command))
@@ -120,9 +127,14 @@ class ApiServer:
             agent = hmac.compare_digest(given, f"Bearer {self._token}".encode())
             request["actor"] = CLI if owner else AGENT
             if not (owner or agent):
-                # Says what is missing, never where the token lives: a caller without it has no business
-                # knowing this machine's paths (the owner finds it with `bitterbot-node status`).
-                response = _error(401, "a bearer token is required: Authorization: Bearer <the node's API token>")
+                # Says what is missing or wrong, never where the token lives: a caller without it has no
+                # business knowing this machine's paths (the owner finds it with `bitterbot-node status`).
+                response = _error(
+                    401,
+                    "the bearer token is not this node's: it changes when the data dir is new"
+                    if given
+                    else "a bearer token is required: Authorization: Bearer <the node's API token>",
+                )
                 response.headers["WWW-Authenticate"] = 'Bearer realm="bitterbot-node"'
                 return response
         try:
@@ -143,6 +155,8 @@ class ApiServer:
             args = await _arguments(request)
             with acting_as(request.get("actor", AGENT)):
                 result = await dispatch(self._hosts, command.name, args)
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"the body is larger than the API takes ({MAX_BODY_BYTES:,} bytes)")
         except Exception as exc:
             refused = refusal_of(exc, command.name)
             if refused.status == UNEXPECTED:
@@ -160,6 +174,15 @@ class ApiServer:
         if self._metrics is None:
             return _error(404, "metrics are off")
         return web.Response(body=self._metrics(), content_type="text/plain", charset="utf-8")
+
+
+def _use_post(path: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def use_post(request: web.Request) -> web.StreamResponse:
+        response = _error(405, f"{path} takes POST with a JSON body")
+        response.headers["Allow"] = "POST"
+        return response
+
+    return use_post
 
 
 async def _arguments(request: web.Request) -> dict[str, Any]:

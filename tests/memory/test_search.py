@@ -10,7 +10,15 @@ import pytest
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Lifecycle, NewCrystal, Origin, Scope, SemanticType, Sensitivity
-from memory.retrieval.query import SearchMode, SearchRequest, SortKey, fts_query, parse_since, reciprocal_rank_fusion
+from memory.retrieval.query import (
+    SearchMode,
+    SearchRequest,
+    SortKey,
+    fts_query,
+    parse_bound,
+    parse_since,
+    reciprocal_rank_fusion,
+)
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
@@ -182,6 +190,16 @@ def test_parse_since() -> None:
     assert parse_since("2026-01-01", now) == T0
     with pytest.raises(InvalidQuery, match="cannot read time"):
         parse_since("yesterday-ish", now)
+
+
+def test_since_and_until_take_what_queries_take() -> None:
+    """Issue 32: ``--since yesterday`` was refused though a query understands "yesterday"."""
+    now = T0 + DAY // 2  # midday of 2026-01-01
+    assert parse_bound("yesterday", now) == T0 - DAY
+    assert parse_bound("yesterday", now, until=True) == T0
+    assert parse_bound("24h", now) == now - DAY  # the forms that were there stay
+    with pytest.raises(InvalidQuery, match="words such as yesterday"):
+        parse_bound("whenever", now)
 
 
 def test_rrf_against_hand_computed_values() -> None:

@@ -64,7 +64,10 @@ def shown(doc: dict[str, Any], _: CliView) -> str:
     if c.get("superseded"):
         lines.append(f"  superseded by {c['superseded']['by']} (memory unsupersede {c['id']} to undo)")
     lines += [f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})" for a in doc["associations"]]
-    lines += [f"  audit {e['from']} -> {e['to']}: {e['reason']} by {e['actor']}" for e in doc["audit"]]
+    lines += [
+        f"  audit {'(new)' if e['from'] is None else e['from']} -> {e['to']}: {e['reason']} by {e['actor']}"
+        for e in doc["audit"]
+    ]  # a first row has no state before it: "(new)", not "None" (issue 32)
     lines += [
         f"  {e['action']} {e['detail']} by {e['actor']}"
         for e in doc["attribution"]

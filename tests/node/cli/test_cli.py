@@ -63,6 +63,41 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, f
     return proc.returncode, time.monotonic() - started, err
 
 
+def test_status_counts_the_crystals_stored_since_the_daemon_started(data_dir: Path) -> None:
+    """Issue 32: status showed the count from the daemon's start ("0 crystals" beside 26 stored)."""
+    proc = start_daemon(data_dir)
+    try:
+        wait_for_state(data_dir, "running")
+        for text in ("The boiler was serviced in May.", "The boiler is a Vaillant."):
+            added = run_cli("memory", "add", text, "--data-dir", str(data_dir))
+            assert added.returncode == 0, added.stderr
+        deadline = time.monotonic() + 30
+        counted = None
+        while time.monotonic() < deadline and counted != 2:
+            report = json.loads(run_cli("status", "--data-dir", str(data_dir), "--json").stdout)
+            counted = report["daemon"]["details"]["memory"]["crystals"]
+            time.sleep(0.3)
+        assert counted == 2
+    finally:
+        code, _, err = stop(proc)
+    assert code == 0, err
+
+
+def test_stop_ends_the_daemon_and_waits_for_it(data_dir: Path) -> None:
+    """Issue 32: there was no `bitterbot-node stop`; the README did not say how to end a daemon."""
+    proc = start_daemon(data_dir)
+    try:
+        pid = wait_for_state(data_dir, "running")["daemon"]["pid"]
+        stopped = run_cli("stop", "--data-dir", str(data_dir))
+        assert stopped.returncode == 0 and f"stopped the daemon (pid {pid})" in stopped.stdout, stopped.stderr
+        assert proc.wait(timeout=30) == 0  # it had already exited when stop returned: this only reaps it
+        again = run_cli("stop", "--data-dir", str(data_dir))
+        assert again.returncode == 0 and "no daemon is running" in again.stdout
+    finally:
+        code, _, err = stop(proc)
+    assert code == 0 and "node.stopped" in err, err
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_run_creates_an_identity_reports_running_and_stops_cleanly(data_dir: Path, sig: int) -> None:
     proc = start_daemon(data_dir)

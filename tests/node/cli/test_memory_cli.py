@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, run_cli
+from tests.conftest import CLI, clean_env, run_cli
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -151,3 +152,27 @@ def test_import_without_embedding_then_embed_the_backlog_with_progress(tmp_path:
     assert len(json.loads(vector.stdout)) == created
     again = run_cli("memory", "embed", "--data-dir", data, env=ENV)
     assert again.stdout.strip() == "embedded 0 crystals with hashing-v1-384 (0 left)"
+
+
+def test_a_dash_reads_the_text_from_stdin_and_since_takes_words(tmp_path: Path) -> None:
+    """Issue 32: "memory add -" stored the text "-", and "--since yesterday" was refused."""
+    data = str(tmp_path / "d")
+    added = subprocess.run(
+        [*CLI, "memory", "add", "-", "--data-dir", data, "--json"],
+        input="The spare key is in the blue pot.\n", env=ENV, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["crystal"]["text"] == "The spare key is in the blue pot."
+    found = run_cli("memory", "search", "spare key", "--since", "yesterday", "--data-dir", data, "--json", env=ENV)
+    assert found.returncode == 0, found.stderr
+    assert [h["crystal"]["text"] for h in json.loads(found.stdout)] == ["The spare key is in the blue pot."]
+
+
+def test_show_prints_no_python_none(tmp_path: Path) -> None:
+    """Issue 32: a crystal's first audit row printed as "audit None -> generated"."""
+    data = str(tmp_path / "d")
+    added = run_cli("memory", "add", "The bike lock code is on the fridge.", "--data-dir", data, "--json", env=ENV)
+    assert added.returncode == 0, added.stderr
+    shown = run_cli("memory", "show", json.loads(added.stdout)["crystal"]["id"], "--data-dir", data, env=ENV)
+    assert shown.returncode == 0, shown.stderr
+    assert "audit (new) -> " in shown.stdout and "None" not in shown.stdout, shown.stdout

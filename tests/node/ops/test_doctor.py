@@ -140,3 +140,39 @@ def test_a_plaintext_wallet_holding_usdc_on_a_real_chain_is_a_warning(tmp_path: 
         assert [c.status for c in check_chain(dev, wallet)] == ["ok"]  # a development chain's play money
         load_or_create_wallet(wallet, b"passphrase")  # sealed now
         assert [c.status for c in check_chain(real, wallet)] == ["ok"]
+
+
+def test_a_data_dir_that_cannot_be_a_folder_is_a_usage_error_for_every_command(tmp_path: Path) -> None:
+    """Issue 32: an unusable data dir ended in a raw traceback with exit 1 (PermissionError,
+    NotADirectoryError), and doctor said all was well."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    data = blocker / "data"
+    for command in (["run"], ["doctor"], ["status"], ["memory", "count"]):
+        result = run_cli(*command, "--data-dir", str(data))
+        assert result.returncode == 2, (command, result.stderr)
+        assert "cannot use the data dir" in result.stderr and "is a file, not a folder" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_doctor_fails_a_data_dir_it_cannot_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permission bits say nothing to root, so the check writes a file; here the OS's refusal is
+    faked at that one call (a named fake: this machine runs tests as root)."""
+    import tempfile as tempfile_module
+
+    from node.ops.doctor import check_data_dir
+    from node.paths import NodePaths, write_problem
+
+    data = tmp_path / "d"
+    data.mkdir(mode=0o700)
+    assert write_problem(data) is None
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile_module, "mkstemp", refused)
+    assert write_problem(data) == f"{data} is not writable (Permission denied)"
+    from node.config import Config
+
+    checks = check_data_dir(NodePaths.of(data, Config()))
+    assert checks[0].status == "fail" and "not writable" in checks[0].detail and "--data-dir" in (checks[0].fix or "")

@@ -109,9 +109,14 @@ def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 
 
 def test_the_token_is_required_and_checked(api: Api) -> None:
-    for token in ("", "wrong", api.token + "x"):
+    for token, says in (
+        ("", "bearer token is required"),
+        ("wrong", "not this node's"),
+        (api.token + "x", "not this node's"),
+    ):
         status, doc = api.call("GET", "/v1/status", token=token)
-        assert status == 401 and "bearer token is required" in doc["error"]
+        # issue 32: a wrong and a missing token got the same text
+        assert status == 401 and says in doc["error"], doc
         assert "api.token" not in doc["error"] and "/" not in doc["error"]  # issue 13: it named the token's path
     assert api.call("GET", "/v1/health", token="")[0] == 200  # open: liveness only
     assert api.ok("GET", "/v1/status")["state"] == "running"
@@ -340,11 +345,20 @@ def test_the_dispute_commands_answer_for_what_this_node_holds(api: Api) -> None:
         ("POST", "/v1/hormones/events", {"events": ["joy"]}, 400, "events.0: Input should be"),
         ("POST", "/v1/skills/nope/executions", {"success": True}, 404, "nope"),
         ("GET", "/v1/nothing-here", None, 404, "Not Found"),
+        # issue 32: a GET of the search answered 404 "no crystal 'search'"
+        ("GET", "/v1/memory/search?query=x", None, 405, "/v1/memory/search takes POST"),
     ],
 )
 def test_bad_input_gets_a_clear_error(api: Api, method: str, path: str, body: Any, status: int, message: str) -> None:
     got, doc = api.call(method, path, body)
     assert got == status and message in doc["error"], doc
+
+
+def test_a_body_over_the_limit_is_413_not_a_500(api: Api) -> None:
+    """Issue 32: a body over 1 MiB got a 500 (and an error in the log)."""
+    status, doc = api.call("POST", "/v1/memory", raw=b'{"text": "' + b"a" * 1_100_000 + b'"}')
+    assert status == 413 and "larger than the API takes" in doc["error"], doc
+    assert api.ok("GET", "/v1/status")["state"] == "running"
 
 
 def test_a_body_that_is_not_json_is_refused(api: Api) -> None:
