@@ -279,6 +279,13 @@ class MemoryStore:
         async with self._write_lock:
             await self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
+    async def truncate_wal(self) -> bool:
+        """Fold the WAL into the database file and cut it to nothing, so no earlier page image stays
+        in it (``memory.storage.erase``). False when a reader's snapshot kept some frames."""
+        async with self._write_lock, self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
+            row = await cursor.fetchone()
+        return row is not None and int(row[0]) == 0
+
     async def _write_batch(self, prepared: PreparedBatch) -> tuple[list[str], int]:
         async with self.transaction() as db:
             known = await ids_by_hash(db, prepared.hashes)

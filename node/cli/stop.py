@@ -3,6 +3,7 @@ until it has let go of the data dir (issue 32: there was no way short of finding
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -25,20 +26,25 @@ POLL_S = 0.1
     "--timeout", type=click.FloatRange(min=0.1), default=None,
     help="Seconds to wait for it to stop (default: [node] shutdown_timeout_s + 5).",
 )  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @handles_errors
-def stop(config_path: Path | None, data_dir: Path | None, timeout: float | None) -> None:
+def stop(config_path: Path | None, data_dir: Path | None, timeout: float | None, as_json: bool) -> None:
     """Stop the daemon running on this data dir and wait until it has."""
     loaded, paths = resolve(config_path, data_dir)
+
+    def said(text: str, pid: int | None, stopped: bool) -> None:
+        click.echo(json.dumps({"stopped": stopped, "pid": pid}) if as_json else text)
+
     pid = lock_holder(paths.lock_file)
     if pid is None:
-        click.echo(f"no daemon is running on {paths.data_dir}")
+        said(f"no daemon is running on {paths.data_dir}", None, False)
         return
     if pid <= 0:
         raise UsageError(f"a process holds {paths.lock_file} but its pid cannot be read: `fuser {paths.lock_file}`")
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:  # it stopped between the look and the signal
-        click.echo(f"the daemon (pid {pid}) had already stopped")
+        said(f"the daemon (pid {pid}) had already stopped", pid, True)
         return
     except PermissionError:
         raise UsageError(f"the daemon (pid {pid}) belongs to another user: stop it as that user") from None
@@ -46,7 +52,7 @@ def stop(config_path: Path | None, data_dir: Path | None, timeout: float | None)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if lock_holder(paths.lock_file) is None:
-            click.echo(f"stopped the daemon (pid {pid})")
+            said(f"stopped the daemon (pid {pid})", pid, True)
             return
         time.sleep(POLL_S)
     raise NodeError(

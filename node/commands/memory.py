@@ -455,7 +455,7 @@ async def show(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     cli=CliSpec(
         "memory", "forget", arguments=("id",), defaults={"reason": "forgotten by the user"}, render=text.forgotten
     ),
-    mcp=McpSpec("memory_forget"),
+    mcp=McpSpec("memory_forget", fixed={"erase": False}),  # erasing for good is the person's alone
 )
 async def forget(host: MemoryHost, request: ForgetArgs) -> dict[str, Any]:
     """Forget a crystal: never returned again; the reason is kept in its audit trail."""

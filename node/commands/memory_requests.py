@@ -114,6 +114,11 @@ class FeedbackArgs(_Request):
 class ForgetArgs(_Request):
     id: str = Field(min_length=1, max_length=64)
     reason: str = Field(default="forgotten by the agent", max_length=500)
+    erase: bool = Field(
+        default=False,
+        description="Erase the text now from the database, its WAL and its keyword index (cannot be undone; "
+        "the person's only). Without it the crystal expires and is purged after 30 days.",
+    )
 
 
 class ShowArgs(_Request):

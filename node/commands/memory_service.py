@@ -21,9 +21,11 @@ from memory.retrieval.query import SearchRequest, Weights, parse_bound, parse_si
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
+from memory.storage.erase import erase
 from memory.storage.store import MemoryStore
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
+from node.errors import PersonOnly
 from node.runtime.actor import PEOPLE
 
 
@@ -100,8 +102,13 @@ async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
 
 
 async def forget(store: MemoryStore, args: ForgetArgs, *, actor: str) -> dict[str, Any]:
+    if args.erase:
+        if actor not in PEOPLE:
+            raise PersonOnly("memory.forget --erase: only the person erases for good, never the agent; ask the person")
+        erased = await erase(store, args.id, actor=actor, reason=args.reason)
+        return {"forgotten": erased.crystal_id, "erased": True, "contexts_scrubbed": erased.contexts_scrubbed}
     crystal = await store.forget(args.id, actor=actor, reason=args.reason)
-    return {"forgotten": crystal.id}
+    return {"forgotten": crystal.id, "erased": False}
 
 
 async def quarantine_list(store: MemoryStore, args: QuarantineArgs) -> list[dict[str, Any]]:

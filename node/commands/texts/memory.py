@@ -97,7 +97,9 @@ def rejected(_: dict[str, Any], view: CliView) -> str:
 
 
 def forgotten(doc: dict[str, Any], _: CliView) -> str:
-    return f"forgot {doc['forgotten']}"
+    if doc.get("erased"):
+        return f"erased {doc['forgotten']}: its text is gone from the database, its WAL and its index"
+    return f"forgot {doc['forgotten']} (purged after 30 days; --erase removes its text now)"
 
 
 def counts(stats: dict[str, Any], _: CliView) -> str:

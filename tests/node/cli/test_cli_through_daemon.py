@@ -78,7 +78,7 @@ def test_memory_commands_are_requests_to_the_daemon(node: Node) -> None:
     assert node.json("memory", "dream")["accepted"] is True
     assert node.json("memory", "consolidate", "--dry-run")["dry_run"] is True
     assert node.json("memory", "event", "reward")["dopamine"] > node.json("memory", "hormones")["dopamine"] - 0.01
-    assert node.json("memory", "forget", crystal_id) == {"forgotten": crystal_id}
+    assert node.json("memory", "forget", crystal_id) == {"forgotten": crystal_id, "erased": False}
 
     counts = _api_requests(node)
     for command in ("memory.remember", "memory.search", "memory.show", "memory.stats", "wm.note", "wm.bootstrap",

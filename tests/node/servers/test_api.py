@@ -167,7 +167,7 @@ def test_memory_round_trip(api: Api) -> None:
     assert [h["crystal"]["id"] for h in typed] == [crystal_id]
     assert api.ok("GET", f"/v1/memory/{crystal_id}")["crystal"]["text"] == "The staging database lives on db2"
     assert api.ok("GET", "/v1/memory/stats")["total"] >= 1
-    assert api.ok("DELETE", f"/v1/memory/{crystal_id}?reason=wrong+host") == {"forgotten": crystal_id}
+    assert api.ok("DELETE", f"/v1/memory/{crystal_id}?reason=wrong+host") == {"forgotten": crystal_id, "erased": False}
     assert api.call("GET", f"/v1/memory/{crystal_id}")[0] == 404  # forgotten: never returned again
     assert api.ok("POST", "/v1/memory/search", {"query": "staging database", "mode": "keyword"}) == []
     gaps = api.ok("GET", "/v1/memory/gaps")  # that search found nothing: memory keeps the question
@@ -352,6 +352,16 @@ def test_the_dispute_commands_answer_for_what_this_node_holds(api: Api) -> None:
 def test_bad_input_gets_a_clear_error(api: Api, method: str, path: str, body: Any, status: int, message: str) -> None:
     got, doc = api.call(method, path, body)
     assert got == status and message in doc["error"], doc
+
+
+def test_erasing_for_good_is_the_persons_alone(api: Api) -> None:
+    """Issue 32: forget left the text on disk; erase removes it, and only the person may."""
+    crystal = api.ok("POST", "/v1/memory", {"text": "my old bank PIN was 4471, now changed"})["crystal"]
+    status, doc = api.call("DELETE", f"/v1/memory/{crystal['id']}?erase=true")  # the agent's token
+    assert status == 403 and "only the person" in doc["error"], doc
+    status, doc = api.call("DELETE", f"/v1/memory/{crystal['id']}?erase=true", token=api.owner_token)
+    assert status == 200 and doc == {"forgotten": crystal["id"], "erased": True, "contexts_scrubbed": 0}, doc
+    assert api.call("GET", f"/v1/memory/{crystal['id']}")[0] == 404
 
 
 def test_a_body_over_the_limit_is_413_not_a_500(api: Api) -> None:

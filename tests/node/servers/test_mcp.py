@@ -79,7 +79,10 @@ async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: P
                                                                  "type": "skill"}))  # fmt: skip
         found = _data(await client.call_tool("skills_search", {"query": "rotate logs"}))
         assert [h["id"] for h in found["local"]] == [skill["id"]] and found["network"] == []
-        assert _data(await client.call_tool("memory_forget", {"id": made["id"]})) == {"forgotten": made["id"]}
+        assert _data(await client.call_tool("memory_forget", {"id": made["id"]})) == {
+            "forgotten": made["id"],
+            "erased": False,
+        }
         assert _data(await client.call_tool("memory_search", {"query": "Spanish", "mode": "keyword"})) == []
 
         bad = await client.call_tool("memory_remember", {"text": "x", "importance": 3})
