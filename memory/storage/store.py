@@ -273,16 +273,10 @@ class MemoryStore:
             await self.checkpoint()
         return BulkResult(created=created, duplicates=sum(map(len, batches)) - created, ids=tuple(ids))
 
-    async def checkpoint(self) -> None:
-        """Fold the WAL back into the database file. After bulk writes a long WAL slows every
-        later commit (each one attempts a checkpoint) and every read (longer WAL index)."""
-        async with self._write_lock:
-            await self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
-
-    async def truncate_wal(self) -> bool:
-        """Fold the WAL into the database file and cut it to nothing, so no earlier page image stays
-        in it (``memory.storage.erase``). False when a reader's snapshot kept some frames."""
-        async with self._write_lock, self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
+    async def checkpoint(self, *, truncate: bool = False) -> bool:
+        """Fold the WAL into the file; ``truncate``: cut it to nothing. False: a reader kept frames."""
+        mode = "TRUNCATE" if truncate else "PASSIVE"
+        async with self._write_lock, self.writer.execute(f"PRAGMA wal_checkpoint({mode})") as cursor:
             row = await cursor.fetchone()
         return row is not None and int(row[0]) == 0
 
@@ -361,8 +355,7 @@ class MemoryStore:
         return await self.transition(crystal_id, Lifecycle.EXPIRED, reason=reason, actor=actor)
 
     async def delete_physically(self, db: aiosqlite.Connection, rows: Sequence[tuple[int, str]]) -> None:
-        """Delete (rowid, id) crystals with everything that hangs on them, inside the caller's transaction
-        (``row_writes.delete_rows``: what stays, and why)."""
+        """Delete (rowid, id) crystals and all that hangs on them, in the caller's transaction (``delete_rows``)."""
         await delete_rows(db, self.vectors, rows)
 
     def record_access(self, crystal_ids: Sequence[str]) -> None:

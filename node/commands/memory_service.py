@@ -14,6 +14,7 @@ from typing import Any
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.governance import quarantine
+from memory.governance.erase import erase
 from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
 from memory.model import Crystal, Lifespan, NewCrystal, Origin, Sensitivity
@@ -21,7 +22,6 @@ from memory.retrieval.query import SearchRequest, Weights, parse_bound, parse_si
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
-from memory.storage.erase import erase
 from memory.storage.store import MemoryStore
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs

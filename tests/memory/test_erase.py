@@ -9,10 +9,10 @@ import pytest
 
 from memory.embedders import make_embedder
 from memory.errors import CrystalNotFound
+from memory.governance.erase import ERASED_MARK, erase
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.erase import ERASED_MARK, erase
 from memory.storage.store import MemoryStore
 
 SECRET = "the vault passphrase is quokka-tangerine-4471"

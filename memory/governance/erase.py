@@ -53,5 +53,5 @@ async def erase(store: MemoryStore, crystal_id: str, *, actor: str, reason: str)
             await db.execute("INSERT INTO crystals_fts (crystals_fts) VALUES ('optimize')")
     finally:
         await store.writer.execute("PRAGMA secure_delete = OFF")
-    truncated = await store.truncate_wal()
+    truncated = await store.checkpoint(truncate=True)
     return Erased(crystal_id, max(scrubbed, 0), truncated)
