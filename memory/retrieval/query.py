@@ -134,6 +134,7 @@ class SearchHit:
     crystal: Crystal
     score: float
     explain: Explain | None = None
+    replaces: str | None = None  # shown in place of this outdated crystal, which matched the query
 
 
 STOPWORDS = frozenset(

@@ -310,7 +310,7 @@ async def _ranked(
                 superseded_by=_replaced_by(entry),
                 superseded_factor=entry.superseded_factor,
             )
-        hits.append(SearchHit(entry.crystal, entry.final, explain))
+        hits.append(SearchHit(entry.crystal, entry.final, explain, replaces=entry.in_place_of))
     return hits
 
 

@@ -82,7 +82,12 @@ async def search_memory(
         record_gap=record_gap,
     )
     return [
-        {"score": h.score, "crystal": crystal_json(h.crystal), "explain": asdict(h.explain) if h.explain else None}
+        {
+            "score": h.score,
+            "crystal": crystal_json(h.crystal),
+            "explain": asdict(h.explain) if h.explain else None,
+            "replaces": h.replaces,
+        }
         for h in await search(store, request)
     ]
 

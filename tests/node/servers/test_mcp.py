@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
+from memory.model import Sensitivity
 from tests.conftest import clean_env
 from tests.daemons import Node
 
@@ -69,12 +70,20 @@ async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: P
         assert made["created"] and made["type"] == "preference"
         hits = _data(await client.call_tool("memory_search", {"query": "Spanish answers", "mode": "keyword"}))
         assert [h["id"] for h in hits] == [made["id"]]
+        # issue 32: a hit carried no date and no sensitivity, and nothing said it replaced an older one
+        assert hits[0]["said_at"].endswith("Z") and hits[0]["sensitivity"] in {s.value for s in Sensitivity}
+        old = _data(await client.call_tool("memory_remember", {"text": "The staging server is db2"}))
+        new = _data(
+            await client.call_tool("memory_remember", {"text": "Actually, the staging server moved to db7, not db2"})
+        )
+        found = _data(await client.call_tool("memory_search", {"query": "staging server db2", "mode": "keyword"}))
+        assert found[0]["id"] == new["id"] and found[0]["replaces"] == old["id"], found
         note = _data(await client.call_tool("working_memory_note", {"text": "Deploy freeze until Friday"}))
         assert note["noted"] == "Deploy freeze until Friday"
         text = _data(await client.call_tool("working_memory_bootstrap", {"context_window": 8000}))
         assert "Deploy freeze until Friday" in str(text)
         status = _data(await client.call_tool("memory_status", {}))
-        assert status["crystals"] == 2 and "dopamine" in status["hormones"]
+        assert status["crystals"] == 4 and "dopamine" in status["hormones"]
         skill = _data(await client.call_tool("memory_remember", {"text": "Rotate logs with logrotate -f",
                                                                  "type": "skill"}))  # fmt: skip
         found = _data(await client.call_tool("skills_search", {"query": "rotate logs"}))

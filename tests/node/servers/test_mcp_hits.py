@@ -9,7 +9,8 @@ from node.commands.texts.agent import hits as _hits
 
 def _found(text: str, *, origin: str = "user_input", held: bool = False, sensitivity: str = "normal") -> dict[str, Any]:
     crystal = {"id": text[:8], "text": text, "semantic_type": "fact", "importance": 0.5, "origin": origin,
-               "source": None, "quarantined": held, "sensitivity": sensitivity}  # fmt: skip
+               "source": None, "quarantined": held, "sensitivity": sensitivity,
+               "created_at_ms": 1_767_225_600_000}  # fmt: skip
     return {"crystal": crystal, "score": 0.5}
 
 
