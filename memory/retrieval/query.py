@@ -78,6 +78,9 @@ class SearchRequest:
     types: frozenset[SemanticType] | None = None
     origins: frozenset[Origin] | None = None
     lifecycles: frozenset[Lifecycle] | None = None  # None: every visible lifecycle
+    tags: frozenset[str] | None = None  # every one of these tags
+    source: str | None = None  # this source exactly (an import's file, a session, a peer)
+    offset: int = 0  # for the ordered modes: a page after the first
     include_archived: bool = False
     # Peer content held in quarantine (``memory.governance.quarantine``): never in a search unless asked for,
     # and then marked by its crystal's ``quarantined``, ``origin`` and ``source``.
@@ -97,6 +100,8 @@ class SearchRequest:
     def __post_init__(self) -> None:
         if not 1 <= self.limit <= 1000:
             raise InvalidQuery(f"limit must be between 1 and 1000, got {self.limit}")
+        if self.offset < 0 or (self.offset and self.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR)):
+            raise InvalidQuery("offset is for the ordered modes (recent, important, typed), and not negative")
         if self.mode in (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR) and not (self.query or "").strip():
             raise InvalidQuery(f"{self.mode} search needs a query")
         if self.mode is SearchMode.TYPED and not self.types:

@@ -65,6 +65,12 @@ def _filters(request: SearchRequest, now_ms: int, *, current_only: bool) -> tupl
         params["until_ms"] = request.until_ms
     if current_only:
         parts.append(_CURRENT if request.until_ms is not None else "c.superseded_by IS NULL")
+    for i, tag in enumerate(sorted(request.tags or ())):  # tags are stored space-separated
+        parts.append(f"(' ' || c.tags || ' ') LIKE :tag_{i} ESCAPE '\\'")
+        params[f"tag_{i}"] = "% " + tag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + " %"
+    if request.source is not None:
+        parts.append("c.source = :source")
+        params["source"] = request.source
     for name, values in (
         ("semantic_type", request.types),
         ("origin", request.origins),
@@ -85,6 +91,8 @@ def _has_extra_filters(request: SearchRequest) -> bool:
     return bool(
         request.since_ms
         or request.until_ms
+        or request.tags
+        or request.source is not None
         or request.types
         or request.origins
         or request.lifecycles
@@ -486,7 +494,7 @@ async def _ordered(store: MemoryStore, request: SearchRequest, where: str, param
         source = "crystals_fts JOIN crystals c ON c.rowid = crystals_fts.rowid"
         where = f"crystals_fts MATCH :match AND {where}"
         params = {**params, "match": match}
-    sql = f"SELECT {SELECT_COLUMNS} FROM {source} WHERE {where} ORDER BY {_ORDER[sort]} LIMIT :limit"
-    async with store.reader().execute(sql, {**params, "limit": request.limit}) as cursor:
+    sql = f"SELECT {SELECT_COLUMNS} FROM {source} WHERE {where} ORDER BY {_ORDER[sort]} LIMIT :limit OFFSET :offset"
+    async with store.reader().execute(sql, {**params, "limit": request.limit, "offset": request.offset}) as cursor:
         rows = list(await cursor.fetchall())
     return [SearchHit(crystal_from_row(r), float(len(rows) - i)) for i, r in enumerate(rows)]

@@ -18,6 +18,7 @@ from node.commands.memory_requests import (
     FeedbackArgs,
     ForgetArgs,
     LinkArgs,
+    ListArgs,
     QuarantineArgs,
     RememberArgs,
     RetypeArgs,
@@ -77,6 +78,7 @@ def _text_or_stdin(given: str) -> str:
         "search",
         arguments=("query",),
         options={"types": "--type", "origins": "--origin", "include_held": "--held"},
+        convert={"tags": _comma_list},
         render=text.hits,
     ),
     mcp=McpSpec(
@@ -430,6 +432,32 @@ async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     from node.commands import memory_service as service
 
     return await service.quarantine_reject(host.running_store(), request, actor=current_actor())
+
+
+@commands(
+    "memory.list",
+    ListArgs,
+    route=HttpRoute("POST", "/v1/memory/list", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "list",
+        options={"types": "--type", "origins": "--origin"},
+        convert={"tags": _comma_list},
+        render=text.listed,
+    ),
+    mcp=McpSpec(
+        "memory_list",
+        fields=("limit", "offset", "types", "tags", "source", "since"),
+        description="Every memory, newest first, a page at a time (limit, offset), by type, tags, source or time.",
+        shape=agent.listed,
+    ),
+)
+async def list_crystals(host: MemoryHost, request: ListArgs) -> dict[str, Any]:
+    """Every crystal, newest first, a page at a time, by type, origin, tags, source or time."""
+    from node.commands import memory_service as service
+
+    return await service.list_crystals(host.running_store(), request)
 
 
 @commands(

@@ -7,6 +7,8 @@ the CLI's client) does not load the store.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.dynamics.hormones import Event
@@ -42,6 +44,12 @@ class SearchArgs(_Request):
     )
     types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
     origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=16, description="Only crystals with every one of these tags."
+    )
+    source: str | None = Field(
+        default=None, max_length=500, description="Only crystals from this source exactly (a file, a session)."
+    )
     sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
     include_archived: bool = False
     include_superseded: bool = Field(
@@ -51,6 +59,23 @@ class SearchArgs(_Request):
         default=False, description="Also peer content held in quarantine (each hit is marked: quarantined, origin)."
     )
     explain: bool = Field(default=False, description="Add keyword, vector, fused and final scores to each hit.")
+
+
+class ListArgs(_Request):
+    """Every crystal, newest first, a page at a time, by the same filters as search."""
+
+    limit: int = Field(default=20, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0, le=10_000_000, description="Skip this many (the next page).")
+    types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
+    origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=16, description="Only crystals with every one of these tags."
+    )
+    source: str | None = Field(default=None, max_length=500, description="Only crystals from this source exactly.")
+    since: str | None = Field(default=None, description="Only crystals since: 24h, 7d, an ISO date, or yesterday.")
+    until: str | None = Field(default=None, description="Only crystals until then: 24h, 7d, an ISO date, or yesterday.")
+    include_archived: bool = False
+    include_superseded: bool = Field(default=False, description="Also crystals a newer one replaced.")
 
 
 class RememberArgs(_Request):

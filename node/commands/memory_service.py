@@ -18,13 +18,21 @@ from memory.governance.erase import erase
 from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
 from memory.model import Crystal, Lifespan, NewCrystal, Origin, Sensitivity
-from memory.retrieval.query import SearchRequest, Weights, parse_bound, parse_since
+from memory.retrieval.query import SearchMode, SearchRequest, Weights, parse_bound, parse_since
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.working_memory.memory_md import WorkingMemoryFiles
-from node.commands.memory_requests import ForgetArgs, InvalidRequest, QuarantineArgs, RememberArgs, SearchArgs, ShowArgs
+from node.commands.memory_requests import (
+    ForgetArgs,
+    InvalidRequest,
+    ListArgs,
+    QuarantineArgs,
+    RememberArgs,
+    SearchArgs,
+    ShowArgs,
+)
 from node.errors import PersonOnly
 from node.runtime.actor import PEOPLE
 
@@ -70,16 +78,11 @@ async def search_memory(
         weights=weights,
         mode=args.mode,
         limit=args.limit,
-        since_ms=parse_bound(args.since, store.now_ms()) if args.since else None,
-        until_ms=parse_bound(args.until, store.now_ms(), until=True) if args.until else None,
-        types=frozenset(args.types) or None,
-        origins=frozenset(args.origins) or None,
         sort=args.sort,
-        include_archived=args.include_archived,
-        include_superseded=args.include_superseded,
         include_held=args.include_held,
         explain=args.explain,
         record_gap=record_gap,
+        **_filters(args, store.now_ms()),
     )
     return [
         {
@@ -90,6 +93,35 @@ async def search_memory(
         }
         for h in await search(store, request)
     ]
+
+
+def _filters(args: SearchArgs | ListArgs, now_ms: int) -> dict[str, Any]:
+    """The filters search and list share, as ``SearchRequest`` fields."""
+    return {
+        "since_ms": parse_bound(args.since, now_ms) if args.since else None,
+        "until_ms": parse_bound(args.until, now_ms, until=True) if args.until else None,
+        "types": frozenset(args.types) or None,
+        "origins": frozenset(args.origins) or None,
+        "tags": frozenset(args.tags) or None,
+        "source": args.source,
+        "include_archived": args.include_archived,
+        "include_superseded": args.include_superseded,
+    }
+
+
+async def list_crystals(store: MemoryStore, args: ListArgs) -> dict[str, Any]:
+    """A page of crystals, newest first: the ordered search, without a query and without counting
+    as accesses."""
+    request = SearchRequest(
+        mode=SearchMode.RECENT,
+        limit=args.limit,
+        offset=args.offset,
+        touch=False,
+        record_gap=False,
+        **_filters(args, store.now_ms()),
+    )
+    found = await search(store, request)
+    return {"crystals": [crystal_json(h.crystal) for h in found], "offset": args.offset, "limit": args.limit}
 
 
 async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:

@@ -48,6 +48,12 @@ def hit(found: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def listed(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A page of crystals as the agent gets it: each marked by the gate like a search hit, no score."""
+    shown = hits([{"crystal": crystal, "score": 0.0} for crystal in doc["crystals"]])
+    return [{k: v for k, v in item.items() if k != "score"} for item in shown]
+
+
 def remembered(done: dict[str, Any]) -> dict[str, Any]:
     crystal = done["crystal"]
     return {"id": crystal["id"], "created": done["created"], "type": crystal["semantic_type"],

@@ -30,6 +30,20 @@ def provenance_mark(crystal: dict[str, Any]) -> str:
     return f" [{held}from {str(crystal['source'] or 'a peer')[:21]}…]"
 
 
+def listed(doc: dict[str, Any], _: CliView) -> str:
+    crystals = doc["crystals"]
+    if not crystals:
+        return "no crystals" if not doc["offset"] else f"no crystals after the first {doc['offset']}"
+    lines = []
+    for at, crystal in enumerate(crystals, start=doc["offset"] + 1):
+        text = crystal["text"].replace("\n", " ")
+        mark = f"{provenance_mark(crystal)}{superseded_mark(crystal)}"
+        lines.append(f"{at:>4}. {crystal['id']}  [{crystal['semantic_type']}]{mark}  {text[:100]}")
+    if len(crystals) == doc["limit"]:
+        lines.append(f"      more: --offset {doc['offset'] + doc['limit']}")
+    return "\n".join(lines)
+
+
 def hits(found: list[dict[str, Any]], _: CliView) -> str:
     if not found:
         return "no matches"

@@ -176,3 +176,32 @@ def test_show_prints_no_python_none(tmp_path: Path) -> None:
     shown = run_cli("memory", "show", json.loads(added.stdout)["crystal"]["id"], "--data-dir", data, env=ENV)
     assert shown.returncode == 0, shown.stderr
     assert "audit (new) -> " in shown.stdout and "None" not in shown.stdout, shown.stdout
+
+
+def test_list_pages_through_memory_by_type_and_tags(tmp_path: Path) -> None:
+    """Issue 32: there was no `memory list`, and no filter by tags or source."""
+    data = str(tmp_path / "d")
+    for text, extra in (
+        ("Bleed the radiators with a 5 mm key", ["--type", "skill", "--tags", "home,heating"]),
+        ("Rotate logs with logrotate -f", ["--type", "skill", "--tags", "ops"]),
+        ("Deploy freeze until Friday", []),
+    ):
+        assert run_cli("memory", "add", text, *extra, "--data-dir", data, env=ENV).returncode == 0
+
+    def listed(*options: str) -> list[str]:
+        done = run_cli("memory", "list", *options, "--data-dir", data, "--json", env=ENV)
+        assert done.returncode == 0, done.stderr
+        return [c["text"] for c in json.loads(done.stdout)["crystals"]]
+
+    assert listed() == [
+        "Deploy freeze until Friday",
+        "Rotate logs with logrotate -f",
+        "Bleed the radiators with a 5 mm key",
+    ]
+    assert listed("--limit", "2", "--offset", "2") == ["Bleed the radiators with a 5 mm key"]
+    assert listed("--tags", "heating,home") == ["Bleed the radiators with a 5 mm key"]
+    assert listed("--type", "skill", "--tags", "ops") == ["Rotate logs with logrotate -f"]
+    found = run_cli("memory", "search", "radiators", "--tags", "ops", "--data-dir", data, "--json", env=ENV)
+    assert found.returncode == 0 and json.loads(found.stdout) == []  # search takes the same filters
+    page = run_cli("memory", "list", "--limit", "2", "--data-dir", data, env=ENV)
+    assert "more: --offset 2" in page.stdout

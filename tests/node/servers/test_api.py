@@ -354,6 +354,19 @@ def test_bad_input_gets_a_clear_error(api: Api, method: str, path: str, body: An
     assert got == status and message in doc["error"], doc
 
 
+def test_list_is_newest_first_by_source_a_page_at_a_time(api: Api) -> None:
+    for n in range(3):
+        api.ok("POST", "/v1/memory", {"text": f"Wants gutter report number {n} by email", "type": "goal"})
+    page = api.ok("POST", "/v1/memory/list", {"types": ["goal"], "limit": 2})
+    assert [c["text"] for c in page["crystals"]] == [
+        "Wants gutter report number 2 by email",
+        "Wants gutter report number 1 by email",
+    ]
+    rest = api.ok("POST", "/v1/memory/list", {"types": ["goal"], "limit": 2, "offset": 2})
+    assert [c["text"] for c in rest["crystals"]] == ["Wants gutter report number 0 by email"]
+    assert api.ok("POST", "/v1/memory/list", {"source": "no/such/file.md"})["crystals"] == []
+
+
 def test_erasing_for_good_is_the_persons_alone(api: Api) -> None:
     """Issue 32: forget left the text on disk; erase removes it, and only the person may."""
     crystal = api.ok("POST", "/v1/memory", {"text": "my old bank PIN was 4471, now changed"})["crystal"]

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
     "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede", "memory_show", "memory_event",
+    "memory_list",
     "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "working_memory_show",
     "skills_search", "skills_record", "skills_price", "skills_purchases", "memory_quarantine",
     "network_peers", "network_weather", "wallet_show",
