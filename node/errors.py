@@ -25,6 +25,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_ALREADY_RUNNING = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it (128 + SIGINT)
 
 
 class NodeError(BitterbotError):

@@ -9,6 +9,7 @@ Exits at the end of its input. See ``memory.cognition.bulk_typing``.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 from memory.cognition.typer import Typer
@@ -16,6 +17,9 @@ from memory.model import SemanticType
 
 
 def main() -> None:
+    # Ctrl-C reaches the whole process group; the importer that started this worker decides when it
+    # ends (it closes our stdin). A traceback of ours on the person's terminal said nothing useful.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     lines = iter(sys.stdin.buffer)
     first = next(lines, None)
     if first is None:

@@ -8,6 +8,7 @@ opens the store file itself and calls the same service functions the daemon call
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ import click
 from node.cli.common import handles_errors, location_options
 from node.cli.progress import progress_bar
 from node.cli.transport import with_store
+from node.errors import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
     from memory.storage.store import MemoryStore
@@ -39,7 +41,7 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
         from memory.importer import crystals_from_file, find_sources
         from memory.storage.imported_files import imported_file_hash, mark_imported
 
-        totals = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
+        totals = progress_so_far  # what Ctrl-C reports: the store keeps every batch already written
         sources = find_sources(source)
         with progress_bar(len(sources), "importing") as bar:
             for item in sources:
@@ -56,10 +58,26 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
         if not no_embed:
             backlog = await store.backlog_size()
             with progress_bar(backlog, "embedding") as bar:
-                totals["embedded"] = await store.embed_backlog(progress=bar.update)
+
+                def embedded(count: int) -> None:
+                    totals["embedded"] += count
+                    bar.update(count)
+
+                await store.embed_backlog(progress=embedded)
         return totals
 
-    totals = with_store(config_path, data_dir, go)
+    progress_so_far = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
+    try:
+        totals = with_store(config_path, data_dir, go)
+    except KeyboardInterrupt:
+        done = progress_so_far
+        click.echo(
+            f"\nstopped: {done['created']} new crystals from {done['files']} files are stored, "
+            f"{done['embedded']} embedded; run the same command again to go on from there "
+            "(nothing stored is lost; `memory embed` embeds the rest)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(json.dumps(totals, indent=2))
     else:

@@ -205,3 +205,35 @@ def test_list_pages_through_memory_by_type_and_tags(tmp_path: Path) -> None:
     assert found.returncode == 0 and json.loads(found.stdout) == []  # search takes the same filters
     page = run_cli("memory", "list", "--limit", "2", "--data-dir", data, env=ENV)
     assert "more: --offset 2" in page.stdout
+
+
+def test_ctrl_c_during_an_import_says_what_was_kept_and_a_rerun_goes_on(tmp_path: Path) -> None:
+    """Issue 32: Ctrl-C printed a KeyboardInterrupt traceback (from the typing worker) and
+    'Aborted!', with no word on what was kept or how to go on."""
+    import signal
+    import time
+
+    source = tmp_path / "chat.jsonl"
+    with source.open("w") as out:
+        for n in range(40_000):
+            out.write(json.dumps({"role": "user", "content": f"note {n}: the shed roof needs tiles"}) + "\n")
+    data = str(tmp_path / "d")
+    proc = subprocess.Popen(
+        [*CLI, "memory", "import", str(source), "--data-dir", data],
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    seen = ""
+    while "importing" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.read(1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)  # bounded: a hang fails here instead of stalling the suite
+    err = seen + err
+    assert proc.returncode == 130, err
+    assert "stopped:" in err and "run the same command again" in err, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    again = run_cli("memory", "import", str(source), "--data-dir", data, "--no-embed", "--json", env=ENV, timeout=300)
+    assert again.returncode == 0, again.stderr
+    counted = run_cli("memory", "count", "--data-dir", data, "--json", env=ENV)
+    assert json.loads(counted.stdout)["count"] == 40_000
