@@ -110,9 +110,7 @@ class NodePaths:
     def check_can_be_a_folder(self) -> None:
         """A data dir at or under a file is a usage error naming the fix, for every command (each
         read of it failed with NotADirectoryError before issue 32)."""
-        there = self.data_dir
-        while not there.exists() and there != there.parent:
-            there = there.parent
+        there = _nearest_existing(self.data_dir)
         if not there.is_dir():
             raise UsageError(_unusable(self.data_dir, f"{there} is a file, not a folder"))
 
@@ -136,13 +134,18 @@ def _unusable(data_dir: Path, why: str) -> str:
     )
 
 
+def _nearest_existing(path: Path) -> Path:
+    """``path`` itself if it exists, else the nearest folder above it that does."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def write_problem(folder: Path) -> str | None:
     """Why this user cannot write in ``folder`` (or in the nearest folder above it that exists, where
     it would be made), or None. It tries: a file is made and removed, since permission bits say
     nothing to root and nothing of a read-only mount."""
-    there = folder
-    while not there.exists() and there != there.parent:
-        there = there.parent
+    there = _nearest_existing(folder)
     if not there.is_dir():
         return f"{there} is a file, not a folder"
     try:

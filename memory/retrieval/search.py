@@ -43,7 +43,7 @@ from memory.retrieval.when import Window, time_window
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
 from memory.supersession.chains import current_of
-from memory.supersession.judge import asks_for_the_older, may_be_outdated, may_update
+from memory.supersession.judge import asks_for_the_older, may_be_outdated, may_update, values_asked
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000
@@ -439,6 +439,7 @@ async def _newer_first(store: MemoryStore, scored: list[_Scored], request: Searc
     if len(top) < 2:
         return
     vectors = await store.vectors.vectors_of(store.reader(), [entry.rowid for entry in top])
+    asked = values_asked(request.query) if request.query else frozenset()
     for j in range(1, len(top)):
         later = top[j]
         if later.crystal.steering_reward < 0:
@@ -447,9 +448,8 @@ async def _newer_first(store: MemoryStore, scored: list[_Scored], request: Searc
             earlier = top[i]
             if (earlier.crystal.created_at_ms, earlier.rowid) >= (later.crystal.created_at_ms, later.rowid):
                 continue
-            if not may_be_outdated(earlier.crystal):
-                continue
-            if request.query and asks_for_the_older(request.query, earlier.crystal.text, later.crystal.text):
+            asks_for_it = asked and asks_for_the_older(asked, earlier.crystal.text, later.crystal.text)
+            if asks_for_it or not may_be_outdated(earlier.crystal):
                 continue
             if may_update(earlier.crystal.text, later.crystal.text, _cosine(vectors, earlier.rowid, later.rowid)):
                 later.final = math.nextafter(earlier.final, math.inf)

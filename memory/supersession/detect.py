@@ -75,9 +75,8 @@ class Supersession:
             return None  # a passage (a conversation turn) is judged by nothing: it states too much at once
         near = {rowid: similarity for rowid, similarity in neighbours}
         crystals = await store.get_many_by_rowid(list(near))
-        closest = max((near[r] for r, c in crystals.items() if c.id != new.id), default=0.0)
         extra: list[int] = []
-        if _may_replace_something(new.text, closest):
+        if _may_replace_something(new.text):
             extra = [r for r in await _sharing_words(store, new.text) if r not in near]
             crystals.update(await store.get_many_by_rowid(extra))
         similarities = await _similarities(store, vector, extra, near)
@@ -205,10 +204,9 @@ def _stated_skill(crystal: Crystal) -> bool:
     return crystal.semantic_type is SemanticType.SKILL and crystal.type_source not in INFERRED
 
 
-def _may_replace_something(text: str, best_similarity: float) -> bool:
+def _may_replace_something(text: str) -> bool:
     """Whether the words beyond the nearest neighbours are worth a search: only a statement that
-    speaks of change can replace anything (``judge.pair_score``); ``best_similarity`` is not needed."""
-    del best_similarity
+    speaks of change can replace anything (``judge.pair_score``)."""
     return change_cue(text).strength > 0 or bool(negated_stems(text))
 
 

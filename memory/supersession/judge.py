@@ -287,13 +287,20 @@ def may_update(old: str, new: str, similarity: float) -> bool:
     return strength > 0 or bool(kinds - {"name"}) or more_than_subject
 
 
-def asks_for_the_older(query: str, old: str, new: str) -> bool:
-    """The query names a value only the older statement says ("How was dinner at Lupo on Saturday?"
-    of "… on Saturday" and "… on Friday"): it asks about that one, so search keeps it first."""
-    # Days, dates and figures only: a name in a question is more often the subject ("What does our
-    # CI run on?" of "Our CI runs on Jenkins") and a part of the day a qualifier ("in the morning").
-    named = {word for word, kind in values(query).items() if kind in ("day", "date") or any(c.isdigit() for c in word)}
-    return bool(named & stems(old) - stems(new))
+def values_asked(query: str) -> frozenset[str]:
+    """The days, dates and figures a query names (read once per search, for ``asks_for_the_older``).
+    Not names: a name in a question is more often the subject ("What does our CI run on?" of "Our CI
+    runs on Jenkins"), and not a part of the day, more often a qualifier ("in the morning")."""
+    return frozenset(
+        word for word, kind in values(query).items() if kind in ("day", "date") or any(c.isdigit() for c in word)
+    )
+
+
+def asks_for_the_older(asked: frozenset[str], old: str, new: str) -> bool:
+    """The query names (``values_asked``) a value only the older statement says ("How was dinner at
+    Lupo on Saturday?" of "… on Saturday" and "… on Friday"): it asks about that one, so search
+    keeps it first."""
+    return bool(asked & stems(old) - stems(new))
 
 
 def choose(new: str, candidates: Sequence[Candidate]) -> Verdict | None:

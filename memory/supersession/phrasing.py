@@ -136,12 +136,17 @@ _DENIED = re.compile(
 )
 
 
-def denied_stems(text: str) -> set[str]:
-    """The stems of what the statement denies outright (a narrower ``negated_stems``)."""
+def _named_by(pattern: re.Pattern[str], text: str) -> set[str]:
+    """The content stems of what each match of ``pattern`` names in its first group."""
     out: set[str] = set()
-    for found in _DENIED.finditer(text):
+    for found in pattern.finditer(text):
         out |= content_stems(found.group(1))
     return out
+
+
+def denied_stems(text: str) -> set[str]:
+    """The stems of what the statement denies outright (a narrower ``negated_stems``)."""
+    return _named_by(_DENIED, text)
 
 
 _DETERMINER_WORDS = "the a an our my your his her their its this that"
@@ -189,20 +194,12 @@ _CHANGED_THING = re.compile(
 
 def negated_stems(text: str) -> set[str]:
     """The stems of what the statement names as no longer so."""
-    out: set[str] = set()
-    for found in _NEGATED.finditer(text):
-        out |= content_stems(found.group(1))
-    for found in _ENDED.finditer(text):
-        out |= content_stems(found.group(1))
-    return out
+    return _named_by(_NEGATED, text) | _named_by(_ENDED, text)
 
 
 def changed_things(text: str) -> set[str]:
     """The stems of what a verb of change acts on: "Moved the spare key to …" -> {"spare", "key"}."""
-    out: set[str] = set()
-    for found in _CHANGED_THING.finditer(text):
-        out |= content_stems(found.group(1))
-    return out
+    return _named_by(_CHANGED_THING, text)
 
 
 _POSSESSIVE = re.compile(r"\b([^\W_]+)(?:'s|’s)\s+(?:(?:new|old|current|former|latest)\s+)?([^\W_]+)", re.UNICODE)

@@ -24,23 +24,18 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
 
 
-class SearchArgs(_Request):
-    """A memory search: every mode and filter of `bitterbot-node memory search`."""
+class Filters(_Request):
+    """What search and list both filter by, declared once (``memory_service`` maps them onto
+    ``SearchRequest`` in one place)."""
 
-    query: str | None = Field(
-        default=None, max_length=10_000, description="Words to search for (hybrid, keyword, vector)."
-    )
-    mode: SearchMode = Field(
-        default=SearchMode.HYBRID, description="hybrid, keyword, vector, recent, important, typed."
-    )
-    limit: int = Field(default=10, ge=1, le=1000)
     since: str | None = Field(
         default=None,
         description="Only crystals since: 30m, 24h, 7d, 2w, an ISO date, or yesterday, last week, in March.",
     )
     until: str | None = Field(
         default=None,
-        description="Only crystals until then (30m, 7d ago, or an ISO date), as they stood: what was current then.",
+        description="Only crystals until then (30m, 7d ago, an ISO date, or yesterday, last week), as they stood: "
+        "what was current then.",
     )
     types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
     origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
@@ -50,32 +45,35 @@ class SearchArgs(_Request):
     source: str | None = Field(
         default=None, max_length=500, description="Only crystals from this source exactly (a file, a session)."
     )
-    sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
     include_archived: bool = False
     include_superseded: bool = Field(
-        default=False, description="Also crystals a newer one superseded, each after the one that replaced it."
+        default=False,
+        description="Also crystals a newer one superseded (in a search, each after the one that replaced it).",
     )
+
+
+class SearchArgs(Filters):
+    """A memory search: every mode and filter of `bitterbot-node memory search`."""
+
+    query: str | None = Field(
+        default=None, max_length=10_000, description="Words to search for (hybrid, keyword, vector)."
+    )
+    mode: SearchMode = Field(
+        default=SearchMode.HYBRID, description="hybrid, keyword, vector, recent, important, typed."
+    )
+    limit: int = Field(default=10, ge=1, le=1000)
+    sort: SortKey = Field(default=SortKey.RECENCY, description="Order for mode 'typed'.")
     include_held: bool = Field(
         default=False, description="Also peer content held in quarantine (each hit is marked: quarantined, origin)."
     )
     explain: bool = Field(default=False, description="Add keyword, vector, fused and final scores to each hit.")
 
 
-class ListArgs(_Request):
+class ListArgs(Filters):
     """Every crystal, newest first, a page at a time, by the same filters as search."""
 
     limit: int = Field(default=20, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=10_000_000, description="Skip this many (the next page).")
-    types: list[SemanticType] = Field(default_factory=list, description="Only these semantic types.")
-    origins: list[Origin] = Field(default_factory=list, description="Only these origins.")
-    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
-        default_factory=list, max_length=16, description="Only crystals with every one of these tags."
-    )
-    source: str | None = Field(default=None, max_length=500, description="Only crystals from this source exactly.")
-    since: str | None = Field(default=None, description="Only crystals since: 24h, 7d, an ISO date, or yesterday.")
-    until: str | None = Field(default=None, description="Only crystals until then: 24h, 7d, an ISO date, or yesterday.")
-    include_archived: bool = False
-    include_superseded: bool = Field(default=False, description="Also crystals a newer one replaced.")
 
 
 class RememberArgs(_Request):

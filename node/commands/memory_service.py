@@ -25,6 +25,7 @@ from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.commands.memory_requests import (
+    Filters,
     ForgetArgs,
     InvalidRequest,
     ListArgs,
@@ -95,7 +96,7 @@ async def search_memory(
     ]
 
 
-def _filters(args: SearchArgs | ListArgs, now_ms: int) -> dict[str, Any]:
+def _filters(args: Filters, now_ms: int) -> dict[str, Any]:
     """The filters search and list share, as ``SearchRequest`` fields."""
     return {
         "since_ms": parse_bound(args.since, now_ms) if args.since else None,

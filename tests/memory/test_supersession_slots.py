@@ -12,7 +12,7 @@ from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
-from memory.supersession.judge import Candidate, asks_for_the_older, choose, may_update, other_slot
+from memory.supersession.judge import Candidate, asks_for_the_older, choose, may_update, other_slot, values_asked
 from tests.memory.conftest import DAY, FakeClock
 
 LOOK_ALIKES = {
@@ -242,5 +242,7 @@ async def test_a_question_naming_the_older_ones_value_keeps_it_first(memory: Mem
     friday = await _say(memory, clock, "Dinner at Lupo with the Hendersons on Friday, slow service.")
     asked = await search(memory, SearchRequest("How was dinner at Lupo on Saturday?", limit=10, touch=False))
     assert [h.crystal.id for h in asked][:2] == [saturday, friday]
-    assert asks_for_the_older("Did I weigh 81.4 kg?", "Weight: 81.4 kg.", "Weight: 80.9 kg.")
-    assert not asks_for_the_older("What does our CI run on?", "Our CI runs on Jenkins.", "We moved to GitHub Actions.")
+    assert asks_for_the_older(values_asked("Did I weigh 81.4 kg?"), "Weight: 81.4 kg.", "Weight: 80.9 kg.")
+    assert not asks_for_the_older(
+        values_asked("What does our CI run on?"), "Our CI runs on Jenkins.", "We moved to GitHub Actions."
+    )
