@@ -93,6 +93,32 @@ def insert_params(
     )  # fmt: skip
 
 
+# Every column a crystal has, for putting back a crystal read from an export (``memory.transfer``):
+# its own times, counts, lifecycle and supersession, but no vector (``embedded_with`` stays NULL).
+RESTORE_COLUMNS = (*(name.strip() for name in COLUMNS.split(",") if name.strip() != "embedded_with"), "text_bytes")
+RESTORE_SQL = f"INSERT INTO crystals ({', '.join(RESTORE_COLUMNS)}) VALUES ({', '.join('?' * len(RESTORE_COLUMNS))})"
+
+
+def restore_params(c: Crystal) -> tuple[Any, ...]:
+    """The INSERT's parameters for ``c`` as it is, in ``RESTORE_COLUMNS`` order."""
+    skill, bounty, hormones = c.skill, c.bounty, c.hormones
+    return (
+        c.id, c.text, c.content_hash, c.semantic_type.value, c.origin.value, c.created_at_ms, c.stored_at_ms,
+        c.updated_at_ms, c.source_path, c.source, c.line_start, c.line_end, c.importance, c.access_count,
+        c.last_access_ms, c.emotional_valence, hormones.dopamine, hormones.cortisol, hormones.oxytocin,
+        c.curiosity_boost, c.dream_count, c.last_dream_ms, c.steering_reward, c.epistemic_layer.value,
+        int(c.verification.is_verified), c.verification.verified_by,
+        bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
+        skill.stable_skill_id if skill else None, skill.version if skill else None,
+        skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
+        skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
+        skill.category if skill else None, c.lifecycle.value, c.scope.value, c.sensitivity.value, c.lifespan.value,
+        c.expires_at_ms, c.context, int(c.quarantined), c.type_confidence, c.type_source.value, c.importance_floor,
+        c.superseded.by if c.superseded else None, c.superseded.at_ms if c.superseded else None,
+        c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, len(c.text.encode()),
+    )  # fmt: skip
+
+
 def crystal_from_row(row: Sequence[Any]) -> Crystal:
     (cid, text, chash, stype, origin, created, stored, updated, spath, source, lstart, lend, importance, access,
      last_access, valence, dopamine, cortisol, oxytocin, curiosity, dream_count, last_dream, steering, layer,

@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,7 +21,6 @@ from node.runtime.lockfile import DataDirLock
 
 if TYPE_CHECKING:  # backups, their ciphers and the store load only when a backup command runs
     from crypto.stream import StreamKey
-    from memory.storage.store import MemoryStore
 
 
 def _key(passphrase_file: Path | None, key_file: Path | None, *, confirm: bool) -> StreamKey:
@@ -135,26 +134,21 @@ def restore(
 def memory_export(
     config_path: Path | None, data_dir: Path | None, out: Path, include_confidential: bool, as_json: bool
 ) -> None:
-    """Write every live memory as one JSON object per line (JSONL), for moving to another system."""
+    """Write every live memory as JSONL, with its type, origin, times, lifecycle, supersession, links and
+    history: `memory import` of the file restores them as they were."""
     if out.exists():
         raise UsageError(f"{out} exists; choose a new name")
-
-    async def go(store: MemoryStore, sink: TextIO) -> tuple[int, int]:
-        from node.commands.memory_service import crystal_json
-
-        written = skipped = 0
-        async for crystal in store.iter_live():
-            if crystal.sensitivity.value == "confidential" and not include_confidential:
-                skipped += 1
-                continue
-            sink.write(json.dumps(crystal_json(crystal), ensure_ascii=False) + "\n")
-            written += 1
-        return written, skipped
+    from memory.transfer.export import Exported, export_memory
 
     # Personal data: 0600 whatever the umask, and never over a file that appeared since the check.
     with open(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as sink:
-        written, skipped = with_store(config_path, data_dir, lambda store: go(store, sink))
+        done: Exported = with_store(
+            config_path, data_dir, lambda store: export_memory(store, sink, include_confidential=include_confidential)
+        )
     if as_json:
-        click.echo(json.dumps({"path": str(out), "written": written, "skipped_confidential": skipped}, indent=2))
+        click.echo(json.dumps({"path": str(out), **asdict(done)}, indent=2))
         return
-    click.echo(f"exported {written} memories to {out}" + (f" ({skipped} confidential left out)" if skipped else ""))
+    click.echo(
+        f"exported {done.crystals} memories, {done.links} links and {done.derivations} derivations to {out}"
+        + (f" ({done.skipped_confidential} confidential left out)" if done.skipped_confidential else "")
+    )

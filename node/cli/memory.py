@@ -35,11 +35,13 @@ def memory_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def memory_import(config_path: Path | None, data_dir: Path | None, source: Path, no_embed: bool, as_json: bool) -> None:
-    """Import a folder of markdown/text files or a JSONL of messages; incremental and resumable."""
+    """Import a folder of markdown/text files, a JSONL of messages, or a `memory export` file (restored
+    with its types, times, links and supersession); incremental and resumable."""
 
     async def go(store: MemoryStore) -> dict[str, int]:
         from memory.importer import crystals_from_file, find_sources
         from memory.storage.imported_files import imported_file_hash, mark_imported
+        from memory.transfer.restore import is_export_file, restore_export
 
         totals = progress_so_far  # what Ctrl-C reports: the store keeps every batch already written
         sources = find_sources(source)
@@ -48,6 +50,15 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
                 key = str(item.path.resolve())
                 if await imported_file_hash(store, key) == item.content_hash:
                     totals["skipped_files"] += 1
+                elif is_export_file(item.path):  # a `memory export`: restored as it was, not as messages
+                    restored = await restore_export(store, item.path)
+                    await mark_imported(store, key, item.content_hash, restored.created + restored.duplicates)
+                    totals["files"] += 1
+                    for name in ("created", "duplicates", "superseded", "links", "derivations"):
+                        totals[name] += getattr(restored, name)
+                    totals["damaged_lines"] += restored.damaged_count
+                    for line in restored.damaged:
+                        click.echo(f"{item.path}: skipped {line}", err=True)
                 else:
                     result = await store.remember_many(list(crystals_from_file(item)))
                     await mark_imported(store, key, item.content_hash, result.created + result.duplicates)
@@ -66,7 +77,10 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
                 await store.embed_backlog(progress=embedded)
         return totals
 
-    progress_so_far = {"files": 0, "skipped_files": 0, "created": 0, "duplicates": 0, "embedded": 0}
+    progress_so_far = dict.fromkeys(
+        ("files", "skipped_files", "created", "duplicates", "embedded", "superseded", "links", "derivations"), 0
+    )
+    progress_so_far["damaged_lines"] = 0
     try:
         totals = with_store(config_path, data_dir, go)
     except KeyboardInterrupt:
@@ -85,6 +99,12 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
             f"imported {totals['created']} new crystals from {totals['files']} files "
             f"({totals['duplicates']} already known, {totals['skipped_files']} files unchanged, "
             f"{totals['embedded']} embedded)"
+            + (
+                f"; restored {totals['superseded']} supersessions, {totals['links']} links"
+                if totals["links"] or totals["superseded"]
+                else ""
+            )
+            + (f"; skipped {totals['damaged_lines']} damaged lines" if totals["damaged_lines"] else "")
         )
 
 

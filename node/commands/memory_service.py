@@ -23,6 +23,7 @@ from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
+from memory.transfer.records import crystal_fields
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from node.commands.memory_requests import (
     Filters,
@@ -39,8 +40,7 @@ from node.runtime.actor import PEOPLE
 
 
 def crystal_json(crystal: Crystal) -> dict[str, Any]:
-    doc = asdict(crystal)
-    return {k: (v.value if hasattr(v, "value") else v) for k, v in doc.items()}
+    return crystal_fields(crystal)
 
 
 async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dict[str, Any]:

@@ -157,7 +157,8 @@ def test_memory_export_writes_jsonl_without_confidential_crystals(tmp_path: Path
     out = tmp_path / "memories.jsonl"
     done = cli(data, "memory", "export", str(out))
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    texts = {doc["text"] for doc in lines}
+    assert lines[0]["format"] == "bitterbot-memory"
+    texts = {doc["text"] for doc in lines if doc.get("kind") == "crystal"}
     assert {text for text, _ in MEMORIES} <= texts and all("hunter2" not in t for t in texts)
     assert "confidential left out" in done.stdout
     assert out.stat().st_mode & 0o777 == 0o600  # issue 13: it took the umask's mode (0644)
@@ -249,3 +250,27 @@ def test_memory_files_and_folders_are_the_owners_alone_and_old_ones_are_tightene
     assert db.stat().st_mode & 0o777 == 0o600 and db.parent.stat().st_mode & 0o777 == 0o700
     wal = db.with_name(db.name + "-wal")
     assert not wal.exists() or wal.stat().st_mode & 0o777 == 0o600
+
+
+def test_memory_export_then_import_elsewhere_keeps_types_origins_and_supersession(
+    tmp_path: Path, template: tuple[Path, Path]
+) -> None:
+    """Issue 32: an imported export came back as episodes from a session, and the outdated fact first."""
+    data, _ = node_copy(template, tmp_path)
+    ids = {hit[1]: hit[0] for hit in search(data, "staging database VPN endpoint Spanish Tuesdays")}
+    newer = cli(data, "memory", "add", "The staging database moved to db5", "--type", "fact", "--json")
+    old = ids["The staging database lives on db2"]
+    cli(data, "memory", "supersede", old, json.loads(newer.stdout)["crystal"]["id"])
+    out = tmp_path / "memories.jsonl"
+    cli(data, "memory", "export", str(out))
+
+    fresh = tmp_path / "b"
+    cli(fresh, "init")
+    done = cli(fresh, "memory", "import", str(out))
+    assert "restored 1 supersessions" in done.stdout
+    for text, kind in MEMORIES:
+        shown = json.loads(cli(fresh, "memory", "show", ids[text], "--json").stdout)
+        assert (shown["crystal"]["semantic_type"], shown["crystal"]["origin"]) == (kind, "user_input"), text
+    assert search(fresh, "staging database")[0][1] == "The staging database moved to db5"
+    again = cli(fresh, "memory", "import", str(out))
+    assert "imported 0 new crystals from 0 files" in again.stdout and "1 files unchanged" in again.stdout
