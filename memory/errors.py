@@ -5,6 +5,7 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 │   └── SchemaTooNew
 ├── CrystalNotFound
 ├── NotSuperseded           ``memory unsupersede`` of a crystal nothing replaced
+├── EditRefused             an edit the crystal's state forbids (outdated, held, a skill, the same text)
 ├── ExportRefused           governance forbids a crystal leaving the node
 ├── EmbedderError           an embedder failed or is misconfigured
 └── InvalidQuery            a search request that cannot be run (bad filter, empty query)
@@ -43,6 +44,10 @@ class NotSuperseded(MemoryError_):
     def __init__(self, crystal_id: str) -> None:
         super().__init__(f"crystal {crystal_id} is not superseded")
         self.crystal_id = crystal_id
+
+
+class EditRefused(MemoryError_):
+    """The crystal cannot be edited as it stands; the message says what to do instead."""
 
 
 class ExportRefused(MemoryError_):

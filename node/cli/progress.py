@@ -9,7 +9,7 @@ from typing import Any
 
 from click.termui import progressbar
 
-from node.commands.progress import reporting
+from ground.progress import reporting
 
 
 def progress_bar(length: int, label: str) -> Any:
@@ -19,7 +19,7 @@ def progress_bar(length: int, label: str) -> Any:
 
 @contextmanager
 def progress_bar_on_first_step(length: int, label: str) -> Iterator[None]:
-    """A progress bar for a command run here on the files (``node.commands.progress``); it appears at
+    """A progress bar for a command run here on the files (``ground.progress``); it appears at
     the first step reported, so a command the daemon runs (which reports none back) shows none."""
     bars: list[Any] = []
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from node.commands import daemon, market, memory, network, skills, working_memory
+from node.commands import daemon, market, memory, memory_history, network, skills, working_memory
 from node.commands.registry import Command, index
 
 COMMANDS: dict[str, Command[Any]] = index(
     [
         *daemon.NODE.commands,
         *memory.MEMORY.commands,
+        *memory_history.HISTORY.commands,
         *working_memory.DYNAMICS.commands,
         *skills.LEDGER.commands,
         *skills.SKILLS.commands,

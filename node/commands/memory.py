@@ -17,15 +17,12 @@ from memory.model import Origin, SemanticType
 from node.commands.memory_requests import (
     FeedbackArgs,
     ForgetArgs,
-    LinkArgs,
     ListArgs,
     QuarantineArgs,
     RememberArgs,
-    RetypeArgs,
     SearchArgs,
     ShowArgs,
     SkillEditArgs,
-    SupersedeArgs,
 )
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
@@ -63,7 +60,7 @@ def _comma_list(given: str) -> list[str]:
     return [t.strip() for t in given.split(",") if t.strip()]
 
 
-def _text_or_stdin(given: str) -> str:
+def text_or_stdin(given: str) -> str:
     """ "memory add -" reads the text from standard input (it stored "-" itself before issue 32)."""
     return sys.stdin.read().strip() if given == "-" else given
 
@@ -116,7 +113,7 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
         "memory",
         "add",
         arguments=("text",),
-        convert={"tags": _comma_list, "text": _text_or_stdin},
+        convert={"tags": _comma_list, "text": text_or_stdin},
         render=text.remembered,
     ),
     mcp=McpSpec(
@@ -135,27 +132,6 @@ async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
     from node.commands import memory_service as service
 
     return await service.remember(host.running_store(), request, actor=current_actor())
-
-
-@commands(
-    "memory.retype",
-    RetypeArgs,
-    route=HttpRoute("POST", "/v1/memory/{id}/type", "memory"),
-    local=True,
-    cli=CliSpec(
-        "memory",
-        "retype",
-        arguments=("id", "type"),
-        render=lambda c, _: f"{c['id']} is now {c['semantic_type']} ({c['epistemic_layer']}); the typer learned it",
-    ),
-    mcp=McpSpec("memory_retype", shape=agent.typed),
-)
-async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
-    """Correct a crystal's semantic type; the node keeps the correction as an example and learns from it."""
-    from memory.cognition.retype import retype as correct
-    from node.commands.memory_service import crystal_json
-
-    return crystal_json(await correct(host.running_store(), request.id, request.type, actor=current_actor()))
 
 
 @commands(
@@ -240,76 +216,6 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
     if not isinstance(curiosity, Curiosity):
         raise NotEnabled("curiosity is off for this store")
     return [asdict(g) for g in await curiosity.gaps(limit=request.limit, closed=request.closed)]
-
-
-@commands(
-    "memory.link",
-    LinkArgs,
-    route=HttpRoute("POST", "/v1/memory/{id}/links", "memory"),
-    local=True,
-    cli=CliSpec("memory", "link", arguments=("id", "to", "type"), render=lambda d, _: f"linked {d['link']}"),
-    mcp=McpSpec("memory_link", fields=("id", "to", "type")),
-)
-async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
-    """Link two crystals by hand: contradicts, caused_by, result_of, part_of (memory show lists links)."""
-    from memory.graph import link as add_link
-
-    await add_link(host.running_store(), request.id, request.to, request.type, request.weight, actor=current_actor())
-    return {"link": f"{request.id} {request.type.value} {request.to}"}
-
-
-@commands(
-    "memory.supersede",
-    SupersedeArgs,
-    route=HttpRoute("POST", "/v1/memory/{id}/supersede", "memory"),
-    local=True,
-    cli=CliSpec(
-        "memory",
-        "supersede",
-        arguments=("id", "by"),
-        render=lambda c, _: f"{c['id']} is superseded by {c['superseded']['by']}",
-    ),
-    mcp=McpSpec(
-        "memory_supersede",
-        description=(
-            "Say that memory `by` replaces the outdated memory `id` (a changed fact the node missed): searches "
-            "then show `by` in its place. memory_unsupersede undoes it."
-        ),
-        shape=agent.superseded,
-    ),
-)
-async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
-    """Mark a crystal outdated by a newer one: search shows the newer in its place (undo: unsupersede)."""
-    from memory.supersession.authority import is_the_persons
-    from memory.supersession.detect import supersede as mark
-    from node.commands.memory_service import crystal_json
-    from node.errors import PersonOnly
-    from node.runtime.actor import PEOPLE
-
-    store = host.running_store()
-    actor = current_actor()
-    if actor not in PEOPLE and is_the_persons(await store.get(request.id)):
-        raise PersonOnly(
-            f"{request.id} is the person's own (their words, a directive or pinned): only the person marks it "
-            "outdated; ask them"
-        )
-    return crystal_json(await mark(store, request.id, request.by, reason="marked by hand", actor=actor))
-
-
-@commands(
-    "memory.unsupersede",
-    ShowArgs,
-    route=HttpRoute("POST", "/v1/memory/{id}/unsupersede", "memory"),
-    local=True,
-    cli=CliSpec("memory", "unsupersede", arguments=("id",), render=lambda c, _: f"{c['id']} is current again"),
-    mcp=McpSpec("memory_unsupersede", shape=agent.current_again),
-)
-async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
-    """Make a superseded crystal current again; the node never supersedes it by the same crystal again."""
-    from memory.supersession.detect import unsupersede as undo
-    from node.commands.memory_service import crystal_json
-
-    return crystal_json(await undo(host.running_store(), request.id, actor=current_actor()))
 
 
 @commands(

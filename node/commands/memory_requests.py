@@ -110,6 +110,13 @@ class SupersedeArgs(_Request):
     by: str = Field(min_length=1, max_length=64, description="The crystal that replaces it.")
 
 
+class EditArgs(_Request):
+    """A crystal's text, corrected: the new text replaces it, and the old one is kept in its history."""
+
+    id: str = Field(min_length=1, max_length=64, description="The crystal to edit.")
+    text: str = Field(min_length=1, max_length=100_000, description="Its new text.")
+
+
 class SkillEditArgs(_Request):
     """Tags and category of a local skill, a new version of its text, or freezing it."""
 

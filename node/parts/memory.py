@@ -18,6 +18,7 @@ from typing import Any
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from ground.clock import wall_clock_ms
+from ground.progress import current_reporter
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
 from memory.cognition.curiosity import Curiosity
@@ -39,7 +40,6 @@ from memory.supersession.detect import Supersession
 from memory.supersession.llm_judge import LlmJudge
 from memory.working_memory.dream import dream
 from memory.working_memory.synthesis import ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
-from node.commands.progress import current_reporter
 from node.config import Config
 from node.errors import PartNotRunning, UsageError
 from node.logs import get_logger

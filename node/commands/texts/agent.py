@@ -73,6 +73,10 @@ def superseded(crystal: dict[str, Any]) -> dict[str, Any]:
     return {"id": crystal["id"], "superseded_by": crystal["superseded"]["by"]}
 
 
+def edited(crystal: dict[str, Any]) -> dict[str, Any]:
+    return {"id": crystal["id"], "replaces": crystal["replaces"], "type": crystal["semantic_type"]}
+
+
 def current_again(crystal: dict[str, Any]) -> dict[str, Any]:
     return {"id": crystal["id"], "current": crystal["superseded"] is None}
 

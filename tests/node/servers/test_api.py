@@ -377,6 +377,26 @@ def test_erasing_for_good_is_the_persons_alone(api: Api) -> None:
     assert api.call("GET", f"/v1/memory/{crystal['id']}")[0] == 404
 
 
+def test_editing_keeps_the_old_text_and_only_the_person_edits_their_words(api: Api) -> None:
+    """Issue 32: a memory's text could not be edited; now an edit is a new version, the old one kept."""
+    status, made = api.call("POST", "/v1/memory", {"text": "My dentist is Dr. Hanssen"}, token=api.owner_token)
+    person = made["crystal"]
+    status, doc = api.call("POST", f"/v1/memory/{person['id']}/edit", {"text": "My dentist is Dr. Berg"})
+    assert status == 403 and "only the person edits it" in doc["error"], doc  # the agent's token
+    status, edited = api.call(
+        "POST", f"/v1/memory/{person['id']}/edit", {"text": "My dentist is Dr. Hansen"}, token=api.owner_token
+    )
+    assert status == 200 and edited["replaces"] == person["id"] and edited["origin"] == "user_input", edited
+    shown = api.ok("GET", f"/v1/memory/{person['id']}")
+    assert (
+        shown["crystal"]["text"] == "My dentist is Dr. Hanssen" and shown["crystal"]["superseded"]["by"] == edited["id"]
+    )
+    status, doc = api.call("POST", f"/v1/memory/{person['id']}/edit", {"text": "again"}, token=api.owner_token)
+    assert status == 409 and "edit that one" in doc["error"], doc
+    hits = api.ok("POST", "/v1/memory/search", {"query": "dentist", "mode": "keyword"})
+    assert [h["crystal"]["text"] for h in hits] == ["My dentist is Dr. Hansen"]
+
+
 def test_a_body_over_the_limit_is_413_not_a_500(api: Api) -> None:
     """Issue 32: a body over 1 MiB got a 500 (and an error in the log)."""
     status, doc = api.call("POST", "/v1/memory", raw=b'{"text": "' + b"a" * 1_100_000 + b'"}')

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
     "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede", "memory_show", "memory_event",
-    "memory_list",
+    "memory_list", "memory_edit",
     "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "working_memory_show",
     "skills_search", "skills_record", "skills_price", "skills_purchases", "memory_quarantine",
     "network_peers", "network_weather", "wallet_show",
@@ -79,12 +79,19 @@ async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: P
         )
         found = _data(await client.call_tool("memory_search", {"query": "staging server db2", "mode": "keyword"}))
         assert found[0]["id"] == new["id"] and found[0]["replaces"] == old["id"], found
+        # issue 32: editing with the history kept; the agent edits its own words, never the person's
+        outdated = await client.call_tool("memory_edit", {"id": old["id"], "text": "The staging server is db3"})
+        assert outdated.is_error and f"replaced by {new['id']}" in _text(outdated)
+        edited = _data(await client.call_tool("memory_edit", {"id": new["id"], "text": "The staging server is db8"}))
+        assert edited["replaces"] == new["id"] and edited["id"] != new["id"]
+        found = _data(await client.call_tool("memory_search", {"query": "staging server", "mode": "keyword"}))
+        assert [h["id"] for h in found] == [edited["id"]]
         note = _data(await client.call_tool("working_memory_note", {"text": "Deploy freeze until Friday"}))
         assert note["noted"] == "Deploy freeze until Friday"
         text = _data(await client.call_tool("working_memory_bootstrap", {"context_window": 8000}))
         assert "Deploy freeze until Friday" in str(text)
         status = _data(await client.call_tool("memory_status", {}))
-        assert status["crystals"] == 4 and "dopamine" in status["hormones"]
+        assert status["crystals"] == 5 and "dopamine" in status["hormones"]  # the edit's old version is kept
         skill = _data(await client.call_tool("memory_remember", {"text": "Rotate logs with logrotate -f",
                                                                  "type": "skill"}))  # fmt: skip
         found = _data(await client.call_tool("skills_search", {"query": "rotate logs"}))

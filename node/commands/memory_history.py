@@ -1,0 +1,148 @@
+"""How a stored crystal changes: its text edited (with the old text kept), its type corrected, a link
+added by hand, and marking it outdated or current again. Each keeps who did it in the attribution
+chain, and the agent may not change the person's own words (``memory.supersession.authority``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from node.commands.memory import MemoryHost, text_or_stdin
+from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SupersedeArgs
+from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec
+from node.commands.texts import agent
+from node.runtime.actor import current_actor
+
+if TYPE_CHECKING:
+    from memory.storage.store import MemoryStore
+
+HISTORY = CommandSet("memory")
+commands = HISTORY.command
+
+
+@commands(
+    "memory.retype",
+    RetypeArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/type", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "retype",
+        arguments=("id", "type"),
+        render=lambda c, _: f"{c['id']} is now {c['semantic_type']} ({c['epistemic_layer']}); the typer learned it",
+    ),
+    mcp=McpSpec("memory_retype", shape=agent.typed),
+)
+async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
+    """Correct a crystal's semantic type; the node keeps the correction as an example and learns from it."""
+    from memory.cognition.retype import retype as correct
+    from node.commands.memory_service import crystal_json
+
+    return crystal_json(await correct(host.running_store(), request.id, request.type, actor=current_actor()))
+
+
+@commands(
+    "memory.link",
+    LinkArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/links", "memory"),
+    local=True,
+    cli=CliSpec("memory", "link", arguments=("id", "to", "type"), render=lambda d, _: f"linked {d['link']}"),
+    mcp=McpSpec("memory_link", fields=("id", "to", "type")),
+)
+async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
+    """Link two crystals by hand: contradicts, caused_by, result_of, part_of (memory show lists links)."""
+    from memory.graph import link as add_link
+
+    await add_link(host.running_store(), request.id, request.to, request.type, request.weight, actor=current_actor())
+    return {"link": f"{request.id} {request.type.value} {request.to}"}
+
+
+@commands(
+    "memory.supersede",
+    SupersedeArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/supersede", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "supersede",
+        arguments=("id", "by"),
+        render=lambda c, _: f"{c['id']} is superseded by {c['superseded']['by']}",
+    ),
+    mcp=McpSpec(
+        "memory_supersede",
+        description=(
+            "Say that memory `by` replaces the outdated memory `id` (a changed fact the node missed): searches "
+            "then show `by` in its place. memory_unsupersede undoes it."
+        ),
+        shape=agent.superseded,
+    ),
+)
+async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
+    """Mark a crystal outdated by a newer one: search shows the newer in its place (undo: unsupersede)."""
+    from memory.supersession.detect import supersede as mark
+    from node.commands.memory_service import crystal_json
+
+    store, actor = host.running_store(), current_actor()
+    await _refuse_the_agent_the_persons(store, request.id, "marks it outdated; ask them")
+    return crystal_json(await mark(store, request.id, request.by, reason="marked by hand", actor=actor))
+
+
+@commands(
+    "memory.unsupersede",
+    ShowArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/unsupersede", "memory"),
+    local=True,
+    cli=CliSpec("memory", "unsupersede", arguments=("id",), render=lambda c, _: f"{c['id']} is current again"),
+    mcp=McpSpec("memory_unsupersede", shape=agent.current_again),
+)
+async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
+    """Make a superseded crystal current again; the node never supersedes it by the same crystal again."""
+    from memory.supersession.detect import unsupersede as undo
+    from node.commands.memory_service import crystal_json
+
+    return crystal_json(await undo(host.running_store(), request.id, actor=current_actor()))
+
+
+@commands(
+    "memory.edit",
+    EditArgs,
+    route=HttpRoute("POST", "/v1/memory/{id}/edit", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "edit",
+        arguments=("id", "text"),
+        convert={"text": text_or_stdin},
+        render=lambda c, _: f"{c['id']} replaces {c['replaces']} (the old text is kept: memory show {c['replaces']})",
+    ),
+    mcp=McpSpec(
+        "memory_edit",
+        description=(
+            "Correct the text of memory `id`: the new text becomes a new memory that replaces it in searches; the "
+            "old text is kept in its history. The person's own memories only the person edits."
+        ),
+        shape=agent.edited,
+    ),
+)
+async def edit(host: MemoryHost, request: EditArgs) -> dict[str, Any]:
+    """Edit a crystal's text (`-` reads stdin): the new text replaces it, the old one is kept in its history."""
+    from memory.supersession.edits import edit_text
+    from node.commands.memory_service import crystal_json
+    from node.runtime.actor import PEOPLE
+
+    store, actor = host.running_store(), current_actor()
+    await _refuse_the_agent_the_persons(store, request.id, "edits it")
+    new = await edit_text(store, request.id, request.text, actor=actor, by_person=actor in PEOPLE)
+    return {**crystal_json(new), "replaces": request.id}
+
+
+async def _refuse_the_agent_the_persons(store: MemoryStore, crystal_id: str, doing: str) -> None:
+    """``PersonOnly`` when the caller is not the person and the crystal is the person's own: the agent
+    can be talked into anything, so it never changes the person's words (``memory.supersession.authority``)."""
+    from memory.supersession.authority import is_the_persons
+    from node.errors import PersonOnly
+    from node.runtime.actor import PEOPLE
+
+    if current_actor() not in PEOPLE and is_the_persons(await store.get(crystal_id)):
+        raise PersonOnly(
+            f"{crystal_id} is the person's own (their words, a directive or pinned): only the person {doing}"
+        )
