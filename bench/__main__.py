@@ -28,6 +28,7 @@ BENCHMARKS = {
     "scale": "bench.scale",
     "dashboard": "bench.dashboard",
     "secrets": "bench.secrets",
+    "importing": "bench.importing",
 }
 
 

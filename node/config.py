@@ -104,7 +104,7 @@ class MemorySection(_Section):
     openai_dimensions: int = Field(default=0, ge=0, le=8192)
     related_threshold: float = Field(default=design.RELATED_LINK_SIMILARITY, gt=0, le=1)
     updates_threshold: float = Field(default=design.UPDATES_LINK_SIMILARITY, gt=0, le=1)
-    embed_batch: int = Field(default=16, ge=1, le=1024)
+    embed_batch: int = Field(default=64, ge=1, le=1024)
     rrf_k: int = Field(default=10, ge=1, le=1000)
     vector_weight: float = Field(default=0.7, ge=0, le=10)
     relevance_floor: float = Field(default=0.3, ge=0, le=1)

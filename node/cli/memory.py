@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from node.cli.common import handles_errors, location_options
+from node.cli.common import handles_errors, location_options, resolve
 from node.cli.progress import progress_bar
 from node.cli.transport import with_store
 from node.errors import EXIT_INTERRUPTED
@@ -31,7 +31,9 @@ def memory_group() -> None:
 @memory_group.command("import")
 @location_options
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
-@click.option("--no-embed", is_flag=True, help="Store only; the daemon embeds in the background.")
+@click.option(
+    "--no-embed", is_flag=True, help="Store only; the daemon embeds in the background (it always does when it runs)."
+)
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def memory_import(config_path: Path | None, data_dir: Path | None, source: Path, no_embed: bool, as_json: bool) -> None:
@@ -66,7 +68,7 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
                     totals["created"] += result.created
                     totals["duplicates"] += result.duplicates
                 bar.update(1)
-        if not no_embed:
+        if embed_here:
             backlog = await store.backlog_size()
             with progress_bar(backlog, "embedding") as bar:
 
@@ -77,6 +79,10 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
                 await store.embed_backlog(progress=embedded)
         return totals
 
+    # A daemon on this data dir embeds the backlog itself, in the background: embedding here as well
+    # would do the same work twice, and the import would block for as long as it takes.
+    daemon_embeds = daemon_running(config_path, data_dir)
+    embed_here = not no_embed and not daemon_embeds
     progress_so_far = dict.fromkeys(
         ("files", "skipped_files", "created", "duplicates", "embedded", "superseded", "links", "derivations"), 0
     )
@@ -93,7 +99,11 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
         )
         sys.exit(EXIT_INTERRUPTED)
     if as_json:
-        click.echo(json.dumps(totals, indent=2))
+        click.echo(
+            json.dumps(
+                {**totals, "embedding": "here" if embed_here else "daemon" if daemon_embeds else "later"}, indent=2
+            )
+        )
     else:
         click.echo(
             f"imported {totals['created']} new crystals from {totals['files']} files "
@@ -106,6 +116,20 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
             )
             + (f"; skipped {totals['damaged_lines']} damaged lines" if totals["damaged_lines"] else "")
         )
+        if not embed_here and totals["created"]:
+            who = "the running daemon embeds them" if daemon_embeds else "`memory embed` or the daemon embeds them"
+            click.echo(
+                f"keyword search finds them now; {who} in the background for search by meaning "
+                "(`bitterbot-node status` shows how many wait)"
+            )
+
+
+def daemon_running(config_path: Path | None, data_dir: Path | None) -> bool:
+    """Whether a daemon runs on this data dir (it then embeds what an import stores)."""
+    from node.runtime.status import probe_daemon
+
+    _, paths = resolve(config_path, data_dir)
+    return probe_daemon(paths.data_dir).running
 
 
 @memory_group.command("embed")

@@ -12,7 +12,7 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from crypto.errors import KeyFileError
@@ -50,6 +50,36 @@ from p2p.schema import P2P_SCHEMA
 
 log = get_logger("node.memory")
 BACKLOG_IDLE_S = 5.0
+
+
+@dataclass(slots=True)
+class EmbeddingProgress:
+    """How the background embedding stands, for ``status``, the dashboard and the metrics: what waits,
+    what was embedded since the daemon started, and the rate (over the last runs) that gives an ETA."""
+
+    backlog: int = 0
+    embedded: int = 0
+    per_s: float | None = None
+
+    def record(self, count: int, seconds: float) -> None:
+        self.embedded += count
+        self.backlog = max(0, self.backlog - count)
+        if count and seconds > 0:
+            rate = count / seconds
+            self.per_s = rate if self.per_s is None else 0.7 * self.per_s + 0.3 * rate
+
+    def as_dict(self) -> dict[str, Any]:
+        eta = round(self.backlog / self.per_s) if self.backlog and self.per_s else None
+        per_s = round(self.per_s, 1) if self.per_s else None
+        return {"backlog": self.backlog, "embedded": self.embedded, "per_s": per_s, "eta_s": eta}
+
+    def summary(self) -> str | None:
+        """ "1,200 waiting to be embedded (about 4 min)", or None when nothing waits."""
+        if not self.backlog:
+            return None
+        eta = self.as_dict()["eta_s"]
+        about = f" (about {max(1, round(eta / 60))} min)" if eta is not None else ""
+        return f"{self.backlog:,} waiting to be embedded{about}"
 
 
 def search_weights(config: Config) -> Weights:
@@ -193,6 +223,7 @@ class MemoryPart:
         self.files = paths.working_memory_files()
         self.synthesizer = synthesizer_from_config(config)
         self._crystals = 0
+        self.embedding = EmbeddingProgress()
         self._last_consolidation: dict[str, Any] | None = None
         self._last_dream: dict[str, Any] | None = None
         self.weights = search_weights(config)
@@ -225,6 +256,7 @@ class MemoryPart:
             backlog=stats["embedding_backlog"],
         )
         self._crystals = int(stats["total"])
+        self.embedding.backlog = int(stats["embedding_backlog"])
         self._supervisor.spawn("memory-warm-vectors", self._warm_vectors())
         self._supervisor.spawn("memory-embedder", self._drain_backlog())
         self._supervisor.spawn(
@@ -249,9 +281,11 @@ class MemoryPart:
             self.store = None
 
     async def refresh(self) -> None:
-        """Read the crystal count anew (the daemon asks before each status)."""
+        """Read the crystal count and the embedding backlog anew (the daemon asks before each status:
+        an import beside the daemon adds to both)."""
         if self.store is not None:
             self._crystals = await crystal_total(self.store.reader(), None)
+            self.embedding.backlog = await self.store.backlog_size()
 
     def details(self) -> dict[str, Any]:
         """For ``status``: counts, hormones, and what the last consolidation and dream did."""
@@ -259,12 +293,15 @@ class MemoryPart:
             "crystals": self._crystals,
             "last_consolidation": self._last_consolidation,
             "last_dream": self._last_dream,
+            "embedding": self.embedding.as_dict(),
         }
         store = self.store
         levels = store.hormone_source.levels() if store is not None and store.hormone_source else None
         if levels is not None:
             out["hormones"] = {k: round(v, 3) for k, v in asdict(levels).items()}
         parts = [f"{self._crystals} crystals"]
+        if waiting := self.embedding.summary():
+            parts.append(waiting)
         if levels is not None:
             parts.append(
                 f"dopamine {levels.dopamine:.2f} cortisol {levels.cortisol:.2f} oxytocin {levels.oxytocin:.2f}"
@@ -328,8 +365,10 @@ class MemoryPart:
 
     async def _drain_backlog(self) -> None:
         while self.store is not None:
+            started = time.perf_counter()
             done = await self.store.embed_backlog(batch_size=self._config.memory.embed_batch, limit=512)
+            self.embedding.record(done, time.perf_counter() - started)
             if done:
-                log.info("memory.embedded", crystals=done)
+                log.info("memory.embedded", crystals=done, backlog=self.embedding.backlog)
             else:
                 await asyncio.sleep(BACKLOG_IDLE_S)

@@ -74,6 +74,7 @@ class NodeMetrics(Collector):
         counts = {"crystals": {str(k): int(v) for k, v in stats["by_lifecycle"].items()}}
         counts["purchases"] = await Purchases(store).count_by_state()
         counts["sales"] = await Sales(store).count_by_state()
+        counts["embedding"] = {"backlog": int(stats["embedding_backlog"])}
         self._counts = counts
 
     def collect(self) -> Iterable[Metric]:
@@ -84,6 +85,11 @@ class NodeMetrics(Collector):
         for lifecycle, n in sorted(self._counts["crystals"].items()):
             crystals.add_metric([lifecycle], n)
         yield crystals
+        yield GaugeMetricFamily(
+            "bitterbot_embedding_backlog",
+            "Crystals stored but not yet embedded (after an import): keyword search finds them meanwhile.",
+            value=self._counts.get("embedding", {}).get("backlog", 0),
+        )
         purchases = GaugeMetricFamily("bitterbot_purchases", "Purchases (as buyer) by outcome.", labels=["state"])
         for state, n in sorted(self._counts["purchases"].items()):
             purchases.add_metric([state], n)

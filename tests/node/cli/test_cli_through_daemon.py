@@ -30,15 +30,8 @@ def _details(node: Node) -> dict[str, Any] | None:
 
 def _api_requests(node: Node) -> dict[tuple[str, str], float]:
     """The daemon's own count of API requests, by (command, status), from its /metrics."""
-    details = _details(node)
-    assert details is not None
-    url = details["api"]["url"]
-    request = urllib.request.Request(f"{url}/metrics")
-    request.add_header("Authorization", f"Bearer {(node.data / 'api.token').read_text().strip()}")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        text = response.read().decode()
     counts = {}
-    for line in text.splitlines():
+    for line in _metrics(node).splitlines():
         if line.startswith("bitterbot_api_requests_total{"):
             labels, value = line.split("} ")
             fields = dict(part.split("=") for part in labels.split("{", 1)[1].split(","))
@@ -84,6 +77,40 @@ def test_memory_commands_are_requests_to_the_daemon(node: Node) -> None:
     for command in ("memory.remember", "memory.search", "memory.show", "memory.stats", "wm.note", "wm.bootstrap",
                     "wm.dream", "memory.consolidate", "memory.event", "memory.hormones", "memory.forget"):  # fmt: skip
         assert counts.get((command, "200"), 0) >= 1, (command, counts)
+
+
+def test_an_import_beside_the_daemon_returns_at_once_and_the_daemon_embeds_it(node: Node, tmp_path: Path) -> None:
+    """Issue 32: an import embedded for an hour in the command. Beside a daemon it now only stores:
+    keyword search finds the messages at once, and status, the metrics and the dashboard's overview
+    show the daemon's backlog shrink as it embeds them."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps({"role": "user", "content": f"note {i} about the heron pond"}) + "\n"
+                            for i in range(400)))  # fmt: skip
+    done = node.cli("memory", "import", str(chat), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["created"], report["embedded"], report["embedding"]) == (400, 0, "daemon")
+    hits = node.json("memory", "search", "note 17 heron", "--mode", "keyword")
+    assert hits[0]["crystal"]["text"] == "user: note 17 about the heron pond"
+
+    def embedded() -> dict[str, Any] | None:
+        details = _details(node)
+        progress = details["memory"]["embedding"] if details else None
+        return progress if progress and progress["backlog"] == 0 and progress["embedded"] >= 400 else None
+
+    progress = wait_for(embedded, 300, "the daemon to embed the import")
+    assert progress["per_s"] is not None and progress["eta_s"] is None
+    counts = [ln for ln in _metrics(node).splitlines() if ln.startswith("bitterbot_embedding_backlog ")]
+    assert counts == ["bitterbot_embedding_backlog 0.0"]
+
+
+def _metrics(node: Node) -> str:
+    details = _details(node)
+    assert details is not None
+    request = urllib.request.Request(f"{details['api']['url']}/metrics")
+    request.add_header("Authorization", f"Bearer {(node.data / 'api.token').read_text().strip()}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return str(response.read().decode())
 
 
 def test_the_daemons_refusals_reach_the_user_as_usage_errors(node: Node) -> None:
