@@ -142,6 +142,15 @@ async def listing_envelope(store: MemoryStore, seller: str, stable_skill_id: str
     return bytes(row[0]) if row else None
 
 
+async def listed_title(store: MemoryStore, seller: str, stable_skill_id: str) -> str | None:
+    """The title a seller listed a skill under (revoked listings too: a past deal still names it)."""
+    async with store.reader().execute(
+        "SELECT title FROM listings WHERE seller = ? AND stable_skill_id = ?", (seller, stable_skill_id)
+    ) as cursor:
+        row = await cursor.fetchone()
+    return str(row[0]) if row else None
+
+
 async def count_listed_by(store: MemoryStore, seller: str | None) -> int:
     """Live listings of one seller (hex key); 0 for None."""
     async with store.reader().execute(

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from marketplace.pricing import format_usdc, parse_usdc
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.commands.texts import agent
 from node.commands.texts import market as text
 
 
@@ -92,7 +93,7 @@ async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
     NoArgs,
     route=HttpRoute("GET", "/v1/wallet", "market"),
     cli=CliSpec("", "wallet", is_group=True, render=text.wallet),
-    mcp=McpSpec("wallet_show"),
+    mcp=McpSpec("wallet_show", shape=agent.without_sellers_words),
 )
 async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
     """This node's USDC wallet and earnings ledger (through the running daemon)."""
@@ -108,7 +109,7 @@ def _deals(doc: dict[str, Any], _: Any) -> str:
     for role, rows in (("purchase", doc["purchases"]), ("sale", doc["sales"])):
         for row in rows:
             mark = "STUCK " if row["stuck"] else ""
-            lines.append(f"{mark}{role} {row['purchase_id'][:16]}…  {row['state']}: {row['advice']}")
+            lines.append(f"{mark}{role} {row['purchase_id'][:16]}…  {row['skill']}  {row['state']}: {row['advice']}")
     return "\n".join(lines) or "no purchases or sales yet"
 
 
@@ -117,7 +118,7 @@ def _deals(doc: dict[str, Any], _: Any) -> str:
     DealsArgs,
     route=HttpRoute("GET", "/v1/skills/purchases", "skills"),
     cli=CliSpec("skills", "purchases", render=_deals),
-    mcp=McpSpec("skills_purchases"),
+    mcp=McpSpec("skills_purchases", shape=agent.without_sellers_words),
 )
 async def purchases(market: MarketHost, request: DealsArgs) -> dict[str, Any]:
     """This node's purchases and sales: where each stands and what comes next."""

@@ -29,8 +29,21 @@ def _ticks(low: float, high: float) -> list[float]:
     return [low + (high - low) * i / 2 for i in range(3)]
 
 
-def _label(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 10 or value == int(value) else f"{value:.2f}"
+def nice_top(value: float) -> float:
+    """The axis's top: ``value`` rounded up to 1, 2 or 5 times a power of ten, so that its half is
+    round too (a top of 0.013 read "0 / 0.01 / 0.01" before; 0.02 reads "0 / 0.01 / 0.02")."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return float(next(m * power for m in (1, 2, 5, 10) if value <= m * power * (1 + 1e-9)))
+
+
+def _label(value: float, step: float | None = None) -> str:
+    """A value with as many decimals as its axis step needs (and no more)."""
+    if step is None or step <= 0:
+        return f"{value:.0f}" if abs(value) >= 10 or value == int(value) else f"{value:.2f}"
+    decimals = next((d for d in range(7) if abs(round(step, d) - step) <= step * 1e-6), 6)
+    return f"{value:.{decimals}f}"
 
 
 def line_chart(series: Sequence[Series], *, title: str, x_labels: tuple[str, str], y_max: float | None = None) -> str:
@@ -40,7 +53,7 @@ def line_chart(series: Sequence[Series], *, title: str, x_labels: tuple[str, str
     if not xs:
         return _empty(title)
     x0, x1 = min(xs), max(xs)
-    top = y_max if y_max is not None else max(max(ys), 1e-9)
+    top = y_max if y_max is not None else nice_top(max(ys))
     plot_w, plot_h = WIDTH - PAD_LEFT - PAD_RIGHT, HEIGHT - PAD_TOP - PAD_BOTTOM
 
     def at(x: float, y: float) -> str:
@@ -61,7 +74,7 @@ def bar_chart(bars: Sequence[tuple[str, float]], *, title: str) -> str:
     """One bar per (label, value), in order; the first and last labels under the axis."""
     if not bars:
         return _empty(title)
-    top = max(max(v for _, v in bars), 1e-9)
+    top = nice_top(max(v for _, v in bars))
     plot_w, plot_h = WIDTH - PAD_LEFT - PAD_RIGHT, HEIGHT - PAD_TOP - PAD_BOTTOM
     step = plot_w / len(bars)
     parts = [_open(title), *_grid(top)]
@@ -121,7 +134,8 @@ def _grid(top: float) -> list[str]:
     for value in _ticks(0, top):
         y = PAD_TOP + plot_h * (1 - value / top)
         out.append(f'<line class="grid" x1="{PAD_LEFT}" x2="{WIDTH - PAD_RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text class="axis" x="{PAD_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_label(value)}</text>')
+        label = _label(value, top / 2)
+        out.append(f'<text class="axis" x="{PAD_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
     return out
 
 

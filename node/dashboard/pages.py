@@ -13,8 +13,10 @@ from aiohttp import web
 
 from marketplace.pricing import format_usdc
 from memory.dynamics.importance import DAY_MS, DecaySettings, importance
+from memory.errors import CrystalNotFound
 from memory.model import Feedback, SemanticType
 from memory.retrieval.query import SearchMode
+from memory.working_memory.memory_md import MARKER
 from node.dashboard.charts import Series, bar_chart, line_chart, trust_graph
 from node.dashboard.history import History, part_details
 from node.errors import PartOff
@@ -26,6 +28,7 @@ class Dashboard(Protocol):
 
     history: History
     decay: DecaySettings
+    dream_every_min: float
     now_ms: Callable[[], int]
 
     async def run(self, name: str, args: Mapping[str, Any] | None = None) -> Any: ...
@@ -35,7 +38,7 @@ PageBuilder = Callable[[Dashboard, web.Request], Awaitable[dict[str, Any]]]
 #: The search form's fields that are passed on as they are (the rest are lists or flags).
 SEARCH_TEXT_FIELDS = ("query", "since", "until")
 SEARCH_FLAGS = ("include_superseded", "include_held", "include_archived", "explain")
-CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback", "approve", "reject")
+CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback", "approve", "reject", "unsupersede")
 
 
 def when(ms: int | None) -> str:
@@ -95,10 +98,15 @@ async def overview(dashboard: Dashboard, request: web.Request) -> dict[str, Any]
 
 async def working_memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     status = await dashboard.run("status")
+    wm = await dashboard.run("wm.show")
+    last_dream = part_details(status, "memory").get("last_dream")
     return {
         "page": "working",
-        "wm": await dashboard.run("wm.show"),
-        "last_dream": part_details(status, "memory").get("last_dream"),
+        "wm": wm,
+        "last_dream": last_dream,
+        # A dream writes its marker into MEMORY.md: it ran before, if not since this daemon started.
+        "dreamt": last_dream is not None or MARKER in wm["memory_md"],
+        "dream_every_min": dashboard.dream_every_min,
     }
 
 
@@ -154,7 +162,10 @@ def search_args(query: Mapping[str, str], multi: Callable[[str], list[str]]) -> 
 async def memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     args = search_args(request.query, lambda key: request.query.getall(key, []))
     hits = await dashboard.run("memory.search", args) if args is not None else None
+    # Before any search the page lists the newest crystals (it listed nothing until one searched).
+    newest = (await dashboard.run("memory.list", {"limit": 20}))["crystals"] if args is None else None
     return {
+        "newest": newest,
         "page": "memory",
         "form": dict(request.query),
         "chosen_types": set(request.query.getall("types", [])),
@@ -189,6 +200,24 @@ def importance_curve(c: Mapping[str, Any], decay: DecaySettings, now_ms: int) ->
     return Series("importance", [(t, at(t)) for t in times])
 
 
+async def _newer_text(dashboard: Dashboard, crystal: Mapping[str, Any]) -> str | None:
+    """The text of the crystal that replaced this one (None if it is current, or gone since)."""
+    if not crystal.get("superseded"):
+        return None
+    try:
+        newer = await dashboard.run("memory.show", {"id": crystal["superseded"]["by"]})
+    except CrystalNotFound:
+        return None
+    return str(newer["crystal"]["text"])
+
+
+def _maybe_outdated(shown: Mapping[str, Any]) -> str | None:
+    """The latest "maybe outdated" note in the attribution chain: text that was not the person's
+    read like an update of this, and only the person decides (``memory.supersession.authority``)."""
+    notes = [a["detail"] for a in shown["attribution"] if a["action"] == "maybe_outdated" and a.get("detail")]
+    return str(notes[-1]) if notes else None
+
+
 async def crystal(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     shown = await dashboard.run("memory.show", {"id": request.match_info["id"]})
     curve = importance_curve(shown["crystal"], dashboard.decay, dashboard.now_ms())
@@ -204,6 +233,8 @@ async def crystal(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
             y_max=1.0,
         ),
         "forget_below": dashboard.decay.forget_threshold,
+        "newer_text": await _newer_text(dashboard, shown["crystal"]),
+        "maybe_outdated": _maybe_outdated(shown),
         "types": [t.value for t in SemanticType],
         "feedbacks": [f.value for f in Feedback],
     }
@@ -221,6 +252,8 @@ async def crystal_action(dashboard: Dashboard, crystal_id: str, action: str, for
         return "/ui/network"  # back to the queue
     if action == "pin":
         await dashboard.run("memory.pin", {"id": crystal_id})
+    elif action == "unsupersede":
+        await dashboard.run("memory.unsupersede", {"id": crystal_id})
     elif action == "retype":
         await dashboard.run("memory.retype", {"id": crystal_id, "type": form.get("type")})
     else:

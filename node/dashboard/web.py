@@ -63,11 +63,13 @@ class Dashboard:
         *,
         session_hours: float,
         decay: DecaySettings | None = None,
+        dream_every_min: float = 120,
         loopback_only: bool = True,
         now_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self._loopback_only = loopback_only
         self.decay = decay or DecaySettings()
+        self.dream_every_min = dream_every_min
         self.sessions = Sessions(now_ms, SessionLimits(session_ttl_ms=int(session_hours * 3_600_000)))
         self._hosts = hosts
         self.base_url = ""  # the API server's, once it listens

@@ -14,7 +14,7 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
-from marketplace.catalog.listings import ListingRow, listing_envelope, live_listings
+from marketplace.catalog.listings import ListingRow, listed_title, listing_envelope, live_listings
 from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, MarketUnavailable, PurchaseError
 from marketplace.escrow import Escrow
@@ -22,11 +22,12 @@ from marketplace.exchange.advice import purchase_advice, sale_advice
 from marketplace.exchange.deals import Purchases, Sales
 from marketplace.exchange.market import Market
 from marketplace.exchange.party import DeadlineBounds
-from marketplace.exchange.protocol import PROTOCOL
+from marketplace.exchange.protocol import PROTOCOL, readable_quote
 from marketplace.exchange.seller import SellerLimits
 from marketplace.ledger import ledger
 from marketplace.pricing import format_usdc, parse_usdc
 from marketplace.wallet import load_or_create_wallet
+from memory.errors import CrystalNotFound
 from node.errors import InvalidValue, NotFoundHere
 from node.logs import get_logger
 from node.parts.market_gossip import MarketGossip
@@ -275,17 +276,35 @@ class MarketPart:
         stuck = self.market.stuck() if self.market is not None else {}
         purchases = [
             {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "detail": r.detail,
+             "skill": await self._skill_named(r.crystal_id, r.seller.hex(), r.quote),
              "crystal_id": r.crystal_id, "updated_ms": r.updated_ms, "stuck": stuck.get(r.purchase_id.hex()),
              "advice": purchase_advice(r.state, stuck.get(r.purchase_id.hex()))}
             for r in await Purchases(store).recent(limit)
         ]  # fmt: skip
         sales = [
             {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "crystal_id": r.crystal_id,
+             "skill": await self._skill_named(r.crystal_id, None, r.quote),
              "buyer": r.buyer.hex(), "updated_ms": r.updated_ms, "stuck": stuck.get(r.purchase_id.hex()),
              "advice": sale_advice(r.state, stuck.get(r.purchase_id.hex()))}
             for r in await Sales(store).recent(limit)
         ]  # fmt: skip
         return purchases, sales
+
+    async def _skill_named(self, crystal_id: str | None, seller: str | None, quote: bytes) -> str:
+        """What a deal was for, for a person: the skill's first line once it is here, else the title
+        its seller listed it under, else its id from the quote (a purchase read "completed" alone)."""
+        store = self._memory.running_store()
+        if crystal_id is not None:
+            try:
+                first = (await store.get(crystal_id, include_archived=True)).text.strip().splitlines()[0]
+                return first[:80] + ("…" if len(first) > 80 else "")
+            except CrystalNotFound:
+                pass  # forgotten since: the listing still names it
+        terms = readable_quote(quote)
+        if terms is None:
+            return "a skill (the quote is in an earlier release's form)"
+        title = await listed_title(store, seller, terms.stable_skill_id) if seller is not None else None
+        return title or terms.stable_skill_id
 
     async def deals_report(self, limit: int) -> dict[str, Any]:
         """This node's latest purchases and sales, with what comes next for each, stuck ones first."""

@@ -62,6 +62,7 @@ def build_parts(
                 lambda: hosts,
                 session_hours=api.dashboard_session_hours,
                 decay=decay_settings(ctx.config),
+                dream_every_min=ctx.config.dream.interval_min,
                 loopback_only=not api.allow_remote,
             )
         parts.append(

@@ -124,6 +124,10 @@ def test_two_daemons_buy_and_sell_over_anvil(trading_pair: tuple[Node, Node, str
     buyer_wallet = buyer.json("wallet")
     assert buyer_wallet["balance_micro_usdc"] == 1_000_000 - price
     assert buyer_wallet["ledger"]["spent_micro_usdc"] == price and buyer_wallet["ledger"]["purchases"] == 1
+    # issue 32: a purchase read "completed" without naming what was bought
+    (purchase,) = buyer_wallet["recent_purchases"]
+    assert purchase["skill"] == SKILL  # its first line, under 80 characters
+    assert f"({SKILL})" in buyer.cli("wallet").stdout and SKILL in buyer.cli("skills", "purchases").stdout
     earned = wait_for(lambda: _settled(seller), 30, "the seller to see the escrow released", nodes)
     assert earned["earned_micro_usdc"] == price and earned["unique_buyers"] == 1
     assert earned["top_skills"] == [{"stable_skill_id": skill_id, "sales": 1, "earned_micro_usdc": price}]

@@ -136,3 +136,14 @@ async def skills_found(call: Caller, request: Any) -> dict[str, Any]:
         if not row["mine"]
     ]  # fmt: skip
     return {"local": hits(local), "network": offered[: request.limit]}
+
+
+def without_sellers_words(doc: dict[str, Any]) -> dict[str, Any]:
+    """A wallet or deals report as the agent gets it: a purchase's ``skill`` is the seller's words (its
+    listing title, or the bought skill's first line), so it stays on the person's dashboard and CLI,
+    and the agent gets the purchase id and state alone."""
+    out = dict(doc)
+    for key in ("purchases", "recent_purchases"):
+        if key in out:
+            out[key] = [{k: v for k, v in deal.items() if k != "skill"} for deal in out[key]]
+    return out

@@ -81,7 +81,8 @@ def wallet(doc: dict[str, Any], _: CliView | None = None) -> str:
         )
     )
     for p in doc["recent_purchases"][:5]:
-        lines.append(f"purchase {p['purchase_id'][:16]}… {p['state']}" + (f": {p['detail']}" if p["detail"] else ""))
+        detail = f": {p['detail']}" if p["detail"] else ""
+        lines.append(f"purchase {p['purchase_id'][:16]}… {p['state']} ({p['skill']}){detail}")
     return "\n".join(lines)
 
 

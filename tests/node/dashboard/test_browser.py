@@ -75,8 +75,14 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
     started = [edge]
     try:
         base = wait_for(lambda: _api_url(edge), 60, "the dashboard to listen")
-        for text in ("The weekly sync is on Tuesdays at 9", "Tomas lives in Tallinn", "Backups run at 02:00 nightly"):
-            edge.json("memory", "add", text)
+        ids = {
+            text: edge.json("memory", "add", text)["crystal"]["id"]
+            for text in (
+                "The weekly sync is on Tuesdays at 9",
+                "Tomas lives in Tallinn",
+                "Backups run at 02:00 nightly",
+            )
+        }
         edge.json("memory", "note", "Ask Tomas about the flat")
         requested: list[str] = []
         page.on("request", lambda request: requested.append(request.url))
@@ -90,7 +96,14 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         page.keyboard.press("Tab")  # the first stop is the skip link, for a keyboard
         assert page.evaluate("document.activeElement.textContent") == "Skip to content"
 
+        # issue 32: the chart's axis reads three distinct values, whatever the scale
+        axis = page.locator('figure svg text.axis[x="38"]').all_text_contents()  # the y axis's labels
+        assert len(axis) == 3 and len(set(axis)) == 3, axis
+
         page.get_by_role("link", name="Memory", exact=True).click()
+        # issue 32: the page listed nothing until a search; now the newest crystals
+        assert "Backups run at 02:00 nightly" in page.get_by_test_id("newest").inner_text()
+        _shot(page, tmp_path, "memory")
         page.get_by_label("Search").fill("weekly sync")
         page.get_by_label("Search").press("Enter")
         page.get_by_role("link", name="The weekly sync is on Tuesdays at 9").click()
@@ -102,6 +115,19 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         _shot(page, tmp_path, "crystal")
         crystal_id = page.url.rsplit("/", 1)[1]
         assert edge.json("memory", "show", crystal_id)["crystal"]["lifespan"] == "permanent"
+        assert page.get_by_test_id("derivation").inner_text() == "Stored as it came: not derived from other crystals."
+
+        # issue 32: an outdated crystal had no banner and no way back
+        newer = edge.json("memory", "add", "Tomas moved to Riga in May")["crystal"]["id"]
+        edge.json("memory", "supersede", ids["Tomas lives in Tallinn"], newer)
+        page.goto(f"{base}/ui/memory/{ids['Tomas lives in Tallinn']}")
+        banner = page.get_by_test_id("outdated")
+        assert "Outdated" in banner.inner_text() and "Tomas moved to Riga in May" in banner.inner_text()
+        _shot(page, tmp_path, "crystal-outdated")
+        page.get_by_role("button", name="It is still true: make it current again").click()
+        page.get_by_role("heading", name="Crystal").wait_for()
+        assert page.get_by_test_id("outdated").count() == 0
+        assert edge.json("memory", "show", ids["Tomas lives in Tallinn"])["crystal"]["superseded"] is None
 
         page.get_by_role("link", name="Overview").click()
         page.get_by_role("heading", name="Overview").wait_for()
@@ -123,9 +149,18 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         manager_id = manager.json("status")["identity"]["peer_id"]
         assert page.get_by_role("cell", name=manager_id).is_visible()  # in the peers table
         assert page.locator(f"svg.graph circle.peer title:has-text('{manager_id}')").count() == 1
+        assert "● provisional" in page.get_by_test_id("trust-key").inner_text()  # issue 32: colours explained
         _shot(page, tmp_path, "network")
         page.get_by_role("link", name="Working memory").click()
         assert page.get_by_role("cell", name="Ask Tomas about the flat").is_visible()  # a scratch note waiting
+        # issue 32: it said "the last dream took them all" before any dream, and showed a raw dict after one
+        assert page.get_by_test_id("last-dream").inner_text().startswith("No dream has run yet")
+        assert edge.json("memory", "dream")["accepted"]
+        page.reload()
+        said = page.get_by_test_id("last-dream").inner_text()
+        assert said.startswith("The last dream,") and "rewrote MEMORY.md" in said and "at_ms" not in said, said
+        assert "<!--" not in page.locator("article.markdown").inner_text()  # MEMORY.md's marker comment
+        _shot(page, tmp_path, "working")
         page.get_by_role("link", name="Market").click()
         page.get_by_role("heading", name="Market").wait_for()
         assert edge.json("wallet")["address"] in page.locator("dl.facts").inner_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from node.dashboard.charts import Series, bar_chart, line_chart, trust_graph
@@ -57,3 +58,13 @@ def test_history_turns_counters_into_rates_and_keeps_a_day() -> None:
     assert by_name == {"skills accepted": [0, 15], "skills refused": [3, 0]}
     assert [y for _, y in history.hormones()[0].points] == [0.1, 0.2, 0.3]
     assert sample_of({"details": {}}, 0).peers_connected == 0  # P2P off
+
+
+def test_an_axis_reads_three_distinct_round_values_whatever_the_scale() -> None:
+    """Issue 32: a chart of small values read "0.01 / 0.01 / 0" on its axis."""
+    for top in (0.013, 0.0065, 0.5, 3.0, 7.2, 150.0, 0.00042):
+        svg = line_chart([Series("s", [(0, 0.0), (1, top)])], title="t", x_labels=("a", "b"))
+        labels = re.findall(r'<text class="axis" x="38" y="[0-9.]+" text-anchor="end">([^<]+)</text>', svg)
+        values = [float(v) for v in labels]
+        assert len(set(labels)) == 3 and values[0] == 0 and values[2] >= top, (top, labels)
+        assert abs(values[1] * 2 - values[2]) < 1e-12  # the middle line is half the top, as written
