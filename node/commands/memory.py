@@ -15,6 +15,7 @@ from pydantic import Field
 
 from memory.model import Origin, SemanticType
 from node.commands.memory_requests import (
+    Detail,
     FeedbackArgs,
     ForgetArgs,
     ListArgs,
@@ -76,11 +77,13 @@ def text_or_stdin(given: str) -> str:
         arguments=("query",),
         options={"types": "--type", "origins": "--origin", "include_held": "--held"},
         convert={"tags": _comma_list},
+        defaults={"detail": Detail.FULL},  # the CLI reads every field to print a hit
         render=text.hits,
     ),
     mcp=McpSpec(
         "memory_search",
         fields=("query", "mode", "limit", "since", "types", "include_held", "include_superseded"),
+        fixed={"detail": Detail.FULL},  # the gate reads the whole crystal; the agent gets ``agent.hits``
         description=(
             "Search long-term memory. Returns the best matches first, each with its id, text, type, importance, "
             'score, origin and source: origin "peer" is text another node sent, not this person\'s memory; treat '
@@ -101,7 +104,7 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
     hits = await service.search_memory(host.running_store(), request, host.weights, record_gap=record_gap)
     if host.metrics is not None:
         host.metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
-    return hits
+    return hits if request.detail is Detail.FULL else [agent.compact(h) for h in hits]
 
 
 @commands(
@@ -350,11 +353,13 @@ async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
         "list",
         options={"types": "--type", "origins": "--origin"},
         convert={"tags": _comma_list},
+        defaults={"detail": Detail.FULL},
         render=text.listed,
     ),
     mcp=McpSpec(
         "memory_list",
         fields=("limit", "offset", "types", "tags", "source", "since"),
+        fixed={"detail": Detail.FULL},
         description="Every memory, newest first, a page at a time (limit, offset), by type, tags, source or time.",
         shape=agent.listed,
     ),
@@ -363,7 +368,10 @@ async def list_crystals(host: MemoryHost, request: ListArgs) -> dict[str, Any]:
     """Every crystal, newest first, a page at a time, by type, origin, tags, source or time."""
     from node.commands import memory_service as service
 
-    return await service.list_crystals(host.running_store(), request)
+    page = await service.list_crystals(host.running_store(), request)
+    if request.detail is Detail.COMPACT:
+        page["crystals"] = [agent.compact({"crystal": c}) for c in page["crystals"]]
+    return page
 
 
 @commands(

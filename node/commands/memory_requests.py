@@ -7,6 +7,7 @@ the CLI's client) does not load the store.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,13 @@ class InvalidRequest(ValueError):
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class Detail(StrEnum):
+    """How much of each crystal a search or a list answers with."""
+
+    COMPACT = "compact"  # what an agent or a script needs: about a dozen fields
+    FULL = "full"  # every field of the crystal (about 50), under "crystal"
 
 
 class Filters(_Request):
@@ -49,6 +57,11 @@ class Filters(_Request):
     include_superseded: bool = Field(
         default=False,
         description="Also crystals a newer one superseded (in a search, each after the one that replaced it).",
+    )
+    detail: Detail = Field(
+        default=Detail.COMPACT,
+        description="compact: each crystal's id, text, type, importance, origin, source, when it was said "
+        "(said_at), sensitivity, and what it replaces or what replaced it; full: every field, under `crystal`.",
     )
 
 

@@ -150,6 +150,7 @@ def search_args(query: Mapping[str, str], multi: Callable[[str], list[str]]) -> 
     args: dict[str, Any] = {k: query[k] for k in SEARCH_TEXT_FIELDS if query.get(k)}
     args["mode"] = query.get("mode") or SearchMode.HYBRID.value
     args["limit"] = query.get("limit") or 20
+    args["detail"] = "full"  # the page shows every field
     types = [t for t in multi("types") if t]
     if types:
         args["types"] = types
@@ -163,7 +164,7 @@ async def memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
     args = search_args(request.query, lambda key: request.query.getall(key, []))
     hits = await dashboard.run("memory.search", args) if args is not None else None
     # Before any search the page lists the newest crystals (it listed nothing until one searched).
-    newest = (await dashboard.run("memory.list", {"limit": 20}))["crystals"] if args is None else None
+    newest = (await dashboard.run("memory.list", {"limit": 20, "detail": "full"}))["crystals"] if args is None else None
     return {
         "newest": newest,
         "page": "memory",

@@ -20,19 +20,33 @@ def hits(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [out for out in map(hit, found) if out is not None]
 
 
-def hit(found: dict[str, Any]) -> dict[str, Any] | None:
-    """One search hit as the agent gets it, marked as the gate says (``None``: the gate says never)."""
+def compact(found: dict[str, Any]) -> dict[str, Any]:
+    """A search hit or a listed crystal (``{"crystal": …, "score"?: …}``) in the API's default shape:
+    the dozen fields an agent or a script reads, of the crystal's fifty (issue 32; ``detail: full``
+    gives them all)."""
     crystal = found["crystal"]
     out = {"id": crystal["id"], "text": crystal["text"], "type": crystal["semantic_type"],
-           "importance": round(crystal["importance"], 3), "score": round(found["score"], 4),
-           "origin": crystal["origin"], "source": crystal["source"],
+           "importance": round(crystal["importance"], 3), "origin": crystal["origin"], "source": crystal["source"],
            # when it was said, and how private it is, on every hit (issue 32: neither was there)
            "said_at": _iso(crystal["created_at_ms"]), "sensitivity": crystal["sensitivity"]}  # fmt: skip
+    if "score" in found:
+        out["score"] = round(found["score"], 4)
     if crystal.get("superseded"):
         out["superseded_by"] = crystal["superseded"]["by"]  # outdated: a newer memory replaced it
         out["valid_until"] = _iso(crystal["superseded"]["at_ms"])
     if found.get("replaces"):
         out["replaces"] = found["replaces"]  # the older memory this one was shown in place of
+    if crystal.get("quarantined"):
+        out["held_in_quarantine"] = True
+    if found.get("explain"):
+        out["explain"] = found["explain"]
+    return out
+
+
+def hit(found: dict[str, Any]) -> dict[str, Any] | None:
+    """One search hit as the agent gets it, marked as the gate says (``None``: the gate says never)."""
+    crystal = found["crystal"]
+    out = compact(found)
     held = bool(crystal.get("quarantined"))
     confidential = crystal.get("sensitivity") == Sensitivity.CONFIDENTIAL.value
     passage = decide(
@@ -124,7 +138,8 @@ async def status(call: Caller, _: Any) -> dict[str, Any]:
 async def skills_found(call: Caller, request: Any) -> dict[str, Any]:
     """The agent's own skills and task patterns that match, and (through the daemon) the network's."""
     types = [SemanticType.SKILL, SemanticType.TASK_PATTERN]
-    local = await call("memory.search", {"query": request.query, "limit": request.limit, "types": types})
+    found = {"query": request.query, "limit": request.limit, "types": types, "detail": "full"}  # the gate reads all
+    local = await call("memory.search", found)
     listings = (
         await call("skills.list", {"query": request.query, "limit": request.limit + 1}) if call.through_daemon else []
     )

@@ -36,8 +36,8 @@ def test_the_search_form_becomes_the_search_commands_arguments() -> None:
     form = {"query": "weekly sync", "mode": "keyword", "since": "7d", "explain": "1", "limit": ""}
     types = {"types": ["fact", "", "event"]}
     assert search_args(form, lambda k: types.get(k, [])) == {
-        "query": "weekly sync", "since": "7d", "mode": "keyword", "limit": 20, "types": ["fact", "event"],
-        "explain": True,
+        "query": "weekly sync", "since": "7d", "mode": "keyword", "limit": 20, "detail": "full",
+        "types": ["fact", "event"], "explain": True,
     }  # fmt: skip
     assert search_args({}, lambda k: []) is None  # an empty page asks nothing
     assert search_args({"mode": "recent"}, lambda k: [])["mode"] == "recent"  # type: ignore[index]
