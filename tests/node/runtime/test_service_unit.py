@@ -20,7 +20,9 @@ def test_the_unit_runs_the_daemon_and_does_not_restart_what_a_restart_cannot_fix
     unit.optionxform = str  # type: ignore[assignment,method-assign]  # systemd keys are case-sensitive
     unit.read(UNIT)
     service = unit["Service"]
-    assert service["ExecStart"].endswith("/bitterbot-node run")
+    # issue 32: it assumed `pip install --user` (~/.local/bin), not the README's venv in the clone
+    assert service["ExecStart"] == "%h/bitterbot-node/.venv/bin/bitterbot-node run"
+    assert service["ExecStartPre"] == "%h/bitterbot-node/.venv/bin/bitterbot-node config check"
     assert service["KillSignal"] == "SIGTERM" and service["Restart"] == "on-failure"
     assert {int(code) for code in service["RestartPreventExitStatus"].split()} == {EXIT_USAGE, EXIT_ALREADY_RUNNING}
     assert unit["Install"]["WantedBy"] == "default.target"
