@@ -3,9 +3,8 @@
 Writes are one transaction per logical change (``BEGIN IMMEDIATE``), durable
 before they return, and every lifecycle transition leaves an audit row. The
 same text is never stored or embedded twice (content hash). Crystals are
-stored first and embedded by ``embed_backlog`` (bulk paths) or at once
-(``remember``): a crash between the two leaves a row the backlog embeds later.
-"""
+stored first and embedded by ``embed_backlog`` (bulk paths: ``_UNEMBEDDED`` is its backlog) or at
+once (``remember``): a crash between the two leaves a row the backlog embeds later."""
 
 from __future__ import annotations
 
@@ -64,6 +63,7 @@ from memory.storage.store_types import (
 from memory.storage.vectors import VectorIndex, delete_from_old_space
 
 _log = logging.getLogger("memory.store")
+_UNEMBEDDED = "(embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' AND quarantined = 0"
 
 #: Called after a crystal is embedded, with the store, its id and its vector: how the graph
 #: (``memory.graph.auto_link``) links it to its neighbours without the store importing the graph.
@@ -154,16 +154,20 @@ class MemoryStore:
         return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings(), on_embedded, typer)
 
     async def close(self) -> None:
-        """Flush recorded accesses, checkpoint, close every connection."""
+        """Flush recorded accesses, checkpoint, close every connection (each, even if the checkpoint
+        fails: one left open keeps its thread and the process alive, issue 32's hang on Ctrl-C)."""
         if self._closed:
             return
         await self._accesses.close()
         self._closed = True
         async with self._write_lock:
-            for conn in self._readers:
-                await conn.close()
-            await self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            await self.writer.close()
+            try:  # Ctrl-C can leave "database table is locked": the next open folds the WAL
+                await self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlean.Error as exc:
+                _log.warning("memory store closed without a checkpoint: %s", exc)
+            finally:
+                for conn in (*self._readers, self.writer):
+                    await conn.close()
 
     def reader(self) -> aiosqlite.Connection:
         if self._closed:
@@ -308,8 +312,7 @@ class MemoryStore:
         while limit is None or done < limit:
             take = batch_size if limit is None else min(batch_size, limit - done)
             async with self.reader().execute(
-                "SELECT rowid, id, text, embedded_with, context FROM crystals "
-                "WHERE (embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' AND quarantined = 0 "
+                f"SELECT rowid, id, text, embedded_with, context FROM crystals WHERE {_UNEMBEDDED} "
                 "ORDER BY rowid LIMIT ?",
                 (self.embedder.id, take),
             ) as cursor:
@@ -333,11 +336,8 @@ class MemoryStore:
         return done
 
     async def backlog_size(self) -> int:
-        async with self.reader().execute(
-            "SELECT count(*) FROM crystals WHERE (embedded_with IS NULL OR embedded_with != ?) "
-            "AND lifecycle != 'expired' AND quarantined = 0",
-            (self.embedder.id,),
-        ) as cursor:
+        sql = f"SELECT count(*) FROM crystals WHERE {_UNEMBEDDED}"
+        async with self.reader().execute(sql, (self.embedder.id,)) as cursor:
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
 

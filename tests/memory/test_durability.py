@@ -68,3 +68,35 @@ async def test_the_dream_syncs_its_notes_before_it_empties_scratch(
     assert synced and synced[-1] == str(store.path) + "-wal"
     assert events == [f"scratch emptied after {len(synced)} sync(s)"]
     assert files.scratch.read().notes == ()
+
+
+async def test_a_failed_checkpoint_still_closes_every_connection_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32: Ctrl-C during an import hung after "database table is locked" from ``close``: the
+    checkpoint raised, the writer was never closed, and its thread kept the process alive."""
+    import sqlean
+
+    from memory.embedders.hashing import HashingEmbedder
+    from memory.model import NewCrystal
+
+    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    await store.remember(NewCrystal("kept through a failed checkpoint"))
+    real = store.writer.execute
+
+    def locked(sql: str, *args: object) -> object:
+        if "wal_checkpoint" in sql:
+            raise sqlean.OperationalError("database table is locked")
+        return real(sql, *args)
+
+    monkeypatch.setattr(store.writer, "execute", locked)
+    threads = [conn._thread for conn in (*store._readers, store.writer)]
+    await store.close()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    again = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    try:
+        assert [c.text async for c in again.iter_live()] == ["kept through a failed checkpoint"]
+    finally:
+        await again.close()
