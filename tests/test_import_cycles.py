@@ -124,25 +124,25 @@ def _folder(name: str, known: dict[str, Path]) -> str:
     return ".".join(parts if known[name].name == "__init__.py" else parts[:-1])
 
 
-#: Folders that still import each other (issue 29 found 14 such pairs among sibling folders; a folder
-#: and the one it holds count here too). The list may only shrink: a new pair fails the test.
+#: Folders that still import each other (issue 29 found 16 such pairs; a folder and the one it holds
+#: count here too), each with its cause. The list may only shrink: a new pair fails the test, and so
+#: does a pair here that is gone (take it off). Gone since: node.commands/parts (a search-metrics
+#: protocol), node.dashboard/runtime and node.runtime/servers (node.actor), node.dashboard/servers
+#: (dispatch in node.commands.catalog), node.parts/runtime (the daemon and its wiring in node.daemon),
+#: memory.cognition/retrieval (the steering factor in retrieval.query).
 MUTUAL_FOLDERS = {
-    ("marketplace", "marketplace.exchange"),
-    ("memory", "memory.embedders"),
-    ("memory", "memory.governance"),
-    ("memory", "memory.storage"),
-    ("memory.cognition", "memory.retrieval"),
-    ("memory.cognition", "memory.storage"),
-    ("memory.governance", "memory.storage"),
-    ("memory.retrieval", "memory.storage"),
-    ("memory.retrieval", "memory.supersession"),
-    ("node", "node.cli"),
-    ("node.commands", "node.parts"),
-    ("node.dashboard", "node.runtime"),
-    ("node.dashboard", "node.servers"),
-    ("node.parts", "node.runtime"),
-    ("node.runtime", "node.servers"),
-    ("p2p", "p2p.trust"),
+    # a package's root holds its basics (errors, model) beside high-level modules that use its folders
+    ("marketplace", "marketplace.exchange"): "marketplace.ledger reads the deals",
+    ("memory", "memory.embedders"): "memory.graph names the Vectors type",
+    ("memory", "memory.governance"): "memory.llm asks the prompt gate",
+    ("memory", "memory.storage"): "memory.graph and memory.skill_versions work on the store",
+    ("node", "node.cli"): "python -m node (node.__main__) starts the CLI",
+    ("p2p", "p2p.trust"): "p2p.validation reads the trust book",
+    # the store is both below and beside what it calls at write time
+    ("memory.cognition", "memory.storage"): "the store types at ingest; steering writes through it",
+    ("memory.governance", "memory.storage"): "the store classifies sensitivity at ingest; erase writes through it",
+    ("memory.retrieval", "memory.storage"): "rows resolve the time a text names (retrieval.when) at insert",
+    ("memory.retrieval", "memory.supersession"): "search orders by the judge; the judge uses the FTS helpers",
 }
 
 
@@ -153,5 +153,5 @@ def test_no_new_pair_of_folders_imports_each_other() -> None:
         here = _folder(name, known)
         folders.setdefault(here, set()).update(t for f in targets if (t := _folder(f, known)) != here)
     mutual = {tuple(sorted((a, b))) for a, targets in folders.items() for b in targets if a in folders.get(b, ())}
-    assert mutual - MUTUAL_FOLDERS == set(), "new folders that import each other"
-    assert MUTUAL_FOLDERS - mutual == set(), "a pair no longer imports each other: take it off the list"
+    assert mutual - MUTUAL_FOLDERS.keys() == set(), "new folders that import each other"
+    assert MUTUAL_FOLDERS.keys() - mutual == set(), "a pair no longer imports each other: take it off the list"

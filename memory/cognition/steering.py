@@ -30,8 +30,7 @@ FEEDBACK_STEPS: dict[Feedback, tuple[float, float]] = {
     Feedback.OUTDATED: (-1.0, 0.3),
 }
 OUTCOME_STEP = 0.15
-#: Search multiplies a hit's score by 1 + RANK_WEIGHT * steering_reward.
-RANK_WEIGHT = 0.3
+# Search multiplies a hit's score by 1 + RANK_WEIGHT * steering_reward (``memory.retrieval.query``).
 #: Consolidation multiplies importance by 1 + IMPORTANCE_WEIGHT * steering_reward.
 IMPORTANCE_WEIGHT = 0.5
 
@@ -39,10 +38,6 @@ IMPORTANCE_WEIGHT = 0.5
 def stepped(current: float, target: float, step: float) -> float:
     """``current`` moved ``step`` of the way to ``target``, kept in [-1, 1]."""
     return max(-1.0, min(1.0, current + step * (target - current)))
-
-
-def rank_factor(steering_reward: float) -> float:
-    return 1.0 + RANK_WEIGHT * steering_reward
 
 
 async def _steer(store: MemoryStore, crystal_id: str, target: float, step: float, *, actor: str, what: str) -> Crystal:

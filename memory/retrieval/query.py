@@ -5,7 +5,7 @@ Fusion (hybrid mode), all factors documented here and shown by ``explain``::
     rrf        = 1 / (rrf_k + keyword rank) + vector_weight / (rrf_k + vector rank)    ranks from 1
     importance = 1 + importance_weight * crystal.importance                   in [1, 1 + w]
     recency    = 1 + recency_weight * 0.5 ** (age / recency_half_life)        in [1, 1 + w]
-    steering   = 1 + 0.3 * crystal.steering_reward
+    steering   = 1 + RANK_WEIGHT * crystal.steering_reward               RANK_WEIGHT = 0.3
     time       = 1 + time_weight  when the crystal was said in, or names, the time the query names
     final      = rrf * importance * recency * steering * time
 
@@ -37,6 +37,13 @@ VECTOR_WEIGHT = 0.7
 #: A superseded crystal asked for (``include_superseded``) ranks at this share of its score, after
 #: the crystal that replaced it.
 SUPERSEDED_FACTOR = 0.5
+#: A hit's score is multiplied by 1 + RANK_WEIGHT * its steering reward (``memory.cognition.steering``
+#: moves the reward on feedback and outcomes; search reads it here).
+RANK_WEIGHT = 0.3
+
+
+def rank_factor(steering_reward: float) -> float:
+    return 1.0 + RANK_WEIGHT * steering_reward
 
 
 class SearchMode(StrEnum):

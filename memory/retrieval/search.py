@@ -18,7 +18,6 @@ from weakref import WeakKeyDictionary
 import aiosqlite
 import numpy as np
 
-from memory.cognition.steering import rank_factor
 from memory.dynamics.hormones import retrieval_modulation
 from memory.embedders.base import Vectors, cosine
 from memory.governance.rules import visibility_sql
@@ -35,6 +34,7 @@ from memory.retrieval.query import (
     fts_query,
     fts_terms,
     importance_factor,
+    rank_factor,
     recency_factor,
     reciprocal_rank_fusion,
     time_factor,

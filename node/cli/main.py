@@ -30,7 +30,7 @@ from node.runtime.status import probe_daemon
 from node.servers.api_token import ensure_token
 
 if TYPE_CHECKING:
-    from node.runtime.daemon import Daemon
+    from node.daemon.daemon import Daemon
 
 log = get_logger("node.cli")
 
@@ -150,8 +150,8 @@ def run(config_path: Path | None, data_dir: Path | None, passphrase_file: Path |
     loaded, paths = resolve(config_path, data_dir)
     configure_logging(loaded.config.log.level, loaded.config.log.format, parts=loaded.config.log.parts)
     paths.ensure_data_dir()
+    from node.daemon.daemon import Daemon
     from node.runtime.context import NodeContext
-    from node.runtime.daemon import Daemon
 
     with DataDirLock(paths.lock_file):
         identity, passphrase = _load_or_create_identity(paths, passphrase_file)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from node.actor import AGENT, CLI
 from node.clients.base import CommandUnavailable, NodeClient
 from node.clients.http import HttpClient
 from node.clients.local import LocalClient
@@ -17,7 +18,6 @@ from node.clients.socket import SocketClient
 from node.commands.registry import Command
 from node.config import Config
 from node.paths import NodePaths
-from node.runtime.actor import AGENT, CLI
 from node.runtime.status import probe_daemon
 
 

@@ -17,9 +17,9 @@ from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel
 
+from node.actor import CLI
 from node.clients.base import CommandUnavailable, ControlError, wire
 from node.commands.registry import Command, HttpRoute
-from node.runtime.actor import CLI
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from node.actor import CLI, acting_as
 from node.commands.registry import Command
 from node.config import Config
 from node.errors import DaemonRequired
 from node.paths import NodePaths
-from node.runtime.actor import CLI, acting_as
 
 if TYPE_CHECKING:
     from node.parts.memory import MemoryPart

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from node.actor import CLI
 from node.clients.base import CommandUnavailable, ControlError, DaemonNotRunning, wire
 from node.commands.registry import Command
-from node.runtime.actor import CLI
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,19 @@
-"""Every command of the node, by name: what the servers serve, the clients send and the docs list.
+"""Every command of the node, by name: what the servers serve, the clients send and the docs list,
+and running one by name on the part that owns it (``dispatch``: the HTTP API, the control socket
+and the dashboard do that with a request once they have its name and JSON arguments).
 
 A new command goes into its part's command module; a new command module is added here once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from node.commands import daemon, market, memory, memory_history, network, skills, working_memory
 from node.commands.registry import Command, index
+from node.errors import PartOff, UnknownCommand
+
+Hosts = Callable[[], Mapping[str, Any]]
 
 COMMANDS: dict[str, Command[Any]] = index(
     [
@@ -38,3 +44,15 @@ def table() -> str:
         mcp = f"`{found.mcp.tool}`" if found.mcp else ("never: the person's" if found.person_only else "-")
         rows.append(f"| `{found.name}` | {cli} | {api} | {mcp} |")
     return "\n".join(rows)
+
+
+async def dispatch(hosts: Hosts, name: str, args: Mapping[str, Any]) -> Any:
+    """Validate ``args`` against the command's request model and run it on its part's host.
+    A part this node does not run raises ``PartOff`` (503, ``unavailable``)."""
+    found = COMMANDS.get(name)
+    if found is None:
+        raise UnknownCommand(f"unknown command {name!r}")
+    host = hosts().get(found.part)
+    if host is None:
+        raise PartOff(name)
+    return await found.run(host, args)

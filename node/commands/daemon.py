@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 class NodeHost(Protocol):
-    """What the node's commands need of the daemon (``node.runtime.daemon.Daemon``)."""
+    """What the node's commands need of the daemon (``node.daemon.daemon.Daemon``)."""
 
     async def status(self) -> DaemonStatus: ...
 

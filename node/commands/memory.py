@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import Field
 
 from memory.model import Origin, SemanticType
+from node.actor import DASHBOARD, current_actor
 from node.commands.memory_requests import (
     Detail,
     FeedbackArgs,
@@ -29,13 +30,22 @@ from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoAr
 from node.commands.texts import agent
 from node.commands.texts import memory as text
 from node.errors import NotEnabled
-from node.runtime.actor import DASHBOARD, current_actor
 
 if TYPE_CHECKING:
     from memory.retrieval.query import Weights
     from memory.storage.store import MemoryStore
     from memory.working_memory.memory_md import WorkingMemoryFiles
-    from node.parts.metrics import NodeMetrics
+
+
+class SearchTimes(Protocol):
+    """Where a search's time is observed, by mode (``node.parts.metrics.NodeMetrics.search_seconds``,
+    a Prometheus histogram): the commands name what they need, not the metrics part."""
+
+    def labels(self, mode: str) -> Any: ...
+
+
+class SearchMetrics(Protocol):
+    search_seconds: SearchTimes
 
 
 class MemoryHost(Protocol):
@@ -43,7 +53,7 @@ class MemoryHost(Protocol):
 
     files: WorkingMemoryFiles
     weights: Weights
-    metrics: NodeMetrics | None
+    metrics: SearchMetrics | None
 
     def running_store(self) -> MemoryStore: ...
 

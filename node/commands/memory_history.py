@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from node.actor import current_actor
 from node.commands.memory import MemoryHost, text_or_stdin
 from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SupersedeArgs
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec
 from node.commands.texts import agent
-from node.runtime.actor import current_actor
 
 if TYPE_CHECKING:
     from memory.storage.store import MemoryStore
@@ -126,8 +126,8 @@ async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 async def edit(host: MemoryHost, request: EditArgs) -> dict[str, Any]:
     """Edit a crystal's text (`-` reads stdin): the new text replaces it, the old one is kept in its history."""
     from memory.supersession.edits import edit_text
+    from node.actor import PEOPLE
     from node.commands.memory_service import crystal_json
-    from node.runtime.actor import PEOPLE
 
     store, actor = host.running_store(), current_actor()
     await _refuse_the_agent_the_persons(store, request.id, "edits it")
@@ -139,8 +139,8 @@ async def _refuse_the_agent_the_persons(store: MemoryStore, crystal_id: str, doi
     """``PersonOnly`` when the caller is not the person and the crystal is the person's own: the agent
     can be talked into anything, so it never changes the person's words (``memory.supersession.authority``)."""
     from memory.supersession.authority import is_the_persons
+    from node.actor import PEOPLE
     from node.errors import PersonOnly
-    from node.runtime.actor import PEOPLE
 
     if current_actor() not in PEOPLE and is_the_persons(await store.get(crystal_id)):
         raise PersonOnly(

@@ -25,6 +25,7 @@ from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
 from memory.working_memory.memory_md import WorkingMemoryFiles
+from node.actor import PEOPLE
 from node.commands.memory_requests import (
     Filters,
     ForgetArgs,
@@ -36,7 +37,6 @@ from node.commands.memory_requests import (
     ShowArgs,
 )
 from node.errors import PersonOnly
-from node.runtime.actor import PEOPLE
 
 
 def crystal_json(crystal: Crystal) -> dict[str, Any]:

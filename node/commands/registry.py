@@ -22,9 +22,9 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from ground.errors import WiringError
+from node.actor import PEOPLE, current_actor
 from node.commands.texts.view import Caller, CliView
 from node.errors import PersonOnly
-from node.runtime.actor import PEOPLE, current_actor
 
 R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]

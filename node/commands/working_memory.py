@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from node.actor import current_actor
 from node.commands.memory import MemoryHost
 from node.commands.memory_requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, ShowArgs
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs
 from node.commands.texts import agent
 from node.commands.texts import memory as text
 from node.errors import InvalidValue
-from node.runtime.actor import current_actor
 
 DYNAMICS = CommandSet("memory")
 commands = DYNAMICS.command

@@ -3,7 +3,7 @@ CSRF on every POST, and the security headers every page carries.
 
 The API server hands it every request for ``/`` or ``/ui/…`` instead of checking the bearer token;
 nothing here answers with data before the session cookie checks out. Pages run the node's own
-commands (``node.servers.dispatch``) in-process, as the person (actor ``dashboard``).
+commands (``node.commands.catalog``) in-process, as the person (actor ``dashboard``).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ground.clock import wall_clock_ms
 from memory.dynamics.importance import DecaySettings
+from node.actor import DASHBOARD, acting_as
+from node.commands.catalog import Hosts, dispatch
 from node.config import is_loopback
 from node.dashboard import pages
 from node.dashboard.history import SAMPLE_EVERY_S, History, sample_of
 from node.dashboard.sessions import Session, SessionLimits, Sessions
 from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
-from node.runtime.actor import DASHBOARD, acting_as
-from node.servers.dispatch import Hosts, dispatch
 
 log = get_logger("node.dashboard")
 COOKIE = "bb_session"

@@ -21,14 +21,13 @@ from typing import Any
 
 from aiohttp import web
 
-from node.commands.catalog import COMMANDS
+from node.actor import AGENT, CLI, acting_as
+from node.commands.catalog import COMMANDS, Hosts, dispatch
 from node.commands.registry import Command
 from node.dashboard.web import Dashboard, is_dashboard_path
 from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
-from node.runtime.actor import AGENT, CLI, acting_as
 from node.servers.api_token import ensure_token
-from node.servers.dispatch import Hosts, dispatch
 from node.servers.json_input import json_object
 from node.servers.openapi import openapi_document
 

@@ -3,7 +3,7 @@
 A Unix socket in the data dir (mode 0600, so only the node's user can use it).
 One request per connection: a JSON line ``{"cmd": name, "args": {...}}``; one JSON
 line back, ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": "..."}``.
-Every command of ``node.commands.catalog`` is served (``node.servers.dispatch``); an unknown
+Every command of ``node.commands.catalog`` is served (``node.commands.catalog``); an unknown
 command or bad arguments get an error answer, never a dropped connection (an unknown command's
 answer, and one whose part this node does not run, also say ``"unavailable": true``, so a client
 can tell a part that is off from a refusal). The client is ``node.clients.socket``.
@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from node.actor import AGENT, acting_as
+from node.commands.catalog import Hosts, dispatch
 from node.error_status import UNEXPECTED, refusal_of
 from node.logs import get_logger
-from node.runtime.actor import AGENT, acting_as
-from node.servers.dispatch import Hosts, dispatch
 from node.servers.json_input import json_object
 
 log = get_logger("node.control")

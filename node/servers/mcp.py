@@ -18,6 +18,7 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
+from node.actor import AGENT
 from node.clients.base import ControlError, NodeClient
 from node.clients.connect import find_daemon
 from node.clients.local import LocalClient
@@ -28,7 +29,6 @@ from node.config import Config
 from node.error_status import UNEXPECTED, http_status, message_of
 from node.logs import get_logger
 from node.paths import NodePaths
-from node.runtime.actor import AGENT
 
 log = get_logger("node.mcp")
 

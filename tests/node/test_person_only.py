@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from node.actor import AGENT, CLI, DASHBOARD, acting_as
 from node.commands.catalog import COMMANDS
 from node.errors import PersonOnly
-from node.runtime.actor import AGENT, CLI, DASHBOARD, acting_as
 
 PERSON_ONLY = sorted(name for name, command in COMMANDS.items() if command.person_only)
 

@@ -10,9 +10,9 @@ import pytest
 from crypto.identity import Identity
 from ground.errors import WiringError
 from node.config import load_config
+from node.daemon.daemon import Daemon
 from node.paths import NodePaths
 from node.runtime.context import NodeContext
-from node.runtime.daemon import Daemon
 from node.runtime.status import read_status
 
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import Field
 
+from node.actor import AGENT
 from node.clients.local import LocalClient
 from node.commands.registry import CommandSet, McpSpec, Request
 from node.config import Config
 from node.paths import NodePaths
-from node.runtime.actor import AGENT
 from node.servers.mcp import build_server
 
 
