@@ -19,14 +19,19 @@ from typing import Any, TypeVar
 
 import trio
 
-from ground.errors import WiringError
+from ground.errors import BitterbotError, Unavailable, WiringError
 
 T = TypeVar("T")
 _log = logging.getLogger("ground.bridge")
 
 
-class BridgeStopped(RuntimeError):
-    """The thread is not running (not started, stopped, or it failed)."""
+class BridgeStopped(Unavailable, RuntimeError):
+    """The thread is not running (not started, stopped, or it failed): what it serves is unavailable
+    now (503). Still a RuntimeError, as asyncio and trio call a closed loop."""
+
+
+class BridgeStuck(BitterbotError, TimeoutError):
+    """The thread did not stop in the time it was given."""
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -90,7 +95,7 @@ class TrioThread:
             if ended is not None:
                 await asyncio.wait_for(ended.wait(), timeout_s)
         except TimeoutError:
-            raise RuntimeError(f"the {self.name} thread did not stop within {timeout_s:g} s") from None
+            raise BridgeStuck(f"the {self.name} thread did not stop within {timeout_s:g} s") from None
         finally:
             self._thread = None
 

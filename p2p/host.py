@@ -28,6 +28,7 @@ import trio
 from crypto.identity import Identity
 from ground.bridge import TrioThread
 from ground.clock import wall_clock_ms
+from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame
@@ -175,7 +176,7 @@ class P2PHost:
         """Answer requests on a direct stream protocol (call before ``start``): ``handler(peer id,
         request bytes)`` runs on the asyncio loop and returns the answer's bytes."""
         if self._bridge.started:
-            raise RuntimeError("register stream protocols before the host starts")
+            raise WiringError("register stream protocols before the host starts")
         self._services[protocol] = handler
 
     async def request(self, peer_id: str, protocol: str, payload: bytes, *, timeout_s: float = 15.0) -> bytes:

@@ -14,6 +14,7 @@ import pytest
 
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
+from ground.errors import WiringError
 from ground.rates import RateLimit
 from p2p.errors import RequestFailed
 from p2p.host import HostSettings, P2PHost
@@ -217,7 +218,7 @@ async def test_direct_requests_get_answers_and_failures_are_clear() -> None:
             await client.request(server.peer_id, "/bitterbot/test/1", b"slow", timeout_s=0.5)
         with pytest.raises(RequestFailed, match="/bitterbot/unknown/1"):
             await client.request(server.peer_id, "/bitterbot/unknown/1", b"x", timeout_s=5)
-        with pytest.raises(RuntimeError, match="before the host starts"):
+        with pytest.raises(WiringError, match="before the host starts"):
             server.serve("/late/1", echo)
     finally:
         await client.stop()
