@@ -1,9 +1,10 @@
 """The bodies of the envelopes that travel on our gossip topics, and their schemas.
 
-Each body is a msgpack map inside a signed envelope (``crypto.envelope``). ``parse_*``
-turns an untrusted map into a typed message or raises ``SchemaError`` naming the
-field; ``*_body`` builds the map a sender signs. Numbers that are fractions travel
-as integers in thousandths (``level_milli``) so that a body has one encoding.
+Each body is a msgpack map inside a signed envelope (``crypto.envelope``). Each message is
+described once (``ground.wire.Wire``): its dataclass and its fields' checks, from which
+``parse_*`` turns an untrusted map into the typed message (or raises ``FieldError`` /
+``SchemaError`` naming the field) and ``*_body`` builds the map a sender signs. Numbers that
+are fractions travel as integers in thousandths (``level_milli``) so that a body has one encoding.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ground.fields import ADDRESS, content_hash_field, field, identifier, integer, only, text
+from ground.fields import ADDRESS, field, text
+from ground.wire import Spec, Wire, digest, ident, key, optional_text, strings, whole, words
 from memory.model import Crystal, content_hash
 from p2p.errors import SchemaError
 
@@ -24,13 +26,6 @@ KIND_BOUNTY = "bounty"
 
 MAX_SKILL_CHARS = 32_000
 MAX_ATTESTED_PEERS = 256
-
-
-def _tags(doc: dict[str, Any]) -> list[str]:
-    tags = field(doc, "tags", list)
-    if len(tags) > 16 or not all(isinstance(t, str) and 0 < len(t) <= 32 for t in tags):
-        raise SchemaError("'tags' must be at most 16 strings of 1-32 characters")
-    return [str(t) for t in tags]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,48 +47,41 @@ class SkillListing:
     seller_addrs: tuple[str, ...] = ()  # where the seller listens, for the buyer's direct stream
 
 
-_LISTING_FIELDS = {
-    "stable_skill_id", "version", "content_hash", "title", "description", "tags", "category",
-    "price_micro_usdc", "seller_address", "executions", "successes", "content", "seller_addrs",
-}  # fmt: skip
+def _seller_address(doc: dict[str, Any], name: str) -> str:
+    value = text(doc, name, 42, empty=True)
+    if value and not ADDRESS.fullmatch(value):
+        raise SchemaError(f"{name!r} must be an 0x-prefixed 20-byte hex address")
+    return value
 
 
-def parse_skill_listing(doc: dict[str, Any]) -> SkillListing:
-    only(doc, _LISTING_FIELDS)
-    skill_id = identifier(doc, "stable_skill_id")
-    chash = content_hash_field(doc)
-    tags = _tags(doc)
-    address = text(doc, "seller_address", 42, empty=True)
-    if address and not ADDRESS.fullmatch(address):
-        raise SchemaError("'seller_address' must be an 0x-prefixed 20-byte hex address")
-    executions = integer(doc, "executions", 0, 10**9)
-    successes = integer(doc, "successes", 0, 10**9)
-    if successes > executions:
+def _listing_holds_together(listing: SkillListing) -> None:
+    if listing.successes > listing.executions:
         raise SchemaError("'successes' cannot exceed 'executions'")
-    content = field(doc, "content", str, optional=True)
-    if content is not None:
-        if not content.strip() or len(content) > MAX_SKILL_CHARS:
-            raise SchemaError(f"'content' must be 1-{MAX_SKILL_CHARS} characters")
-        if content_hash(content) != chash:
-            raise SchemaError("'content' does not match 'content_hash'")
-    addrs = field(doc, "seller_addrs", list, optional=True) or []
-    if len(addrs) > 8 or not all(isinstance(a, str) and a.startswith("/") and len(a) <= 200 for a in addrs):
-        raise SchemaError("'seller_addrs' must be at most 8 multiaddrs of at most 200 characters")
-    return SkillListing(
-        seller_addrs=tuple(addrs),
-        stable_skill_id=skill_id,
-        version=integer(doc, "version", 1, 10**6),
-        content_hash=chash,
-        title=text(doc, "title", 200),
-        description=text(doc, "description", 2_000, empty=True),
-        tags=tuple(tags),
-        category=text(doc, "category", 64, empty=True),
-        price_micro_usdc=integer(doc, "price_micro_usdc", 0, 10**12),
-        seller_address=address,
-        executions=executions,
-        successes=successes,
-        content=content,
-    )
+    if listing.content is not None and content_hash(listing.content) != listing.content_hash:
+        raise SchemaError("'content' does not match 'content_hash'")
+
+
+_TAGS = strings(16, 32)
+LISTING = Wire(
+    SkillListing,
+    {
+        "stable_skill_id": ident(),
+        "version": whole(1, 10**6),
+        "content_hash": digest(),
+        "title": words(200),
+        "description": words(2_000, empty=True),
+        "tags": _TAGS,
+        "category": words(64, empty=True),
+        "price_micro_usdc": whole(0, 10**12),
+        "seller_address": Spec(_seller_address),
+        "executions": whole(0, 10**9),
+        "successes": whole(0, 10**9),
+        "content": optional_text(MAX_SKILL_CHARS),
+        "seller_addrs": strings(8, 200, prefix="/", omitted=True),
+    },
+    _listing_holds_together,
+)
+parse_skill_listing = LISTING.parse
 
 
 def listing_of(
@@ -127,25 +115,7 @@ def listing_of(
     )
 
 
-def skill_listing_body(listing: SkillListing) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "stable_skill_id": listing.stable_skill_id,
-        "version": listing.version,
-        "content_hash": listing.content_hash,
-        "title": listing.title,
-        "description": listing.description,
-        "tags": list(listing.tags),
-        "category": listing.category,
-        "price_micro_usdc": listing.price_micro_usdc,
-        "seller_address": listing.seller_address,
-        "executions": listing.executions,
-        "successes": listing.successes,
-    }
-    if listing.content is not None:
-        body["content"] = listing.content
-    if listing.seller_addrs:
-        body["seller_addrs"] = list(listing.seller_addrs)
-    return body
+skill_listing_body = LISTING.body
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,21 +125,9 @@ class SkillRevocation:
     reason: str
 
 
-def parse_skill_revocation(doc: dict[str, Any]) -> SkillRevocation:
-    only(doc, {"stable_skill_id", "publisher", "reason"})
-    skill_id = identifier(doc, "stable_skill_id")
-    publisher = field(doc, "publisher", bytes)
-    if len(publisher) != 32:
-        raise SchemaError("'publisher' must be a 32-byte public key")
-    return SkillRevocation(skill_id, bytes(publisher), text(doc, "reason", 280))
-
-
-def skill_revocation_body(revocation: SkillRevocation) -> dict[str, Any]:
-    return {
-        "stable_skill_id": revocation.stable_skill_id,
-        "publisher": revocation.publisher,
-        "reason": revocation.reason,
-    }
+REVOCATION = Wire(SkillRevocation, {"stable_skill_id": ident(), "publisher": key(), "reason": words(280)})
+parse_skill_revocation = REVOCATION.parse
+skill_revocation_body = REVOCATION.body
 
 
 MAX_WEATHER_S = 7 * 86_400
@@ -194,25 +152,18 @@ class Weather:
         return self.issued_ms + self.duration_s * 1000
 
 
-def parse_weather(doc: dict[str, Any]) -> Weather:
-    only(doc, {"level_milli", "duration_s", "reason", "issued_ms", "seq"})
-    return Weather(
-        level_milli=integer(doc, "level_milli", 0, 1000),
-        duration_s=integer(doc, "duration_s", 1, MAX_WEATHER_S),
-        reason=text(doc, "reason", 280),
-        issued_ms=integer(doc, "issued_ms", 0, 2**62),
-        seq=integer(doc, "seq", 1, 2**62),
-    )
-
-
-def weather_body(weather: Weather) -> dict[str, Any]:
-    return {
-        "level_milli": weather.level_milli,
-        "duration_s": weather.duration_s,
-        "reason": weather.reason,
-        "issued_ms": weather.issued_ms,
-        "seq": weather.seq,
-    }
+WEATHER = Wire(
+    Weather,
+    {
+        "level_milli": whole(0, 1000),
+        "duration_s": whole(1, MAX_WEATHER_S),
+        "reason": words(280),
+        "issued_ms": whole(0, 2**62),
+        "seq": whole(1, 2**62),
+    },
+)
+parse_weather = WEATHER.parse
+weather_body = WEATHER.body
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,11 +173,10 @@ class TrustAttestation:
     ratings: tuple[tuple[bytes, int], ...]  # (peer public key, local trust in thousandths)
 
 
-def parse_trust_attestation(doc: dict[str, Any]) -> TrustAttestation:
-    only(doc, {"ratings"})
-    ratings = field(doc, "ratings", list)
+def _ratings(doc: dict[str, Any], name: str) -> tuple[tuple[bytes, int], ...]:
+    ratings = field(doc, name, list)
     if len(ratings) > MAX_ATTESTED_PEERS:
-        raise SchemaError(f"'ratings' holds at most {MAX_ATTESTED_PEERS} peers")
+        raise SchemaError(f"{name!r} holds at most {MAX_ATTESTED_PEERS} peers")
     parsed: list[tuple[bytes, int]] = []
     seen: set[bytes] = set()
     for entry in ratings:
@@ -243,11 +193,14 @@ def parse_trust_attestation(doc: dict[str, Any]) -> TrustAttestation:
             raise SchemaError("a peer is rated twice")
         seen.add(entry[0])
         parsed.append((bytes(entry[0]), int(entry[1])))
-    return TrustAttestation(tuple(parsed))
+    return tuple(parsed)
 
 
-def trust_attestation_body(attestation: TrustAttestation) -> dict[str, Any]:
-    return {"ratings": [[key, milli] for key, milli in attestation.ratings]}
+ATTESTATION = Wire(
+    TrustAttestation, {"ratings": Spec(_ratings, lambda ratings: [[key, milli] for key, milli in ratings])}
+)
+parse_trust_attestation = ATTESTATION.parse
+trust_attestation_body = ATTESTATION.body
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,23 +213,12 @@ class SkillEndorsement:
     content_hash: str
 
 
-def parse_skill_endorsement(doc: dict[str, Any]) -> SkillEndorsement:
-    only(doc, {"seller", "stable_skill_id", "version", "content_hash"})
-    seller = field(doc, "seller", bytes)
-    if len(seller) != 32:
-        raise SchemaError("'seller' must be a 32-byte public key")
-    skill_id = identifier(doc, "stable_skill_id")
-    chash = content_hash_field(doc)
-    return SkillEndorsement(bytes(seller), skill_id, integer(doc, "version", 1, 10**6), chash)
-
-
-def skill_endorsement_body(endorsement: SkillEndorsement) -> dict[str, Any]:
-    return {
-        "seller": endorsement.seller,
-        "stable_skill_id": endorsement.stable_skill_id,
-        "version": endorsement.version,
-        "content_hash": endorsement.content_hash,
-    }
+ENDORSEMENT = Wire(
+    SkillEndorsement,
+    {"seller": key(), "stable_skill_id": ident(), "version": whole(1, 10**6), "content_hash": digest()},
+)
+parse_skill_endorsement = ENDORSEMENT.parse
+skill_endorsement_body = ENDORSEMENT.body
 
 
 MAX_BOUNTY_S = 30 * 86_400
@@ -294,26 +236,16 @@ class SkillBounty:
     expires_ms: int
 
 
-def parse_bounty(doc: dict[str, Any]) -> SkillBounty:
-    only(doc, {"bounty_id", "description", "tags", "category", "reward_micro_usdc", "expires_ms"})
-    bounty_id = identifier(doc, "bounty_id")
-    tags = _tags(doc)
-    return SkillBounty(
-        bounty_id=bounty_id,
-        description=text(doc, "description", 2_000),
-        tags=tuple(tags),
-        category=text(doc, "category", 64, empty=True),
-        reward_micro_usdc=integer(doc, "reward_micro_usdc", 1, 10**12),
-        expires_ms=integer(doc, "expires_ms", 0, 2**62),
-    )
-
-
-def bounty_body(bounty: SkillBounty) -> dict[str, Any]:
-    return {
-        "bounty_id": bounty.bounty_id,
-        "description": bounty.description,
-        "tags": list(bounty.tags),
-        "category": bounty.category,
-        "reward_micro_usdc": bounty.reward_micro_usdc,
-        "expires_ms": bounty.expires_ms,
-    }
+BOUNTY = Wire(
+    SkillBounty,
+    {
+        "bounty_id": ident(),
+        "description": words(2_000),
+        "tags": _TAGS,
+        "category": words(64, empty=True),
+        "reward_micro_usdc": whole(1, 10**12),
+        "expires_ms": whole(0, 2**62),
+    },
+)
+parse_bounty = BOUNTY.parse
+bounty_body = BOUNTY.body
