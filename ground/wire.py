@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ground.errors import FieldError
-from ground.fields import content_hash_field, field, identifier, integer, only, raw_bytes, text
+from ground.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text
 
 T = TypeVar("T")
 
@@ -59,7 +59,17 @@ def digest() -> Spec:
 
 def key() -> Spec:
     """A 32-byte public key."""
-    return Spec(lambda doc, name: raw_bytes(doc, name, 32))
+    return blob(32)
+
+
+def blob(size: int | None = None, *, limit: int = 1_000_000) -> Spec:
+    """Bytes: exactly ``size`` of them when given, at most ``limit``."""
+    return Spec(lambda doc, name: raw_bytes(doc, name, size, limit=limit))
+
+
+def eth_address() -> Spec:
+    """An 0x-prefixed 20-byte hex address."""
+    return Spec(address)
 
 
 def strings(count: int, length: int, *, prefix: str = "", omitted: bool = False) -> Spec:

@@ -23,7 +23,8 @@ from typing import Any
 
 from crypto.envelope import EnvelopePolicy, decode_envelope
 from ground.errors import FieldError
-from ground.fields import address, content_hash_field, field, identifier, integer, only, raw_bytes, text
+from ground.fields import field, raw_bytes, text
+from ground.wire import Spec, Wire, blob, digest, eth_address, ident, key, whole
 from marketplace.chain_types import Commitment, DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
 
@@ -63,16 +64,16 @@ class QuoteRequest:
     buyer_address: str
 
     def body(self) -> dict[str, Any]:
-        return {"stable_skill_id": self.stable_skill_id, "version": self.version, "buyer_address": self.buyer_address}
+        return QUOTE_REQUEST_WIRE.body(self)
+
+
+QUOTE_REQUEST_WIRE = Wire(
+    QuoteRequest, {"stable_skill_id": ident(), "version": whole(1, 10**6), "buyer_address": eth_address()}
+)
 
 
 def parse_quote_request(body: dict[str, Any]) -> QuoteRequest:
-    def parse(doc: dict[str, Any]) -> QuoteRequest:
-        only(doc, {"stable_skill_id", "version", "buyer_address"})
-        return QuoteRequest(identifier(doc, "stable_skill_id"), integer(doc, "version", 1, 10**6),
-                            address(doc, "buyer_address"))  # fmt: skip
-
-    result: QuoteRequest = _parsed(KIND_QUOTE_REQUEST, parse, body)
+    result: QuoteRequest = _parsed(KIND_QUOTE_REQUEST, QUOTE_REQUEST_WIRE.parse, body)
     return result
 
 
@@ -110,37 +111,28 @@ class Quote:
         )  # fmt: skip
 
     def body(self) -> dict[str, Any]:
-        return {
-            "salt": self.salt,
-            "stable_skill_id": self.stable_skill_id,
-            "version": self.version,
-            "content_hash": self.content_hash,
-            "price_micro_usdc": self.price_micro_usdc,
-            "seller_address": self.seller_address,
-            "buyer": self.buyer,
-            "buyer_address": self.buyer_address,
-            "expires_ms": self.expires_ms,
-            "deadline_s": self.deadline_s,
-        }
+        return QUOTE_WIRE.body(self)
+
+
+QUOTE_WIRE = Wire(
+    Quote,
+    {
+        "salt": blob(_PURCHASE_ID_BYTES),
+        "stable_skill_id": ident(),
+        "version": whole(1, 10**6),
+        "content_hash": digest(),
+        "price_micro_usdc": whole(0, MAX_PRICE_MICRO_USDC),
+        "seller_address": eth_address(),
+        "buyer": key(),
+        "buyer_address": eth_address(),
+        "expires_ms": whole(0, 2**63 - 1),
+        "deadline_s": whole(0, 2**63 - 1),
+    },
+)
 
 
 def parse_quote(body: dict[str, Any]) -> Quote:
-    def parse(doc: dict[str, Any]) -> Quote:
-        only(doc, set(Quote.__slots__))
-        return Quote(
-            salt=raw_bytes(doc, "salt", _PURCHASE_ID_BYTES),
-            stable_skill_id=identifier(doc, "stable_skill_id"),
-            version=integer(doc, "version", 1, 10**6),
-            content_hash=content_hash_field(doc),
-            price_micro_usdc=integer(doc, "price_micro_usdc", 0, MAX_PRICE_MICRO_USDC),
-            seller_address=address(doc, "seller_address"),
-            buyer=raw_bytes(doc, "buyer", 32),
-            buyer_address=address(doc, "buyer_address"),
-            expires_ms=integer(doc, "expires_ms", 0, 2**63 - 1),
-            deadline_s=integer(doc, "deadline_s", 0, 2**63 - 1),
-        )
-
-    result: Quote = _parsed(KIND_QUOTE, parse, body)
+    result: Quote = _parsed(KIND_QUOTE, QUOTE_WIRE.parse, body)
     return result
 
 
@@ -169,22 +161,25 @@ class DeliveryRequest:
     authorization: TransferAuthorization | None = None  # paying directly: the signed transfer
 
     def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"purchase_id": self.purchase_id}
-        if self.authorization is not None:
-            body["authorization"] = self.authorization.to_wire()
-        return body
+        return DELIVERY_REQUEST_WIRE.body(self)
+
+
+def _authorization(doc: dict[str, Any], name: str) -> TransferAuthorization | None:
+    wire = field(doc, name, list, optional=True)
+    return None if wire is None else TransferAuthorization.from_wire(wire)
+
+
+DELIVERY_REQUEST_WIRE = Wire(
+    DeliveryRequest,
+    {
+        "purchase_id": blob(_PURCHASE_ID_BYTES),
+        "authorization": Spec(_authorization, lambda authorization: authorization.to_wire(), omitted=True),
+    },
+)
 
 
 def parse_delivery_request(body: dict[str, Any]) -> DeliveryRequest:
-    def parse(doc: dict[str, Any]) -> DeliveryRequest:
-        only(doc, {"purchase_id", "authorization"})
-        wire = field(doc, "authorization", list, optional=True)
-        return DeliveryRequest(
-            raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES),
-            None if wire is None else TransferAuthorization.from_wire(wire),
-        )
-
-    result: DeliveryRequest = _parsed(KIND_DELIVERY_REQUEST, parse, body)
+    result: DeliveryRequest = _parsed(KIND_DELIVERY_REQUEST, DELIVERY_REQUEST_WIRE.parse, body)
     return result
 
 
@@ -199,21 +194,21 @@ class Delivery:
     sealed: bytes
 
     def body(self) -> dict[str, Any]:
-        return {"purchase_id": self.purchase_id, "ephemeral": self.ephemeral, "sealed": self.sealed}
+        return DELIVERY_WIRE.body(self)
+
+
+def _sealed(doc: dict[str, Any], name: str) -> bytes:
+    value = raw_bytes(doc, name)
+    if not 0 < len(value) <= MAX_SEALED_BYTES:
+        raise FieldError(f"a sealed delivery holds 1-{MAX_SEALED_BYTES} bytes")
+    return value
+
+
+DELIVERY_WIRE = Wire(Delivery, {"purchase_id": blob(_PURCHASE_ID_BYTES), "ephemeral": key(), "sealed": Spec(_sealed)})
 
 
 def parse_delivery(body: dict[str, Any]) -> Delivery:
-    def parse(doc: dict[str, Any]) -> Delivery:
-        only(doc, {"purchase_id", "ephemeral", "sealed"})
-        return Delivery(
-            raw_bytes(doc, "purchase_id", _PURCHASE_ID_BYTES),
-            raw_bytes(doc, "ephemeral", 32),
-            raw_bytes(doc, "sealed"),
-        )
-
-    result: Delivery = _parsed(KIND_DELIVERY, parse, body)
-    if not 0 < len(result.sealed) <= MAX_SEALED_BYTES:
-        raise MalformedMessage(f"malformed {KIND_DELIVERY}: a sealed delivery holds 1-{MAX_SEALED_BYTES} bytes")
+    result: Delivery = _parsed(KIND_DELIVERY, DELIVERY_WIRE.parse, body)
     return result
 
 
