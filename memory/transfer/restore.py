@@ -19,8 +19,9 @@ from pathlib import Path
 import aiosqlite
 
 from memory.governance.injection import instruction_flags
+from memory.governance.rules import classify_sensitivity
 from memory.graph import Association, Attribution
-from memory.model import Crystal
+from memory.model import Crystal, Sensitivity
 from memory.storage.connection import select_in
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.store import MemoryStore
@@ -160,7 +161,7 @@ async def _write(
         async with tx.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
             last_rowid = (await cursor.fetchone() or (0,))[0]
         # Supersession is set once both ends are in (``_connect``): the row goes in as current.
-        await tx.executemany(RESTORE_SQL, [restore_params(_unsuperseded(c)) for c, _ in fresh])
+        await tx.executemany(RESTORE_SQL, [restore_params(_as_restored(c)) for c, _ in fresh])
         await tx.execute(
             "INSERT INTO crystals_fts (rowid, text, tags, context) "
             "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
@@ -189,8 +190,17 @@ async def _write(
     done.created += len(fresh)
 
 
-def _unsuperseded(crystal: Crystal) -> Crystal:
-    return replace(crystal, superseded=None) if crystal.superseded is not None else crystal
+_STRICTNESS = [Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.CONFIDENTIAL]
+
+
+def _as_restored(crystal: Crystal) -> Crystal:
+    """The row as it goes in: current for now (``_connect`` sets its supersession once both ends are
+    in), and never less private than this node's own rules call its text. The file's word is taken
+    for everything else, but a secret the file calls "normal" would reach MEMORY.md and the remote
+    endpoints, which confidential text never does."""
+    ours = classify_sensitivity(crystal.text)
+    stricter = max(crystal.sensitivity, ours, key=_STRICTNESS.index)
+    return replace(crystal, superseded=None, sensitivity=stricter)
 
 
 async def _connect(

@@ -181,3 +181,29 @@ async def test_an_export_of_the_first_format_keeps_its_types(
     await restore_export(other, path)
     back = await crystal_any(other.reader(), preference.id)
     assert back.semantic_type is SemanticType.PREFERENCE and back.created_at_ms == preference.created_at_ms
+
+
+async def test_a_file_cannot_make_a_secret_less_private_than_this_nodes_rules_call_it(
+    other: MemoryStore, tmp_path: Path, clock: FakeClock
+) -> None:
+    """An export says each crystal's sensitivity; one that calls a password "normal" would put it in
+    MEMORY.md and send it to the [llm] endpoint. The stricter of the file's word and ours stands."""
+    from memory.model import Sensitivity
+    from memory.transfer.records import crystal_fields
+
+    donor = await MemoryStore.open(tmp_path / "donor.db", other.embedder, now_ms=clock)
+    try:
+        secret = (await donor.remember(NewCrystal("The router admin password is hunter2-correct"))).crystal
+        personal = (await donor.remember(NewCrystal("Ana's birthday is on 3 May"))).crystal
+    finally:
+        await donor.close()
+    assert secret.sensitivity is Sensitivity.CONFIDENTIAL
+    lines = [
+        crystal_fields(secret) | {"sensitivity": "normal"},
+        crystal_fields(personal) | {"sensitivity": "confidential"},
+    ]
+    path = tmp_path / "lowered.jsonl"
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in lines))
+    await restore_export(other, path)
+    assert (await crystal_any(other.reader(), secret.id)).sensitivity is Sensitivity.CONFIDENTIAL
+    assert (await crystal_any(other.reader(), personal.id)).sensitivity is Sensitivity.CONFIDENTIAL  # never lowered
