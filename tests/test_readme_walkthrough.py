@@ -92,7 +92,7 @@ def test_the_walkthrough_fails_fast_and_says_why(tmp_path: Path, trouble: str) -
         "anvil missing": "anvil is not installed: npm install -g @foundry-rs/anvil",
         "port taken": "port 4102 is taken",
         "an earlier run": "run it in an empty folder",
-        "a node that cannot start": "no verified connection from seller to the manager after 60 s",
+        "a node that cannot start": "the seller daemon exited",
     }[trouble]
     walk = tmp_path / "walk"
     walk.mkdir()
