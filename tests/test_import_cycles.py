@@ -129,7 +129,8 @@ def _folder(name: str, known: dict[str, Path]) -> str:
 #: does a pair here that is gone (take it off). Gone since: node.commands/parts (a search-metrics
 #: protocol), node.dashboard/runtime and node.runtime/servers (node.actor), node.dashboard/servers
 #: (dispatch in node.commands.catalog), node.parts/runtime (the daemon and its wiring in node.daemon),
-#: memory.cognition/retrieval (the steering factor in retrieval.query).
+#: memory.cognition/retrieval (the steering factor in retrieval.query), memory.retrieval/storage
+#: (the time a text names is read by memory.when, below both).
 MUTUAL_FOLDERS = {
     # a package's root holds its basics (errors, model) beside high-level modules that use its folders
     ("marketplace", "marketplace.exchange"): "marketplace.ledger reads the deals",
@@ -141,7 +142,6 @@ MUTUAL_FOLDERS = {
     # the store is both below and beside what it calls at write time
     ("memory.cognition", "memory.storage"): "the store types at ingest; steering writes through it",
     ("memory.governance", "memory.storage"): "the store classifies sensitivity at ingest; erase writes through it",
-    ("memory.retrieval", "memory.storage"): "rows resolve the time a text names (retrieval.when) at insert",
     ("memory.retrieval", "memory.supersession"): "search orders by the judge; the judge uses the FTS helpers",
 }
 

@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Crystal, Lifecycle, Origin, SemanticType
-from memory.retrieval.when import Window, time_window
+from memory.when import Window, time_window
 
 # Defaults measured on LoCoMo (bench/locomo_recall.py, recall@10 over 1,986 questions): with
 # neighbour context, BM25 alone 0.740; RRF k=60 with equal weights 0.647 (below BM25 alone: a
@@ -129,7 +129,7 @@ class Explain:
     importance_factor: float
     recency_factor: float
     steering_factor: float  # 1 + 0.3 x the crystal's steering reward (memory.cognition.steering)
-    time_factor: float  # 1 + time_weight when said in the time the query names (memory.retrieval.when)
+    time_factor: float  # 1 + time_weight when said in the time the query names (memory.when)
     fused_rank: int | None  # None: not found by either leg, shown in place of a crystal it superseded
     final_score: float
     # Supersession (memory.supersession): the superseded crystal whose place this current one took,

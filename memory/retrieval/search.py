@@ -39,11 +39,11 @@ from memory.retrieval.query import (
     reciprocal_rank_fusion,
     time_factor,
 )
-from memory.retrieval.when import Window, time_window
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
 from memory.supersession.chains import current_of
 from memory.supersession.judge import asks_for_the_older, may_be_outdated, may_update, values_asked
+from memory.when import Window, time_window
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000

@@ -28,7 +28,7 @@ from memory.model import (
     Verification,
     content_hash,
 )
-from memory.retrieval.when import time_window
+from memory.when import time_window
 
 COLUMNS = (
     "id, text, content_hash, semantic_type, origin, created_at_ms, stored_at_ms, updated_at_ms, source_path, source, "

@@ -307,7 +307,7 @@ CREATE INDEX crystals_superseded_by ON crystals (superseded_by) WHERE superseded
 """
 
 # v17: the time a crystal's own words name ("yesterday", "last Friday"), resolved against when it
-# was said (memory.retrieval.when), so that a question about that day finds it. Crystals stored
+# was said (memory.when), so that a question about that day finds it. Crystals stored
 # before v17 keep NULL: they are found by when they were said, as before.
 SCHEMA_V17 = """
 ALTER TABLE crystals ADD COLUMN refers_from_ms INTEGER;

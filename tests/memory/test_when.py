@@ -9,8 +9,8 @@ import pytest
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.retrieval.when import time_window
 from memory.storage.store import MemoryStore
+from memory.when import time_window
 from tests.memory.conftest import DAY, FakeClock
 
 NOW = int(datetime(2026, 3, 18, 15, 0, tzinfo=UTC).timestamp() * 1000)  # a Wednesday
