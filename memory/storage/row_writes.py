@@ -23,15 +23,7 @@ async def insert_rows(
     """Insert prepared rows with their audit, attribution and provenance rows."""
     if not rows:
         return
-    async with db.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
-        last_rowid = (await cursor.fetchone() or (0,))[0]
-    await db.executemany(INSERT_SQL, params)
-    # rowids are AUTOINCREMENT and we hold the write lock: every row past last_rowid is this batch.
-    await db.execute(
-        "INSERT INTO crystals_fts (rowid, text, tags, context) "
-        "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
-        (last_rowid,),
-    )
+    last_rowid = await insert_indexed(db, INSERT_SQL, params)
     actors = {new.actor for _, new in rows}
     if len(actors) == 1:
         # One actor (a bulk import, a single remember): the audit and attribution rows are written
@@ -63,6 +55,21 @@ async def insert_rows(
     links = [(cid, parent, "derived_from") for cid, new in rows for parent in new.parents]
     if links:
         await db.executemany("INSERT OR IGNORE INTO provenance (child_id, parent_id, relation) VALUES (?, ?, ?)", links)
+
+
+async def insert_indexed(db: aiosqlite.Connection, sql: str, params: Sequence[tuple[Any, ...]]) -> int:
+    """Insert crystal rows with ``sql`` and index their text for keyword search; returns the highest
+    rowid before them (every row past it is this batch: rowids are AUTOINCREMENT and the caller holds
+    the write lock)."""
+    async with db.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
+        last_rowid = int((await cursor.fetchone() or (0,))[0])
+    await db.executemany(sql, params)
+    await db.execute(
+        "INSERT INTO crystals_fts (rowid, text, tags, context) "
+        "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
+        (last_rowid,),
+    )
+    return last_rowid
 
 
 async def hold_in_quarantine(db: aiosqlite.Connection, items: list[tuple[str, str, NewCrystal]], now: int) -> None:

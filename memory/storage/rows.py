@@ -57,6 +57,17 @@ def new_crystal_id(now_ms: int) -> str:
     return f"{now_ms:012x}{secrets.token_hex(8)}"
 
 
+def _bounty_and_skill(bounty: Bounty | None, skill: SkillVersion | None) -> tuple[Any, ...]:
+    """The bounty's and the skill version's columns, from ``bounty_id`` to ``category``."""
+    return (
+        bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
+        skill.stable_skill_id if skill else None, skill.version if skill else None,
+        skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
+        skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
+        skill.category if skill else None,
+    )  # fmt: skip
+
+
 def insert_params(
     new: NewCrystal,
     *,
@@ -82,11 +93,7 @@ def insert_params(
         new.source_path, new.source, new.line_start, new.line_end, new.importance, valence,
         hormones.dopamine, hormones.cortisol, hormones.oxytocin, new.curiosity_boost, new.steering_reward,
         typing.layer.value, int(new.verification.is_verified), new.verification.verified_by,
-        bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
-        skill.stable_skill_id if skill else None, skill.version if skill else None,
-        skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
-        skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
-        skill.category if skill else None, Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
+        *_bounty_and_skill(bounty, skill), Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
         int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
         new.importance_floor, refers.start_ms if refers else None, refers.end_ms if refers else None,
@@ -108,11 +115,7 @@ def restore_params(c: Crystal) -> tuple[Any, ...]:
         c.last_access_ms, c.emotional_valence, hormones.dopamine, hormones.cortisol, hormones.oxytocin,
         c.curiosity_boost, c.dream_count, c.last_dream_ms, c.steering_reward, c.epistemic_layer.value,
         int(c.verification.is_verified), c.verification.verified_by,
-        bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
-        skill.stable_skill_id if skill else None, skill.version if skill else None,
-        skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
-        skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
-        skill.category if skill else None, c.lifecycle.value, c.scope.value, c.sensitivity.value, c.lifespan.value,
+        *_bounty_and_skill(bounty, skill), c.lifecycle.value, c.scope.value, c.sensitivity.value, c.lifespan.value,
         c.expires_at_ms, c.context, int(c.quarantined), c.type_confidence, c.type_source.value, c.importance_floor,
         c.superseded.by if c.superseded else None, c.superseded.at_ms if c.superseded else None,
         c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, len(c.text.encode()),

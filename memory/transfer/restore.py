@@ -23,6 +23,7 @@ from memory.governance.rules import classify_sensitivity
 from memory.graph import Association, Attribution
 from memory.model import Crystal, Sensitivity
 from memory.storage.connection import select_in
+from memory.storage.row_writes import insert_indexed
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.store import MemoryStore
 from memory.transfer.records import (
@@ -158,15 +159,8 @@ async def _write(
         return
     now = store.now_ms()
     async with store.transaction() as tx:
-        async with tx.execute("SELECT coalesce(max(rowid), 0) FROM crystals") as cursor:
-            last_rowid = (await cursor.fetchone() or (0,))[0]
         # Supersession is set once both ends are in (``_connect``): the row goes in as current.
-        await tx.executemany(RESTORE_SQL, [restore_params(_as_restored(c)) for c, _ in fresh])
-        await tx.execute(
-            "INSERT INTO crystals_fts (rowid, text, tags, context) "
-            "SELECT rowid, text, tags, coalesce(context, '') FROM crystals WHERE rowid > ?",
-            (last_rowid,),
-        )
+        await insert_indexed(tx, RESTORE_SQL, [restore_params(_as_restored(c)) for c, _ in fresh])
         await tx.executemany(
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, ?, ?, ?)",
             [(c.id, a.actor, a.action, a.ts_ms, a.detail) for c, history in fresh for a in history]
