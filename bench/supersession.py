@@ -20,8 +20,12 @@ tuned on now; ``seen_4`` (20 updates and 40 look-alikes) was written after that 
 once, then its misses drove the next change; ``held_out_5`` (20 and 40) was written after that and
 never tuned on for look-alikes, while its updates' failure reasons (counted, not read) drove one
 more loosening of the search-time ordering (``seen_5``); ``held_out_6`` (20 and 40) was written
-before that loosening was measured and never tuned on. The same names hold for the look-alike files below (``seen_2`` is
-``lookalikes_check2.jsonl``).
+before that loosening was measured and never tuned on, until its misses drove the next change
+(``seen_6``); ``held_out_7`` (24 updates, 6 not) was written before that change and its updates'
+misses were never read; ``seen_8`` (24 and 6) was written after it, measured once on the judge
+before and after, then its misses were read and drove more of the change. The same names hold for
+the look-alike files below (``seen_2`` is ``lookalikes_check2.jsonl``); look-alikes 5 to 8 are
+seen: each hidden example printed drove a fix.
 
 **Look-alikes.** ``bench/data/lookalikes_dev.jsonl`` (120 pairs) and ``lookalikes_check.jsonl`` (80,
 held out: written with the first, before the judge changed, never tuned on) hold pairs that are not
@@ -69,7 +73,9 @@ UPDATE_SETS = (
         "seen_3": DATA / "supersession_check3.jsonl",
         "seen_4": DATA / "supersession_check4.jsonl",
         "seen_5": DATA / "supersession_check5.jsonl",
-        "held_out_6": DATA / "supersession_check6.jsonl",
+        "seen_6": DATA / "supersession_check6.jsonl",
+        "held_out_7": DATA / "supersession_check7.jsonl",
+        "seen_8": DATA / "supersession_check8.jsonl",
     }
 )
 LOOKALIKE_SETS = (
@@ -80,8 +86,10 @@ LOOKALIKE_SETS = (
         "held_out": DATA / "lookalikes_check.jsonl",
         "seen_2": DATA / "lookalikes_check2.jsonl",
         "seen_4": DATA / "lookalikes_check4.jsonl",
-        "held_out_5": DATA / "lookalikes_check5.jsonl",
-        "held_out_6": DATA / "lookalikes_check6.jsonl",
+        "seen_5": DATA / "lookalikes_check5.jsonl",
+        "seen_6": DATA / "lookalikes_check6.jsonl",
+        "seen_7": DATA / "lookalikes_check7.jsonl",
+        "seen_8": DATA / "lookalikes_check8.jsonl",
     }
 )
 DAY = 86_400_000

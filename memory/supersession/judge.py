@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from memory.cognition.typing import stem
 from memory.model import Crystal, SemanticType, TypeSource
 from memory.supersession.instances import (
     is_instance,
     is_past_statement,
     many_valued_relation,
     numbered_entry,
+    occasion_with,
     purposes,
     reports_an_event,
 )
@@ -37,6 +39,7 @@ from memory.supersession.phrasing import (
     changed_things,
     content_stems,
     denied_stems,
+    measures,
     negated_stems,
     new_things,
     possessions,
@@ -92,7 +95,8 @@ def _new_reads_as_instance(text: str) -> bool:
 
 _CLAUSE_BREAK = re.compile(r"[,;:—]|\s-\s|\band\b")
 _PRESENT_STATE = re.compile(
-    r"^\s*(?:(?:the|my|our|his|her|their|its|\w+['’]s)\s+)?(?:[\w-]+\s+){0,3}?(?:is|are|am|runs|lives|works)\b",
+    r"^\s*(?:(?:the|my|our|his|her|their|its|\w+['’]s)\s+)?(?:[\w-]+\s+){0,3}?"
+    r"(?:is|are|am|runs|lives|works|pays|uses|goes|takes|costs|opens|closes|plays|sits|stays)\b",
     re.IGNORECASE,
 )
 
@@ -112,15 +116,21 @@ def other_slot(old: str, new: str, *, to_order: bool = False) -> str | None:
         return "the older one says how things were then"
     if denied_stems(new) & content_stems(old):
         return None  # "Actually it was 8 km, not 5": a correction of this very statement
-    if reports_an_event(old):
+    old_entry, new_entry = numbered_entry(old), numbered_entry(new)
+    # one record named by its number ("Ticket #5521: … plan is Business", "Ticket #5521 update: …")
+    # holds values, which a later note on it may correct
+    same_record = old_entry is not None and old_entry == new_entry
+    if reports_an_event(old) and not same_record:
         return "the older one is an instance (an event, a payment, a reading, a numbered entry), not a value"
-    if is_past_statement(new):
+    if is_past_statement(new) and not _present_clause(new):
         return "the newer one says how things were then"
     if not to_order and _new_reads_as_instance(new):
         return "an instance (an event, a payment, a reading, a numbered entry), not a value"
-    old_entry, new_entry = numbered_entry(old), numbered_entry(new)
     if old_entry and new_entry and old_entry != new_entry:
         return "another numbered entry"
+    old_with, new_with = occasion_with(old), occasion_with(new)
+    if old_with and new_with and old_with != new_with and change_cue(new).strength < 0.8:
+        return "an occasion with someone else"
     relation = many_valued_relation(old)
     if relation is not None and relation == many_valued_relation(new) and change_cue(new).strength < 0.8:
         return f"'{relation}' holds for many values"
@@ -146,6 +156,14 @@ class Verdict:
     ambiguous: bool  # another candidate scored nearly as well
 
 
+_UNIT_WORDS = """
+    euro euros eur dollar dollars usd pound pounds gbp cent cents kg kilo kilos g gram grams mg ml litre litres
+    liter liters km kms mile miles metre metres meter meters cm mm minute minutes min mins hour hours h ms
+    second seconds percent kwh bpm kb mb gb tb kbit mbit gbit kbps mbps gbps
+"""
+_UNITS = frozenset(stem(w) for w in _UNIT_WORDS.split())
+
+
 class _Pair:
     """What an (older, newer) pair of statements shares and what changed between them: read once,
     weighed by ``pair_score`` (to supersede) and ``may_update`` (to order search hits)."""
@@ -153,7 +171,9 @@ class _Pair:
     def __init__(self, old: str, new: str) -> None:
         self.old, self.new = old, new
         self.old_words, self.new_words = content_stems(old), content_stems(new)
-        self.shared = self.old_words & self.new_words
+        # a unit says what a number measures, not what it is of ("30 euros" to a food bank and "480
+        # euros" of honey share no thing)
+        self.shared = self.old_words & self.new_words - _UNITS
         self.named_old = negated_stems(new) & self.old_words  # "not Riga", "instead of the train"
 
     def unrelated(self) -> bool:
@@ -175,7 +195,14 @@ class _Pair:
     def kinds(self) -> set[str]:
         """The kinds of value that changed: a day for a day, a number for a number, a name for a name."""
         new_all = stems(self.new)
-        return _widened({kind for word, kind in self._values[0].items() if word not in new_all}) & self.came
+        changed = _widened({kind for word, kind in self._values[0].items() if word not in new_all}) & self.came
+        old_measures, new_measures = measures(self.old), measures(self.new)
+        # "2x11 gears" and "4,500 km" are amounts of different things; "100 Mbit" and "1 Gbit" are
+        # units of one
+        unlike = bool(old_measures and new_measures and not old_measures & new_measures)
+        if unlike and not (old_measures | new_measures) <= _UNITS:
+            changed.discard("number")
+        return changed
 
     def old_value_kinds(self) -> set[str]:
         return set(self._values[0].values())
@@ -325,14 +352,43 @@ def _someone_elses(old: str, new: str, old_words: set[str], new_words: set[str])
     for first, second, second_words in ((new, old, old_words), (old, new, new_words)):
         theirs = {thing: owner for owner, thing in possessions(second)}
         for owner, thing in possessions(first):
-            if owner in second_words and thing not in second_words and not shared - {owner}:
-                # "Tomas's brother moved" is not about Tomas; "Sofia's phone number is …" and "Sofia
-                # got a new number" share more than Sofia: one slot
+            # "Tomas's brother moved" is not about Tomas; "Sofia's phone number is …" and "Sofia got
+            # a new number" share more than Sofia: one slot. A thing that is no one, said of the
+            # owner with a changed amount, is the owner's ("Marta's salary is 38,000", "Marta got a
+            # raise to 42,000").
+            someone_else = thing in _BEINGS or not _amount_for_amount(first, second)
+            if owner in second_words and thing not in second_words and not shared - {owner} and someone_else:
                 return True
             if thing in second_words and owner not in second_words and theirs.get(thing, owner) != owner:
                 return True  # "Lea's phone number" is not Ben's
             if thing in second_words and owner not in second_words and thing not in theirs and _speakers(second, thing):
                 return True  # "my wife's manager" is not "my manager"
+    return False
+
+
+#: Possessed things that are someone, not an attribute of their owner ("Tomas's brother").
+_BEING_WORDS = """
+    brother sister mother father mum mom dad parent parents wife husband partner son daughter kid kids child
+    children baby boss manager friend colleague neighbour neighbor landlord tenant dog cat horse team family
+    cousin aunt uncle grandma grandpa girlfriend boyfriend client doctor
+"""
+_BEINGS = frozenset(stem(w) for w in _BEING_WORDS.split())
+
+
+#: Kinds of value that say which attribute they fill by their form: an amount, a day, a time, a
+#: date, an address (not a name: "Tomas's car is a Golf" and "Tomas bought a Tesla").
+_SELF_DESCRIBING = ("number", "day", "time", "date", "address")
+
+
+def _amount_for_amount(first: str, second: str) -> bool:
+    """Both name a value of one self-describing kind, and it differs: "Marta's salary is 38,000" and
+    "Marta got a raise to 42,000", "Leo's swimming class is on Tuesdays" and "Leo swims on Thursdays"."""
+    first_values, second_values = values(first), values(second)
+    for kind in _SELF_DESCRIBING:
+        ours = {w for w, k in first_values.items() if k == kind}
+        theirs = {w for w, k in second_values.items() if k == kind}
+        if ours and theirs and ours != theirs:
+            return True
     return False
 
 

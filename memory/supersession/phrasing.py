@@ -6,6 +6,7 @@ Pure functions of text, used by ``memory.supersession.judge`` on each (older, ne
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -29,7 +30,9 @@ _CORRECTION = (
     # a slip owned up to: "wrong digits", "I misread the email", "oops", "not Sitges after all"
     r"\b(?:had|got) (?:it|that|this) wrong\b|\bwrong (?:digits?|numbers?|date|day|time|name|address|one)\b|"
     r"\bmisread\b|\bmisheard\b|\bmistyped\b|\btypo\b|\boops\b|\bafter all\b|\bcorrected me\b|"
-    r"\bconfused (?:\w+ ){0,2}with\b|\bmixed (?:\w+ )?up\b|\bthere(?:'s| is| are) no\b"
+    r"\bconfused (?:\w+ ){0,2}with\b|\bmixed (?:\w+ )?up\b|\bthere(?:'s| is| are) no\b|"
+    # a second look: "Wait, the meeting is at 18:30", "I read the note too fast"
+    r"^\s*wait\s*[,!:.]|\bread (?:\w+ ){0,2}too (?:fast|quickly)\b"
 )
 #: "left" after these is a side, not a departure ("tyre pressure front left 2.4 bar").
 _NOT_A_DIRECTION = "(?<!front )(?<!rear )(?<!back )(?<!the )(?<!top )(?<!bottom )(?<!upper )(?<!lower )"
@@ -46,15 +49,27 @@ _CHANGE = (
     r"\bjoined\b|\btook over\b|\bstarted\b|\bbecame\b|\bis now\b|\bare now\b|\bgot a new\b|\bhas a new\b|"
     r"\bdelayed\b|\bended up\b|\bgone off\b|\bfell out\b|\bno more\b|\bnowadays\b|\bthese days\b|\bclosed\b|"
     r"\bgot a (?:new )?job\b|\bnew job\b|\brewritten\b|\brebuilt\b|\bported\b|\bconverted\b|\bredone\b|"
-    r"\bshifted\b|\bcancell?ed\b|\bswapped\b|\bditched\b"
+    r"\bshifted\b|\bcancell?ed\b|\bswapped\b|\bditched\b|"
+    # a change of pay: "got a raise to 42,000"
+    r"\bgot (?:a |her |his |my |their )?(?:raise|pay rise|promotion|promoted|demoted)\b|"
+    r"\b(?:raise|rise|increase|reduction) to\b|\b(?:slipped|slid|upped) (?:\w+ ){0,3}?to\b"
+)
+#: "new" names a kind of person or a proper name, not a change: "the new hire", "New Year".
+_NOT_A_CHANGE_NEW = (
+    r"(?!\s+(?:hire|hires|joiner|joiners|starter|starters|recruit|recruits|client|clients|customer|customers|"
+    r"patient|patients|student|students|member|members|colleague|colleagues|york|year|years|zealand|jersey)\b)"
 )
 _HINT = (
-    r"\bnow\b|\bnew\b|\bsince\b|\bfrom (?:next|this) \w+\b|\bas of\b|\bupdated?\b|"
+    r"\bnow\b|\bnew\b" + _NOT_A_CHANGE_NEW + r"|\bsince\b|\bfrom (?:next|this) \w+\b|\bas of\b|\bupdated?\b|"
     r"\bfrom (?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\bfrom tomorrow\b|"
-    r"\bstarting (?:\w+ )?(?:today|tomorrow|\w+day)\b"
+    r"\bstarting (?:\w+ )?(?:today|tomorrow|\w+day)\b|"
+    # a change of standing says which of a person's facts changed only by meaning ("Joan got
+    # engaged" ends "Joan is single", not "Joan lives in Gràcia"): a hint, not a verb of change
+    r"\bgot (?:engaged|married|divorced)\b|\bbroke up\b|\bsplit up\b"
 )
 #: Words that add to what was known rather than replace it ("I also have a bicycle").
-_ADDITION = r"\balso\b|\btoo\b|\bas well\b|\banother\b|\bin addition\b|\bbesides\b|\bas well as\b"
+#: "too" adds only at the end of a clause ("I have a cat too"), not before a word ("too fast").
+_ADDITION = r"\balso\b|\btoo\b(?=\s*(?:[.,;:!?)]|$))|\bas well\b|\banother\b|\bin addition\b|\bbesides\b|\bas well as\b"
 
 _STRENGTHS = ((re.compile(_CORRECTION, re.IGNORECASE), 1.0), (re.compile(_CHANGE, re.IGNORECASE), 0.8))
 _HINT_RE = re.compile(_HINT, re.IGNORECASE)
@@ -181,7 +196,7 @@ def new_things(text: str) -> set[str]:
 #: people: "Sven is retired" ends nothing he was said to be).
 _ENDED = re.compile(
     r"([\w#./@:-]+(?:\s+[\w#./@:-]+){0,2})\s+(?:was|were|has been|have been|got)\s+"
-    r"(?:archived|deprecated|discontinued|shut down|decommissioned|cancell?ed)\b",
+    r"(?:archived|deprecated|discontinued|shut down|decommissioned|cancell?ed|dropped|scrapped|abolished|removed)\b",
     re.IGNORECASE,
 )
 #: A verb of change and the thing it moves: "Moved the spare key to the lockbox" -> "the spare key".
@@ -226,13 +241,29 @@ _DAY = re.compile(
     r"^(?:mon|tues|wednes|thurs|fri|satur|sun)days?$|^(?:days?|weekends?|weeks?|daily|weekly|monthly|fortnightly)$"
 )
 _DATE = re.compile(
-    r"^(?:january|february|march|april|may|june|july|august|september|october|november|december)$|"
+    r"^(?:(?:early|mid|late)-)?(?:january|february|march|april|may|june|july|august|september|october|november|december)$|"
     r"^\d{1,2}(?:st|nd|rd|th)$|^(?:spring|summer|autumn|winter|term|quarter)$|^(?:19|20)\d\d$"
 )
 _ADDRESS = re.compile(r"@|^/|^[\w-]+(?:\.[\w-]+)+$")
 _NUMBER = re.compile(
     r"^\d[\d,.]*%?$|^[a-z]+\d+$|^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twice|once)$"
 )
+
+
+#: Words after an amount that give its rate, not what it measures ("850 a month").
+_RATE_WORD_LIST = "a an per each every day days week weeks month months year years hour hours"
+_RATE_WORDS = frozenset(_RATE_WORD_LIST.split())
+
+
+def measures(text: str) -> set[str]:
+    """What the text's amounts count, by the word after each ("4,500 km" -> "km", "2x11 gears" ->
+    "gear"): two amounts of different things fill different slots."""
+    tokens = words(text)
+    out = set()
+    for number, after in itertools.pairwise(tokens):
+        if _NUMBER.search(number) and after.isalpha() and after not in STOPWORDS and after not in _RATE_WORDS:
+            out.add(stem(after))
+    return out
 
 
 def _kind(word: str, names: set[str]) -> str | None:
