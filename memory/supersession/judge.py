@@ -294,12 +294,16 @@ def may_update(old: str, new: str, similarity: float) -> bool:
         return True
     # A word of change about something the two share may be said in other words than the old
     # ("Ported my number to Digi" after "My mobile plan is with Movistar"): less similarity needed.
-    needed = MAY_UPDATE_SIMILARITY - 0.1 if change.strength >= 0.8 and pair.shared else MAY_UPDATE_SIMILARITY
+    # Both are hits of one question, so the question names what they share: with a verb of change
+    # no shared word is needed ("Bought an e-bike, cycling to work from now on" after "My commute
+    # is by bus"; measured on seen_8 and development, the two such misses among hits).
+    strong = change.strength >= 0.8
+    needed = MAY_UPDATE_SIMILARITY - 0.1 if strong else MAY_UPDATE_SIMILARITY
     if similarity < needed:
         return False
-    if (adds_only(new) and change.strength < 0.8) or pair.unrelated():
+    if (adds_only(new) and not strong) or pair.unrelated():
         return False
-    if not pair.shared and similarity < SAME_THING_SIMILARITY:
+    if not pair.shared and not strong and similarity < SAME_THING_SIMILARITY:
         return False
     # Any word of change, a value of the same kind that changed, or meaning this close: ordering
     # hides nothing, and a later statement in the same slot is the likelier answer. Measured on

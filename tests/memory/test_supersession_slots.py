@@ -307,3 +307,14 @@ def test_a_change_of_standing_orders_but_never_hides_anothers_fact() -> None:
     when it was read as a verb of change (found while fixing supersession_check5)."""
     assert may_update("Joan is single.", "Joan got engaged to Mireia last weekend!", 0.63)
     assert choose("Joan got engaged to Mireia last weekend!", [Candidate("old", "Joan lives in Gràcia.", 0.6)]) is None
+
+
+def test_a_verb_of_change_among_one_questions_hits_needs_no_shared_word() -> None:
+    """Both are hits of one question, which names their subject: "Bought an e-bike, cycling to work
+    from now on" orders above "My commute is by bus" (seen_8; below it on c1e3a6c), while a later
+    statement without a verb of change still needs a shared word, and another thing's change stays
+    below (``test_search_order_does_not_put_another_things_update_first``)."""
+    assert may_update("My commute is by bus, line 24.", "Bought an e-bike, cycling to work from now on.", 0.34)
+    assert may_update("The home internet is 100 Mbit from Telenor.", "We upgraded to 1 Gbit fibre from Altibox.", 0.41)
+    assert not may_update("Deploys go out through Jenkins.", "The build box has 64 GB of RAM.", 0.39)
+    assert not may_update("My commute is by bus, line 24.", "Switched the kettle for a new one.", 0.12)
