@@ -9,19 +9,18 @@ candidates, the KNN asks for more when filters are active.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 from weakref import WeakKeyDictionary
 
 import aiosqlite
-import numpy as np
 
 from memory.dynamics.hormones import retrieval_modulation
-from memory.embedders.base import Vectors, cosine
+from memory.embedders.base import Vectors
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
+from memory.retrieval.later_first import Scored, later_updates, newer_first, place_later_updates
 from memory.retrieval.query import (
     SUPERSEDED_FACTOR,
     Explain,
@@ -42,7 +41,6 @@ from memory.retrieval.query import (
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
 from memory.supersession.chains import current_of
-from memory.supersession.judge import asks_for_the_older, may_be_outdated, may_update, values_asked
 from memory.when import Window, time_window
 
 CANDIDATE_POOL = 50
@@ -291,10 +289,12 @@ async def _ranked(
     best = [rowid for _, rowid in ranked[: request.limit * 2 + 10]]
     rows = await store.get_many_by_rowid(best)
     scored = [_score(rowid, rows[rowid], fused[rowid], request, now, window) for rowid in best if rowid in rows]
-    scored = await _current_first(store, request, where, params, now, window, scored)
+    asked = _Asked(store, request, where, params, now, window)
+    scored = await _current_first(asked, scored)
     scored.sort(key=lambda s: (-s.final, s.rowid))
     if not request.include_superseded:
-        await _newer_first(store, scored, request)
+        scored = await _with_later_updates(asked, scored)
+        await newer_first(store, scored, request)
     fused_order = {rowid: i for i, rowid in enumerate(sorted(fused, key=lambda r: (-fused[r], r)), start=1)}
     hits = []
     for entry in scored[: request.limit]:
@@ -322,20 +322,6 @@ async def _ranked(
     return hits
 
 
-@dataclass(slots=True)
-class _Scored:
-    final: float
-    rowid: int
-    crystal: Crystal
-    rrf: float
-    importance: float
-    recency: float
-    in_place_of: str | None = None
-    superseded_factor: float = 1.0
-    ahead_of: str | None = None
-    time: float = 1.0
-
-
 def _factors(
     rrf: float,
     importance: float,
@@ -353,14 +339,12 @@ def _factors(
     return rrf * imp * rec * when * rank_factor(steering), imp, rec, when
 
 
-def _score(
-    rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now: int, window: Window | None
-) -> _Scored:
+def _score(rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now: int, window: Window | None) -> Scored:
     final, imp, rec, when = _factors(
         rrf, crystal.importance, crystal.created_at_ms, crystal.steering_reward, crystal.refers_to,
         request.weights, now, window,
     )  # fmt: skip
-    return _Scored(final, rowid, crystal, rrf, imp, rec, time=when)
+    return Scored(final, rowid, crystal, rrf, imp, rec, time=when)
 
 
 Factors = tuple[float, int, float, tuple[int, int] | None]
@@ -382,7 +366,7 @@ async def _scoring_factors(db: aiosqlite.Connection, rowids: list[int]) -> dict[
         }
 
 
-def _replaced_by(entry: _Scored) -> str | None:
+def _replaced_by(entry: Scored) -> str | None:
     """What replaced a superseded hit kept by ``include_superseded``."""
     superseded = entry.crystal.superseded
     return superseded.by if superseded is not None and entry.superseded_factor != 1.0 else None
@@ -394,29 +378,36 @@ def _stale(crystal: Crystal, request: SearchRequest) -> bool:
     return superseded is not None and (request.until_ms is None or superseded.at_ms <= request.until_ms)
 
 
-async def _current_first(
-    store: MemoryStore,
-    request: SearchRequest,
-    where: str,
-    params: dict[str, Any],
-    now: int,
-    window: Window | None,
-    scored: list[_Scored],
-) -> list[_Scored]:
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """One request as it is being ranked: what brings a crystal the query did not find into it."""
+
+    store: MemoryStore
+    request: SearchRequest
+    where: str
+    params: dict[str, Any]
+    now: int
+    window: Window | None
+
+    async def visible(self, ids: list[str]) -> dict[str, Scored]:
+        """Of ``ids``, those the request's filters let it see, scored as found by neither leg."""
+        found = await _visible_by_id(self.store.reader(), ids, self.where, self.params)
+        return {c.id: _score(rowid, c, 0.0, self.request, self.now, self.window) for rowid, c in found.items()}
+
+
+async def _current_first(asked: _Asked, scored: list[Scored]) -> list[Scored]:
     """Each superseded hit gives its place to the crystal current now (which keeps the better of the
     two scores); with ``include_superseded`` it stays too, at ``SUPERSEDED_FACTOR`` of its score. A
     current crystal the request's filters leave out does not come in."""
+    request = asked.request
     stale = [entry for entry in scored if _stale(entry.crystal, request)]
     if not stale:
         return scored
-    db = store.reader()
-    heads = await current_of(db, [entry.crystal.id for entry in stale])
+    heads = await current_of(asked.store.reader(), [entry.crystal.id for entry in stale])
     present = {entry.crystal.id: entry for entry in scored}
-    missing = sorted({head for head in heads.values() if head not in present})
-    for rowid, crystal in (await _visible_by_id(db, missing, where, params)).items():
-        present[crystal.id] = _score(rowid, crystal, 0.0, request, now, window)
+    present.update(await asked.visible(sorted({head for head in heads.values() if head not in present})))
     kept = [entry for entry in scored if not _stale(entry.crystal, request)]
-    pulled_in: dict[str, _Scored] = {}
+    pulled_in: dict[str, Scored] = {}
     for entry in stale:
         head = present.get(heads.get(entry.crystal.id, ""))
         if head is not None and entry.final > head.final:
@@ -431,37 +422,13 @@ async def _current_first(
     return kept + list(pulled_in.values())
 
 
-async def _newer_first(store: MemoryStore, scored: list[_Scored], request: SearchRequest) -> None:
-    """Among the hits shown, a later one that may be the update of an earlier-said one ranked above
-    it (``memory.supersession.judge.may_update``: the looser reading, for what supersession did not
-    catch on save) moves just above it, with that one's score. Nothing is hidden; ``explain`` names it."""
-    top = scored[: request.limit]
-    if len(top) < 2:
-        return
-    vectors = await store.vectors.vectors_of(store.reader(), [entry.rowid for entry in top])
-    asked = values_asked(request.query) if request.query else frozenset()
-    for j in range(1, len(top)):
-        later = top[j]
-        if later.crystal.steering_reward < 0:
-            continue  # said to be wrong or outdated itself: feedback outranks a guess
-        for i in range(j):
-            earlier = top[i]
-            if (earlier.crystal.created_at_ms, earlier.rowid) >= (later.crystal.created_at_ms, later.rowid):
-                continue
-            asks_for_it = asked and asks_for_the_older(asked, earlier.crystal.text, later.crystal.text)
-            if asks_for_it or not may_be_outdated(earlier.crystal):
-                continue
-            if may_update(earlier.crystal.text, later.crystal.text, _cosine(vectors, earlier.rowid, later.rowid)):
-                later.final = math.nextafter(earlier.final, math.inf)
-                later.ahead_of = earlier.crystal.id
-                top.insert(i, top.pop(j))
-                break
-    scored[: len(top)] = top
-
-
-def _cosine(vectors: dict[int, np.ndarray], a: int, b: int) -> float:
-    va, vb = vectors.get(a), vectors.get(b)
-    return cosine(va, vb) if va is not None and vb is not None else 0.0
+async def _with_later_updates(asked: _Asked, scored: list[Scored]) -> list[Scored]:
+    """``memory.retrieval.later_first.place_later_updates``, with the later statements linked to the
+    hits shown that the request's filters let it see."""
+    shown = {entry.crystal.id for entry in scored[: asked.request.limit]}
+    links = await later_updates(asked.store.reader(), sorted(shown))
+    candidates = await asked.visible(sorted({later for later, _, _ in links if later not in shown}))
+    return place_later_updates(scored, candidates, links, asked.request)
 
 
 async def _visible_by_id(

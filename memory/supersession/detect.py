@@ -33,6 +33,7 @@ from memory.supersession.judge import (
     choose,
     is_statement,
     may_be_outdated,
+    may_update,
 )
 from memory.supersession.phrasing import change_cue, negated_stems
 
@@ -91,6 +92,7 @@ class Supersession:
             elif _order(other) > _order(new) and rowid in near and may_be_outdated(new):
                 newer.append((other, similarities[rowid]))
         verdict = choose(new.text, older) if older else None
+        await _link_possible_updates(store, new, older, verdict)
         if verdict is not None and verdict.ambiguous and self.judge is not None:
             verdict = await self._second_opinion(new.text, older, verdict)
         if verdict is not None:
@@ -122,6 +124,34 @@ class Supersession:
         if picked == "":
             return None  # the judge says it replaces none of them
         return Verdict(picked, verdict.score, f"judged by the language model; {verdict.reason}", False)
+
+
+#: Older statements a new one is linked to as their possible update, at most (the closest first).
+MAX_POSSIBLE_UPDATES = 3
+
+
+async def _link_possible_updates(
+    store: MemoryStore, new: Crystal, older: Sequence[Candidate], verdict: Verdict | None
+) -> None:
+    """An ``updates`` link (weighted by similarity) from ``new`` to each older statement it may
+    update by the looser reading (``judge.may_update``) but does not replace: search brings it in
+    above such a statement even when the question does not find it by itself
+    (``memory.retrieval.later_first``). Nothing is hidden by it."""
+    chosen = verdict.key if verdict is not None else None
+    possible = [
+        c
+        for c in sorted(older, key=lambda c: -c.similarity)
+        if c.key != chosen and may_update(c.text, new.text, c.similarity, asked_together=False)
+    ][:MAX_POSSIBLE_UPDATES]
+    if not possible:
+        return
+    now = store.now_ms()
+    async with store.transaction() as db:
+        await db.executemany(
+            "INSERT OR IGNORE INTO associations (src_id, dst_id, type, weight, created_ms) "
+            "VALUES (?, ?, 'updates', ?, ?)",
+            [(new.id, c.key, round(c.similarity, 4), now) for c in possible],
+        )
 
 
 async def supersede(store: MemoryStore, old_id: str, new_id: str, *, reason: str, actor: str) -> Crystal:

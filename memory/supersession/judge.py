@@ -282,10 +282,12 @@ def pair_score(old: str, new: str, similarity: float, change: Change) -> tuple[f
 MAY_UPDATE_SIMILARITY = 0.4
 
 
-def may_update(old: str, new: str, similarity: float) -> bool:
+def may_update(old: str, new: str, similarity: float, *, asked_together: bool = True) -> bool:
     """A looser reading than ``pair_score``, for ordering search hits, never for hiding anything:
     could ``new`` be the update of ``old``? Between two hits that answer one question, the later
-    one that may have changed it goes first."""
+    one that may have changed it goes first. ``asked_together``: both are hits of one question,
+    which then names what they share; without it (a later statement linked on save, brought in
+    beside a hit) they must share a word or be close in meaning."""
     if not (is_statement(old) and is_statement(new)) or other_slot(old, new, to_order=True) is not None:
         return False
     pair = _Pair(old, new)
@@ -297,11 +299,12 @@ def may_update(old: str, new: str, similarity: float) -> bool:
     # Both are hits of one question, so the question names what they share: with a verb of change
     # no shared word is needed ("Bought an e-bike, cycling to work from now on" after "My commute
     # is by bus"; measured on seen_8 and development, the two such misses among hits).
-    strong = change.strength >= 0.8
-    needed = MAY_UPDATE_SIMILARITY - 0.1 if strong else MAY_UPDATE_SIMILARITY
+    changed = change.strength >= 0.8
+    strong = changed and asked_together
+    needed = MAY_UPDATE_SIMILARITY - 0.1 if changed and (strong or pair.shared) else MAY_UPDATE_SIMILARITY
     if similarity < needed:
         return False
-    if (adds_only(new) and not strong) or pair.unrelated():
+    if (adds_only(new) and not changed) or pair.unrelated():
         return False
     if not pair.shared and not strong and similarity < SAME_THING_SIMILARITY:
         return False
