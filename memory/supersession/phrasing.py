@@ -184,7 +184,8 @@ def subject_phrase(text: str) -> tuple[str, ...]:
     return tuple(phrase)
 
 
-_NEW_THING = re.compile(r"\bnew\s+([^\W_]+)", re.UNICODE)
+#: "on the new test box" is a place another thing went to, not the thing the statement is about.
+_NEW_THING = re.compile(r"(?<!\bon the )(?<!\bat the )(?<!\bin the )\bnew\s+([^\W_]+)", re.UNICODE)
 
 
 def new_things(text: str) -> set[str]:

@@ -102,7 +102,7 @@ LOOK_ALIKES = {
     ),
     # Found by lookalikes_check5/6/7/8.jsonl (written apart), each hidden on dc63ff1: a "when we
     # opened" frame, an occasion with someone else, a numbered homework sheet, amounts sharing only
-    # their unit, and amounts of different things.
+    # their unit, "the new test box" (another place, not a new value), amounts of different things.
     "when_we_opened_frame": (
         "The shop is open until 9pm.",
         "When we opened in 2019 the shop closed at 7pm.",
@@ -122,6 +122,11 @@ LOOK_ALIKES = {
         "Donation to the food bank: 30 euros.",
         "Sold 40 kg of honey at the market for 480 euros.",
         "How much did I give the food bank?",
+    ),
+    "installed_on_the_new_box": (
+        "Postgres 15 installed on the test box.",
+        "Postgres 16 installed on the new test box.",
+        "Which box has Postgres 15?",
     ),
     "amounts_of_different_things": (
         "The bike has 2x11 gears.",
