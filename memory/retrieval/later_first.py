@@ -50,7 +50,7 @@ def _may_go_ahead(earlier: Crystal, later: Crystal, asked: frozenset[str]) -> bo
         return False
     if asked and asks_for_the_older(asked, earlier.text, later.text):
         return False
-    return may_be_outdated(earlier)
+    return may_be_outdated(earlier, later.text)
 
 
 async def newer_first(store: MemoryStore, scored: list[Scored], request: SearchRequest) -> None:

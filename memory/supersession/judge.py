@@ -75,13 +75,20 @@ def is_statement(text: str) -> bool:
 INFERRED = (TypeSource.MODEL, TypeSource.LLM)
 
 
-def may_be_outdated(crystal: Crystal) -> bool:
+def may_be_outdated(crystal: Crystal, later: str | None = None) -> bool:
     """An event someone recorded as one (a conversation turn, a diary entry) stays true: it happened.
     A statement the typer took for an event ("I take the 7:40 train") may still be a fact; one that
-    reports an event or says how things were then (``instances``) stays true, whoever typed it."""
+    reports an event or says how things were then (``instances``) stays true, whoever typed it,
+    unless ``later`` is a note on the same numbered record ("Ticket #5521: … plan is Business",
+    "Ticket #5521 update: … their plan is Starter"), which may correct a value it holds."""
     if crystal.semantic_type is SemanticType.EPISODE and crystal.type_source not in INFERRED:
         return False
-    return not (is_past_statement(crystal.text) or reports_an_event(crystal.text))
+    if is_past_statement(crystal.text):
+        return False
+    record = numbered_entry(crystal.text)
+    if later is not None and record is not None and record == numbered_entry(later):
+        return True
+    return not reports_an_event(crystal.text)
 
 
 def _new_reads_as_instance(text: str) -> bool:

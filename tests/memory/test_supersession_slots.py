@@ -12,7 +12,15 @@ from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import MemoryStore
-from memory.supersession.judge import Candidate, asks_for_the_older, choose, may_update, other_slot, values_asked
+from memory.supersession.judge import (
+    Candidate,
+    asks_for_the_older,
+    choose,
+    may_be_outdated,
+    may_update,
+    other_slot,
+    values_asked,
+)
 from tests.memory.conftest import DAY, FakeClock
 
 LOOK_ALIKES = {
@@ -323,3 +331,12 @@ def test_a_verb_of_change_among_one_questions_hits_needs_no_shared_word() -> Non
     assert may_update("The home internet is 100 Mbit from Telenor.", "We upgraded to 1 Gbit fibre from Altibox.", 0.41)
     assert not may_update("Deploys go out through Jenkins.", "The build box has 64 GB of RAM.", 0.39)
     assert not may_update("My commute is by bus, line 24.", "Switched the kettle for a new one.", 0.12)
+
+
+async def test_a_note_on_the_same_numbered_record_may_order_above_it(memory: MemoryStore, clock: FakeClock) -> None:
+    """A numbered record holds values ("Ticket #5521: customer's plan is Business"): a later note on
+    the same record may go above it (seen_8: it stayed on top), another record's note may not."""
+    old = await memory.get(await _say(memory, clock, "Ticket #5521: customer's plan is Business."))
+    assert may_be_outdated(old, "Ticket #5521 update: I was looking at the wrong account, their plan is Starter.")
+    assert not may_be_outdated(old, "Ticket #5530: customer's plan is Starter.")
+    assert not may_be_outdated(old)
