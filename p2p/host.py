@@ -347,6 +347,10 @@ class P2PHost:
             connected = set(self._host.get_connected_peers())
             for info in infos:
                 if info.peer_id not in connected and not self._pubsub.is_peer_blacklisted(info.peer_id):
+                    # The library refuses for 60 s to dial a peer whose every address failed; a
+                    # bootstrap peer that starts after this node would stay out of reach that long.
+                    # This loop paces its own redials (``redial_s``), so each one really dials.
+                    self._host.get_network().unblock_peer(info.peer_id)
                     try:
                         with trio.move_on_after(10):
                             await self._host.connect(info)

@@ -287,3 +287,45 @@ async def test_an_attacker_routing_through_two_honest_relays_leaves_them_their_s
     finally:
         for host in hosts:
             await host.stop()
+
+
+async def test_a_bootstrap_peer_that_starts_later_is_reached_at_the_next_redial(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A CI run of the README walkthrough: the seller started a moment before the manager it
+    bootstraps from, its first dial failed, and every redial for the next 60 s was refused by the
+    library's negative cache ("recently failed all addresses"), so the walkthrough gave up."""
+    import logging
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    early, late_identity = Identity.generate(), Identity.generate()
+    address = f"/ip4/127.0.0.1/tcp/{port}/p2p/{late_identity.peer_id}"
+    caplog.set_level(logging.INFO, logger="p2p.host")
+    settings = HostSettings(bootstrap=(address,), redial_s=0.2)
+    edge = P2PHost(early, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
+    late = P2PHost(late_identity, MessageValidator(TrustAnchors()), PenaltyBox(),
+                   HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",)))  # fmt: skip
+
+    def refusals() -> int:
+        return sum("negative cache" in r.getMessage() + str(getattr(r, "fields", "")) for r in caplog.records)
+
+    await edge.start()
+    try:
+        async with asyncio.timeout(60):  # a bound on waiting, not a claim
+            while not any(r.getMessage() == "p2p.bootstrap_unreachable" for r in caplog.records):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        await late.start()
+        try:
+            refused_before = refusals()
+            async with asyncio.timeout(60):
+                while late.peer_id not in {p.peer_id for p in await edge.peers()} and refusals() == refused_before:  # noqa: ASYNC110 - polling the host
+                    await asyncio.sleep(0.05)
+            assert refusals() == refused_before, "a redial was refused by the library's negative cache"
+            assert late.peer_id in {p.peer_id for p in await edge.peers()}
+        finally:
+            await late.stop()
+    finally:
+        await edge.stop()
