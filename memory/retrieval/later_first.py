@@ -112,7 +112,7 @@ def place_later_updates(
     placed: dict[str, tuple[int, Scored]] = {}
     for later_id, hit_id, similarity in links:
         later, at = candidates.get(later_id), position.get(hit_id)
-        if later is None or at is None or later_id in position:
+        if later is None or at is None:
             continue
         earlier = top[at].crystal
         if later_id in placed and placed[later_id][0] <= at:

@@ -92,9 +92,10 @@ class Supersession:
             elif _order(other) > _order(new) and rowid in near and may_be_outdated(new):
                 newer.append((other, similarities[rowid]))
         verdict = choose(new.text, older) if older else None
-        await _link_possible_updates(store, new, older, verdict)
         if verdict is not None and verdict.ambiguous and self.judge is not None:
             verdict = await self._second_opinion(new.text, older, verdict)
+        # after the final choice: the one it replaces gets the supersession's own link instead
+        await _link_possible_updates(store, new, older, verdict)
         if verdict is not None:
             old = next(c for c in crystals.values() if c.id == verdict.key)
             if may_supersede(new, old):

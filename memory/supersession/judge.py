@@ -135,11 +135,12 @@ def other_slot(old: str, new: str, *, to_order: bool = False) -> str | None:
         return "an instance (an event, a payment, a reading, a numbered entry), not a value"
     if old_entry and new_entry and old_entry != new_entry:
         return "another numbered entry"
+    no_verb_of_change = change_cue(new).strength < 0.8
     old_with, new_with = occasion_with(old), occasion_with(new)
-    if old_with and new_with and old_with != new_with and change_cue(new).strength < 0.8:
+    if old_with and new_with and old_with != new_with and no_verb_of_change:
         return "an occasion with someone else"
     relation = many_valued_relation(old)
-    if relation is not None and relation == many_valued_relation(new) and change_cue(new).strength < 0.8:
+    if relation is not None and relation == many_valued_relation(new) and no_verb_of_change:
         return f"'{relation}' holds for many values"
     old_for, new_for = purposes(old), purposes(new)
     apart = not old_for & new_for and not old_for & _lower_words(new) and not new_for & _lower_words(old)
@@ -370,8 +371,12 @@ def _someone_elses(old: str, new: str, old_words: set[str], new_words: set[str])
             # a new number" share more than Sofia: one slot. A thing that is no one, said of the
             # owner with a changed amount, is the owner's ("Marta's salary is 38,000", "Marta got a
             # raise to 42,000").
-            someone_else = thing in _BEINGS or not _amount_for_amount(first, second)
-            if owner in second_words and thing not in second_words and not shared - {owner} and someone_else:
+            if (
+                owner in second_words
+                and thing not in second_words
+                and not shared - {owner}
+                and (thing in _BEINGS or not _a_value_of_one_kind_changed(first, second))
+            ):
                 return True
             if thing in second_words and owner not in second_words and theirs.get(thing, owner) != owner:
                 return True  # "Lea's phone number" is not Ben's
@@ -394,7 +399,7 @@ _BEINGS = frozenset(stem(w) for w in _BEING_WORDS.split())
 _SELF_DESCRIBING = ("number", "day", "time", "date", "address")
 
 
-def _amount_for_amount(first: str, second: str) -> bool:
+def _a_value_of_one_kind_changed(first: str, second: str) -> bool:
     """Both name a value of one self-describing kind, and it differs: "Marta's salary is 38,000" and
     "Marta got a raise to 42,000", "Leo's swimming class is on Tuesdays" and "Leo swims on Thursdays"."""
     first_values, second_values = values(first), values(second)
