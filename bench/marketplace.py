@@ -29,19 +29,19 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.catalog.listings import record_listing
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, Commitment, DealTerms, GasSpent
 from marketplace.escrow import Escrow
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.exchange.seller import SellerLimits
+from marketplace.gossip.kinds import every_kind
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
-from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -52,7 +52,12 @@ GOAL_RATIO = 5.0
 async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, MemoryStore, P2PHost, Market]:
     identity, wallet = Identity.generate(), Account.create()
     store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
-    host = P2PHost(identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1))
+    host = P2PHost(
+        identity,
+        MessageValidator(TrustAnchors(), kinds=every_kind()),
+        PenaltyBox(),
+        HostSettings(degree=3, degree_low=1),
+    )
     # One buyer buys many times in a row here: the seller's per-peer limits (issue 13) are lifted so
     # that the figure is a purchase's time, not the limiter's.
     generous = SellerLimits(requests_per_min=60_000, request_burst=1_000, max_open_quotes_per_buyer=1_000)
@@ -75,7 +80,7 @@ async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
             listing = SkillListing(f"bench.{i}", 1, content_hash(text), f"skill {i}", "", (), "bench", 10_000,
                                    s_wallet.address, 3, 3, None)  # fmt: skip
             envelope = seal_envelope(
-                s_id, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=time.time_ns() // 1_000_000
+                s_id, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=time.time_ns() // 1_000_000
             )
             await record_listing(s_store, listing, envelope)
             await record_listing(b_store, listing, envelope)

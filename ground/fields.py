@@ -1,5 +1,5 @@
 """Checks for the fields of an untrusted msgpack map: each returns the typed value or raises
-``FieldError`` naming the field. Gossip messages (``p2p.messages``) and the market's stream
+``FieldError`` naming the field. Gossip messages (``ground.wire``, in each kind's home) and the market's stream
 messages are parsed with them."""
 
 from __future__ import annotations

@@ -106,10 +106,10 @@ ALTER TABLE purchases ADD COLUMN payment TEXT NOT NULL DEFAULT 'escrow';
 """
 
 # 6 (memory v12 before): what peers publish to the market is bounded and indexed
-# (marketplace.catalog: received_quota, bounties, browse). ``bounties_fts`` finds the bounties a skill's words,
-# tags or category could answer without reading every bounty; ``listings_fts`` does the same for
-# listings and ranks a `skills list` query. Each keeps its own copy of the words, keyed by the
-# row's primary key (no rowid to go stale).
+# (marketplace.gossip.received_quota; marketplace.catalog: bounties, browse). ``bounties_fts`` finds
+# the bounties a skill's words, tags or category could answer without reading every bounty;
+# ``listings_fts`` does the same for listings and ranks a `skills list` query. Each keeps its own
+# copy of the words, keyed by the row's primary key (no rowid to go stale).
 _INDEXES = """
 CREATE VIRTUAL TABLE bounties_fts USING fts5(author UNINDEXED, bounty_id UNINDEXED, words);
 INSERT INTO bounties_fts (author, bounty_id, words)

@@ -1,4 +1,4 @@
-"""Accepted gossip waiting for the daemon: one bounded lane per kind of message, served by priority.
+"""Accepted gossip waiting for the daemon: bounded lanes (each kind declares its own), served by priority.
 
 A flood of skill listings fills the listings lane and nothing else, so weather, revocations,
 endorsements and trust attestations are never dropped behind skills; and the consumer takes
@@ -13,17 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, deque
 from dataclasses import dataclass
-from enum import StrEnum
 
 from ground.errors import WiringError
-from p2p.messages import (
-    KIND_BOUNTY,
-    KIND_SKILL_ENDORSEMENT,
-    KIND_SKILL_LISTING,
-    KIND_SKILL_REVOCATION,
-    KIND_TRUST_ATTESTATION,
-    KIND_WEATHER,
-)
+from p2p.kinds import Lane
 from p2p.validation import Outcome
 
 
@@ -37,25 +29,8 @@ class Delivery:
     received_ms: int
 
 
-class Lane(StrEnum):
-    WEATHER = "weather"
-    CONTROL = "control"  # revocations and endorsements: small, and they undo or mark what listings did
-    TRUST = "trust"
-    BOUNTIES = "bounties"
-    LISTINGS = "listings"
-
-
 #: Served in this order.
 PRIORITY = (Lane.WEATHER, Lane.CONTROL, Lane.TRUST, Lane.BOUNTIES, Lane.LISTINGS)
-
-LANE_OF_KIND: dict[str, Lane] = {
-    KIND_WEATHER: Lane.WEATHER,
-    KIND_SKILL_REVOCATION: Lane.CONTROL,
-    KIND_SKILL_ENDORSEMENT: Lane.CONTROL,
-    KIND_TRUST_ATTESTATION: Lane.TRUST,
-    KIND_BOUNTY: Lane.BOUNTIES,
-    KIND_SKILL_LISTING: Lane.LISTINGS,
-}
 
 
 class DeliveryLanes:
@@ -69,8 +44,8 @@ class DeliveryLanes:
 
     def put_nowait(self, delivery: Delivery) -> bool:
         """Queue ``delivery`` in its lane; False (and counted) when that lane is full."""
-        envelope = delivery.outcome.envelope
-        lane = LANE_OF_KIND.get(envelope.kind, Lane.LISTINGS) if envelope is not None else Lane.LISTINGS
+        kind = delivery.outcome.kind
+        lane = kind.lane if kind is not None else Lane.LISTINGS
         queue = self._lanes[lane]
         if len(queue) >= self._per_lane:
             self.dropped[lane] += 1

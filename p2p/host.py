@@ -33,8 +33,8 @@ from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame
 from p2p.penalties import PenaltyBox
-from p2p.topics import ALL_TOPICS
-from p2p.validation import MessageValidator, Verdict
+from p2p.validation import MessageValidator
+from p2p.verdicts import Verdict
 
 T = TypeVar("T")
 #: Answers a direct request: (peer id of the requester, request bytes) -> answer bytes.
@@ -98,11 +98,14 @@ class P2PHost:
         #: Called on the asyncio loop with (forwarding peer id, reason) for every rejected message.
         self.on_reject: Callable[[str, str], None] | None = None
         self._services: dict[str, RequestHandler] = {}
+        self._topics: tuple[str, ...] = ()
 
     # --- asyncio side --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the thread and wait until the host listens and has subscribed to every topic."""
+        """Start the thread and wait until the host listens and has subscribed to the topics of the
+        kinds registered with its validator."""
+        self._topics = self.validator.topics()
         self.listen_addrs = await self._bridge.start(self._trio_main, timeout_s=30)
 
     async def stop(self) -> None:
@@ -110,6 +113,9 @@ class P2PHost:
         await self._bridge.stop(timeout_s=15)
 
     async def publish(self, topic: str, data: bytes) -> None:
+        """Gossip ``data`` on ``topic``, one of the topics of the kinds registered with the validator."""
+        if topic not in self._topics:
+            raise WiringError(f"no registered gossip kind travels on {topic!r}: register its kind before start")
         await self._call(lambda: self._pubsub.publish(topic, data))
         self.counters.published += 1
 
@@ -269,7 +275,7 @@ class P2PHost:
                 self._nursery = nursery
                 async with background_trio_service(pubsub), background_trio_service(router):
                     await pubsub.wait_until_ready()
-                    for topic in ALL_TOPICS:
+                    for topic in self._topics:
                         pubsub.set_topic_validator(topic, self._validator_for(topic), False)
                         subscription = await pubsub.subscribe(topic)
                         nursery.start_soon(_drain, subscription)

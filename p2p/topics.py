@@ -6,5 +6,3 @@ SKILLS_TOPIC = "bitterbot/skills/1"  # skill listings, new versions, revocations
 WEATHER_TOPIC = "bitterbot/weather/1"  # signed cortisol weather from management nodes
 TRUST_TOPIC = "bitterbot/trust/1"  # signed trust attestations, the input of EigenTrust
 BOUNTIES_TOPIC = "bitterbot/bounties/1"  # signed requests for a skill, with a USDC reward
-
-ALL_TOPICS = (SKILLS_TOPIC, WEATHER_TOPIC, TRUST_TOPIC, BOUNTIES_TOPIC)

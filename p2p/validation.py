@@ -3,13 +3,13 @@
 Order (cheap and unauthenticated first, so forged traffic costs little): size,
 decode, kind for the topic, author = originating peer, timestamp window, body
 schema, signature, replay (author + nonce; authors without standing have a replay memory
-of their own), per-author rate, the shared rate of authors without standing, trust gate
-(weather and endorsements only from management keys, attestations only from management
-keys and peers with standing, revocations only from the publisher, a bounty's expiry
-within 30 days, skills held back from untrusted authors during weather). The
-first failing check decides. Every reason maps, in ``POLICY`` (the one table), to a
-verdict (accept / ignore / reject, as in gossipsub v1.1) and to the penalty the
-forwarding peer earns; ``p2p.penalties`` turns penalties into disconnects and bans.
+of their own), per-author rate, the shared rate of authors without standing, and last the
+kind's own check (``GossipKind.admit``, declared beside the kind's owner: who may send it, and
+what else depends on this node's state). The first failing check decides. Every reason maps, in
+``p2p.verdicts.POLICY`` (the one table), to a verdict and to the penalty the forwarding peer earns.
+
+The validator knows no kind by name: the kinds, their topics and parsers come from the registry
+(``p2p.kinds.GossipKinds``) their owners filled.
 
 The validator runs on the libp2p thread. What it reads from the rest of the
 node (trust levels) is an immutable snapshot swapped in whole; what it writes
@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from crypto.anchors import TrustAnchors
@@ -40,112 +39,12 @@ from crypto.errors import (
 )
 from crypto.peer_id import peer_id_from_ed25519
 from crypto.windows import ReplayGuard, TimestampWindow
-from ground.errors import FieldError
+from ground.errors import FieldError, WiringError
 from ground.rates import RateLimit, TokenBuckets
-from p2p.messages import (
-    KIND_BOUNTY,
-    KIND_SKILL_ENDORSEMENT,
-    KIND_SKILL_LISTING,
-    KIND_SKILL_REVOCATION,
-    KIND_TRUST_ATTESTATION,
-    KIND_WEATHER,
-    MAX_BOUNTY_S,
-    SkillBounty,
-    SkillEndorsement,
-    SkillRevocation,
-    TrustAttestation,
-    Weather,
-    parse_bounty,
-    parse_skill_endorsement,
-    parse_skill_listing,
-    parse_skill_revocation,
-    parse_trust_attestation,
-    parse_weather,
-)
+from p2p.kinds import GossipKind, GossipKinds
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.book import STANDING_LEVELS, TrustLevel
-
-
-class Verdict(StrEnum):
-    ACCEPT = "accept"  # deliver and forward
-    IGNORE = "ignore"  # drop quietly: may be honest (a late or duplicate message)
-    REJECT = "reject"  # drop and hold it against the peer that sent it
-
-
-class Reason(StrEnum):
-    ACCEPTED = "accepted"
-    TOO_LARGE = "too_large"
-    MALFORMED = "malformed"
-    UNKNOWN_VERSION = "unknown_version"
-    WRONG_KIND = "wrong_kind"
-    AUTHOR_MISMATCH = "author_mismatch"
-    EXPIRED = "expired"
-    FROM_FUTURE = "from_future"
-    SCHEMA = "schema"
-    BAD_SIGNATURE = "bad_signature"
-    REPLAYED = "replayed"
-    REPLAY_UNDECIDABLE = "replay_undecidable"  # older than the replay guard still remembers
-    RATE_LIMITED = "rate_limited"  # the author is over its own rate
-    STRANGERS_RATE_LIMITED = "strangers_rate_limited"  # authors without standing are over their shared rate
-    NOT_MANAGEMENT = "not_management"
-    STALE_WEATHER = "stale_weather"
-    NOT_PUBLISHER = "not_publisher"
-    ATTESTER_NOT_HEARD = "attester_not_heard"  # an attestation from a key without standing here
-    INGESTION_HALTED = "ingestion_halted"
-
-
-#: reason -> (verdict, points for a relay, points for the publisher). The one place this is decided.
-#: The forwarding peer pays the relay column; when it is the message's own author (its peer id is
-#: the origin), it pays the publisher column instead.
-#: A reject stands for something the forwarding peer made or altered: honest relays forward only
-#: what they validated themselves, and these checks give every honest node the same answer (size,
-#: encoding, kind for the topic, author = origin, schema, signature). Everything that depends on
-#: the receiver's own state is ignored with no points for a relay, which forwards it in good faith:
-#: what this node has already seen (duplicates, replays, the replay guard's floor), its own rate
-#: limits, its clock, its configured management keys, its weather sequence, its trust in an
-#: attester, its weather halt. An author that floods, replays or mis-stamps its own messages
-#: straight to us does pay for it: nobody else could have.
-POLICY: dict[Reason, tuple[Verdict, int, int]] = {
-    Reason.ACCEPTED: (Verdict.ACCEPT, 0, 0),
-    Reason.TOO_LARGE: (Verdict.REJECT, 25, 25),
-    Reason.MALFORMED: (Verdict.REJECT, 25, 25),
-    Reason.UNKNOWN_VERSION: (Verdict.IGNORE, 0, 0),
-    Reason.WRONG_KIND: (Verdict.REJECT, 25, 25),
-    Reason.AUTHOR_MISMATCH: (Verdict.REJECT, 50, 50),
-    Reason.EXPIRED: (Verdict.IGNORE, 0, 2),
-    Reason.FROM_FUTURE: (Verdict.IGNORE, 0, 2),
-    Reason.SCHEMA: (Verdict.REJECT, 25, 25),
-    Reason.BAD_SIGNATURE: (Verdict.REJECT, 50, 50),
-    Reason.REPLAYED: (Verdict.IGNORE, 0, 10),
-    Reason.REPLAY_UNDECIDABLE: (Verdict.IGNORE, 0, 0),  # a crowd's flood can cause it: not the author's doing
-    Reason.RATE_LIMITED: (Verdict.IGNORE, 0, 5),
-    Reason.STRANGERS_RATE_LIMITED: (Verdict.IGNORE, 0, 0),  # likewise the crowd's
-    Reason.NOT_MANAGEMENT: (Verdict.IGNORE, 0, 0),  # nodes may configure different management keys
-    Reason.STALE_WEATHER: (Verdict.IGNORE, 0, 0),
-    Reason.NOT_PUBLISHER: (Verdict.IGNORE, 0, 0),  # a management key elsewhere may revoke
-    Reason.ATTESTER_NOT_HEARD: (Verdict.IGNORE, 0, 0),
-    Reason.INGESTION_HALTED: (Verdict.IGNORE, 0, 0),
-}
-
-#: The reasons that cost a relay points: exactly what an honest relay could never have forwarded.
-RELAY_FAULTS = frozenset(reason for reason, (_, relay, _) in POLICY.items() if relay > 0)
-
-#: Which envelope kinds each topic carries.
-TOPIC_KINDS: dict[str, frozenset[str]] = {
-    SKILLS_TOPIC: frozenset({KIND_SKILL_LISTING, KIND_SKILL_REVOCATION, KIND_SKILL_ENDORSEMENT}),
-    WEATHER_TOPIC: frozenset({KIND_WEATHER}),
-    TRUST_TOPIC: frozenset({KIND_TRUST_ATTESTATION}),
-    BOUNTIES_TOPIC: frozenset({KIND_BOUNTY}),
-}
-
-_PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    KIND_SKILL_LISTING: parse_skill_listing,
-    KIND_SKILL_REVOCATION: parse_skill_revocation,
-    KIND_WEATHER: parse_weather,
-    KIND_TRUST_ATTESTATION: parse_trust_attestation,
-    KIND_SKILL_ENDORSEMENT: parse_skill_endorsement,
-    KIND_BOUNTY: parse_bounty,
-}
+from p2p.verdicts import POLICY, Reason, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +56,7 @@ class Outcome:
     detail: str = ""
     envelope: Envelope | None = None
     message: Any = None  # the parsed body, when accepted
+    kind: GossipKind[Any] | None = None  # its kind, when accepted
 
     def penalty_for(self, forwarder: str, origin: str) -> int:
         return self.publisher_penalty if forwarder == origin else self.penalty
@@ -180,12 +80,19 @@ class ValidatorSettings:
 
 class MessageValidator:
     def __init__(
-        self, anchors: TrustAnchors, settings: ValidatorSettings | None = None, *, own_key: bytes | None = None
+        self,
+        anchors: TrustAnchors,
+        settings: ValidatorSettings | None = None,
+        *,
+        kinds: GossipKinds | None = None,
+        own_key: bytes | None = None,
     ) -> None:
         self.settings = settings or ValidatorSettings()
+        #: The kinds this node speaks; their owners register them before the host starts.
+        self.kinds = kinds if kinds is not None else GossipKinds()
         # This node's own publications are not ingestion: weather never holds them here, the
         # first peer decides (and refuses them if it does not trust this node).
-        self._own_key = own_key
+        self.own_key = own_key
         s = self.settings
         self._anchors = anchors
         self._window = TimestampWindow(max_age_ms=s.max_age_ms, max_ahead_ms=s.max_ahead_ms)
@@ -205,31 +112,14 @@ class MessageValidator:
             BOUNTIES_TOPIC: TokenBuckets(s.strangers_bounty_rate),
         }
         self._peer_ids: dict[bytes, str] = {}
-        self._weather_seq: dict[bytes, int] = {}
         self._counters: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         #: Trust level of each known author (public key); replaced whole by the trust book.
         self.trust_levels: Mapping[bytes, TrustLevel] = {}
         #: Keys whose trust attestations count here (besides management keys); replaced whole.
         self.heard_attesters: frozenset[bytes] = frozenset()
-        #: While now < this, skills from authors below trusted are not ingested or forwarded.
+        #: While now < this (network weather), kinds that wait for it hold back authors below trusted.
         self.halted_until_ms = 0
-
-    def restore_weather_sequences(self, sequences: Mapping[bytes, int]) -> None:
-        with self._lock:
-            self._weather_seq.update(sequences)
-
-    def weather_sequences(self) -> dict[bytes, int]:
-        with self._lock:
-            return dict(self._weather_seq)
-
-    def weather_applied(self, issuer: bytes, weather: Weather) -> None:
-        """Called once a weather message has been applied: its halt holds from now on, and it and
-        older sequences are stale. (Doing this at validation would make a weather that was lost
-        before it was applied, and its resend, stale forever.)"""
-        with self._lock:
-            self._weather_seq[issuer] = max(weather.seq, self._weather_seq.get(issuer, 0))
-        self.halted_until_ms = max(self.halted_until_ms, weather.until_ms) if weather.level_milli else 0
 
     def snapshot_counters(self) -> dict[str, dict[str, int]]:
         with self._lock:
@@ -238,6 +128,18 @@ class MessageValidator:
         for (topic, reason), count in items:
             out.setdefault(topic, {})[reason] = count
         return out
+
+    def topics(self) -> tuple[str, ...]:
+        """The topics of the registered kinds, for the host to subscribe to; a topic without a rate
+        is a wiring error (what a remote key may send must be bounded)."""
+        topics = self.kinds.topics
+        unbounded = [topic for topic in topics if topic not in self._rates]
+        if unbounded:
+            raise WiringError(f"no rate is configured for the topics {unbounded}")
+        return topics
+
+    def is_management(self, key: bytes) -> bool:
+        return self._anchors.is_management(key)
 
     def level_of(self, author: bytes) -> TrustLevel:
         if self._anchors.is_management(author):
@@ -251,8 +153,8 @@ class MessageValidator:
         return outcome
 
     def _validate(self, topic: str, data: bytes, origin_peer: str, now_ms: int) -> Outcome:
-        kinds = TOPIC_KINDS.get(topic)
-        if kinds is None:
+        kinds = self.kinds.names_on(topic)
+        if not kinds:
             return _out(Reason.WRONG_KIND, f"no such topic {topic}")
         try:
             envelope = decode_envelope(data, kinds=kinds, max_bytes=self.settings.max_envelope_bytes)
@@ -272,8 +174,10 @@ class MessageValidator:
             return _out(Reason.EXPIRED, str(exc))
         except FromFuture as exc:
             return _out(Reason.FROM_FUTURE, str(exc))
+        kind = self.kinds.kind(envelope.kind)
+        assert kind is not None  # decode_envelope accepted only the topic's kinds
         try:
-            message = _PARSERS[envelope.kind](envelope.body_map())
+            message = kind.parse(envelope)
         except (FieldError, MalformedEnvelope) as exc:  # a SchemaError too
             return _out(Reason.SCHEMA, str(exc))
         try:
@@ -296,41 +200,10 @@ class MessageValidator:
         if crowd is not None and not crowd.allow(b"", now_ms):
             return _out(Reason.STRANGERS_RATE_LIMITED, "authors without standing are over their shared rate")
         replay.record(envelope.author, envelope.nonce, envelope.ts_ms)
-        gate = self._trust_gate(envelope, message, now_ms)
-        if gate is not None:
-            return gate
-        return Outcome(Verdict.ACCEPT, Reason.ACCEPTED, 0, 0, "", envelope, message)
-
-    def _trust_gate(self, envelope: Envelope, message: Any, now_ms: int) -> Outcome | None:
-        author = envelope.author
-        if isinstance(message, Weather):
-            if not self._anchors.is_management(author):
-                return _out(Reason.NOT_MANAGEMENT, "weather from a key that is not a configured management key")
-            if message.issued_ms != envelope.ts_ms:
-                return _out(Reason.SCHEMA, "weather issue time differs from the envelope's timestamp")
-            with self._lock:
-                applied = self._weather_seq.get(author, 0)
-            if message.seq <= applied:
-                return _out(Reason.STALE_WEATHER, f"sequence {message.seq} already superseded")
-            return None
-        if isinstance(message, TrustAttestation) and not (
-            self._anchors.is_management(author) or author in self.heard_attesters
-        ):
-            return _out(Reason.ATTESTER_NOT_HEARD, "attestations count from management keys and peers with standing")
-        if isinstance(message, SkillEndorsement) and not self._anchors.is_management(author):
-            return _out(Reason.NOT_MANAGEMENT, "endorsements count only from configured management keys")
-        if isinstance(message, SkillBounty) and not (
-            envelope.ts_ms < message.expires_ms <= envelope.ts_ms + MAX_BOUNTY_S * 1000
-        ):
-            return _out(Reason.SCHEMA, f"a bounty expires after it is issued and within {MAX_BOUNTY_S // 86_400} days")
-        if isinstance(message, SkillRevocation):
-            if author != message.publisher and not self._anchors.is_management(author):
-                return _out(Reason.NOT_PUBLISHER, "only the publisher or a management key may revoke")
-            return None
-        halted = envelope.kind == KIND_SKILL_LISTING and now_ms < self.halted_until_ms and author != self._own_key
-        if halted and self.level_of(author) not in (TrustLevel.TRUSTED, TrustLevel.VERIFIED):
-            return _out(Reason.INGESTION_HALTED, "network weather: skills only from trusted peers")
-        return None
+        refusal = kind.admit(self, envelope, message, now_ms)
+        if refusal is not None:
+            return _out(refusal.reason, refusal.detail)
+        return Outcome(Verdict.ACCEPT, Reason.ACCEPTED, 0, 0, "", envelope, message, kind)
 
     def _peer_id(self, author: bytes) -> str:
         peer = self._peer_ids.get(author)

@@ -24,10 +24,11 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from ground.clock import wall_clock_ms
+from marketplace.gossip.kinds import every_kind
 from p2p.host import HostSettings, P2PHost
-from p2p.messages import KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation, trust_attestation_body
 from p2p.penalties import PenaltyBox
 from p2p.topics import TRUST_TOPIC
+from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation
 
 MESH_DEADLINE_S = 30
 
@@ -41,13 +42,13 @@ def signing_key(seed: bytes | None, index: int) -> Identity:
 def attestation(author: Identity) -> bytes:
     """One valid signed attestation rating the most peers a message may rate, all made up."""
     ratings = tuple((os.urandom(32), 1000) for _ in range(MAX_ATTESTED_PEERS))
-    body = pack_body(trust_attestation_body(TrustAttestation(ratings)))
+    body = pack_body(ATTESTATION.body(TrustAttestation(ratings)))
     return seal_envelope(author, KIND_TRUST_ATTESTATION, body, now_ms=wall_clock_ms()).encode()
 
 
 async def attest_once(address: str, author: Identity) -> None:
     """One peer: its libp2p identity is the signing key, as gossip requires of an author."""
-    host = P2PHost(author, ForwardAnything(TrustAnchors()), PenaltyBox(), HostSettings())
+    host = P2PHost(author, ForwardAnything(TrustAnchors(), kinds=every_kind()), PenaltyBox(), HostSettings())
     await host.start()
     try:
         await host.connect(address)

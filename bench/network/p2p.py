@@ -32,6 +32,7 @@ from bench.timing import percentiles_ms, rate_per_s
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from ground.rates import RateLimit
+from marketplace.gossip.kinds import every_kind
 from p2p.topics import SKILLS_TOPIC
 from p2p.validation import MessageValidator, ValidatorSettings
 
@@ -193,7 +194,9 @@ def _validator_throughput(quick: bool) -> dict[str, Any]:
     )
 
     def validate_all() -> int:
-        validator = MessageValidator(TrustAnchors(), unlimited)  # fresh: the replay guard must not see repeats
+        validator = MessageValidator(
+            TrustAnchors(), unlimited, kinds=every_kind()
+        )  # fresh: the replay guard must not see repeats
         for data, _, peer in wires:
             outcome = validator.validate(SKILLS_TOPIC, data, peer, now)
             if outcome.reason.value != "accepted":

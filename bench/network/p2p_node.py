@@ -20,12 +20,15 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.identity import Identity
+from marketplace.gossip.kinds import every_kind
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing
 from memory.model import content_hash
 from p2p.host import HostSettings, P2PHost
-from p2p.messages import KIND_SKILL_LISTING, KIND_WEATHER, SkillListing, Weather, skill_listing_body, weather_body
 from p2p.penalties import PenaltyBox
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import MessageValidator, Outcome, Reason, Verdict
+from p2p.validation import MessageValidator, Outcome
+from p2p.verdicts import Reason, Verdict
+from p2p.weather import KIND_WEATHER, WEATHER, Weather
 
 
 class ForwardAnything(MessageValidator):
@@ -47,13 +50,17 @@ def emit(doc: dict[str, Any]) -> None:
 def skill(identity: Identity, counter: int) -> Envelope:
     text = f"benchmark skill {identity.peer_id} #{counter}: do the thing"
     listing = SkillListing(f"bench.{counter}", 1, content_hash(text), "bench", "", (), "bench", 0, "", 0, 0, text)
-    return seal_envelope(identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=now_ms())
+    return seal_envelope(identity, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=now_ms())
 
 
 async def main(seed_hex: str, management_hex: str, rogue: bool) -> None:
     identity = Identity.from_seed(bytes.fromhex(seed_hex))
     anchors = TrustAnchors([bytes.fromhex(management_hex)])
-    validator = ForwardAnything(anchors) if rogue else MessageValidator(anchors, own_key=identity.public_key)
+    validator = (
+        ForwardAnything(anchors, kinds=every_kind())
+        if rogue
+        else MessageValidator(anchors, kinds=every_kind(), own_key=identity.public_key)
+    )
     host = P2PHost(identity, validator, PenaltyBox(), HostSettings(degree=4, degree_low=2, degree_high=8))
     await host.start()
     emit({"event": "ready", "addr": host.listen_addrs[0]})
@@ -86,7 +93,7 @@ async def main(seed_hex: str, management_hex: str, rogue: bool) -> None:
                 envelope, topic = skill(identity, counter), SKILLS_TOPIC
             else:
                 t = now_ms()
-                body = pack_body(weather_body(Weather(900, 1, "bench", t, int(command["seq"]))))
+                body = pack_body(WEATHER.body(Weather(900, 1, "bench", t, int(command["seq"]))))
                 envelope, topic = seal_envelope(identity, KIND_WEATHER, body, now_ms=t), WEATHER_TOPIC
             sent = time.time() * 1000
             await host.publish(topic, envelope.encode())

@@ -19,21 +19,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crypto.envelope import Envelope
 from marketplace.catalog.words import any_of, significant_words
+from marketplace.gossip.bounty import SkillBounty
 from memory.storage.store import MemoryStore
-from p2p.messages import SkillBounty
 
 
-@dataclass(frozen=True, slots=True)
-class BountyRow:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BountyRow(SkillBounty):
+    """A bounty as kept: the signed request and its author."""
+
     author: str  # hex public key
-    bounty_id: str
-    description: str
-    tags: tuple[str, ...]
-    category: str
-    reward_micro_usdc: int
-    expires_ms: int
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -61,22 +56,6 @@ def matches(bounty: BountyRow, *, text: str, tags: Iterable[str], category: str)
     return len(found) >= min(2, len(wanted))
 
 
-async def record_bounty(store: MemoryStore, bounty: SkillBounty, envelope: Envelope) -> None:
-    """Keep a bounty (its author may re-issue it with a new reward or expiry under the same id)."""
-    async with store.transaction() as db:
-        await db.execute(
-            "INSERT INTO bounties (author, bounty_id, description, tags, category, reward_micro_usdc, expires_ms, "
-            "received_ms, envelope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (author, bounty_id) DO UPDATE SET description = excluded.description, "
-            "tags = excluded.tags, category = excluded.category, reward_micro_usdc = excluded.reward_micro_usdc, "
-            "expires_ms = excluded.expires_ms, received_ms = excluded.received_ms, envelope = excluded.envelope",
-            (
-                envelope.author.hex(), bounty.bounty_id, bounty.description, json.dumps(list(bounty.tags)),
-                bounty.category, bounty.reward_micro_usdc, bounty.expires_ms, store.now_ms(), envelope.encode(),
-            ),
-        )  # fmt: skip
-
-
 async def live_bounties(store: MemoryStore, now_ms: int, *, author: str | None = None) -> list[BountyRow]:
     """Bounties not yet expired, largest reward first (only ``author``'s when given)."""
     async with store.reader().execute(
@@ -88,7 +67,7 @@ async def live_bounties(store: MemoryStore, now_ms: int, *, author: str | None =
 
 
 def _bounty(r: Sequence[Any]) -> BountyRow:
-    return BountyRow(str(r[0]), str(r[1]), str(r[2]), tuple(json.loads(r[3])), str(r[4]), int(r[5]), int(r[6]))
+    return BountyRow(str(r[1]), str(r[2]), tuple(json.loads(r[3])), str(r[4]), int(r[5]), int(r[6]), author=str(r[0]))
 
 
 async def purge_expired_bounties(store: MemoryStore, now_ms: int) -> int:

@@ -10,7 +10,7 @@ on a page carries the live bounties it answers (not its seller's own).
 Bounties are ordered by their author's trust level, then reward, then soonest to expire;
 each on a page says how many live listings answer it.
 
-Both tables are bounded (``marketplace.catalog.received_quota``), so ordering every row costs at
+Both tables are bounded (``marketplace.gossip.received_quota``), so ordering every row costs at
 most a few thousand small rows; matching reads only rows that share a word, tag or
 category (the FTS indexes), and no signed envelope is decoded.
 """
@@ -26,8 +26,8 @@ import aiosqlite
 
 from marketplace.catalog.bounties import BountyRow, bounties_answered_by, bounty_terms, live_bounties, matches
 from marketplace.catalog.listings import ListingRow, live_listings
-from marketplace.catalog.received_quota import KeyStanding
 from marketplace.catalog.words import any_of
+from marketplace.gossip.received_quota import KeyStanding
 from memory.storage.store import MemoryStore
 
 MAX_PAGE = 500

@@ -1,18 +1,14 @@
-"""Skill listings seen on the network (and this node's own): the newest version per seller and skill.
-
-The signed envelope of each listing is kept, so a buyer can later prove what was offered.
-A revocation marks every listing of the skill by that seller; an older version never
-replaces a newer one.
+"""Skill listings seen on the network (and this node's own), as read back: the newest version per
+seller and skill, their signed envelopes (a buyer can later prove what was offered) and endorsers.
+They are written by their gossip kinds' homes (``marketplace.gossip.listing``, ``.revocation``,
+``.endorsement``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crypto.envelope import Envelope
-from memory.storage.crystal_queries import mark_verified
 from memory.storage.store import MemoryStore
-from p2p.messages import SkillEndorsement, SkillListing, SkillRevocation
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,53 +33,9 @@ _COLUMNS = (
 )
 
 
-async def record_listing(store: MemoryStore, listing: SkillListing, envelope: Envelope) -> bool:
-    """Keep ``listing`` if it is new, of a newer version, or of the same version signed later (a new
-    price or address, or listed again after a revocation); True when it was kept."""
-    async with store.transaction() as db:
-        cursor = await db.execute(
-            "INSERT INTO listings (seller, stable_skill_id, version, content_hash, title, category, price_micro_usdc, "
-            "seller_address, executions, successes, revoked, received_ms, envelope, signed_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
-            "ON CONFLICT (seller, stable_skill_id) DO UPDATE SET version = excluded.version, "
-            "content_hash = excluded.content_hash, title = excluded.title, category = excluded.category, "
-            "price_micro_usdc = excluded.price_micro_usdc, seller_address = excluded.seller_address, "
-            "executions = excluded.executions, successes = excluded.successes, revoked = 0, "
-            "received_ms = excluded.received_ms, envelope = excluded.envelope, signed_ms = excluded.signed_ms "
-            "WHERE excluded.version > listings.version "
-            "OR (excluded.version = listings.version AND excluded.signed_ms > listings.signed_ms)",
-            (
-                envelope.author.hex(), listing.stable_skill_id, listing.version, listing.content_hash, listing.title,
-                listing.category, listing.price_micro_usdc, listing.seller_address, listing.executions,
-                listing.successes, store.now_ms(), envelope.encode(), envelope.ts_ms,
-            ),
-        )  # fmt: skip
-        kept = cursor.rowcount > 0
-        await cursor.close()
-        if kept:
-            key = (envelope.author.hex(), listing.stable_skill_id)
-            await db.execute("DELETE FROM listings_fts WHERE seller = ? AND stable_skill_id = ?", key)
-            await db.execute(
-                "INSERT INTO listings_fts (seller, stable_skill_id, text, tags, category) VALUES (?, ?, ?, ?, ?)",
-                (*key, f"{listing.title} {listing.description}", "\n".join(listing.tags), listing.category),
-            )
-    return kept
-
-
-async def revoke_listing(store: MemoryStore, revocation: SkillRevocation) -> int:
-    async with store.transaction() as db:
-        cursor = await db.execute(
-            "UPDATE listings SET revoked = 1 WHERE seller = ? AND stable_skill_id = ?",
-            (revocation.publisher.hex(), revocation.stable_skill_id),
-        )
-        count = int(cursor.rowcount)
-        await cursor.close()
-    return count
-
-
 async def live_listings(store: MemoryStore) -> list[ListingRow]:
     """Every live listing, newest first, without its envelope (the table is bounded:
-    ``marketplace.catalog.received_quota``)."""
+    ``marketplace.gossip.received_quota``)."""
     async with store.reader().execute(
         f"SELECT {_COLUMNS} FROM listings WHERE revoked = 0 ORDER BY received_ms DESC, rowid DESC"  # noqa: S608
     ) as cursor:
@@ -93,25 +45,6 @@ async def live_listings(store: MemoryStore) -> list[ListingRow]:
             )
             for r in await cursor.fetchall()
         ]  # fmt: skip
-
-
-async def record_endorsement(store: MemoryStore, endorsement: SkillEndorsement, envelope: Envelope) -> None:
-    """Keep a management key's endorsement (its newest per seller and skill); crystals holding the
-    endorsed content are marked verified by that key."""
-    async with store.transaction() as db:
-        await db.execute(
-            "INSERT INTO endorsements (seller, stable_skill_id, endorser, version, content_hash, received_ms, "
-            "envelope) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (seller, stable_skill_id, endorser) DO UPDATE SET "
-            "version = excluded.version, content_hash = excluded.content_hash, received_ms = excluded.received_ms, "
-            "envelope = excluded.envelope WHERE excluded.version >= endorsements.version",
-            (
-                endorsement.seller.hex(), endorsement.stable_skill_id, envelope.author.hex(), endorsement.version,
-                endorsement.content_hash, store.now_ms(), envelope.encode(),
-            ),
-        )  # fmt: skip
-    # After the endorsement is written: a crash between the two leaves the crystal to be marked
-    # when the endorsement comes again (marking is idempotent).
-    await mark_verified(store, endorsement.content_hash, by=envelope.author.hex())
 
 
 async def endorsers_of(store: MemoryStore, seller: str, stable_skill_id: str, content_hash: str) -> list[str]:

@@ -40,10 +40,10 @@ from marketplace.exchange.protocol import (
     quote_of,
     readable_quote,
 )
+from marketplace.gossip.listing import LISTING, SkillListing
+from marketplace.gossip.peer_content import hold_reason, peer_source
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
-from p2p.ingest import hold_reason, peer_source
-from p2p.messages import SkillListing, parse_skill_listing
 
 _S = PurchaseState
 _D = DealState
@@ -111,7 +111,7 @@ class Buyer:
         wire = await listing_envelope(self._store, seller_key.hex(), stable_skill_id)
         if wire is None:
             raise PurchaseError(f"no live listing of {stable_skill_id} from that seller")
-        listing = parse_skill_listing(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
+        listing = LISTING.parse(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
         if max_price is not None and listing.price_micro_usdc > max_price:
             raise PurchaseError(f"the listing asks {listing.price_micro_usdc} micro-USDC, more than {max_price}")
         request = self._messenger.seal(

@@ -46,9 +46,9 @@ from marketplace.exchange.protocol import (
     readable_quote,
     seal_skill,
 )
+from marketplace.gossip.listing import LISTING
 from memory.model import Lifecycle
 from memory.storage.crystal_queries import by_content_hash, content_hash_of
-from p2p.messages import parse_skill_listing
 
 QUOTE_VALID_MS = 120_000
 #: A delivery the buyer has not released after this long is committed on chain (the dispute window
@@ -142,7 +142,7 @@ class Seller:
         wire = await listing_envelope(self._store, self._identity.public_key.hex(), skill_id)
         if wire is None:
             raise PurchaseError(f"{skill_id} is not listed here")
-        listing = parse_skill_listing(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
+        listing = LISTING.parse(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
         if request.version != listing.version:
             raise PurchaseError(f"version {request.version} is not the listed one ({listing.version})")
         crystal = await by_content_hash(self._store, listing.content_hash)

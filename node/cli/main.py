@@ -20,9 +20,10 @@ import click
 
 from crypto.errors import KeyFileMissing
 from crypto.identity import Identity, load_identity, read_key_file_info, save_identity, seal_identity_file
+from ground.events import get_logger
 from node.cli.common import handles_errors, location_options, read_passphrase, resolve
 from node.errors import EXIT_FAILURE, UsageError
-from node.logs import configure_logging, get_logger
+from node.logs import configure_logging
 from node.paths import NodePaths
 from node.runtime.exit_watchdog import arm_exit_watchdog
 from node.runtime.lockfile import DataDirLock

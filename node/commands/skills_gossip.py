@@ -10,15 +10,12 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
-from marketplace.catalog.bounties import record_bounty
 from marketplace.catalog.browse import bounties_page, listings_page
-from marketplace.catalog.listings import (
-    endorsers_of,
-    listing_envelope,
-    record_endorsement,
-    record_listing,
-    revoke_listing,
-)
+from marketplace.catalog.listings import endorsers_of, listing_envelope
+from marketplace.gossip.bounty import BOUNTY, BOUNTY_KIND, MAX_BOUNTY_S, SkillBounty, record_bounty
+from marketplace.gossip.endorsement import ENDORSEMENT_KIND, SkillEndorsement, record_endorsement
+from marketplace.gossip.listing import LISTING, LISTING_KIND, listing_of, record_listing
+from marketplace.gossip.revocation import REVOCATION_KIND, SkillRevocation, revoke_listing
 from marketplace.offer import price_of
 from marketplace.pricing import parse_usdc
 from marketplace.reputation import reputation_in
@@ -37,24 +34,6 @@ from node.commands.skills_requests import (
 )
 from node.commands.skills_service import price_settings
 from node.errors import InvalidValue, NotFoundHere
-from p2p.messages import (
-    KIND_BOUNTY,
-    KIND_SKILL_ENDORSEMENT,
-    KIND_SKILL_LISTING,
-    KIND_SKILL_REVOCATION,
-    MAX_BOUNTY_S,
-    SkillBounty,
-    SkillEndorsement,
-    SkillRevocation,
-    bounty_body,
-    listing_of,
-    parse_bounty,
-    parse_skill_listing,
-    skill_endorsement_body,
-    skill_listing_body,
-    skill_revocation_body,
-)
-from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC
 
 
 async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
@@ -70,7 +49,7 @@ async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
         description=request.description or None,
         with_content=True,
     )
-    await p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
+    await p2p.publish(LISTING_KIND, listing)
     return {"stable_skill_id": listing.stable_skill_id, "version": listing.version,
             "content_hash": listing.content_hash}  # fmt: skip
 
@@ -100,7 +79,7 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
         with_content=False,
         seller_addrs=tuple(p2p.host.dialable_addrs()) if p2p.host else (),
     )
-    envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_LISTING, skill_listing_body(listing))
+    envelope = await p2p.publish(LISTING_KIND, listing)
     await record_listing(store, listing, envelope)
     return {
         "stable_skill_id": listing.stable_skill_id,
@@ -149,7 +128,7 @@ async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, 
 async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
     """Revoke a skill this node published."""
     revocation = SkillRevocation(request.stable_skill_id, p2p.ctx.identity.public_key, request.reason or "revoked")
-    await p2p.publish(SKILLS_TOPIC, KIND_SKILL_REVOCATION, skill_revocation_body(revocation))
+    await p2p.publish(REVOCATION_KIND, revocation)
     await revoke_listing(p2p.store(), revocation)
     return {"stable_skill_id": revocation.stable_skill_id}
 
@@ -171,9 +150,9 @@ async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
     wire = await listing_envelope(store, seller.hex(), skill_id)
     if wire is None:
         raise NotFoundHere(f"no live listing of {skill_id} from {seller_peer} seen here")
-    listing = parse_skill_listing(decode_envelope(wire, max_bytes=1_000_000).body_map())
+    listing = LISTING.parse(decode_envelope(wire, max_bytes=1_000_000).body_map())
     endorsement = SkillEndorsement(seller, skill_id, listing.version, listing.content_hash)
-    envelope = await p2p.publish(SKILLS_TOPIC, KIND_SKILL_ENDORSEMENT, skill_endorsement_body(endorsement))
+    envelope = await p2p.publish(ENDORSEMENT_KIND, endorsement)
     await record_endorsement(store, endorsement, envelope)
     return {"stable_skill_id": skill_id, "version": listing.version, "content_hash": listing.content_hash}
 
@@ -194,8 +173,8 @@ async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
         reward_micro_usdc=parse_usdc(request.reward),
         expires_ms=now + int(days * 86_400_000),
     )
-    parse_bounty(bounty_body(bounty))  # the same schema peers apply: refuse here what they would refuse
-    envelope = await p2p.publish(BOUNTIES_TOPIC, KIND_BOUNTY, bounty_body(bounty), now_ms=now)
+    BOUNTY.parse(BOUNTY.body(bounty))  # the same schema peers apply: refuse here what they would refuse
+    envelope = await p2p.publish(BOUNTY_KIND, bounty, now_ms=now)
     await record_bounty(p2p.store(), bounty, envelope)
     return {"bounty_id": bounty.bounty_id, "reward_micro_usdc": bounty.reward_micro_usdc,
             "expires_ms": bounty.expires_ms}  # fmt: skip

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memory.storage.store import MemoryStore
     from node.runtime.context import NodeContext
     from p2p.host import P2PHost
+    from p2p.kinds import GossipKind
     from p2p.trust.book import TrustBook, TrustLevel
 
 
@@ -79,7 +80,7 @@ class SkillsHost(Protocol):
 
     def level_of_key(self, key: bytes) -> TrustLevel: ...
 
-    async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope: ...
+    async def publish(self, kind: GossipKind[Any], message: Any, *, now_ms: int | None = None) -> Envelope: ...
 
 
 class SkillLedgerHost(Protocol):

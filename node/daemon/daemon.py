@@ -14,9 +14,9 @@ import sqlite3
 import time
 from typing import Any
 
+from ground.events import get_logger
 from node.daemon.wiring import build_parts
 from node.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
-from node.logs import get_logger
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import Part, PartStack, TaskSupervisor
 from node.runtime.status import DaemonStatus, write_status

@@ -20,6 +20,7 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ground.clock import wall_clock_ms
+from ground.events import get_logger
 from memory.dynamics.importance import DecaySettings
 from node.actor import DASHBOARD, acting_as
 from node.commands.catalog import Hosts, dispatch
@@ -28,7 +29,6 @@ from node.dashboard import pages
 from node.dashboard.history import SAMPLE_EVERY_S, History, sample_of
 from node.dashboard.sessions import Session, SessionLimits, Sessions
 from node.error_status import UNEXPECTED, refusal_of
-from node.logs import get_logger
 
 log = get_logger("node.dashboard")
 COOKIE = "bb_session"

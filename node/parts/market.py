@@ -14,6 +14,7 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
+from ground.events import get_logger
 from marketplace.catalog.listings import ListingRow, listed_title, listing_envelope, live_listings
 from marketplace.chain import Chain
 from marketplace.errors import ChainError, ChainUnreachable, MarketUnavailable, PurchaseError
@@ -24,18 +25,21 @@ from marketplace.exchange.market import Market
 from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import PROTOCOL, readable_quote
 from marketplace.exchange.seller import SellerLimits
+from marketplace.gossip.kinds import register_market_gossip
+from marketplace.gossip.listing import LISTING
+from marketplace.gossip.received_quota import bounties_bound, listings_bound
+from marketplace.gossip.sink import MarketSink
 from marketplace.ledger import ledger
 from marketplace.pricing import format_usdc, parse_usdc
 from marketplace.wallet import load_or_create_wallet
 from memory.errors import CrystalNotFound
+from memory.governance.peer_quota import PeerContentQuota
+from node.config import Config
 from node.errors import InvalidValue, NotFoundHere
-from node.logs import get_logger
-from node.parts.market_gossip import MarketGossip
 from node.parts.memory import MemoryPart
 from node.parts.p2p import P2PPart
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
-from p2p.messages import parse_skill_listing
 
 log = get_logger("node.market")
 
@@ -59,7 +63,7 @@ class MarketPart:
         self._chain_error = ""
         self._last_round: dict[str, Any] = {}
         p2p.add_service(PROTOCOL, self._answer)
-        MarketGossip(p2p, ctx.config).register(p2p.consumers)  # the market's kinds are consumed here
+        register_market_gossip(p2p.gossip, market_sink(p2p, ctx.config))  # the market's kinds, consumed here
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -226,7 +230,7 @@ class MarketPart:
         wire = await listing_envelope(store, row.seller, row.stable_skill_id)
         if wire is None:
             return
-        listing = parse_skill_listing(decode_envelope(wire, max_bytes=1_000_000).body_map())
+        listing = LISTING.parse(decode_envelope(wire, max_bytes=1_000_000).body_map())
         if listing.seller_addrs:
             await host.remember_addrs(peer_id_from_ed25519(bytes.fromhex(row.seller)), list(listing.seller_addrs))
 
@@ -382,3 +386,25 @@ def _purchase_id(text: str) -> bytes:
     if len(purchase_id) != 32:
         raise InvalidValue(f"{text!r} is not a purchase id (64 hex digits, as `wallet` lists them)")
     return purchase_id
+
+
+def market_sink(p2p: P2PPart, config: Config) -> MarketSink:
+    """What the market's gossip consumers fill: the store, bounded by config, counted in the network
+    part's ``ingested`` and ``evicted`` (one ``peers``/``status`` report for everything peers sent)."""
+    cfg = config.p2p
+    return MarketSink(
+        store=p2p.store,
+        level_of=p2p.level_of_key,
+        standing_of=p2p.trust_standing_of,
+        me_hex=p2p.ctx.identity.public_key.hex(),
+        content_quota=PeerContentQuota(
+            per_author_crystals=cfg.peer_content_per_author,
+            per_author_bytes=cfg.peer_content_bytes_per_author,
+            total_crystals=cfg.peer_content_total,
+            total_bytes=cfg.peer_content_bytes_total,
+        ),
+        listings_bound=listings_bound(cfg.listings_per_seller, cfg.listings_total),
+        bounties_bound=bounties_bound(cfg.bounties_per_author, cfg.bounties_total),
+        ingested=p2p.ingested,
+        evicted=p2p.evicted,
+    )

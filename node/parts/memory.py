@@ -18,6 +18,7 @@ from typing import Any
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from ground.clock import wall_clock_ms
+from ground.events import get_logger
 from ground.progress import current_reporter
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
@@ -42,7 +43,6 @@ from memory.working_memory.dream import dream
 from memory.working_memory.synthesis import ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from node.config import Config
 from node.errors import PartNotRunning, UsageError
-from node.logs import get_logger
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor

@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from marketplace.exchange.deals import Purchases, Sales
 from memory.storage.store import MemoryStore
-from p2p.validation import POLICY, Reason
+from p2p.verdicts import POLICY, Reason
 
 REFRESH_S = 15.0
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)

@@ -15,45 +15,38 @@ import os
 from typing import Any
 
 from crypto.anchors import TrustAnchors
-from crypto.envelope import Envelope, pack_body, seal_envelope
+from crypto.envelope import Envelope
 from crypto.peer_id import ed25519_from_peer_id
+from ground.events import get_logger
 from ground.rates import RateLimit
 from marketplace.catalog.bounties import purge_expired_bounties
 from marketplace.executions import executions_by_source, good_run_days_by_source
+from marketplace.gossip.peer_content import peer_source
 from marketplace.ledger import paid_by_seller, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.pricing import PriceSettings
 from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
-from memory.dynamics.hormones import NetworkOverride
 from memory.governance.quarantine import release_from
 from memory.storage.store import MemoryStore
 from node.commands.skills_service import price_settings
 from node.errors import InvalidValue
-from node.logs import get_logger, route_library_logs
+from node.logs import route_library_logs
 from node.parts.memory import MemoryPart
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
-from p2p.consumers import GossipConsumers, Received
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
-from p2p.ingest import peer_source
-from p2p.messages import (
-    KIND_TRUST_ATTESTATION,
-    KIND_WEATHER,
-    TrustAttestation,
-    Weather,
-    trust_attestation_body,
-    weather_body,
-)
+from p2p.kinds import GossipKind, GossipKinds, Received
 from p2p.penalties import PenaltyBox, PenaltySettings
-from p2p.topics import TRUST_TOPIC, WEATHER_TOPIC
+from p2p.trust.attestation import ATTESTATION_KIND, TrustAttestation
 from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
 from p2p.trust.floors import Evidence, TrustFloors
 from p2p.trust.peer_listing import peer_rows
 from p2p.trust.records import TrustRecords
 from p2p.validation import MessageValidator, ValidatorSettings
+from p2p.weather import NetworkWeather, Weather
 
 log = get_logger("node.p2p")
 
@@ -70,6 +63,8 @@ class P2PPart:
         assert ctx.paths.trust_file is not None
         self._trust_path = ctx.paths.trust_file
         self._state_path = self._trust_path.with_name("state.json")
+        #: The gossip kinds this node speaks, each registered with its consumer by the part that owns it.
+        self.gossip = GossipKinds()
         self.validator = MessageValidator(
             self._anchors,
             ValidatorSettings(
@@ -81,8 +76,10 @@ class P2PPart:
                 strangers_skill_rate=RateLimit(cfg.p2p.strangers_skill_rate_per_s, cfg.p2p.strangers_skill_burst),
                 strangers_bounty_rate=RateLimit(cfg.p2p.strangers_bounty_rate_per_s, 10),
             ),
+            kinds=self.gossip,
             own_key=ctx.identity.public_key,
         )
+        self.weather = NetworkWeather(self.validator, self._endocrine, self._save)
         self._trust_limits = TrustLimits(
             max_attesters=cfg.trust.max_attesters,
             max_ratings_per_attester=cfg.trust.max_ratings_per_attester,
@@ -98,11 +95,10 @@ class P2PPart:
             ctx.identity.public_key, frozenset(self._anchors), self._trust_limits, floors=self._trust_floors
         )
         #: What the quotas deleted since start: peer crystals and their bytes (``memory.governance.peer_quota``),
-        #: listings and bounties (``marketplace.catalog.received_quota``).
+        #: listings and bounties (``marketplace.gossip.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
         self.host: P2PHost | None = None
         self._levels: dict[bytes, Any] = {}
-        self._own_weather_seq = 0
         self._records: TrustRecords | None = None  # the book's rows, once the store is open
         self.ingested = {
             "skills": 0, "revocations": 0, "weather": 0, "attestations": 0, "attestations_not_heard": 0,
@@ -110,10 +106,8 @@ class P2PPart:
         }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
-        #: Each gossip kind's consumer, registered by the part that owns the kind.
-        self.consumers = GossipConsumers()
-        self.consumers.register(KIND_WEATHER, self._weather)
-        self.consumers.register(KIND_TRUST_ATTESTATION, self._attestation)
+        self.gossip.register(self.weather.kind, self._weather)
+        self.gossip.register(ATTESTATION_KIND, self._attestation)
 
     def add_service(self, protocol: str, handler: RequestHandler) -> None:
         """A direct-stream protocol answered by another part (the market); before ``start``."""
@@ -126,12 +120,6 @@ class P2PPart:
         await self._load_state()
         await self._fold_in_local_evidence()
         await self._recompute_levels()
-        store = self.store()
-        endocrine = store.hormone_source
-        if isinstance(endocrine, Endocrine):
-            override = endocrine.state().override
-            if override is not None and override.issued_by:
-                self.validator.halted_until_ms = override.until_ms  # weather outlives a restart
         self.host = P2PHost(
             self._ctx.identity,
             self.validator,
@@ -175,7 +163,7 @@ class P2PPart:
             "messages": counters,
             "ingested": dict(self.ingested),
             "evicted_by_quota": dict(self.evicted),
-            "unconsumed": dict(self.consumers.unconsumed),
+            "unconsumed": dict(self.gossip.unconsumed),
             "halted_until_ms": self.validator.halted_until_ms,
             "peers": dict(self._peer_summary),
         }
@@ -218,12 +206,13 @@ class P2PPart:
         envelope = delivery.outcome.envelope
         assert envelope is not None
         self.trust.record(envelope.author, valid=1)
-        if not await self.consumers.dispatch(Received(delivery.outcome.message, envelope, delivery.topic)):
+        if not await self.gossip.dispatch(Received(delivery.outcome.message, envelope, delivery.topic)):
             log.info("p2p.gossip_unconsumed", kind=envelope.kind, author=envelope.author.hex()[:16])
 
     async def _weather(self, received: Received) -> None:
         assert isinstance(received.message, Weather)
-        await self._apply_weather(received.message, received.author)
+        await self.weather.apply(received.message, received.author)
+        self._weather_applied(received.message, received.author)
 
     async def _attestation(self, received: Received) -> None:
         assert isinstance(received.message, TrustAttestation)
@@ -231,19 +220,8 @@ class P2PPart:
         counted = self.trust.attest(received.author, received.message.ratings)
         self.ingested["attestations" if counted else "attestations_not_heard"] += 1
 
-    async def _apply_weather(self, weather: Weather, issuer: bytes) -> None:
-        endocrine = self.store().hormone_source
-        if isinstance(endocrine, Endocrine):
-            if weather.level_milli == 0:
-                await endocrine.clear_override()
-            else:
-                await endocrine.apply_override(
-                    NetworkOverride(weather.level, weather.until_ms, weather.reason, issuer.hex())
-                )
-        # Only now is the sequence used up: a weather lost before this point can be sent again.
-        self.validator.weather_applied(issuer, weather)
+    def _weather_applied(self, weather: Weather, issuer: bytes) -> None:
         self.ingested["weather"] += 1
-        await self._save()
         log.warning(
             "p2p.weather",
             level=weather.level,
@@ -251,6 +229,10 @@ class P2PPart:
             reason=weather.reason,
             issuer=issuer.hex()[:16],
         )
+
+    def _endocrine(self) -> Endocrine | None:
+        endocrine = self.store().hormone_source
+        return endocrine if isinstance(endocrine, Endocrine) else None
 
     def _rejected(self, peer_id: str, reason: str) -> None:
         """A rejected message counts against the peer that sent it (honest peers validate first)."""
@@ -348,9 +330,7 @@ class P2PPart:
             await purge_expired_bounties(self.store(), self._ctx.now_ms())
             ratings = self.trust.my_ratings()
             if ratings and self.host is not None:
-                await self.publish(
-                    TRUST_TOPIC, KIND_TRUST_ATTESTATION, trust_attestation_body(TrustAttestation(tuple(ratings)))
-                )
+                await self.publish(ATTESTATION_KIND, TrustAttestation(tuple(ratings)))
             await self._save()
 
     # --- commands --------------------------------------------------------------------------
@@ -369,26 +349,14 @@ class P2PPart:
         if not 0.0 <= level <= 1.0:
             raise InvalidValue("level must be in [0, 1]")
         now = self._ctx.now_ms()
-        self._own_weather_seq = max(self._own_weather_seq + 1, now)  # strictly increasing, even after a lost state
-        weather = Weather(round(level * 1000), duration_s, reason, now, self._own_weather_seq)
-        await self._save()
-        await self.publish(WEATHER_TOPIC, KIND_WEATHER, weather_body(weather), now_ms=now)
-        self.validator.halted_until_ms = 0  # this node's newest weather replaces its own older halt
-        await self._apply_weather(weather, self._ctx.identity.public_key)
+        weather = await self.weather.next_broadcast(round(level * 1000), duration_s, reason, now)
+        await self.publish(self.weather.kind, weather, now_ms=now)
+        await self.weather.apply_own(weather, self._ctx.identity.public_key)
+        self._weather_applied(weather, self._ctx.identity.public_key)
         return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
 
     async def weather_report(self) -> dict[str, Any]:
-        endocrine = self.store().hormone_source
-        override = endocrine.state().override if isinstance(endocrine, Endocrine) else None
-        now = self._ctx.now_ms()
-        return {
-            "active": override is not None,
-            "level": override.level if override else None,
-            "until_ms": override.until_ms if override else None,
-            "reason": override.reason if override else None,
-            "issued_by": override.issued_by if override else None,
-            "halts_untrusted_ingestion": self.validator.halted_until_ms > now,
-        }
+        return self.weather.report(self._ctx.now_ms())
 
     async def dial(self, address: str) -> dict[str, Any]:
         if self.host is None:
@@ -397,13 +365,17 @@ class P2PPart:
 
     # --- helpers ---------------------------------------------------------------------------
 
-    async def publish(self, topic: str, kind: str, body: dict[str, Any], *, now_ms: int | None = None) -> Envelope:
-        """Sign ``body`` as this node and gossip it on ``topic``; returns the envelope sent."""
+    async def publish(self, kind: GossipKind[Any], message: Any, *, now_ms: int | None = None) -> Envelope:
+        """Sign ``message`` as this node and gossip it on its kind's topic; returns the envelope sent."""
         if self.host is None:
             raise HostNotRunning()
-        envelope = seal_envelope(self._ctx.identity, kind, pack_body(body), now_ms=now_ms or self._ctx.now_ms())
-        await self.host.publish(topic, envelope.encode())
+        envelope = kind.seal(self._ctx.identity, message, now_ms or self._ctx.now_ms())
+        await self.host.publish(kind.topic, envelope.encode())
         return envelope
+
+    def trust_standing_of(self, key_hex: str) -> tuple[int, float]:
+        """A hex key's rank in the live trust book, least trusted first (for the bounds' evictions)."""
+        return self.trust.standing_of(key_hex)
 
     def level_of_key(self, key: bytes) -> TrustLevel:
         """A peer's trust level as of the last trust round (management keys are verified)."""
@@ -448,14 +420,13 @@ class P2PPart:
                 log.info("p2p.state_imported", file=str(path), kept_as=f"{path.name}.imported")
         self.trust = await records.load(me, frozenset(self._anchors), limits)
         self.trust.floors = self._trust_floors
-        self._own_weather_seq, applied = await records.weather_sequences()
-        self.validator.restore_weather_sequences(applied)
+        self.weather.restore(*await records.weather_sequences())
 
     async def _save(self) -> None:
         if self._records is None:
             return
         await self._records.save(self.trust)
-        await self._records.save_weather_sequences(self._own_weather_seq, self.validator.weather_sequences())
+        await self._records.save_weather_sequences(self.weather.own_seq, self.weather.sequences.snapshot())
 
 
 def _peer_of(source: str) -> bytes | None:

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 
-from node.logs import get_logger
+from ground.events import get_logger
 
 log = get_logger("node.exit")
 

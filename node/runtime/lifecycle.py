@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from ground.errors import WiringError
-from node.logs import get_logger
+from ground.events import get_logger
 
 log = get_logger("node.lifecycle")
 

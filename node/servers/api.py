@@ -21,12 +21,12 @@ from typing import Any
 
 from aiohttp import web
 
+from ground.events import get_logger
 from node.actor import AGENT, CLI, acting_as
 from node.commands.catalog import COMMANDS, Hosts, dispatch
 from node.commands.registry import Command
 from node.dashboard.web import Dashboard, is_dashboard_path
 from node.error_status import UNEXPECTED, refusal_of
-from node.logs import get_logger
 from node.servers.api_token import ensure_token
 from node.servers.json_input import json_object
 from node.servers.openapi import openapi_document

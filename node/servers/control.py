@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ground.events import get_logger
 from node.actor import AGENT, acting_as
 from node.commands.catalog import Hosts, dispatch
 from node.error_status import UNEXPECTED, refusal_of
-from node.logs import get_logger
 from node.servers.json_input import json_object
 
 log = get_logger("node.control")

@@ -18,6 +18,7 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
+from ground.events import get_logger
 from node.actor import AGENT
 from node.clients.base import ControlError, NodeClient
 from node.clients.connect import find_daemon
@@ -27,7 +28,6 @@ from node.commands.catalog import command as command_named
 from node.commands.registry import Command, McpSpec, NoArgs
 from node.config import Config
 from node.error_status import UNEXPECTED, http_status, message_of
-from node.logs import get_logger
 from node.paths import NodePaths
 
 log = get_logger("node.mcp")

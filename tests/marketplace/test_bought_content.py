@@ -24,8 +24,7 @@ BENIGN = "Rotate nginx logs without downtime: logrotate -f, then nginx -s reopen
 
 async def sell(tmp_path: Path, chain: Chain, text: str, *, seller_has_standing: bool) -> tuple[dict[str, str], str]:
     from crypto.envelope import pack_body, seal_envelope
-    from marketplace.catalog.listings import record_listing
-    from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
+    from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
     from tests.marketplace.test_purchase import _now
 
     seller = await make_side(tmp_path, "seller", chain)
@@ -35,7 +34,7 @@ async def sell(tmp_path: Path, chain: Chain, text: str, *, seller_has_standing: 
     await seller.store.remember(NewCrystal(text, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
     listing = SkillListing("ops.skill", 1, content_hash(text), "Ops skill", "", ("ops",), "ops", PRICE,
                            seller.wallet.address, 3, 3, None)  # fmt: skip
-    envelope = seal_envelope(seller.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=_now())
+    envelope = seal_envelope(seller.identity, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=_now())
     for side in (seller, buyer):
         await record_listing(side.store, listing, envelope)
     await seller.host.start()

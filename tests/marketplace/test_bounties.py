@@ -7,22 +7,15 @@ from decimal import Decimal
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.catalog.bounties import (
-    BountyRow,
-    bounties_answered_by,
-    live_bounties,
-    matches,
-    purge_expired_bounties,
-    record_bounty,
-)
+from marketplace.catalog.bounties import BountyRow, bounties_answered_by, live_bounties, matches, purge_expired_bounties
 from marketplace.catalog.browse import bounties_page, listings_page
-from marketplace.catalog.listings import record_listing
 from marketplace.executions import record_execution
+from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
 from memory.model import NewCrystal, Scope, SemanticType, SkillVersion
 from memory.storage.store import MemoryStore
-from p2p.messages import KIND_BOUNTY, KIND_SKILL_LISTING, SkillBounty, SkillListing, bounty_body, skill_listing_body
 
 BUYER = Identity.from_seed(b"b" * 32)
 SELLER = Identity.from_seed(b"s" * 32)
@@ -34,7 +27,7 @@ def _now() -> int:
 
 
 def row(description: str, tags: tuple[str, ...] = (), category: str = "") -> BountyRow:
-    return BountyRow(BUYER.public_key.hex(), "b1", description, tags, category, 1, 0)
+    return BountyRow("b1", description, tags, category, 1, 0, author=BUYER.public_key.hex())
 
 
 def test_a_bounty_matches_by_category_tag_or_two_of_its_words() -> None:
@@ -49,7 +42,7 @@ def test_a_bounty_matches_by_category_tag_or_two_of_its_words() -> None:
 
 
 async def _post(store: MemoryStore, bounty: SkillBounty, author: Identity = BUYER) -> None:
-    envelope = seal_envelope(author, KIND_BOUNTY, pack_body(bounty_body(bounty)), now_ms=_now())
+    envelope = seal_envelope(author, KIND_BOUNTY, pack_body(BOUNTY.body(bounty)), now_ms=_now())
     await record_bounty(store, bounty, envelope)
 
 
@@ -67,7 +60,7 @@ async def test_bounties_expire_and_a_reissue_replaces_the_reward(store: MemorySt
 
 async def _list(store: MemoryStore, skill_id: str, title: str, tags: tuple[str, ...], received: int) -> None:
     listing = SkillListing(skill_id, 1, "ab" * 32, title, "", tags, "", 10_000, "", 3, 3, None)
-    envelope = seal_envelope(SELLER, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=received)
+    envelope = seal_envelope(SELLER, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=received)
     await record_listing(store, listing, envelope)
 
 

@@ -8,12 +8,13 @@ import time
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.catalog.bounties import bounties_answered_by, live_bounties, matches, record_bounty
+from marketplace.catalog.bounties import bounties_answered_by, live_bounties, matches
 from marketplace.catalog.browse import listings_page
-from marketplace.catalog.listings import live_listings, record_listing
-from marketplace.catalog.received_quota import bounties_bound, enforce_bound, listings_bound
+from marketplace.catalog.listings import live_listings
+from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
+from marketplace.gossip.received_quota import bounties_bound, enforce_bound, listings_bound
 from memory.storage.store import MemoryStore
-from p2p.messages import KIND_BOUNTY, KIND_SKILL_LISTING, SkillBounty, SkillListing, bounty_body, skill_listing_body
 
 DAY = 86_400_000
 TRUSTED = Identity.from_seed(b"t" * 32)
@@ -33,15 +34,13 @@ async def publish(
     tags: tuple[str, ...] = (), category: str = "", at_ms: int | None = None,
 ) -> None:  # fmt: skip
     listing = SkillListing(skill_id, 1, "ab" * 32, title, description, tags, category, 10_000, "", 3, 3, None)
-    envelope = seal_envelope(
-        seller, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=at_ms or now_ms()
-    )
+    envelope = seal_envelope(seller, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=at_ms or now_ms())
     await record_listing(store, listing, envelope)
 
 
 async def post(store: MemoryStore, author: Identity, bounty: SkillBounty) -> None:
     await record_bounty(
-        store, bounty, seal_envelope(author, KIND_BOUNTY, pack_body(bounty_body(bounty)), now_ms=now_ms())
+        store, bounty, seal_envelope(author, KIND_BOUNTY, pack_body(BOUNTY.body(bounty)), now_ms=now_ms())
     )
 
 

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from crypto.envelope import decode_envelope
-from marketplace.catalog.listings import record_listing
 from marketplace.chain import Chain
 from marketplace.chain_types import DealTerms
 from marketplace.escrow import Escrow
 from marketplace.exchange.protocol import POLICY, quote_of
-from p2p.messages import parse_skill_listing
+from marketplace.gossip.listing import LISTING, record_listing
 from tests.conftest import CLI
 from tests.daemons import Node, wait_for
 from tests.marketplace.test_daemons import _listed, _rpc, anvil_chain, started_pair, trading_pair
@@ -133,7 +132,7 @@ def test_a_seller_daemon_delivers_nothing_against_a_lock_nearer_than_its_quote(
         try:
             await chain.fund(cheat.wallet.address, 1_000_000)
             signed = decode_envelope(envelope, max_bytes=POLICY.max_bytes)
-            await record_listing(cheat.store, parse_skill_listing(signed.body_map()), signed)
+            await record_listing(cheat.store, LISTING.parse(signed.body_map()), signed)
             await cheat.host.start()
             seller_peer = await cheat.host.connect(seller.address())
             seller_key = bytes.fromhex(seller.json("status")["identity"]["public_key"])

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from marketplace.executions import executions_by_source, good_run_days_by_source, record_execution
+from marketplace.gossip.listing import ingest_listing
 from memory.governance.quarantine import held
 from memory.storage.store import MemoryStore
-from p2p.ingest import ingest_listing
 from p2p.trust.book import TrustBook
 from p2p.trust.floors import NO_FLOORS
 from tests.p2p.conftest import listing

@@ -37,7 +37,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.catalog.listings import record_listing
 from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, Commitment, DealState, DealTerms
 from marketplace.errors import ChainError, PurchaseError
@@ -54,13 +53,14 @@ from marketplace.exchange.protocol import (
     seal_skill,
 )
 from marketplace.exchange.seller import Seller
+from marketplace.gossip.kinds import every_kind
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.crystal_queries import by_content_hash
 from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
-from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from tests.marketplace.conftest import ARBITER
@@ -156,7 +156,7 @@ class Node:
 
     async def open(self) -> None:
         self.store = await MemoryStore.open(self.tmp / f"{self.name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
-        self.host = P2PHost(self.identity, MessageValidator(TrustAnchors()), PenaltyBox(),
+        self.host = P2PHost(self.identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(),
                             HostSettings(degree=3, degree_low=1, degree_high=6))  # fmt: skip
         self.build_market()
 
@@ -236,7 +236,7 @@ class FairExchange(RuleBasedStateMachine):
         await self.seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
         listing = SkillListing("k8s.drain", 1, content_hash(SKILL), "Drain a node", "", ("k8s",), "ops", PRICE,
                                self.seller.wallet.address, 3, 3, None)  # fmt: skip
-        envelope = seal_envelope(self.seller.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)),
+        envelope = seal_envelope(self.seller.identity, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)),
                                  now_ms=time.time_ns() // 1_000_000)  # fmt: skip
         for node in self.nodes:
             await record_listing(node.store, listing, envelope)

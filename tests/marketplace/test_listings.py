@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.catalog.listings import (
-    endorsers_of,
-    listing_envelope,
-    listings_in_category,
-    live_listings,
-    record_endorsement,
-    record_listing,
-    revoke_listing,
-)
+from marketplace.catalog.listings import endorsers_of, listing_envelope, listings_in_category, live_listings
+from marketplace.gossip.endorsement import ENDORSEMENT, KIND_SKILL_ENDORSEMENT, SkillEndorsement, record_endorsement
+from marketplace.gossip.listing import record_listing
+from marketplace.gossip.revocation import SkillRevocation, revoke_listing
 from memory.model import NewCrystal, SemanticType
 from memory.storage.store import MemoryStore
-from p2p.messages import KIND_SKILL_ENDORSEMENT, SkillEndorsement, SkillRevocation, skill_endorsement_body
 from tests.p2p.conftest import NOW, listing, skill_envelope
 
 SELLER = Identity.from_seed(b"s" * 32)
@@ -55,7 +49,7 @@ async def test_an_endorsement_covers_exactly_the_content_it_names(store: MemoryS
     manager = Identity.from_seed(b"k" * 32)
     held = await store.remember(NewCrystal("Rotate logs with logrotate -f", semantic_type=SemanticType.SKILL))
     endorsed = SkillEndorsement(SELLER.public_key, "ops.rotate-logs", 1, held.crystal.content_hash)
-    body = pack_body(skill_endorsement_body(endorsed))
+    body = pack_body(ENDORSEMENT.body(endorsed))
     await record_endorsement(store, endorsed, seal_envelope(manager, KIND_SKILL_ENDORSEMENT, body, now_ms=NOW))
     seller = SELLER.public_key.hex()
     assert await endorsers_of(store, seller, "ops.rotate-logs", held.crystal.content_hash) == [manager.public_key.hex()]

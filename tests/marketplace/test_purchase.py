@@ -12,7 +12,6 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
-from marketplace.catalog.listings import record_listing
 from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, DealTerms
 from marketplace.errors import PurchaseError, TransactionReverted
@@ -22,13 +21,14 @@ from marketplace.exchange.deals import Purchases
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest, quote_of
 from marketplace.exchange.seller import COMMIT_AFTER_S, QUOTE_VALID_MS, Seller, SellerLimits
+from marketplace.gossip.kinds import every_kind
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
-from p2p.messages import KIND_SKILL_LISTING, SkillListing, skill_listing_body
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from tests.marketplace.conftest import funds
@@ -102,7 +102,10 @@ async def make_side(
     wallet = Account.create()
     store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     host = P2PHost(
-        identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(degree=3, degree_low=1, degree_high=6)
+        identity,
+        MessageValidator(TrustAnchors(), kinds=every_kind()),
+        PenaltyBox(),
+        HostSettings(degree=3, degree_low=1, degree_high=6),
     )
     clock = MovableClock()
     market = Market(identity, wallet, store, chain, host, payment=payment, limits=limits, clock=clock,
@@ -130,7 +133,7 @@ async def trade(
     await seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
     listing = SkillListing("db.pg-upgrade", 1, content_hash(SKILL), "Postgres upgrade", "", ("db",), "db", PRICE,
                            seller.wallet.address, 3, 3, None)  # fmt: skip
-    envelope = seal_envelope(seller.identity, KIND_SKILL_LISTING, pack_body(skill_listing_body(listing)), now_ms=_now())
+    envelope = seal_envelope(seller.identity, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=_now())
     for side in (seller, buyer):  # the seller's own listing, and the buyer's copy from gossip
         await record_listing(side.store, listing, envelope)
     await seller.host.start()
@@ -355,7 +358,7 @@ async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool =
     # what the process left on disk
     store = await MemoryStore.open(side.store.path, HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
-    host = P2PHost(side.identity, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
+    host = P2PHost(side.identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings)
     market = Market(side.identity, side.wallet, store, chain, host, clock=side.clock)
     host.serve(PROTOCOL, market.answer)
     await host.start()

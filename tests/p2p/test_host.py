@@ -16,11 +16,13 @@ from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from ground.errors import WiringError
 from ground.rates import RateLimit
+from marketplace.gossip.kinds import every_kind
 from p2p.errors import RequestFailed
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import POLICY, MessageValidator, Outcome, Reason, ValidatorSettings, Verdict
+from p2p.validation import MessageValidator, Outcome, ValidatorSettings
+from p2p.verdicts import POLICY, Reason, Verdict
 from tests.p2p.conftest import listing, skill_envelope, wall_ms, weather_envelope
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
@@ -58,7 +60,7 @@ async def link_line(hosts: list[P2PHost]) -> list[P2PHost]:
 
 @pytest.fixture
 async def honest_three() -> AsyncIterator[list[P2PHost]]:
-    hosts = await start_line(*(MessageValidator(TrustAnchors()) for _ in range(3)))
+    hosts = await start_line(*(MessageValidator(TrustAnchors(), kinds=every_kind()) for _ in range(3)))
     try:
         yield hosts
     finally:
@@ -78,11 +80,11 @@ async def test_a_skill_crosses_a_relay(honest_three: list[P2PHost]) -> None:
 
 async def test_junk_is_rejected_at_the_first_hop_and_never_reaches_the_third_node() -> None:
     manager = Identity.generate()
-    rogue_v = RogueValidator(TrustAnchors())
+    rogue_v = RogueValidator(TrustAnchors(), kinds=every_kind())
     rogue, first, third = await start_line(
         rogue_v,
-        MessageValidator(TrustAnchors([manager.public_key])),
-        MessageValidator(TrustAnchors([manager.public_key])),
+        MessageValidator(TrustAnchors([manager.public_key]), kinds=every_kind()),
+        MessageValidator(TrustAnchors([manager.public_key]), kinds=every_kind()),
         penalties=PenaltySettings(threshold=10_000),  # keep the rogue connected: every message gets judged
     )
     try:
@@ -129,7 +131,9 @@ async def test_junk_is_rejected_at_the_first_hop_and_never_reaches_the_third_nod
 
 async def test_a_flooding_peer_is_banned_while_honest_delivery_goes_on() -> None:
     rogue, first, third = await start_line(
-        RogueValidator(TrustAnchors()), MessageValidator(TrustAnchors()), MessageValidator(TrustAnchors())
+        RogueValidator(TrustAnchors(), kinds=every_kind()),
+        MessageValidator(TrustAnchors(), kinds=every_kind()),
+        MessageValidator(TrustAnchors(), kinds=every_kind()),
     )
     try:
         for _ in range(60):  # far past its rate: 5 points per ignored message, banned at 100
@@ -162,8 +166,8 @@ async def test_a_flooding_peer_is_banned_while_honest_delivery_goes_on() -> None
 
 async def test_repeated_start_and_stop_leaks_no_threads_or_fds() -> None:
     async def cycle() -> None:
-        a = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
-        b = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
+        a = P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH)
+        b = P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH)
         await a.start()
         await b.start()
         await b.connect(a.listen_addrs[0])
@@ -195,7 +199,10 @@ async def test_repeated_start_and_stop_leaks_no_threads_or_fds() -> None:
 
 
 async def test_direct_requests_get_answers_and_failures_are_clear() -> None:
-    server = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
+    server = P2PHost(
+        Identity.generate(), MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH
+    )
+    # Direct streams need no gossip: the client speaks no gossip kind, so it subscribes to nothing.
     client = P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH)
     seen: list[str] = []
 
@@ -220,6 +227,8 @@ async def test_direct_requests_get_answers_and_failures_are_clear() -> None:
             await client.request(server.peer_id, "/bitterbot/unknown/1", b"x", timeout_s=5)
         with pytest.raises(WiringError, match="before the host starts"):
             server.serve("/late/1", echo)
+        with pytest.raises(WiringError, match="no registered gossip kind travels on"):
+            await client.publish(SKILLS_TOPIC, b"x")
     finally:
         await client.stop()
         await server.stop()
@@ -235,11 +244,23 @@ async def test_an_attacker_routing_through_two_honest_relays_leaves_them_their_s
     # Its burst leaves room for a few replay rounds (each spends one or two tokens) before the burst.
     strict = ValidatorSettings(skill_rate=RateLimit(per_s=0.01, burst=12))
     hosts = [
-        P2PHost(attacker, RogueValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH),
-        P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), relay_settings), PenaltyBox(), SMALL_MESH),
-        P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), strict), PenaltyBox(), SMALL_MESH),
-        P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), relay_settings), PenaltyBox(), SMALL_MESH),
-        P2PHost(attacker, RogueValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH),
+        P2PHost(attacker, RogueValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH),
+        P2PHost(
+            Identity.generate(),
+            MessageValidator(TrustAnchors(), relay_settings, kinds=every_kind()),
+            PenaltyBox(),
+            SMALL_MESH,
+        ),
+        P2PHost(
+            Identity.generate(), MessageValidator(TrustAnchors(), strict, kinds=every_kind()), PenaltyBox(), SMALL_MESH
+        ),
+        P2PHost(
+            Identity.generate(),
+            MessageValidator(TrustAnchors(), relay_settings, kinds=every_kind()),
+            PenaltyBox(),
+            SMALL_MESH,
+        ),
+        P2PHost(attacker, RogueValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH),
     ]
     rogue_a, relay_1, receiver, relay_2, rogue_b = hosts
     try:
@@ -305,8 +326,8 @@ async def test_a_bootstrap_peer_that_starts_later_is_reached_at_the_next_redial(
     address = f"/ip4/127.0.0.1/tcp/{port}/p2p/{late_identity.peer_id}"
     caplog.set_level(logging.INFO, logger="p2p.host")
     settings = HostSettings(bootstrap=(address,), redial_s=0.2)
-    edge = P2PHost(early, MessageValidator(TrustAnchors()), PenaltyBox(), settings)
-    late = P2PHost(late_identity, MessageValidator(TrustAnchors()), PenaltyBox(),
+    edge = P2PHost(early, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings)
+    late = P2PHost(late_identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(),
                    HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",)))  # fmt: skip
 
     def refusals() -> int:

@@ -10,25 +10,17 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, pack_body, seal_envelope
 from crypto.identity import Identity
-from p2p.messages import (
-    KIND_BOUNTY,
-    KIND_SKILL_ENDORSEMENT,
-    KIND_SKILL_LISTING,
-    KIND_SKILL_REVOCATION,
-    KIND_TRUST_ATTESTATION,
-    SkillBounty,
-    SkillEndorsement,
-    SkillRevocation,
-    TrustAttestation,
-    bounty_body,
-    skill_endorsement_body,
-    skill_listing_body,
-    skill_revocation_body,
-    trust_attestation_body,
-)
+from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty
+from marketplace.gossip.endorsement import ENDORSEMENT, KIND_SKILL_ENDORSEMENT, SkillEndorsement
+from marketplace.gossip.kinds import every_kind
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING
+from marketplace.gossip.revocation import KIND_SKILL_REVOCATION, REVOCATION, SkillRevocation
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
+from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, TrustAttestation
 from p2p.trust.book import TrustLevel
-from p2p.validation import POLICY, RELAY_FAULTS, MessageValidator, Reason, ValidatorSettings, Verdict
+from p2p.validation import MessageValidator, ValidatorSettings
+from p2p.verdicts import POLICY, RELAY_FAULTS, Reason, Verdict
+from p2p.weather import NetworkWeather, WeatherSequences
 from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope
 
 ALICE = Identity.from_seed(b"a" * 32)
@@ -37,8 +29,18 @@ MANAGER = Identity.from_seed(b"k" * 32)
 
 
 @pytest.fixture
-def validator() -> MessageValidator:
-    return MessageValidator(TrustAnchors([MANAGER.public_key]))
+def sequences() -> WeatherSequences:
+    """The weather sequences this node has used up (the weather kind's state)."""
+    return WeatherSequences()
+
+
+@pytest.fixture
+def validator(sequences: WeatherSequences) -> MessageValidator:
+    return MessageValidator(TrustAnchors([MANAGER.public_key]), kinds=every_kind(sequences))
+
+
+async def _saved() -> None:
+    return None
 
 
 def check(
@@ -100,11 +102,11 @@ def test_timestamp_window(validator: MessageValidator) -> None:
 
 
 def test_schema(validator: MessageValidator) -> None:
-    body = skill_listing_body(listing())
+    body = LISTING.body(listing())
     body["content"] = "something else than what the hash says"
     forged = seal_envelope(ALICE, KIND_SKILL_LISTING, pack_body(body), now_ms=NOW)
     assert check(validator, forged.encode()) is Reason.SCHEMA
-    extra = {**skill_listing_body(listing()), "admin": True}
+    extra = {**LISTING.body(listing()), "admin": True}
     assert check(validator, seal_envelope(ALICE, KIND_SKILL_LISTING, pack_body(extra), now_ms=NOW).encode()) is (
         Reason.SCHEMA
     )
@@ -116,7 +118,7 @@ def test_any_tampered_field_fails_the_signature(validator: MessageValidator, fie
     if field == "sig":
         bad = good._replace(sig=bytes([good.sig[0] ^ 1]) + good.sig[1:])
     elif field == "body":
-        other = pack_body(skill_listing_body(listing(price_micro_usdc=1)))
+        other = pack_body(LISTING.body(listing(price_micro_usdc=1)))
         bad = good._replace(body=other)
     elif field == "nonce":
         bad = good._replace(nonce=bytes(16))
@@ -144,32 +146,38 @@ def test_per_author_rate_limit(validator: MessageValidator) -> None:
     assert check(validator, skill_envelope(ALICE, NOW + 1_000).encode(), now=NOW + 1_000) is Reason.ACCEPTED
 
 
-def accept_and_apply(validator: MessageValidator, envelope: Envelope) -> None:
-    """What the daemon does with weather: validate, then (once the hormones have it) mark it applied."""
+def accept_and_apply(validator: MessageValidator, sequences: WeatherSequences, envelope: Envelope) -> None:
+    """What the daemon does with weather: validate, then (once the hormones have it) settle it."""
     outcome = validator.validate(WEATHER_TOPIC, envelope.encode(), MANAGER.peer_id, envelope.ts_ms)
     assert outcome.reason is Reason.ACCEPTED
-    validator.weather_applied(envelope.author, outcome.message)
+    NetworkWeather(validator, lambda: None, _saved, sequences).settle(outcome.message, envelope.author)
 
 
-def test_weather_only_from_management_and_only_newer_sequences(validator: MessageValidator) -> None:
+def test_weather_only_from_management_and_only_newer_sequences(
+    validator: MessageValidator, sequences: WeatherSequences
+) -> None:
     assert check(validator, weather_envelope(ALICE, NOW).encode(), topic=WEATHER_TOPIC) is Reason.NOT_MANAGEMENT
-    accept_and_apply(validator, weather_envelope(MANAGER, NOW, seq=5))
+    accept_and_apply(validator, sequences, weather_envelope(MANAGER, NOW, seq=5))
     stale = weather_envelope(MANAGER, NOW + 1, seq=5).encode()
     assert check(validator, stale, topic=WEATHER_TOPIC, origin=MANAGER, now=NOW + 1) is Reason.STALE_WEATHER
 
 
-def test_a_weather_lost_before_it_was_applied_can_be_sent_again(validator: MessageValidator) -> None:
+def test_a_weather_lost_before_it_was_applied_can_be_sent_again(
+    validator: MessageValidator, sequences: WeatherSequences
+) -> None:
     # Validated and forwarded, then dropped on this node before it reached the hormones (a full
     # queue, a crash): the sequence is not used up, so the management node's resend is applied.
     first = weather_envelope(MANAGER, NOW, seq=7)
     assert check(validator, first.encode(), topic=WEATHER_TOPIC, origin=MANAGER) is Reason.ACCEPTED
     assert validator.halted_until_ms == 0  # nothing applied yet
-    accept_and_apply(validator, weather_envelope(MANAGER, NOW + 1_000, seq=7))
+    accept_and_apply(validator, sequences, weather_envelope(MANAGER, NOW + 1_000, seq=7))
     assert validator.halted_until_ms == NOW + 1_000 + 300_000
 
 
-def test_weather_halts_skills_from_authors_below_trusted_until_it_expires(validator: MessageValidator) -> None:
-    accept_and_apply(validator, weather_envelope(MANAGER, NOW, duration_s=300))
+def test_weather_halts_skills_from_authors_below_trusted_until_it_expires(
+    validator: MessageValidator, sequences: WeatherSequences
+) -> None:
+    accept_and_apply(validator, sequences, weather_envelope(MANAGER, NOW, duration_s=300))
     assert check(validator, skill_envelope(ALICE, NOW + 1).encode(), now=NOW + 1) is Reason.INGESTION_HALTED
     validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
     assert check(validator, skill_envelope(ALICE, NOW + 2).encode(), now=NOW + 2) is Reason.ACCEPTED
@@ -180,7 +188,7 @@ def test_weather_halts_skills_from_authors_below_trusted_until_it_expires(valida
 
 def test_only_the_publisher_or_management_may_revoke(validator: MessageValidator) -> None:
     def revoke(author: Identity) -> bytes:
-        body = skill_revocation_body(SkillRevocation("ops.rotate-logs", ALICE.public_key, "superseded"))
+        body = REVOCATION.body(SkillRevocation("ops.rotate-logs", ALICE.public_key, "superseded"))
         return seal_envelope(author, KIND_SKILL_REVOCATION, pack_body(body), now_ms=NOW).encode()
 
     assert check(validator, revoke(MALLORY), origin=MALLORY) is Reason.NOT_PUBLISHER
@@ -190,7 +198,7 @@ def test_only_the_publisher_or_management_may_revoke(validator: MessageValidator
 
 def test_only_management_endorsements_count(validator: MessageValidator) -> None:
     def endorse(author: Identity) -> bytes:
-        body = skill_endorsement_body(SkillEndorsement(ALICE.public_key, "ops.rotate-logs", 1, "ab" * 32))
+        body = ENDORSEMENT.body(SkillEndorsement(ALICE.public_key, "ops.rotate-logs", 1, "ab" * 32))
         return seal_envelope(author, KIND_SKILL_ENDORSEMENT, pack_body(body), now_ms=NOW).encode()
 
     assert check(validator, endorse(MALLORY), origin=MALLORY) is Reason.NOT_MANAGEMENT
@@ -201,7 +209,7 @@ def test_only_management_endorsements_count(validator: MessageValidator) -> None
 def test_bounties_are_checked_for_schema_and_expiry(validator: MessageValidator) -> None:
     def bounty(expires_ms: int, **changes: object) -> bytes:
         wanted = SkillBounty("want-1", "Rotate nginx logs without downtime", ("ops",), "ops", 500_000, expires_ms)
-        body = {**bounty_body(wanted), **changes}
+        body = {**BOUNTY.body(wanted), **changes}
         return seal_envelope(ALICE, KIND_BOUNTY, pack_body(body), now_ms=NOW).encode()
 
     day = 86_400_000
@@ -216,21 +224,19 @@ def test_bounties_are_checked_for_schema_and_expiry(validator: MessageValidator)
 
 def test_a_listing_may_say_where_its_seller_listens() -> None:
     from ground.errors import FieldError
-    from p2p.messages import parse_skill_listing
+    from marketplace.gossip.listing import LISTING
 
     addrs = ("/ip4/127.0.0.1/tcp/4102/p2p/12D3KooWExample",)
-    body = skill_listing_body(replace(listing(content=None), seller_addrs=addrs))
-    assert parse_skill_listing(body).seller_addrs == addrs
+    body = LISTING.body(replace(listing(content=None), seller_addrs=addrs))
+    assert LISTING.parse(body).seller_addrs == addrs
     for bad in (["not-a-multiaddr"], ["/ip4/1.2.3.4/tcp/1"] * 9, [7]):
         with pytest.raises(FieldError, match="seller_addrs"):  # a field check (SchemaError is one too)
-            parse_skill_listing({**body, "seller_addrs": bad})
+            LISTING.parse({**body, "seller_addrs": bad})
 
 
 def attestation(author: Identity, now: int, rated: int = 256) -> bytes:
     ratings = TrustAttestation(tuple((Identity.generate().public_key, 1000) for _ in range(rated)))
-    return seal_envelope(
-        author, KIND_TRUST_ATTESTATION, pack_body(trust_attestation_body(ratings)), now_ms=now
-    ).encode()
+    return seal_envelope(author, KIND_TRUST_ATTESTATION, pack_body(ATTESTATION.body(ratings)), now_ms=now).encode()
 
 
 def test_attestations_count_only_from_management_and_peers_with_standing(validator: MessageValidator) -> None:
@@ -244,7 +250,9 @@ def test_attestations_count_only_from_management_and_peers_with_standing(validat
 def test_a_strangers_flood_stamped_in_the_future_cannot_make_a_known_peer_look_replayed() -> None:
     # Sybil keys fill the replay memory with messages stamped 59 s ahead; once it is full, its floor
     # rises and anything older is undecidable. That must stay the strangers' problem.
-    validator = MessageValidator(TrustAnchors([MANAGER.public_key]), ValidatorSettings(replay_entries=50))
+    validator = MessageValidator(
+        TrustAnchors([MANAGER.public_key]), ValidatorSettings(replay_entries=50), kinds=every_kind()
+    )
     validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
     for i in range(60):
         sybil = Identity.generate()
@@ -262,7 +270,7 @@ def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> 
     from ground.rates import RateLimit
 
     settings = ValidatorSettings(strangers_skill_rate=RateLimit(per_s=1.0, burst=5))
-    validator = MessageValidator(TrustAnchors(), settings)
+    validator = MessageValidator(TrustAnchors(), settings, kinds=every_kind())
     validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
     reasons = []
     for _ in range(8):
@@ -275,7 +283,7 @@ def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> 
 def test_a_message_over_its_rate_costs_no_replay_memory() -> None:
     """Issue 27: a stranger's nonce was remembered before its rate was checked, so a flood over its
     rate still filled the replay memory (and so pushed out what honest authors sent)."""
-    validator = MessageValidator(TrustAnchors(), ValidatorSettings())
+    validator = MessageValidator(TrustAnchors(), ValidatorSettings(), kinds=every_kind())
     sybil = Identity.generate()
     reasons = [check(validator, skill_envelope(sybil, NOW + i).encode(), origin=sybil) for i in range(50)]
     accepted = reasons.count(Reason.ACCEPTED)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from marketplace.gossip.listing import Ingested, ingest_listing
+from marketplace.gossip.peer_content import standing_by_source
+from marketplace.gossip.revocation import SkillRevocation, apply_revocation
 from memory.errors import CrystalNotFound
 from memory.governance.peer_quota import PeerContentQuota, usage_by_source
 from memory.governance.quarantine import approve, held, reject, release_from
@@ -20,8 +23,6 @@ from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
 from memory.working_memory.synthesis import DreamInput, ExtractiveSynthesizer, Sections
 from memory.working_memory.synthesis import _prompt as chat_prompt
-from p2p.ingest import Ingested, apply_revocation, ingest_listing, standing_by_source
-from p2p.messages import SkillRevocation
 from p2p.trust.book import TrustBook
 from p2p.trust.floors import NO_FLOORS
 from tests.p2p.conftest import listing

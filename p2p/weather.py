@@ -1,0 +1,173 @@
+"""Network weather, the home of its gossip kind: a cortisol override signed by a management key.
+
+Here are the message (``Weather``, described once by ``WEATHER``), who may send it and when it is
+stale (``admit_weather``), what this node does with it (``NetworkWeather.apply``: the hormonal
+override, and the halt of skills from authors below trusted) and the sequence of this node's own
+broadcasts. The network part registers the kind with its consumer.
+
+A sequence is used up only once its weather is applied: a weather lost before that (a full lane,
+a crash) can be sent again and is not refused as stale.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from crypto.envelope import Envelope
+from ground.wire import Wire, whole, words
+from memory.dynamics.endocrine import Endocrine
+from memory.dynamics.hormones import NetworkOverride
+from p2p.kinds import Gate, GossipKind, Lane, Refusal
+from p2p.topics import WEATHER_TOPIC
+from p2p.verdicts import Reason
+
+KIND_WEATHER = "weather"
+MAX_WEATHER_S = 7 * 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class Weather:
+    """A network cortisol override, signed by a management key."""
+
+    level_milli: int  # 0..1000: cortisol 0.0..1.0
+    duration_s: int
+    reason: str
+    issued_ms: int  # equals the envelope's timestamp
+    seq: int  # per management key, strictly increasing
+
+    @property
+    def level(self) -> float:
+        return self.level_milli / 1000
+
+    @property
+    def until_ms(self) -> int:
+        return self.issued_ms + self.duration_s * 1000
+
+
+WEATHER = Wire(
+    Weather,
+    {
+        "level_milli": whole(0, 1000),
+        "duration_s": whole(1, MAX_WEATHER_S),
+        "reason": words(280),
+        "issued_ms": whole(0, 2**62),
+        "seq": whole(1, 2**62),
+    },
+)
+
+
+class WeatherSequences:
+    """The last applied sequence per management key (read from the libp2p thread, written from the loop)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._applied: dict[bytes, int] = {}
+
+    def last(self, issuer: bytes) -> int:
+        with self._lock:
+            return self._applied.get(issuer, 0)
+
+    def use_up(self, issuer: bytes, seq: int) -> None:
+        with self._lock:
+            self._applied[issuer] = max(seq, self._applied.get(issuer, 0))
+
+    def restore(self, applied: Mapping[bytes, int]) -> None:
+        with self._lock:
+            self._applied.update(applied)
+
+    def snapshot(self) -> dict[bytes, int]:
+        with self._lock:
+            return dict(self._applied)
+
+
+def weather_kind(sequences: WeatherSequences) -> GossipKind[Weather]:
+    """The weather kind, refusing what ``sequences`` already superseded."""
+
+    def admit_weather(gate: Gate, envelope: Envelope, message: Any, now_ms: int) -> Refusal | None:
+        assert isinstance(message, Weather)
+        if not gate.is_management(envelope.author):
+            return Refusal(Reason.NOT_MANAGEMENT, "weather from a key that is not a configured management key")
+        if message.issued_ms != envelope.ts_ms:
+            return Refusal(Reason.SCHEMA, "weather issue time differs from the envelope's timestamp")
+        if message.seq <= sequences.last(envelope.author):
+            return Refusal(Reason.STALE_WEATHER, f"sequence {message.seq} already superseded")
+        return None
+
+    return GossipKind(KIND_WEATHER, WEATHER_TOPIC, WEATHER, Lane.WEATHER, admit_weather)
+
+
+class HaltHolder(Protocol):
+    """Where the halt of skills from authors below trusted is read (the validator)."""
+
+    halted_until_ms: int
+
+
+class NetworkWeather:
+    """Weather as this node lives it: applying what arrives, numbering what it broadcasts."""
+
+    def __init__(
+        self,
+        halt: HaltHolder,
+        endocrine: Callable[[], Endocrine | None],
+        saved: Callable[[], Awaitable[None]],
+        sequences: WeatherSequences | None = None,
+    ) -> None:
+        self._halt = halt
+        self._endocrine = endocrine
+        self._saved = saved
+        self.sequences = sequences or WeatherSequences()
+        self.kind = weather_kind(self.sequences)
+        self.own_seq = 0  # the sequence of this node's last broadcast
+
+    def restore(self, own_seq: int, applied: Mapping[bytes, int]) -> None:
+        self.own_seq = own_seq
+        self.sequences.restore(applied)
+        endocrine = self._endocrine()
+        override = endocrine.state().override if endocrine is not None else None
+        if override is not None and override.issued_by:
+            self._halt.halted_until_ms = override.until_ms  # weather outlives a restart
+
+    async def apply(self, weather: Weather, issuer: bytes) -> None:
+        """Raise (or clear, at level 0) the network cortisol and the halt, then use the sequence up."""
+        endocrine = self._endocrine()
+        if endocrine is not None:
+            if weather.level_milli == 0:
+                await endocrine.clear_override()
+            else:
+                await endocrine.apply_override(
+                    NetworkOverride(weather.level, weather.until_ms, weather.reason, issuer.hex())
+                )
+        self.settle(weather, issuer)
+        await self._saved()
+
+    def settle(self, weather: Weather, issuer: bytes) -> None:
+        """Once ``weather`` is applied: its halt holds from now on, and its sequence is used up."""
+        self.sequences.use_up(issuer, weather.seq)
+        self._halt.halted_until_ms = max(self._halt.halted_until_ms, weather.until_ms) if weather.level_milli else 0
+
+    async def next_broadcast(self, level_milli: int, duration_s: int, reason: str, now_ms: int) -> Weather:
+        """This node's next weather (saved before it is sent): its sequence strictly increases, even
+        after a lost state."""
+        self.own_seq = max(self.own_seq + 1, now_ms)
+        await self._saved()
+        return Weather(level_milli, duration_s, reason, now_ms, self.own_seq)
+
+    async def apply_own(self, weather: Weather, me: bytes) -> None:
+        """Apply the weather this node just broadcast: it replaces this node's own older halt."""
+        self._halt.halted_until_ms = 0
+        await self.apply(weather, me)
+
+    def report(self, now_ms: int) -> dict[str, Any]:
+        endocrine = self._endocrine()
+        override = endocrine.state().override if endocrine is not None else None
+        return {
+            "active": override is not None,
+            "level": override.level if override else None,
+            "until_ms": override.until_ms if override else None,
+            "reason": override.reason if override else None,
+            "issued_by": override.issued_by if override else None,
+            "halts_untrusted_ingestion": self._halt.halted_until_ms > now_ms,
+        }
