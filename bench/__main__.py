@@ -29,6 +29,7 @@ BENCHMARKS = {
     "dashboard": "bench.dashboard",
     "secrets": "bench.secrets",
     "importing": "bench.importing",
+    "capture": "bench.memory.capture",
 }
 
 

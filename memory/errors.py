@@ -8,7 +8,8 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── EditRefused             an edit the crystal's state forbids (outdated, held, a skill, the same text)
 ├── ExportRefused           governance forbids a crystal leaving the node
 ├── EmbedderError           an embedder failed or is misconfigured
-└── InvalidQuery            a search request that cannot be run (bad filter, empty query)
+├── InvalidQuery            a search request that cannot be run (bad filter, empty query)
+└── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class EmbedderError(MemoryError_):
 
 class InvalidQuery(MemoryError_):
     pass
+
+
+class CaptureFormatError(MemoryError_, Invalid):
+    """A conversation that cannot be read: the message says what is wrong and where; nothing is stored."""
 
 
 class InvalidValue(MemoryError_, Invalid):

@@ -327,11 +327,28 @@ async def schema_v18(db: aiosqlite.Connection) -> None:
     await db.executemany("UPDATE crystals SET sensitivity = 'confidential' WHERE id = ?", raised)
 
 
+# v19: where captured crystals came from (memory.capture): every message of a captured conversation,
+# by its session and its key (the format's message id, else '#<position>'), with the crystal it
+# became (NULL when it was left out as small talk, an echo or a system message). Capturing the same
+# conversation again skips the messages found here; ``memory show`` links a crystal back to them.
+SCHEMA_V19 = """
+CREATE TABLE captured_messages (
+    session      TEXT NOT NULL,
+    message_key  TEXT NOT NULL,
+    position     INTEGER NOT NULL,
+    crystal_id   TEXT,
+    captured_ms  INTEGER NOT NULL,
+    PRIMARY KEY (session, message_key)
+);
+CREATE INDEX captured_messages_crystal ON captured_messages (crystal_id) WHERE crystal_id IS NOT NULL;
+"""
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18,
+    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

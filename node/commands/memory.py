@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field
@@ -16,9 +17,11 @@ from pydantic import Field
 from memory.model import Origin, SemanticType
 from node.actor import DASHBOARD, current_actor
 from node.commands.memory_requests import (
+    CaptureArgs,
     Detail,
     FeedbackArgs,
     ForgetArgs,
+    InvalidRequest,
     ListArgs,
     QuarantineArgs,
     RememberArgs,
@@ -54,6 +57,9 @@ class MemoryHost(Protocol):
     files: WorkingMemoryFiles
     weights: Weights
     metrics: SearchMetrics | None
+
+    @property
+    def embeds_in_background(self) -> bool: ...
 
     def running_store(self) -> MemoryStore: ...
 
@@ -145,6 +151,54 @@ async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
     from node.commands import memory_service as service
 
     return await service.remember(host.running_store(), request, actor=current_actor())
+
+
+def file_or_stdin(given: str) -> str:
+    """ "memory capture FILE" reads the file; "-" reads standard input."""
+    if given == "-":
+        return sys.stdin.read()
+    try:
+        return Path(given).expanduser().read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {given}: {exc.strerror or exc}") from None
+
+
+@commands(
+    "memory.capture",
+    CaptureArgs,
+    route=HttpRoute("POST", "/v1/memory/capture", "memory"),
+    local=True,
+    cli=CliSpec(
+        "memory",
+        "capture",
+        arguments=("conversation",),
+        convert={"conversation": file_or_stdin},
+        render=text.captured,
+    ),
+    mcp=McpSpec(
+        "memory_capture",
+        fields=("messages", "session"),
+        description=(
+            "Capture a conversation: give its messages in order (role, content, and id if they have one). "
+            "What is worth keeping is stored and typed, small talk is left out, and a conversation captured "
+            "before stores only its new messages. Returns how many crystals were stored and their ids."
+        ),
+    ),
+)
+async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
+    """Capture a conversation (a FILE, or - for standard input): what is worth keeping becomes memories."""
+    from memory.capture.capture import capture_conversations
+
+    return await capture_conversations(
+        host.running_store(),
+        messages=[m.model_dump(exclude_none=True) for m in request.messages],
+        raw=request.conversation,
+        fmt=request.format,
+        session=request.session,
+        actor=current_actor(),
+        # a daemon embeds in the background (keyword search finds the new crystals at once); alone, here
+        embed=not host.embeds_in_background,
+    )
 
 
 @commands(

@@ -8,10 +8,11 @@ the CLI's client) does not load the store.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.capture.formats import ConversationFormat
 from memory.dynamics.hormones import Event
 from memory.model import AssociationType, Feedback, HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
@@ -105,6 +106,42 @@ class RememberArgs(_Request):
     pin: bool = Field(default=False, description="Keep it: it never decays or expires (permanent lifespan).")
     tags: list[str] = Field(default_factory=list, max_length=16, description="A skill's tags (with type skill).")
     category: str | None = Field(default=None, max_length=60, description="A skill's category, e.g. debugging.")
+
+
+class ChatMessage(BaseModel):
+    """One message of a conversation, in OpenAI chat form (other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str = Field(min_length=1, max_length=32, description="user, assistant, system or tool.")
+    content: str | list[dict[str, Any]] = Field(description="The text, or a list of {type: text, text} parts.")
+    name: str | None = Field(default=None, max_length=64, description="Who spoke, where the role is not enough.")
+    id: str | None = Field(default=None, max_length=128, description="The message's own id, if it has one.")
+    timestamp: str | int | float | None = Field(default=None, description="When: ISO time, or epoch s or ms.")
+
+
+class CaptureArgs(_Request):
+    """A conversation to capture: what is worth keeping is stored, typed, with where it came from."""
+
+    messages: list[ChatMessage] = Field(
+        default_factory=list, max_length=10_000, description="The conversation, as chat messages, in order."
+    )
+    conversation: str | None = Field(
+        default=None,
+        max_length=1_000_000,
+        description="Or the conversation as a file holds it (OpenAI chat JSON, a Claude Code session, "
+        "a ChatGPT conversations.json, or JSONL messages).",
+    )
+    format: ConversationFormat | None = Field(
+        default=None,
+        description="The file's format: openai, claude-code, chatgpt, jsonl (found from its shape when left out).",
+    )
+    session: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="The conversation's id, where its format has none (left out: derived from its first message).",
+    )
 
 
 class LinkArgs(_Request):

@@ -126,9 +126,14 @@ async def list_crystals(store: MemoryStore, args: ListArgs) -> dict[str, Any]:
 
 
 async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
+    from memory.capture.sources import captured_from
+
     crystal = await store.get(args.id)
+    sources = (await captured_from(store, [args.id])).get(args.id, [])
     return {
         "crystal": crystal_json(crystal),
+        # the conversation messages a captured crystal came from: ids where the format had them, else '#position'
+        "captured_from": [{"session": s.session, "messages": list(s.messages)} for s in sources],
         "associations": [{**asdict(a), "type": a.type.value} for a in await associations(store, args.id)],
         "derivation": asdict(await derivation_tree(store, args.id)),
         "attribution": [asdict(a) for a in await attribution_chain(store, args.id)],

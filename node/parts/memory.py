@@ -230,6 +230,11 @@ class MemoryPart:
         self.metrics = metrics
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
+    @property
+    def embeds_in_background(self) -> bool:
+        """Whether a daemon's embedder drains the backlog (else a command embeds what it stored)."""
+        return self._supervisor is not None and self.store is not None
+
     def running_store(self) -> MemoryStore:
         if self.store is None:
             raise PartNotRunning("the memory store is not open")

@@ -16,6 +16,17 @@ def remembered(doc: dict[str, Any], _: CliView) -> str:
     return f"{verb} {c['id']} ({typed}, {c['epistemic_layer']}, {c['sensitivity']}, {c['lifespan']})"
 
 
+def captured(doc: dict[str, Any], _: CliView) -> str:
+    lines = []
+    for c in doc["conversations"]:
+        left = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in c["left_out"].items() if n) or "nothing"
+        lines.append(
+            f"{c['session']}: {c['new_messages']} new of {c['messages']} messages -> {c['stored']} stored, "
+            f"{c['merged']} already known; left out: {left}"
+        )
+    return "\n".join(lines) or "nothing to capture"
+
+
 def superseded_mark(crystal: dict[str, Any]) -> str:
     """An outdated crystal (shown only when asked for) says what replaced it."""
     superseded = crystal.get("superseded")
@@ -77,6 +88,7 @@ def shown(doc: dict[str, Any], _: CliView) -> str:
     ]
     if c.get("superseded"):
         lines.append(f"  superseded by {c['superseded']['by']} (memory unsupersede {c['id']} to undo)")
+    lines += [f"  captured from {s['session']}: {', '.join(s['messages'])}" for s in doc.get("captured_from", [])]
     lines += [f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})" for a in doc["associations"]]
     lines += [
         f"  audit {'(new)' if e['from'] is None else e['from']} -> {e['to']}: {e['reason']} by {e['actor']}"

@@ -179,6 +179,22 @@ def test_memory_round_trip(api: Api) -> None:
     assert {"query": "staging database", "asked": 1} in [{k: g[k] for k in ("query", "asked")} for g in gaps]
 
 
+def test_a_conversation_captured_over_the_api_links_back_to_its_messages(api: Api) -> None:
+    messages = [
+        {"role": "user", "content": "hi", "id": "m1"},
+        {"role": "user", "content": "Our release train leaves every second Thursday at 10:00.", "id": "m2"},
+        {"role": "assistant", "content": "Which branch does it cut from?", "id": "m3"},
+        {"role": "user", "content": "From release/next, frozen the Tuesday before.", "id": "m4"},
+    ]
+    done = api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "standup-7"})
+    assert (done["stored"], done["new_messages"], done["left_out"]) == (2, 4, 1)
+    shown = api.ok("GET", f"/v1/memory/{done['conversations'][0]['crystal_ids'][0]}")
+    assert shown["captured_from"] == [{"session": "standup-7", "messages": ["m2", "m3"]}]
+    assert api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "standup-7"})["stored"] == 0
+    status, doc = api.call("POST", "/v1/memory/capture", {"conversation": '[{"role": "user", "content": "x"'})
+    assert status == 400 and "not valid JSON" in doc["error"]
+
+
 def test_memory_count_over_the_api_and_the_cli(api: Api) -> None:
     api.ok("POST", "/v1/memory", {"text": "The release train leaves on Wednesdays", "type": "fact"})
     total = api.ok("GET", "/v1/memory/count")["count"]

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
     "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede", "memory_show", "memory_event",
-    "memory_list", "memory_edit",
+    "memory_list", "memory_edit", "memory_capture",
     "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "working_memory_show",
     "skills_search", "skills_record", "skills_price", "skills_purchases", "memory_quarantine",
     "network_peers", "network_weather", "wallet_show",
@@ -101,6 +101,14 @@ async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: P
             "erased": False,
         }
         assert _data(await client.call_tool("memory_search", {"query": "Spanish", "mode": "keyword"})) == []
+        chat = [
+            {"role": "user", "content": "thanks!"},
+            {"role": "user", "content": "Our VPN endpoint is vpn.acme.test"},
+        ]
+        captured = _data(await client.call_tool("memory_capture", {"messages": chat, "session": "mcp-1"}))
+        assert (captured["stored"], captured["left_out"]) == (1, 1)
+        again = _data(await client.call_tool("memory_capture", {"messages": chat, "session": "mcp-1"}))
+        assert again["stored"] == 0 and again["new_messages"] == 0
 
         bad = await client.call_tool("memory_remember", {"text": "x", "importance": 3})
         assert bad.is_error and "importance" in _text(bad)

@@ -1,0 +1,1 @@
+"""Benchmarks of what memory does with conversations."""

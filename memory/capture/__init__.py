@@ -1,0 +1,1 @@
+"""Capture: conversations into memory (formats, the offline extractor, provenance, the capture itself)."""

@@ -1,0 +1,133 @@
+"""Capture a conversation into memory: what is worth keeping (``memory.capture.extract``) becomes
+crystals, typed at ingest, with their speakers, time and the messages they came from.
+
+Messages already captured in the same session are skipped (``captured_messages``), so capturing a
+conversation again stores nothing new, and capturing it after it grew stores only what is new. A
+piece whose text memory already holds is merged into that crystal (deduplicated by content), and
+it is embedded, linked and checked for supersession like anything saved (the store's hook runs on
+each new vector, under the authority rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from memory.capture.extract import extract
+from memory.capture.formats import Conversation, ConversationFormat, Message, read_conversations, read_messages
+from memory.capture.sources import captured_keys, message_key, record_captured
+from memory.errors import CaptureFormatError
+from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
+from memory.storage.store import MemoryStore
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureReport:
+    session: str
+    messages: int  # in the conversation as given
+    new_messages: int  # not captured before
+    stored: int  # new crystals
+    merged: int  # pieces memory already held, word for word
+    left_out: dict[str, int] = field(default_factory=dict)  # by why: small_talk, echo, system
+    crystal_ids: tuple[str, ...] = ()  # the crystals of the new pieces, stored or merged into
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "session": self.session,
+            "messages": self.messages,
+            "new_messages": self.new_messages,
+            "stored": self.stored,
+            "merged": self.merged,
+            "left_out": dict(self.left_out),
+            "crystal_ids": list(self.crystal_ids),
+        }
+
+
+async def capture(
+    store: MemoryStore,
+    conversation: Conversation,
+    *,
+    origin: Origin = Origin.SESSION,
+    actor: str = "capture",
+    embed: bool = True,
+) -> CaptureReport:
+    """Store what ``conversation`` holds worth keeping; messages captured before are skipped."""
+    done = await captured_keys(store, conversation.session)
+    fresh = tuple(m for m in conversation.messages if message_key(m) not in done)
+    extraction = extract(conversation, only=fresh)
+    pieces = extraction.pieces
+    source = f"capture:{conversation.session}"
+    items = [
+        NewCrystal(
+            piece.text[:MAX_TEXT_CHARS],
+            origin=origin,
+            created_at_ms=piece.ts_ms,
+            source=source,
+            source_path=conversation.title,
+            line_start=piece.positions[0] + 1,
+            line_end=piece.positions[-1] + 1,
+            actor=actor,
+            context=piece.context,
+        )
+        for piece in pieces
+    ]
+    result = await store.remember_many(items) if items else None
+    ids = result.ids if result is not None else ()
+    into: dict[int, str] = {
+        p: crystal_id for piece, crystal_id in zip(pieces, ids, strict=True) for p in piece.positions
+    }
+    rows: list[tuple[Message, str | None]] = [(m, into.get(m.position)) for m in fresh]
+    await record_captured(store, conversation.session, rows)
+    if embed and result is not None and result.created:
+        await store.embed_backlog()
+    return CaptureReport(
+        session=conversation.session,
+        messages=len(conversation.messages),
+        new_messages=len(fresh),
+        stored=result.created if result is not None else 0,
+        merged=result.duplicates if result is not None else 0,
+        left_out=extraction.left_out,
+        crystal_ids=tuple(dict.fromkeys(ids)),
+    )
+
+
+async def capture_conversations(
+    store: MemoryStore,
+    *,
+    messages: Sequence[Mapping[str, Any]] = (),
+    raw: str | None = None,
+    fmt: ConversationFormat | None = None,
+    session: str | None = None,
+    actor: str = "capture",
+    embed: bool = True,
+) -> dict[str, Any]:
+    """Capture ``messages`` (chat form) or ``raw`` (a file's text, in ``fmt`` or the format its
+    shape shows): one report per conversation, and their totals."""
+    if bool(messages) == bool(raw):
+        raise CaptureFormatError("give the conversation's messages, or its file's text, not both and not neither")
+    if raw is not None and raw.strip():
+        conversations = read_conversations(raw, fmt, session=session or "")
+    else:
+        conversations = [read_messages(messages, session=session or "")]
+    reports = []
+    for conversation in conversations:
+        if not conversation.session:
+            conversation = replace(conversation, session=default_session(conversation))
+        reports.append(await capture(store, conversation, actor=actor, embed=embed))
+    return {
+        "conversations": [r.as_dict() for r in reports],
+        "stored": sum(r.stored for r in reports),
+        "merged": sum(r.merged for r in reports),
+        "new_messages": sum(r.new_messages for r in reports),
+        "left_out": sum(sum(r.left_out.values()) for r in reports),
+    }
+
+
+def default_session(conversation: Conversation) -> str:
+    """A session id for a conversation whose format has none: from its first message, so the same
+    conversation (and the same one grown longer) gets the same id every time."""
+    first = conversation.messages[0] if conversation.messages else None
+    seed = f"{first.role}\n{first.message_id or ''}\n{first.text}" if first else ""
+    return "conv-" + hashlib.sha256(seed.encode()).hexdigest()[:16]

@@ -1,0 +1,155 @@
+"""What of a conversation is worth keeping, and in which pieces (pure: messages in, pieces out).
+
+The offline extractor is deterministic and reads only the words:
+
+- **Left out:** system and tool messages; small talk and acknowledgements (a message made only of
+  words like "thanks", "ok", "sounds good", "haha"); an assistant repeating what the user just said
+  (most of its content words are the user's).
+- **Pieces:** a message that says something starts a piece; the speaker's own follow-ups and a
+  short reply from the other side join it ("Where did you go?" / "Lisbon, last May"), up to
+  ``max_chars``. A reply is what makes a question findable, and a piece of two turns keeps the
+  store smaller than one crystal per message (issue 30: at most 60 % as many crystals as messages).
+- **Each piece** keeps the positions and ids of the messages it came from, its speakers and its
+  time; the message before it travels as context, so a short piece stays findable by meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory.capture.formats import Conversation, Message
+
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: Words that carry no fact on their own: a message made only of these is small talk.
+_FILLER = _words(
+    "ok okay k kk thanks thank thx ty you so much very great cool nice awesome amazing wow sounds"
+    " good lol haha hahaha hehe lmao sure np no problem bye goodbye hi hello hey welcome glad to"
+    " help yep yeah yes got it perfect alright right fine gotcha indeed totally agreed agree"
+    " exactly true absolutely definitely of course same here me too love that this oh ah hmm mhm uh"
+    " um see you later take care night morning good congrats congratulations appreciate it that's"
+    " awesome great idea will do how can i help what for today anything else let me know happy is there with"
+)
+_STOP = _words(
+    "the a an and or but of to in on at for with is are was were be been it this that i you he she"
+    " we they my your our their me him her us them so do did does have has had not no yes as by"
+    " from"
+)
+#: Small talk that still answers a question just asked ("Did the deploy go out?" "Yes").
+_ANSWERS = _words("yes no yep yeah nope sure right true exactly definitely absolutely agreed agree")
+#: An assistant message whose content words are at least this share the previous user message's
+#: repeats the user.
+ECHO_SHARE = 0.8
+SHORT_REPLY_CHARS = 200
+MAX_PIECE_CHARS = 700
+#: Messages further apart than this are never one piece.
+MAX_GAP_MS = 30 * 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Messages that become one crystal."""
+
+    text: str  # "speaker: words" per message, one per line
+    positions: tuple[int, ...]
+    message_ids: tuple[str | None, ...]
+    speakers: tuple[str, ...]
+    ts_ms: int | None
+    context: str | None  # the message before the piece
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    pieces: tuple[Piece, ...]
+    left_out: dict[str, int]  # why messages were left out: small_talk, echo, system, empty
+
+
+def extract(
+    conversation: Conversation, *, only: tuple[Message, ...] | None = None, max_chars: int = MAX_PIECE_CHARS
+) -> Extraction:
+    """The pieces of ``conversation`` worth keeping, from ``only`` its messages when given (the
+    others, captured before, still give context)."""
+    left_out = {"system": 0, "small_talk": 0, "echo": 0}
+    kept: list[Message] = []
+    previous_user: Message | None = None
+    asked = False  # the message before was a question
+    for message in conversation.messages if only is None else only:
+        if message.role in ("system", "tool"):
+            left_out["system"] += 1
+            continue
+        answers = asked and bool(_ANSWERS & set(_WORD.findall(message.text.lower())))
+        asked = message.text.rstrip().endswith("?")
+        if is_small_talk(message.text) and not answers:
+            left_out["small_talk"] += 1
+            continue
+        if message.role == "assistant" and previous_user is not None and repeats(message.text, previous_user.text):
+            left_out["echo"] += 1
+            continue
+        if message.role == "user":
+            previous_user = message
+        kept.append(message)
+    pieces: list[Piece] = []
+    group: list[Message] = []
+    for message in kept:
+        if group and not _joins(group, message, max_chars):
+            pieces.append(_piece(group, conversation.messages))
+            group = []
+        group.append(message)
+    if group:
+        pieces.append(_piece(group, conversation.messages))
+    return Extraction(tuple(pieces), left_out)
+
+
+def is_small_talk(text: str) -> bool:
+    """A message made only of acknowledgement and greeting words (and emoji, punctuation)."""
+    words = _WORD.findall(text.lower())
+    return len(words) <= 8 and all(word in _FILLER for word in words)
+
+
+def repeats(reply: str, said: str) -> bool:
+    """Whether ``reply`` mostly restates ``said`` (by content words)."""
+    words = _content(reply)
+    if len(words) < 3:
+        return False
+    return len(words & _content(said)) / len(words) >= ECHO_SHARE
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
+    """Whether ``message`` continues the piece ``group`` started."""
+    size = sum(len(m.text) for m in group) + len(message.text)
+    if size > max_chars:
+        return False
+    last = group[-1]
+    if message.position != last.position + 1:
+        return False  # something was left out between them (an echo, small talk): a new piece
+    if last.ts_ms is not None and message.ts_ms is not None and message.ts_ms - last.ts_ms > MAX_GAP_MS:
+        return False
+    speakers = {m.speaker for m in group}
+    if message.speaker == last.speaker:
+        return True  # the same speaker going on
+    # One reply from the other side, when it is short: an answer, a reaction with a fact in it.
+    return len(speakers) == 1 and len(message.text) <= SHORT_REPLY_CHARS
+
+
+def _piece(group: list[Message], every: tuple[Message, ...]) -> Piece:
+    first = group[0]
+    before = every[first.position - 1] if first.position > 0 else None
+    context = f"{before.speaker}: {before.text}"[:1_900] if before is not None else None
+    return Piece(
+        text="\n".join(f"{m.speaker}: {m.text}" for m in group),
+        positions=tuple(m.position for m in group),
+        message_ids=tuple(m.message_id for m in group),
+        speakers=tuple(dict.fromkeys(m.speaker for m in group)),
+        ts_ms=first.ts_ms,
+        context=context,
+    )

@@ -1,0 +1,189 @@
+"""Capture (issue 30): conversations in each format, hand-written to the formats' published shapes
+(``data/capture/``), into crystals with their provenance; small talk and echoes left out; the same
+conversation twice stores nothing new; damaged input is refused whole, naming what is wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory.capture.capture import capture, capture_conversations, default_session
+from memory.capture.extract import extract, is_small_talk, repeats
+from memory.capture.formats import ConversationFormat, detect, read_conversations, read_messages
+from memory.capture.sources import captured_from
+from memory.errors import CaptureFormatError
+from memory.model import Origin
+from memory.storage.counts import crystal_total
+from memory.storage.store import MemoryStore
+
+DATA = Path(__file__).parent / "data" / "capture"
+
+
+def raw(name: str) -> str:
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("openai_chat.json", ConversationFormat.OPENAI),
+        ("claude_code_session.jsonl", ConversationFormat.CLAUDE_CODE),
+        ("chatgpt_conversations.json", ConversationFormat.CHATGPT),
+        ("messages.jsonl", ConversationFormat.JSONL),
+    ],
+)
+def test_each_format_is_told_by_its_shape(name: str, fmt: ConversationFormat) -> None:
+    assert detect(raw(name)) is fmt
+
+
+def test_an_openai_conversation_keeps_its_ids_times_and_text_parts() -> None:
+    (conversation,) = read_conversations(raw("openai_chat.json"))
+    assert conversation.session == "support-2026-03-02"
+    assert [m.message_id for m in conversation.messages] == [None, "u1", "a1", "u2", "a2", "u3", "a3", "u4"]
+    assert conversation.messages[5].text == "The restore test last Sunday took 41 minutes for 120 GB."
+    assert conversation.messages[1].ts_ms == 1_772_442_840_000
+
+
+def test_a_claude_code_session_keeps_words_and_leaves_out_tools_and_meta() -> None:
+    (conversation,) = read_conversations(raw("claude_code_session.jsonl"))
+    assert conversation.session == "9f1c2d3e-0000-4a5b-8c9d-112233445566"
+    assert [(m.role, m.message_id) for m in conversation.messages] == [
+        ("user", "c1"),
+        ("assistant", "c2"),
+        ("assistant", "c4"),
+    ]
+    assert conversation.messages[1].text == "I'll look at the test's fixtures first."  # the tool call itself is gone
+    assert conversation.skipped == 3  # the summary, the tool result, the /clear meta line
+
+
+def test_a_chatgpt_export_reads_each_conversation_along_its_current_branch() -> None:
+    first, second = read_conversations(raw("chatgpt_conversations.json"))
+    assert (first.session, first.title) == ("6790a1b2-aaaa-bbbb-cccc-000000000001", "Sourdough schedule")
+    assert [m.message_id for m in first.messages] == ["n2", "n3", "n4"]  # not the regenerated n3b, not the system
+    assert all("abandoned" not in m.text for m in first.messages)
+    assert first.messages[0].ts_ms == 1_767_600_100_000
+    assert [m.text for m in second.messages] == ["hi"]
+
+
+def test_a_jsonl_log_skips_lines_that_are_not_messages() -> None:
+    (conversation,) = read_conversations(raw("messages.jsonl"), session="allotment")
+    assert [m.speaker for m in conversation.messages] == ["Dana", "Dana", "Sam", "Sam"]
+    assert conversation.skipped == 1 and conversation.session == "allotment"
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "says"),
+    [
+        ("truncated.jsonl", None, "line 2 is cut short"),
+        ("broken_openai.json", None, "not valid JSON"),
+        ("chatgpt_without_mapping.json", None, "conversation 0 has no 'mapping'"),
+        ("messages.jsonl", ConversationFormat.OPENAI, "not valid JSON"),
+        ("openai_chat.json", ConversationFormat.CHATGPT, "list of conversations"),
+    ],
+)
+def test_damaged_input_is_refused_naming_what_is_wrong(name: str, fmt: ConversationFormat | None, says: str) -> None:
+    with pytest.raises(CaptureFormatError, match=says):
+        read_conversations(raw(name), fmt)
+
+
+def test_messages_without_a_role_are_refused() -> None:
+    with pytest.raises(CaptureFormatError, match="message 1 has no 'role'"):
+        read_messages([{"role": "user", "content": "fine"}, {"content": "who said this?"}], session="s")
+
+
+def test_small_talk_echoes_and_system_messages_are_left_out() -> None:
+    (conversation,) = read_conversations(raw("openai_chat.json"))
+    extraction = extract(conversation)
+    assert extraction.left_out == {"system": 1, "small_talk": 3, "echo": 1}  # hey, hello-how-can-I-help, ok thanks
+    kept = [p for piece in extraction.pieces for p in piece.positions]
+    assert kept == [3, 5, 6]
+    assert "Synology DS920+" in extraction.pieces[0].text and "user: " in extraction.pieces[0].text
+
+
+def test_small_talk_is_judged_on_its_words() -> None:
+    assert (
+        is_small_talk("Thanks so much!! 🙏") and is_small_talk("haha nice") and is_small_talk("Hello! How can I help?")
+    )
+    assert not is_small_talk("Thanks, the router is a Fritz!Box 7590")
+    assert repeats("You moved to Lisbon and work at Feedzai.", "I moved to Lisbon last month and work at Feedzai")
+    assert not repeats("Lisbon is lovely in May; try the Feira da Ladra.", "I moved to Lisbon last month")
+
+
+def test_a_yes_that_answers_a_question_is_kept_with_it() -> None:
+    conversation = read_messages(
+        [{"role": "user", "content": "Did the 1.3 deploy go out?"}, {"role": "assistant", "content": "Yes"}],
+        session="s",
+    )
+    (piece,) = extract(conversation).pieces
+    assert piece.positions == (0, 1) and piece.text.endswith("assistant: Yes")
+
+
+def test_a_short_reply_joins_its_statement_and_a_long_one_starts_its_own_piece() -> None:
+    long_reply = "Sure. " + "The garlic wants full sun and well-drained soil, so plot 14 by the tap is fine. " * 3
+    conversation = read_messages(
+        [
+            {"role": "user", "name": "Dana", "content": "Plot 14 is ours now."},
+            {"role": "user", "name": "Sam", "content": "Where is it?"},
+            {"role": "user", "name": "Dana", "content": "Next to the water tap."},
+            {"role": "user", "name": "Sam", "content": long_reply},
+        ],
+        session="s",
+    )
+    pieces = extract(conversation).pieces
+    assert [p.positions for p in pieces] == [(0, 1), (2,), (3,)]
+    assert pieces[1].context == "Sam: Where is it?"  # the message before travels as context
+
+
+async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore) -> None:
+    (conversation,) = read_conversations(raw("openai_chat.json"))
+    report = await capture(store, conversation)
+    assert (report.messages, report.new_messages, report.stored, report.merged) == (8, 8, 2, 0)
+    sources = await captured_from(store, report.crystal_ids)
+    assert [s.messages for c in report.crystal_ids for s in sources[c]] == [("u2",), ("u3", "a3")]
+    crystal = await store.get(report.crystal_ids[1])
+    assert crystal.origin is Origin.SESSION and crystal.source == "capture:support-2026-03-02"
+    assert crystal.created_at_ms == 1_772_442_960_000  # when u3 was said, not when it was captured
+    assert crystal.semantic_type is not None and crystal.embedded_with is not None  # typed and embedded
+
+
+async def test_the_same_conversation_twice_stores_nothing_new_and_a_grown_one_only_its_new_messages(
+    store: MemoryStore,
+) -> None:
+    messages = [
+        {"role": "user", "content": "Our office moved to Calle Mayor 12, third floor."},
+        {"role": "assistant", "content": "Got it, the new office is on Calle Mayor."},
+    ]
+    first = await capture_conversations(store, messages=messages)
+    again = await capture_conversations(store, messages=messages)
+    assert first["stored"] == 1 and (again["stored"], again["new_messages"]) == (0, 0)
+    grown = [*messages, {"role": "user", "content": "The door code is on the fridge note, not in chat."}]
+    later = await capture_conversations(store, messages=grown)
+    assert (later["new_messages"], later["stored"]) == (1, 1)
+    assert {c["session"] for c in (first, again, later) for c in c["conversations"]} == {
+        default_session(read_messages(messages, session=""))
+    }
+
+
+async def test_a_piece_memory_already_holds_is_merged_not_stored_again(store: MemoryStore) -> None:
+    said = [{"role": "user", "content": "My blood type is O negative."}]
+    await capture_conversations(store, messages=said, session="a")
+    elsewhere = await capture_conversations(store, messages=said, session="b")
+    assert (elsewhere["stored"], elsewhere["merged"]) == (0, 1)
+
+
+async def test_a_chatgpt_export_captures_every_conversation(store: MemoryStore) -> None:
+    result = await capture_conversations(store, raw=raw("chatgpt_conversations.json"))
+    assert [c["session"] for c in result["conversations"]] == [
+        "6790a1b2-aaaa-bbbb-cccc-000000000001",
+        "6790a1b2-aaaa-bbbb-cccc-000000000002",
+    ]
+    assert result["stored"] >= 1 and result["conversations"][1]["stored"] == 0  # "hi" is small talk
+
+
+async def test_damaged_input_stores_nothing(store: MemoryStore) -> None:
+    with pytest.raises(CaptureFormatError):
+        await capture_conversations(store, raw=raw("truncated.jsonl"))
+    with pytest.raises(CaptureFormatError, match="not both"):
+        await capture_conversations(store, raw="x", messages=[{"role": "user", "content": "y"}])
+    assert await crystal_total(store.reader()) == 0
