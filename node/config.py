@@ -115,6 +115,14 @@ class MemorySection(_Section):
     supersession: Literal["offline", "llm", "off"] = "offline"
 
 
+class CaptureSection(_Section):
+    # Folders of transcripts the daemon follows and captures as they are written (memory.capture.watch),
+    # e.g. ["~/.claude/projects"]: *.jsonl and *.json files under them, at any depth.
+    watch: list[str] = Field(default_factory=list, max_length=32)
+    poll_s: float = Field(default=5.0, ge=0.2, le=3600)
+    max_file_mb: int = Field(default=50, ge=1, le=10_000)
+
+
 class LlmSection(_Section):
     """An OpenAI-compatible chat endpoint for ``[memory] typer = "llm"`` and ``supersession = "llm"``."""
 
@@ -337,6 +345,7 @@ class Config(_Section):
     hormones: HormonesSection = Field(default_factory=HormonesSection)
     consolidation: ConsolidationSection = Field(default_factory=ConsolidationSection)
     dream: DreamSection = Field(default_factory=DreamSection)
+    capture: CaptureSection = Field(default_factory=CaptureSection)
     llm: LlmSection = Field(default_factory=LlmSection)
     p2p: P2PSection = Field(default_factory=P2PSection)
     marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)

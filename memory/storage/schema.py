@@ -344,11 +344,30 @@ CREATE INDEX captured_messages_crystal ON captured_messages (crystal_id) WHERE c
 """
 
 
+# v20: continuous capture's watermarks (memory.capture.watch): per transcript file followed, how far
+# it was read (bytes, messages), the hash of its first bytes (another one is a rewritten file), its
+# format and session, and why it could not be read, if it could not.
+SCHEMA_V20 = """
+CREATE TABLE capture_files (
+    path         TEXT PRIMARY KEY,
+    size         INTEGER NOT NULL,
+    mtime_ns     INTEGER NOT NULL,
+    byte_offset  INTEGER NOT NULL,
+    messages     INTEGER NOT NULL,
+    head         TEXT NOT NULL,
+    fmt          TEXT NOT NULL,
+    session      TEXT NOT NULL,
+    error        TEXT,
+    updated_ms   INTEGER NOT NULL
+);
+"""
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19,
+    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19, SCHEMA_V20,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

@@ -22,6 +22,7 @@ from ground.events import get_logger
 from ground.progress import current_reporter
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
+from memory.capture.watch import WatchSettings, expand, watch_round, watch_summary
 from memory.cognition.curiosity import Curiosity
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.refine_type import refine_type
@@ -228,6 +229,8 @@ class MemoryPart:
         self._last_dream: dict[str, Any] | None = None
         self.weights = search_weights(config)
         self.metrics = metrics
+        #: Continuous capture as of its last round (``[capture] watch``): files, messages, errors.
+        self.capture: dict[str, Any] | None = None
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
     @property
@@ -268,6 +271,8 @@ class MemoryPart:
             "memory-consolidation", self._every(self._config.consolidation.interval_min, self._consolidate)
         )
         self._supervisor.spawn("memory-dream", self._every(self._config.dream.interval_min, self._dream))
+        if self._config.capture.watch:
+            self._supervisor.spawn("memory-capture-watch", self._watch_transcripts())
 
     async def _warm_vectors(self) -> None:
         """Load the search's vector codes in the background, so the first search does not wait."""
@@ -300,6 +305,8 @@ class MemoryPart:
             "last_dream": self._last_dream,
             "embedding": self.embedding.as_dict(),
         }
+        if self.capture is not None:
+            out["capture"] = self.capture
         store = self.store
         levels = store.hormone_source.levels() if store is not None and store.hormone_source else None
         if levels is not None:
@@ -313,6 +320,11 @@ class MemoryPart:
             )
         if self._last_dream is not None:
             parts.append("last dream " + ("ok" if self._last_dream["accepted"] else "rejected"))
+        if self.capture is not None:
+            unreadable = f", {len(self.capture['errors'])} unreadable" if self.capture["errors"] else ""
+            parts.append(
+                f"capturing {self.capture['files']} transcripts ({self.capture['messages']} messages{unreadable})"
+            )
         out["summary"] = ", ".join(parts)
         return out
 
@@ -367,6 +379,25 @@ class MemoryPart:
         else:
             log.warning("memory.dream_rejected", reason=report.rejected_because)
         return doc
+
+    async def _watch_transcripts(self) -> None:
+        """Capture what is written in the watched folders (``[capture] watch``), every ``poll_s``."""
+        cfg = self._config.capture
+        settings = WatchSettings(folders=expand(cfg.watch), max_file_bytes=cfg.max_file_mb * 1_000_000)
+        while self.store is not None:
+            try:
+                done = await watch_round(self.store, settings)
+            except (OSError, MemoryError_) as exc:  # a folder gone, a disk full: say so, try again
+                log.warning("memory.capture_watch_failed", error=repr(exc))
+            else:
+                for path, why in done.new_errors:  # each once, until the file changes
+                    log.warning("memory.capture_unreadable", file=path, error=why)
+                if done.new_messages:
+                    log.info("memory.captured", messages=done.new_messages, crystals=done.stored)
+                self.capture = {**(await watch_summary(self.store)), "folders": [str(f) for f in settings.folders]}
+                self._crystals += done.stored
+                self.embedding.backlog += done.stored
+            await asyncio.sleep(cfg.poll_s)
 
     async def _drain_backlog(self) -> None:
         while self.store is not None:

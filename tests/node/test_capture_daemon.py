@@ -1,0 +1,60 @@
+"""Continuous capture in a running daemon (issue 30): a transcript written into a watched folder is
+captured as it grows, searchable and linked back to its messages, and its progress is in `status`;
+an unreadable file is reported there once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import clean_env
+from tests.daemons import Node, running_details, wait_for
+
+pytestmark = pytest.mark.slow  # a real daemon process
+
+SESSION = "0b7f3c1d-2222-4e4e-8f8f-001122334455"
+
+
+def claude_line(uuid: str, role: str, text: str) -> str:
+    return json.dumps({"type": role, "sessionId": SESSION, "uuid": uuid, "timestamp": "2026-06-01T08:00:00Z",
+                       "message": {"role": role, "content": text}}) + "\n"  # fmt: skip
+
+
+def _capture(node: Node) -> dict[str, object]:
+    return dict((running_details(node) or {}).get("memory", {}).get("capture") or {})
+
+
+def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
+    projects = tmp_path / "claude" / "projects" / "shop"
+    projects.mkdir(parents=True)
+    transcript = projects / f"{SESSION}.jsonl"
+    transcript.write_text(claude_line("q1", "user", "The shop's Stripe webhook secret rotates on the 1st."))
+    env = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_CAPTURE__WATCH=json.dumps([str(tmp_path / "claude" / "projects")]),
+        BITTERBOT_CAPTURE__POLL_S="0.5",
+    )
+    node = Node(tmp_path, "node", env)
+    assert node.cli("init").returncode == 0
+    node.start()
+    try:
+        wait_for(lambda: _capture(node).get("messages") == 1, 60, "the first message to be captured", [node])
+        with transcript.open("a") as handle:
+            handle.write(claude_line("a1", "assistant", "Noted: rotation is monthly, on the first."))
+            handle.write(claude_line("q2", "user", "Orders ship from the Valencia warehouse, dock B."))
+        (tmp_path / "claude" / "projects" / "notes.json").write_text("{ not json")
+        wait_for(lambda: _capture(node).get("messages") == 3, 60, "the new messages to be captured", [node])
+        errors = wait_for(lambda: _capture(node).get("errors"), 60, "the unreadable file in status", [node])
+        assert list(errors) == [str(tmp_path / "claude" / "projects" / "notes.json")]
+        hits = node.json("memory", "search", "Valencia warehouse", "--mode", "keyword")
+        assert "dock B" in hits[0]["crystal"]["text"]
+        shown = node.json("memory", "show", hits[0]["crystal"]["id"])
+        # the assistant's note and the short statement after it are one piece (memory.capture.extract)
+        assert shown["captured_from"] == [{"session": SESSION, "messages": ["a1", "q2"]}]
+        assert "capturing 2 transcripts (3 messages, 1 unreadable)" in node.cli("status").stdout
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
+    assert log.count("memory.capture_unreadable") == 1  # reported once, not every round
