@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from node.runtime.status import probe_daemon
 from tests.conftest import CLI, run_cli
 
 
@@ -70,22 +71,38 @@ class Node:
         return log
 
 
-def listening(node: Node) -> str | None:
-    result = node.cli("status", "--json")
-    if result.returncode != 0:
+def running_details(node: Node) -> dict[str, Any] | None:
+    """What a running daemon last reported of its parts: the status file and lock that `status --json`
+    reads, read here. Waiting on a daemon polls this every 0.3 s, and a CLI process per poll cost
+    about 0.4 s of a core each while the daemon itself was starting."""
+    probe = probe_daemon(node.data)
+    if not probe.running or probe.status is None or probe.status.state != "running":
         return None
-    daemon = json.loads(result.stdout)["daemon"]
-    listen = daemon.get("details", {}).get("p2p", {}).get("listen") if daemon.get("state") == "running" else None
-    return listen[0] if listen else None
+    return probe.status.details
+
+
+def listening(node: Node) -> str | None:
+    listen = (running_details(node) or {}).get("p2p", {}).get("listen")
+    return str(listen[0]) if listen else None
+
+
+def api_url(node: Node) -> str | None:
+    """The running daemon's API address, once it listens."""
+    return str((running_details(node) or {}).get("api", {}).get("url") or "") or None
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str, nodes: list[Node] | None = None) -> Any:
+    """``check()`` once it is truthy. The pause between checks grows (0.2 s, x1.5, at most 1.5 s): many
+    checks start a CLI process, about 0.3 s of a core each, and a check every 0.3 s kept a core busy
+    for as long as the daemons it waited on needed that core."""
     deadline = time.monotonic() + timeout
+    pause = 0.2
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
-        time.sleep(0.3)
+        time.sleep(pause)
+        pause = min(pause * 1.5, 1.5)
     raise AssertionError(f"timed out waiting for {what}" + "".join(diagnosis(n) for n in nodes or []))
 
 

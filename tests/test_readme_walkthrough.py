@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
+# real processes, hosts or chains (`-m "not slow"` skips them); the walkthrough's ports are fixed, so
+# its tests run one after another on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("readme-walkthrough")]
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 PORTS = (8545, 4101, 4102, 4103)

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import pytest
 
+from node.runtime.status import probe_daemon
 from tests.conftest import CLI, clean_env, run_cli
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
@@ -38,11 +39,15 @@ def start_daemon(data_dir: Path, *extra: str, env: dict[str, str] | None = None)
 
 
 def wait_for_state(data_dir: Path, state: str, timeout: float = 20) -> dict[str, Any]:
+    """`status --json` once the daemon is in ``state`` (watched in the files `status` reads: a CLI
+    process per poll cost a core while the daemon was starting)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        result = run_cli("status", "--data-dir", str(data_dir), "--json")
-        if result.returncode == 0:
-            report = json.loads(result.stdout)
+        probe = probe_daemon(data_dir)
+        if probe.running and probe.status is not None and probe.status.state == state:
+            result = run_cli("status", "--data-dir", str(data_dir), "--json")
+            assert result.returncode == 0, result.stderr
+            report: dict[str, Any] = json.loads(result.stdout)
             if report["daemon"].get("state") == state:
                 return report
         time.sleep(0.2)

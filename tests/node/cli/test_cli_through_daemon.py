@@ -13,7 +13,7 @@ import click
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, running_details, wait_for
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -21,11 +21,7 @@ ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
 
 
 def _details(node: Node) -> dict[str, Any] | None:
-    result = node.cli("status", "--json")
-    if result.returncode != 0:
-        return None
-    daemon = json.loads(result.stdout)["daemon"]
-    return daemon.get("details") if daemon.get("state") == "running" else None
+    return running_details(node)
 
 
 def _api_requests(node: Node) -> dict[tuple[str, str], float]:

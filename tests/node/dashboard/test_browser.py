@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, api_url, wait_for
 
 pytestmark = pytest.mark.slow  # real daemons and a browser
 
@@ -30,13 +30,6 @@ BROWSER_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-def _api_url(node: Node) -> str | None:
-    result = node.cli("status", "--json")
-    if result.returncode != 0:
-        return None
-    return str(json.loads(result.stdout)["daemon"].get("details", {}).get("api", {}).get("url") or "") or None
 
 
 @pytest.fixture
@@ -74,7 +67,7 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
     edge.start()
     started = [edge]
     try:
-        base = wait_for(lambda: _api_url(edge), 60, "the dashboard to listen")
+        base = wait_for(lambda: api_url(edge), 60, "the dashboard to listen")
         ids = {
             text: edge.json("memory", "add", text)["crystal"]["id"]
             for text in (

@@ -4,7 +4,6 @@ no data without the session cookie, one-time login URLs, CSRF on every change, s
 from __future__ import annotations
 
 import http.client
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from tests.conftest import clean_env, run_cli
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, api_url, wait_for
 
 pytestmark = pytest.mark.slow  # a real daemon process
 
@@ -72,20 +71,13 @@ class Running:
         return str(self.node.json("ui")["url"])
 
 
-def _api_url(node: Node) -> str | None:
-    result = node.cli("status", "--json")
-    if result.returncode != 0:
-        return None
-    return str(json.loads(result.stdout)["daemon"].get("details", {}).get("api", {}).get("url") or "") or None
-
-
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     node = Node(tmp_path_factory.mktemp("dashboard"), "node", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing"))
     assert node.cli("init").returncode == 0
     node.start()
     try:
-        base = wait_for(lambda: _api_url(node), 60, "the API to listen")
+        base = wait_for(lambda: api_url(node), 60, "the API to listen")
         crystal = node.json("memory", "add", SECRET_TEXT)["crystal"]["id"]
         hostile = node.json("memory", "add", HOSTILE_TEXT)["crystal"]["id"]
         yield Running(node, base, crystal, hostile)

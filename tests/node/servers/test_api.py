@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, api_url, wait_for
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -58,14 +58,6 @@ class Api:
         return doc
 
 
-def _api_url(node: Node) -> str | None:
-    result = node.cli("status", "--json")
-    if result.returncode != 0:
-        return None
-    details = json.loads(result.stdout)["daemon"].get("details", {})
-    return str(details.get("api", {}).get("url") or "") or None
-
-
 def _routes_never_answered(api: Api) -> list[str]:
     """The routes the daemon's own request counter never saw answer."""
     from node.commands.catalog import COMMANDS
@@ -88,7 +80,7 @@ def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
     assert token_file.stat().st_mode & 0o777 == 0o600
     node.start()
     try:
-        url = wait_for(lambda: _api_url(node), 60, "the API to listen")
+        url = wait_for(lambda: api_url(node), 60, "the API to listen")
         assert url.startswith("http://127.0.0.1:")
         api = Api(url, token_file.read_text().strip(), node)
         owner_token = node.data / "owner.token"
@@ -497,7 +489,7 @@ def test_a_market_without_its_chain_is_unavailable_not_a_bad_request(tmp_path: P
     assert node.cli("init").returncode == 0
     node.start()
     try:
-        url = wait_for(lambda: _api_url(node), 60, "the API to listen")
+        url = wait_for(lambda: api_url(node), 60, "the API to listen")
         api = Api(url, (node.data / "api.token").read_text().strip(), node)
         status, doc = api.call("POST", "/v1/skills/buy", {"listing": "some-skill"})
         assert status == 503 and "the marketplace has no chain" in doc["error"], (status, doc)
