@@ -21,7 +21,7 @@ JSONL importer does, except a last line cut short, which is reported: the writer
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -143,17 +143,9 @@ def _openai(doc: Any, session: str) -> Conversation:
 def _claude_code(raw: str, session: str) -> Conversation:
     messages: list[Message] = []
     skipped = 0
-    lines = raw.splitlines()
-    _bounded(len(lines))
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            if number == len(lines) and not raw.endswith("\n"):
-                raise CaptureFormatError(f"line {number} is cut short (is the session still being written?)") from None
-            raise CaptureFormatError(f"line {number} is not JSON") from None
+    for number, entry in _json_lines(raw):
+        if entry is _NOT_JSON:
+            raise CaptureFormatError(f"line {number} is not JSON")
         if not isinstance(entry, dict):
             raise CaptureFormatError(f"line {number} is not a JSON object")
         session = str(entry.get("sessionId") or session)
@@ -222,20 +214,9 @@ def _thread(mapping: dict[str, Any], current: object) -> list[Any]:
 def _jsonl(raw: str, session: str) -> Conversation:
     messages: list[Message] = []
     skipped = 0
-    lines = raw.splitlines()
-    _bounded(len(lines))
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            if number == len(lines) and not raw.endswith("\n") and line.lstrip().startswith("{"):
-                raise CaptureFormatError(f"line {number} is cut short (is the file still being written?)") from None
-            skipped += 1
-            continue
+    for _, doc in _json_lines(raw):
         text = doc.get("text", doc.get("content")) if isinstance(doc, dict) else None
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or not text.strip():  # not JSON, or not a message
             skipped += 1
             continue
         speaker = doc.get("speaker", doc.get("role"))
@@ -243,6 +224,25 @@ def _jsonl(raw: str, session: str) -> Conversation:
         role = who if who in ("user", "assistant", "system", "tool") else "user"
         messages.append(Message(len(messages), role, who, text, _id(doc.get("id")), _ms(doc.get("timestamp"))))
     return Conversation(session, tuple(messages), skipped=skipped)
+
+
+_NOT_JSON = object()
+
+
+def _json_lines(raw: str) -> Iterator[tuple[int, Any]]:
+    """(line number, its JSON value or ``_NOT_JSON``) for each non-blank line. A last line that is
+    cut short (no newline after it, and not JSON) is refused: its writer may still be at it."""
+    lines = raw.splitlines()
+    _bounded(len(lines))
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except ValueError:
+            if number == len(lines) and not raw.endswith("\n") and line.lstrip().startswith("{"):
+                raise CaptureFormatError(f"line {number} is cut short (is the file still being written?)") from None
+            yield number, _NOT_JSON
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -13,8 +13,10 @@ Each file has a watermark (``capture_files``) that survives restarts:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -128,7 +130,7 @@ async def _read(
     try:
         conversations = read_conversations(text, fmt, session=mark.session)
     except CaptureFormatError as exc:
-        if mtime_ns > _now_ns() - SETTLING_NS:
+        if mtime_ns > time.time_ns() - SETTLING_NS:
             return mark  # still being written: try again when it changes or settles
         return replace(mark, size=size, mtime_ns=mtime_ns, fmt=fmt.value, error=str(exc))
     await _capture(store, conversations, actor, result)
@@ -189,15 +191,7 @@ def _head_length(head: str) -> int:
 
 
 async def _read_bytes(path: Path) -> bytes:
-    import asyncio
-
     return await asyncio.to_thread(path.read_bytes)
-
-
-def _now_ns() -> int:
-    import time
-
-    return time.time_ns()
 
 
 # --- the watermarks ----------------------------------------------------------------------------
