@@ -35,6 +35,7 @@ _FILLER = _words(
     " exactly true absolutely definitely of course same here me too love that this oh ah hmm mhm uh"
     " um see you later take care night morning good congrats congratulations appreciate it that's"
     " awesome great idea will do how can i help what for today anything else let me know happy is there with"
+    " understood noted roger ack acknowledged"
 )
 _STOP = _words(
     "the a an and or but of to in on at for with is are was were be been it this that i you he she"
@@ -137,16 +138,21 @@ def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
     speakers = {m.speaker for m in group}
     if message.speaker == last.speaker:
         return True  # the same speaker going on
-    # One reply from the other side, when it is short: an answer, a reaction with a fact in it.
-    return len(speakers) == 1 and len(message.text) <= SHORT_REPLY_CHARS
+    short = len(message.text) <= SHORT_REPLY_CHARS
+    # One reply from the other side, when it is short: an answer, a reaction with a fact in it; and
+    # when that reply was a question, the short answer to it too ("Where is it hosted?" "Netlify").
+    answers = len(group) >= 2 and last.text.rstrip().endswith("?") and message.speaker != last.speaker
+    return short and (len(speakers) == 1 or answers)
 
 
 def _piece(group: list[Message], every: tuple[Message, ...]) -> Piece:
     first = group[0]
     before = every[first.position - 1] if first.position > 0 else None
     context = f"{before.speaker}: {before.text}"[:1_900] if before is not None else None
+    # The person's own words alone read as they were said; a piece with others says who said what.
+    alone = all(m.role == "user" and m.speaker == "user" for m in group)
     return Piece(
-        text="\n".join(f"{m.speaker}: {m.text}" for m in group),
+        text="\n".join(m.text if alone else f"{m.speaker}: {m.text}" for m in group),
         positions=tuple(m.position for m in group),
         message_ids=tuple(m.message_id for m in group),
         speakers=tuple(dict.fromkeys(m.speaker for m in group)),

@@ -98,7 +98,12 @@ def test_small_talk_echoes_and_system_messages_are_left_out() -> None:
     assert extraction.left_out == {"system": 1, "small_talk": 3, "echo": 1}  # hey, hello-how-can-I-help, ok thanks
     kept = [p for piece in extraction.pieces for p in piece.positions]
     assert kept == [3, 5, 6]
-    assert "Synology DS920+" in extraction.pieces[0].text and "user: " in extraction.pieces[0].text
+    # the person's words alone read as said; a piece of several speakers says who said what
+    assert extraction.pieces[0].text.startswith("My NAS is a Synology DS920+")
+    assert (
+        extraction.pieces[1].text.startswith("user: The restore test")
+        and "\nassistant: That works" in extraction.pieces[1].text
+    )
 
 
 def test_small_talk_is_judged_on_its_words() -> None:
@@ -119,7 +124,7 @@ def test_a_yes_that_answers_a_question_is_kept_with_it() -> None:
     assert piece.positions == (0, 1) and piece.text.endswith("assistant: Yes")
 
 
-def test_a_short_reply_joins_its_statement_and_a_long_one_starts_its_own_piece() -> None:
+def test_a_short_reply_and_the_answer_to_it_join_the_statement_and_a_long_one_starts_its_own_piece() -> None:
     long_reply = "Sure. " + "The garlic wants full sun and well-drained soil, so plot 14 by the tap is fine. " * 3
     conversation = read_messages(
         [
@@ -131,8 +136,8 @@ def test_a_short_reply_joins_its_statement_and_a_long_one_starts_its_own_piece()
         session="s",
     )
     pieces = extract(conversation).pieces
-    assert [p.positions for p in pieces] == [(0, 1), (2,), (3,)]
-    assert pieces[1].context == "Sam: Where is it?"  # the message before travels as context
+    assert [p.positions for p in pieces] == [(0, 1, 2), (3,)]  # "Where is it?" "Next to the water tap."
+    assert pieces[1].context == "Dana: Next to the water tap."  # the message before travels as context
 
 
 async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore) -> None:

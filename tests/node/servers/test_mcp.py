@@ -175,3 +175,40 @@ async def test_the_readme_agent_session(tmp_path: Path) -> None:
         '## Curiosity Gaps\n- Unanswered: "When is the dentist appointment?" (asked 1x)\n- wants to pass the Oslo',
     ):
         assert line in memory_md, line
+
+
+CAPTURED_CHAT = [
+    {"role": "user", "id": "m1", "content": "hi!"},
+    {"role": "assistant", "id": "m2", "content": "Hello! How can I help?"},
+    {"role": "user", "id": "m3", "content": "I'm moving the family blog from WordPress to Hugo this month."},
+    {"role": "assistant", "id": "m4", "content": "Where will it be hosted?"},
+    {"role": "user", "id": "m5", "content": "On Netlify, free tier."},
+    {"role": "user", "id": "m6", "content": "My wife Carmen writes the recipes; I only do the tech side."},
+    {"role": "assistant", "id": "m7", "content": "Your wife Carmen writes the recipes and you do the tech side."},
+    {"role": "user", "id": "m8", "content": "Always answer me with shell commands, not GUI steps."},
+    {"role": "assistant", "id": "m9", "content": "Understood."},
+    {"role": "user", "id": "m10", "content": "thanks!"},
+]
+
+
+async def test_the_readme_captured_session(tmp_path: Path) -> None:
+    """The README's captured conversation (README, "MCP server"): an agent hands the node a chat, the
+    node keeps what is worth keeping, and the dream puts it in MEMORY.md."""
+    data = tmp_path / "agent"
+    async with mcp_client(data, embedder="minilm") as client:
+        captured = _data(await client.call_tool("memory_capture", {"messages": CAPTURED_CHAT, "session": "blog-1"}))
+        assert (captured["new_messages"], captured["stored"], captured["left_out"]) == (10, 2, 5)
+        again = _data(await client.call_tool("memory_capture", {"messages": CAPTURED_CHAT, "session": "blog-1"}))
+        assert (again["new_messages"], again["stored"]) == (0, 0)
+        hits = _data(await client.call_tool("memory_search", {"query": "where is the blog hosted"}))
+        assert "Netlify" in hits[0]["text"]
+        dreamt = _data(await client.call_tool("working_memory_dream", {}))
+        assert dreamt["accepted"]
+    memory_md = (data / "workspace" / "MEMORY.md").read_text()
+    print(memory_md)  # what the README shows
+    for line in (
+        "## Bond\n- Always answer me with shell commands, not GUI steps.",
+        "## Active Context\n- user: I'm moving the family blog from WordPress to Hugo this month. assistant: Where "
+        "will it be hosted? user: On Netlify, free tier. user: My wife Carmen writes the recipes",
+    ):
+        assert line in memory_md, line
