@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from marketplace.exchange.deals import Purchases, Sales
+from memory.capture.watch import watch_summary
 from memory.storage.store import MemoryStore
 from p2p.verdicts import POLICY, Reason
 
@@ -75,6 +76,13 @@ class NodeMetrics(Collector):
         counts["purchases"] = await Purchases(store).count_by_state()
         counts["sales"] = await Sales(store).count_by_state()
         counts["embedding"] = {"backlog": int(stats["embedding_backlog"])}
+        capture = await watch_summary(store)  # continuous capture ([capture] watch)
+        errors = capture["errors"]
+        counts["capture"] = {
+            "files": int(str(capture["files"])),
+            "messages": int(str(capture["messages"])),
+            "unreadable": len(errors) if isinstance(errors, dict) else 0,
+        }
         self._counts = counts
 
     def collect(self) -> Iterable[Metric]:
@@ -89,6 +97,18 @@ class NodeMetrics(Collector):
             "bitterbot_embedding_backlog",
             "Crystals stored but not yet embedded (after an import): keyword search finds them meanwhile.",
             value=self._counts.get("embedding", {}).get("backlog", 0),
+        )
+        capture = self._counts.get("capture", {})
+        yield GaugeMetricFamily(
+            "bitterbot_capture_files", "Transcript files continuous capture follows.", value=capture.get("files", 0)
+        )
+        yield GaugeMetricFamily(
+            "bitterbot_capture_messages", "Messages read from followed transcripts.", value=capture.get("messages", 0)
+        )
+        yield GaugeMetricFamily(
+            "bitterbot_capture_unreadable",
+            "Followed transcripts that cannot be read (see status).",
+            value=capture.get("unreadable", 0),
         )
         purchases = GaugeMetricFamily("bitterbot_purchases", "Purchases (as buyer) by outcome.", labels=["state"])
         for state, n in sorted(self._counts["purchases"].items()):

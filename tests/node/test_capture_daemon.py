@@ -5,12 +5,13 @@ an unreadable file is reported there once."""
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, running_details, wait_for
+from tests.daemons import Node, api_url, running_details, wait_for
 
 pytestmark = pytest.mark.slow  # a real daemon process
 
@@ -24,6 +25,22 @@ def claude_line(uuid: str, role: str, text: str) -> str:
 
 def _capture(node: Node) -> dict[str, object]:
     return dict((running_details(node) or {}).get("memory", {}).get("capture") or {})
+
+
+def _capture_gauges(node: Node, url: str | None) -> dict[str, float] | None:
+    """The capture gauges of the daemon's /metrics, once they count what status counts."""
+    if url is None:
+        return None
+    request = urllib.request.Request(url + "/metrics")
+    request.add_header("Authorization", f"Bearer {(node.data / 'api.token').read_text().strip()}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        lines = response.read().decode().splitlines()
+    gauges = {
+        line.split()[0].removeprefix("bitterbot_capture_"): float(line.split()[1])
+        for line in lines
+        if line.startswith("bitterbot_capture_")
+    }
+    return gauges if gauges.get("messages") == 3.0 and gauges.get("unreadable") == 1.0 else None
 
 
 def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
@@ -54,6 +71,8 @@ def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
         # the assistant's note and the short statement after it are one piece (memory.capture.extract)
         assert shown["captured_from"] == [{"session": SESSION, "messages": ["a1", "q2"]}]
         assert "capturing 2 transcripts (3 messages, 1 unreadable)" in node.cli("status").stdout
+        gauges = wait_for(lambda: _capture_gauges(node, api_url(node)), 60, "the capture gauges in /metrics", [node])
+        assert gauges == {"files": 2.0, "messages": 3.0, "unreadable": 1.0}
     finally:
         log = node.stop()
     assert "Traceback" not in log, log
