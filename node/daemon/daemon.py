@@ -139,9 +139,7 @@ class Daemon:
         self._publish_status()
         deadline = time.monotonic() + budget_s
         stuck_tasks = await self.supervisor.close(timeout=max(0.1, deadline - time.monotonic()) / 2)
-        remaining = max(0.1, deadline - time.monotonic())
-        per_part = remaining / max(1, len(self._stack.started))
-        stuck_parts = await self._stack.stop_all(timeout_each=per_part)
+        stuck_parts = await self._stack.stop_all(deadline)
         self._state = "stopped"
         self._publish_status()
         if stuck_tasks or stuck_parts:

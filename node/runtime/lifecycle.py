@@ -5,6 +5,7 @@ background tasks are named, owned, and awaited.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
@@ -80,16 +81,20 @@ class PartStack:
         self._started.append(part)
         log.info("part.started", part=part.name)
 
-    async def stop_all(self, timeout_each: float) -> list[str]:
-        """Stop in reverse order; returns the names of parts that failed or hung while stopping."""
+    async def stop_all(self, deadline: float) -> list[str]:
+        """Stop in reverse order, each part within what is left of the budget up to ``deadline``
+        (``time.monotonic()``); returns the names of parts that failed or hung while stopping. (A fixed
+        slice per part left the memory part, stopped last, 0.67 s to close its database on a busy
+        machine while the parts before it had stopped in milliseconds.)"""
         failed: list[str] = []
         while self._started:
             part = self._started.pop()
+            timeout = max(0.1, deadline - time.monotonic())
             try:
-                await asyncio.wait_for(part.stop(), timeout_each)
+                await asyncio.wait_for(part.stop(), timeout)
                 log.info("part.stopped", part=part.name)
             except TimeoutError:
-                log.error("part.stop_timeout", part=part.name, timeout_s=timeout_each)
+                log.error("part.stop_timeout", part=part.name, timeout_s=round(timeout, 2))
                 failed.append(part.name)
             except Exception as exc:  # noqa: BLE001 - one part's failure must not keep the others running
                 log.error("part.stop_failed", part=part.name, error=repr(exc))
