@@ -394,7 +394,9 @@ class MemoryPart:
                     log.warning("memory.capture_unreadable", file=path, error=why)
                 if done.new_messages:
                     log.info("memory.captured", messages=done.new_messages, crystals=done.stored)
-                self.capture = {**(await watch_summary(self.store)), "folders": [str(f) for f in settings.folders]}
+                if done.files_read or self.capture is None:  # the watermarks only change when a file was read
+                    summary = await watch_summary(self.store)
+                    self.capture = {**summary, "folders": [str(f) for f in settings.folders]}
                 self._crystals += done.stored
                 self.embedding.backlog += done.stored
             await asyncio.sleep(cfg.poll_s)
