@@ -19,19 +19,30 @@ class Account:
 
     @classmethod
     def create(cls) -> Account:
-        from eth_account import Account as EthAccount
+        from coincurve import PrivateKey
 
-        created = EthAccount.create()
-        return cls(created.address, bytes(created.key))
+        return cls.from_key(PrivateKey().secret)
 
     @classmethod
     def from_key(cls, private_key: bytes) -> Account:
-        from eth_account import Account as EthAccount
-
-        return cls(EthAccount.from_key(private_key).address, private_key)
+        return cls(address_of_key(private_key), private_key)
 
     def __repr__(self) -> str:
         return f"Account({self.address})"
+
+
+def address_of_key(private_key: bytes) -> str:
+    """The EIP-55 checksummed address of a secp256k1 private key: the last 20 bytes of the keccak of
+    its public key. Worked out here with coincurve and eth-hash rather than eth-account, whose import
+    (eth-keyfile, py_ecc's pairing tables) cost a daemon 0.45 s of a core at every start just to
+    show its wallet's address."""
+    from coincurve import PrivateKey
+    from eth_hash.auto import keccak
+
+    public = PrivateKey(private_key).public_key.format(compressed=False)[1:]
+    plain = keccak(public)[-20:].hex()
+    nibbles = keccak(plain.encode("ascii")).hex()
+    return "0x" + "".join(c.upper() if int(n, 16) >= 8 else c for c, n in zip(plain, nibbles[:40], strict=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,9 @@
 """The marketplace as a part of the daemon: the chain client, the wallet, buying and selling.
 
 Starts after the P2P part (whose host carries the market protocol); connects the chain
-named by ``[chain]`` (the embedded development chain by default); then, every
+named by ``[chain]``, or starts the embedded development chain when a command first needs it
+(it cannot trade with other nodes, and building it cost each start about a second of a core
+and the EVM's memory: most nodes never use it); then, every
 ``resume_interval_s``, carries unfinished purchases on (after a restart too), refunds
 what is due, and settles sales whose escrow was released. A chain that cannot be
 reached does not stop the node: the market waits for it and says why in ``status``.
@@ -61,6 +63,7 @@ class MarketPart:
         self._wallet = load_or_create_wallet(ctx.paths.data_dir / "wallet.key", ctx.key_passphrase)
         self.market: Market | None = None
         self._chain_error = ""
+        self._connecting = asyncio.Lock()  # two first commands at once build one embedded chain
         self._last_round: dict[str, Any] = {}
         p2p.add_service(PROTOCOL, self._answer)
         register_market_gossip(p2p.gossip, market_sink(p2p, ctx.config))  # the market's kinds, consumed here
@@ -68,7 +71,8 @@ class MarketPart:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self._try_connect()
+        if self._ctx.config.chain.url:
+            await self._try_connect()
         self._supervisor.spawn("market-rounds", self._rounds())
 
     async def stop(self) -> None:
@@ -79,7 +83,12 @@ class MarketPart:
     def details(self) -> dict[str, Any]:
         cfg = self._ctx.config.chain
         where = cfg.url or "embedded development chain (this process only)"
-        state = "ready" if self.market is not None else f"chain unreachable: {self._chain_error}"
+        if self.market is not None:
+            state = "ready"
+        elif not cfg.url and not self._chain_error:
+            state = "starts when a market command first needs it"
+        else:
+            state = f"chain unreachable: {self._chain_error}"
         return {
             "chain": where,
             "address": self._wallet.address,
@@ -146,7 +155,7 @@ class MarketPart:
     async def _rounds(self) -> None:
         """Carry unfinished purchases on, refund what is due, settle sales; log what changed."""
         while True:
-            if self.market is None:
+            if self.market is None and self._ctx.config.chain.url:
                 await self._try_connect()
             market = self.market
             if market is not None:
@@ -184,14 +193,21 @@ class MarketPart:
 
     # --- commands --------------------------------------------------------------------------
 
-    def _ready(self) -> Market:
+    async def _start_embedded(self) -> None:
+        if self.market is None and not self._ctx.config.chain.url:
+            async with self._connecting:
+                if self.market is None:
+                    await self._try_connect()
+
+    async def _ready(self) -> Market:
+        await self._start_embedded()
         if self.market is None:
             raise MarketUnavailable(f"the marketplace has no chain: {self._chain_error}")
         return self.market
 
     async def buy_listing(self, listing: str, max_price: str | None) -> dict[str, Any]:
         """Buy a listed skill: ``listing`` is a stable skill id, or ``<seller peer id>/<skill id>``."""
-        market = self._ready()
+        market = await self._ready()
         if not self._ctx.config.chain.url:
             raise InvalidValue(EMBEDDED_CANNOT_TRADE)
         row = await self._find_listing(listing)
@@ -255,6 +271,7 @@ class MarketPart:
     async def wallet_report(self) -> dict[str, Any]:
         store = self._memory.running_store()
         balance = owed = None
+        await self._start_embedded()  # the person asked for the balance: the embedded chain holds it
         if self.market is not None:
             try:
                 balance = await self.market.chain.balance(self._wallet.address)
@@ -319,7 +336,7 @@ class MarketPart:
     async def dispute(self, purchase_id: str) -> dict[str, Any]:
         """Contest the seller's committed delivery of one of this node's purchases."""
         try:
-            result = await self._ready().dispute(_purchase_id(purchase_id))
+            result = await (await self._ready()).dispute(_purchase_id(purchase_id))
         except PurchaseError as exc:
             raise InvalidValue(str(exc)) from None
         return {"purchase_id": result.purchase_id, "state": result.state, "detail": result.detail}
@@ -328,7 +345,7 @@ class MarketPart:
         """What the chain holds of a disputed deal and the verdict it leads to (the arbiter judges
         nothing else)."""
         try:
-            verdict = await self._ready().verdict(_purchase_id(purchase_id))
+            verdict = await (await self._ready()).verdict(_purchase_id(purchase_id))
         except PurchaseError as exc:
             return {"purchase_id": purchase_id, "answered": False, "summary": str(exc)}
         to = "seller" if verdict.to_seller else "buyer"
@@ -343,7 +360,7 @@ class MarketPart:
     async def arbitrate(self, purchase_id: str) -> dict[str, Any]:
         """Judge an answered dispute from the chain and send the decision (this node is the arbiter)."""
         try:
-            verdict = await self._ready().arbitrate(_purchase_id(purchase_id))
+            verdict = await (await self._ready()).arbitrate(_purchase_id(purchase_id))
         except PurchaseError as exc:
             raise InvalidValue(str(exc)) from None
         return {
@@ -354,7 +371,7 @@ class MarketPart:
 
     async def withdraw(self, usdc: str | None) -> dict[str, Any]:
         """Move what the escrow owes this node (all of it, or ``usdc``) into its wallet."""
-        market = self._ready()
+        market = await self._ready()
         try:
             moved = await market.withdraw(None if usdc is None else parse_usdc(usdc))
         except PurchaseError as exc:
@@ -367,7 +384,7 @@ class MarketPart:
 
     async def fund_wallet(self, usdc: str) -> dict[str, Any]:
         """Mint development USDC (and gas) to this node's wallet: development chains only."""
-        market = self._ready()
+        market = await self._ready()
         amount = parse_usdc(usdc)
         try:
             await market.chain.fund(self._wallet.address, amount)

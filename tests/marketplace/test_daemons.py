@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CLI, clean_env, run_cli
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, running_details, wait_for
 from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
@@ -209,6 +209,9 @@ def test_the_embedded_chain_refuses_to_trade_with_other_nodes_and_says_how(tmp_p
     node.start()
     try:
         node.address()
+        # The embedded chain is built when a command first needs it, not at every start (issue 31).
+        market = (running_details(node) or {})["market"]
+        assert market["state"] == "starts when a market command first needs it", market
         refused = node.cli("skills", "buy", "db.pg-upgrade")
         assert refused.returncode == 2 and "embedded development chain" in refused.stderr
         assert "[chain] url" in refused.stderr
@@ -217,6 +220,7 @@ def test_the_embedded_chain_refuses_to_trade_with_other_nodes_and_says_how(tmp_p
         wallet = node.json("wallet")
         assert wallet["chain"] == "embedded" and wallet["balance_micro_usdc"] == 250_000
         assert wallet["ledger"]["earned_micro_usdc"] == 0 and len(wallet["ledger"]["trend"]) == 7
+        assert wait_for(lambda: (running_details(node) or {})["market"]["state"] == "ready", 30, "the status")
         bad = node.cli("wallet", "fund", "0.0000001")
         assert bad.returncode == 2 and "at most 6 decimal places" in bad.stderr
     finally:

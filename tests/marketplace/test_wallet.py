@@ -9,9 +9,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crypto import private_file
 from crypto.sealed import ScryptParams
+from marketplace.chain_types import Account, address_of_key
 from marketplace.errors import WalletError
 from marketplace.wallet import is_sealed, load_or_create_wallet, load_wallet, wallet_address
 
@@ -78,3 +81,26 @@ def test_a_write_cut_short_leaves_no_wallet_to_block_the_next_start(
     assert not path.exists()  # nothing half written where the wallet goes
     account = load_or_create_wallet(path)  # the next start makes one
     assert load_wallet(path) == account
+
+
+#: secp256k1's group order: a private key is an integer in [1, N).
+_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+
+
+@settings(max_examples=200)
+@given(st.integers(1, _N - 1))
+def test_the_wallets_address_is_the_one_eth_account_derives(secret: int) -> None:
+    """The address is worked out without eth-account (whose import cost every daemon start 0.45 s of
+    a core, issue 31): it must be the same checksummed address for every valid key."""
+    from eth_account import Account as EthAccount
+
+    key = secret.to_bytes(32, "big")
+    assert address_of_key(key) == EthAccount.from_key(key).address
+
+
+def test_a_known_key_has_its_known_address() -> None:
+    key = bytes.fromhex("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")
+    assert address_of_key(key) == "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23"
+    assert Account.create().address != Account.create().address
+    with pytest.raises(ValueError, match="Secret scalar"):
+        address_of_key(_N.to_bytes(32, "big"))  # no key: the wallet file is refused (load_wallet)
