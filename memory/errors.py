@@ -70,5 +70,9 @@ class CaptureFormatError(MemoryError_, Invalid):
     """A conversation that cannot be read: the message says what is wrong and where; nothing is stored."""
 
 
+class ForeignFormatError(MemoryError_, Invalid):
+    """A file given to ``memory import`` as another tool's export is not one (or not JSON at all)."""
+
+
 class InvalidValue(MemoryError_, Invalid):
     """A value given to ``memory`` is wrong (also a ValueError): the message says which and why."""

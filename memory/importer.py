@@ -45,31 +45,39 @@ def crystals_from_file(source: SourceFile) -> Iterator[NewCrystal]:
 
 def _from_text(path: Path) -> Iterator[NewCrystal]:
     """Chunks split at headings and blank lines, at most MAX_CHUNK_CHARS, with their line ranges."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for start, chunk in text_chunks(path.read_text(encoding="utf-8", errors="replace").splitlines()):
+        text = "\n".join(chunk).strip()
+        if text:
+            yield NewCrystal(
+                text[: MAX_CHUNK_CHARS * 2],
+                origin=Origin.INDEXED,
+                source_path=str(path),
+                source="import",
+                line_start=start,
+                line_end=start + len(chunk) - 1,
+            )
+
+
+def text_chunks(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """``lines`` split at headings, and at blank lines once a chunk has a third of MAX_CHUNK_CHARS,
+    never over MAX_CHUNK_CHARS: each chunk with its first line's number (from 1). Inside a fenced
+    code block only the size splits: a '#' line there is code (a shell comment), not a heading."""
     chunk: list[str] = []
     start = 1
+    in_fence = False
     for number, line in enumerate(lines, start=1):
-        boundary = line.startswith("#") or (not line.strip() and sum(map(len, chunk)) > MAX_CHUNK_CHARS // 3)
+        heading = line.startswith("#") and not in_fence
+        boundary = heading or (not in_fence and not line.strip() and sum(map(len, chunk)) > MAX_CHUNK_CHARS // 3)
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
         if chunk and (boundary or sum(map(len, chunk)) + len(line) > MAX_CHUNK_CHARS):
-            yield from _text_chunk(path, chunk, start)
+            yield start, chunk
             chunk, start = [], number
         if not chunk:
             start = number
         chunk.append(line)
-    yield from _text_chunk(path, chunk, start)
-
-
-def _text_chunk(path: Path, chunk: list[str], start: int) -> Iterator[NewCrystal]:
-    text = "\n".join(chunk).strip()
-    if text:
-        yield NewCrystal(
-            text[: MAX_CHUNK_CHARS * 2],
-            origin=Origin.INDEXED,
-            source_path=str(path),
-            source="import",
-            line_start=start,
-            line_end=start + len(chunk) - 1,
-        )
+    if chunk:
+        yield start, chunk
 
 
 def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
@@ -130,12 +138,15 @@ def parse_message(line: str) -> tuple[str, str | None, int | None] | None:
 def _timestamp(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return int(moment.timestamp() * 1000)
-    return None
+    return iso_time_ms(value) if isinstance(value, str) else None
+
+
+def iso_time_ms(value: str) -> int | None:
+    """An ISO 8601 time ('Z', a zone or none: UTC) as epoch ms; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)

@@ -102,6 +102,7 @@ class AssociationType(StrEnum):
     CAUSED_BY = "caused_by"
     RESULT_OF = "result_of"
     PART_OF = "part_of"
+    REFERENCES = "references"  # one note names another ([[wikilink]]), brought in by an import
 
 
 class Feedback(StrEnum):
@@ -177,6 +178,8 @@ class Verification:
 
 MAX_TEXT_CHARS = 100_000
 MAX_CONTEXT_CHARS = 4_000
+MAX_TAGS = 16
+MAX_TAG_CHARS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +218,19 @@ class NewCrystal:
     context: str | None = None
     # Set for content from peers that the agent must not see unasked (``memory.governance.quarantine``).
     quarantine: Quarantine | None = None
+    # Words to filter by (``memory list --tags``), also found by keyword search; a skill's come with
+    # its version (``skill.tags``) instead.
+    tags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.text or not self.text.strip():
             raise InvalidValue("a crystal needs non-empty text")
         if len(self.text) > MAX_TEXT_CHARS:
             raise InvalidValue(f"text is {len(self.text)} characters; at most {MAX_TEXT_CHARS}")
+        if len(self.tags) > MAX_TAGS or any(
+            not t or len(t) > MAX_TAG_CHARS or any(ch.isspace() for ch in t) for t in self.tags
+        ):
+            raise InvalidValue(f"tags are at most {MAX_TAGS} words of at most {MAX_TAG_CHARS} characters each")
         if self.context is not None and len(self.context) > MAX_CONTEXT_CHARS:
             raise InvalidValue(f"context is {len(self.context)} characters; at most {MAX_CONTEXT_CHARS}")
         if not 0.0 <= self.importance <= 1.0:
@@ -292,6 +302,7 @@ class Crystal:
     superseded: Superseded | None = None  # a newer crystal replaced it (memory.supersession)
     # The span of time its own words name, resolved against when it was said: [from, until) in ms.
     refers_to: tuple[int, int] | None = None
+    tags: tuple[str, ...] = ()  # a skill's are its version's; others' came with an import or a caller
 
     @property
     def is_memory(self) -> bool:

@@ -57,13 +57,14 @@ def new_crystal_id(now_ms: int) -> str:
     return f"{now_ms:012x}{secrets.token_hex(8)}"
 
 
-def _bounty_and_skill(bounty: Bounty | None, skill: SkillVersion | None) -> tuple[Any, ...]:
-    """The bounty's and the skill version's columns, from ``bounty_id`` to ``category``."""
+def _bounty_and_skill(bounty: Bounty | None, skill: SkillVersion | None, tags: tuple[str, ...]) -> tuple[Any, ...]:
+    """The bounty's and the skill version's columns, from ``bounty_id`` to ``category``; a skill's
+    tags are its version's, any other crystal's its own."""
     return (
         bounty.bounty_id if bounty else None, bounty.reward_micro_usdc if bounty else None,
         skill.stable_skill_id if skill else None, skill.version if skill else None,
         skill.previous_version_id if skill else None, int(skill.deprecated) if skill else 0,
-        skill.deprecated_by if skill else None, " ".join(skill.tags) if skill else "",
+        skill.deprecated_by if skill else None, " ".join(skill.tags if skill else tags),
         skill.category if skill else None,
     )  # fmt: skip
 
@@ -93,7 +94,7 @@ def insert_params(
         new.source_path, new.source, new.line_start, new.line_end, new.importance, valence,
         hormones.dopamine, hormones.cortisol, hormones.oxytocin, new.curiosity_boost, new.steering_reward,
         typing.layer.value, int(new.verification.is_verified), new.verification.verified_by,
-        *_bounty_and_skill(bounty, skill), Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
+        *_bounty_and_skill(bounty, skill, new.tags), Lifecycle.GENERATED.value, new.scope.value, sensitivity.value,
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
         int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
         new.importance_floor, refers.start_ms if refers else None, refers.end_ms if refers else None,
@@ -115,7 +116,8 @@ def restore_params(c: Crystal) -> tuple[Any, ...]:
         c.last_access_ms, c.emotional_valence, hormones.dopamine, hormones.cortisol, hormones.oxytocin,
         c.curiosity_boost, c.dream_count, c.last_dream_ms, c.steering_reward, c.epistemic_layer.value,
         int(c.verification.is_verified), c.verification.verified_by,
-        *_bounty_and_skill(bounty, skill), c.lifecycle.value, c.scope.value, c.sensitivity.value, c.lifespan.value,
+        *_bounty_and_skill(bounty, skill, c.tags), c.lifecycle.value, c.scope.value, c.sensitivity.value,
+        c.lifespan.value,
         c.expires_at_ms, c.context, int(c.quarantined), c.type_confidence, c.type_source.value, c.importance_floor,
         c.superseded.by if c.superseded else None, c.superseded.at_ms if c.superseded else None,
         c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, len(c.text.encode()),
@@ -178,6 +180,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         quarantined=bool(quarantined),
         superseded=Superseded(superseded_by, superseded_ms) if superseded_by is not None else None,
         refers_to=(refers_from, refers_until) if refers_from is not None else None,
+        tags=tuple(tags.split()) if tags else (),
     )
 
 

@@ -170,6 +170,7 @@ def _crystal(doc: dict[str, Any]) -> Crystal:
             quarantined=_optional(doc, "quarantined", bool) or False,
             superseded=_superseded(doc.get("superseded")),
             refers_to=_span(doc.get("refers_to")),
+            tags=_words(doc.get("tags", []), "tags"),
         )
     except InvalidValue as exc:  # Hormones' own range check
         raise DamagedRecord(str(exc)) from None
@@ -225,18 +226,21 @@ def _skill(value: object) -> SkillVersion | None:
         return None
     if not isinstance(value, dict):
         raise DamagedRecord("skill must be an object")
-    tags = value.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) and t and " " not in t for t in tags):
-        raise DamagedRecord("skill.tags must be a list of words")
     return SkillVersion(
         stable_skill_id=_short(value, "stable_skill_id"),
         version=max(1, _count(value, "version")),
         previous_version_id=_optional_short(value, "previous_version_id"),
         deprecated=bool(_optional(value, "deprecated", bool)),
         deprecated_by=_optional_short(value, "deprecated_by"),
-        tags=tuple(tags),
+        tags=_words(value.get("tags", []), "skill.tags"),
         category=_optional_short(value, "category"),
     )
+
+
+def _words(value: object, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t and " " not in t for t in value):
+        raise DamagedRecord(f"{name} must be a list of words")
+    return tuple(value)
 
 
 def _superseded(value: object) -> Superseded | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +18,11 @@ import click
 from node.cli.common import handles_errors, location_options, resolve
 from node.cli.progress import progress_bar
 from node.cli.transport import with_store
-from node.errors import EXIT_INTERRUPTED
+from node.errors import EXIT_INTERRUPTED, UsageError
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
     from memory.storage.store import MemoryStore
+    from memory.transfer.foreign import ForeignSource
 
 
 @click.group("memory")
@@ -34,11 +36,31 @@ def memory_group() -> None:
 @click.option(
     "--no-embed", is_flag=True, help="Store only; the daemon embeds in the background (it always does when it runs)."
 )
+@click.option(
+    "--from",
+    "kind",
+    type=click.Choice(["mem0", "letta", "obsidian"]),
+    default=None,
+    help="Read SOURCE as this tool's export (default: recognised by its shape).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def memory_import(config_path: Path | None, data_dir: Path | None, source: Path, no_embed: bool, as_json: bool) -> None:
-    """Import a folder of markdown/text files, a JSONL of messages, or a `memory export` file (restored
-    with its types, times, links and supersession); incremental and resumable."""
+def memory_import(
+    config_path: Path | None, data_dir: Path | None, source: Path, no_embed: bool, kind: str | None, as_json: bool
+) -> None:
+    """Import a folder of markdown/text files, a JSONL of messages, a `memory export` file (restored
+    with its types, times, links and supersession), a Mem0 export, a Letta agent file or passage list,
+    or an Obsidian vault; incremental and resumable."""
+    from memory.errors import ForeignFormatError
+    from memory.transfer.foreign_files import read_foreign
+
+    try:
+        foreign = read_foreign(source, kind)  # read before the store opens: a wrong file changes nothing
+    except ForeignFormatError as exc:
+        raise UsageError(str(exc)) from None
+    if foreign is not None:
+        _import_foreign(config_path, data_dir, foreign, no_embed, as_json)
+        return
 
     async def go(store: MemoryStore) -> dict[str, int]:
         from memory.importer import crystals_from_file, find_sources
@@ -122,6 +144,47 @@ def memory_import(config_path: Path | None, data_dir: Path | None, source: Path,
                 f"keyword search finds them now; {who} in the background for search by meaning "
                 "(`bitterbot-node status` shows how many wait)"
             )
+
+
+def _import_foreign(
+    config_path: Path | None, data_dir: Path | None, foreign: ForeignSource, no_embed: bool, as_json: bool
+) -> None:
+    """Store what a Mem0, Letta or Obsidian reader found, with a progress bar; Ctrl-C keeps every
+    batch stored, and the same command again goes on (what is stored counts as already known)."""
+    from memory.transfer.foreign import ForeignImported, store_entries
+
+    done = ForeignImported()
+
+    async def go(store: MemoryStore) -> ForeignImported:
+        nonlocal done
+        with progress_bar(len(foreign.entries), f"importing from {foreign.kind}") as bar:
+            done = await store_entries(store, foreign, bar.update)
+        if not no_embed and not daemon_embeds:
+            with progress_bar(await store.backlog_size(), "embedding") as bar:
+                await store.embed_backlog(progress=bar.update)
+        return done
+
+    daemon_embeds = daemon_running(config_path, data_dir)
+    try:
+        done = with_store(config_path, data_dir, go)
+    except KeyboardInterrupt:
+        click.echo("\nstopped: every batch written so far is kept; run the same command again to go on", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    for reason in foreign.skipped[:20]:
+        click.echo(f"skipped {reason}", err=True)
+    if len(foreign.skipped) > 20:
+        click.echo(f"… and {len(foreign.skipped) - 20} more skipped", err=True)
+    if as_json:
+        summary = {"from": foreign.kind, **asdict(done), "no_counterpart": foreign.left_out}
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"imported from {foreign.kind}: {done.stored} new crystals, {done.known} already in memory (merged), "
+        f"{done.skipped} skipped, {done.links} links"
+        + (f" ({done.dangling_links} to notes not in the vault)" if done.dangling_links else "")
+    )
+    if foreign.left_out:
+        click.echo("not imported (no counterpart here): " + ", ".join(foreign.left_out))
 
 
 def daemon_running(config_path: Path | None, data_dir: Path | None) -> bool:

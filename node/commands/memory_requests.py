@@ -149,7 +149,9 @@ class LinkArgs(_Request):
 
     id: str = Field(min_length=1, max_length=64, description="The crystal the link starts from.")
     to: str = Field(min_length=1, max_length=64, description="The crystal it points to.")
-    type: AssociationType = Field(description="contradicts, caused_by, result_of, part_of, related_to, updates.")
+    type: AssociationType = Field(
+        description="contradicts, caused_by, result_of, part_of, related_to, updates, references."
+    )
     weight: float = Field(default=1.0, gt=0, le=1)
 
 

@@ -1,0 +1,125 @@
+"""Imports from the memory tools people use today: what a reader of a Mem0 export, a Letta agent
+file or an Obsidian vault hands the store, and how it is stored.
+
+A reader is pure: it turns its source into ``Entry`` values, names what it could not read
+(``skipped``) and what the source holds that has no counterpart here (``left_out``). Storing goes
+in batches that each commit: after Ctrl-C or a crash, running the same import again stores the
+rest, and what was stored before counts as already known (the same text is one crystal).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memory.importer import iso_time_ms
+from memory.model import MAX_TAG_CHARS, MAX_TAGS, AssociationType, NewCrystal
+from memory.storage.store import MemoryStore
+
+#: What a tag may be once read from a source: a word of letters, digits, '_', '-', '/' or ':'.
+_TAG_CHARS = re.compile(r"[^\w/:-]+")
+_BATCH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One crystal to store, under the source's own name for it (a Mem0 id, a Letta block line or
+    passage id, a note and its chunk), with the names of the entries it links to."""
+
+    key: str
+    crystal: NewCrystal
+    links_to: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ForeignSource:
+    kind: str  # "mem0", "letta" or "obsidian"
+    entries: list[Entry] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "entry 12: no text", each with its reason
+    left_out: list[str] = field(default_factory=list)  # the source's fields with no counterpart here
+    aliases: dict[str, str] = field(default_factory=dict)  # another name -> an entry's key (a link target)
+
+
+@dataclass(slots=True)
+class ForeignImported:
+    stored: int = 0  # new crystals
+    known: int = 0  # the same text was already in memory: merged into that crystal
+    skipped: int = 0
+    links: int = 0
+    dangling_links: int = 0  # links to a note the source does not hold
+
+
+def clean_tags(raw: object) -> tuple[str, ...]:
+    """A source's tags as this node's: a list, or a string split on commas and spaces; '#' dropped,
+    other characters outside a tag's alphabet become '-'; empty and duplicate ones dropped."""
+    items: list[object] = (
+        list(raw) if isinstance(raw, list | tuple) else re.split(r"[,\s]+", raw) if isinstance(raw, str) else []
+    )
+    tags: list[str] = []
+    for item in items:
+        if not isinstance(item, str | int):
+            continue
+        tag = _TAG_CHARS.sub("-", str(item).strip().lstrip("#")).strip("-").lower()[:MAX_TAG_CHARS]
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tuple(tags[:MAX_TAGS])
+
+
+def time_ms(value: object) -> int | None:
+    """An ISO 8601 time (with or without zone, 'Z', or a space for 'T'), a date, or epoch seconds or
+    milliseconds, as epoch ms; None when it is none of these."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value if value > 1e11 else value * 1000)
+    return iso_time_ms(value) if isinstance(value, str) and value.strip() else None
+
+
+async def store_entries(
+    store: MemoryStore, source: ForeignSource, progress: Callable[[int], None] | None = None
+) -> ForeignImported:
+    """Store every entry (typed, deduplicated and checked for supersession as any import is), then
+    link each to the entries it names. ``progress`` hears how many entries each batch wrote."""
+    done = ForeignImported(skipped=len(source.skipped))
+    ids: dict[str, str] = {}
+    for start in range(0, len(source.entries), _BATCH):
+        batch = source.entries[start : start + _BATCH]
+        result = await store.remember_many([e.crystal for e in batch])
+        done.stored += result.created
+        done.known += result.duplicates
+        ids.update(zip((e.key for e in batch), result.ids, strict=True))
+        if progress is not None:
+            progress(len(batch))
+    edges: list[tuple[str, str]] = []
+    for entry in source.entries:
+        for target in entry.links_to:
+            dst = ids.get(source.aliases.get(target, target))
+            if dst is None:
+                done.dangling_links += 1
+            elif dst != ids[entry.key]:
+                edges.append((ids[entry.key], dst))
+    done.links = await _link_all(store, edges)
+    return done
+
+
+async def _link_all(store: MemoryStore, edges: list[tuple[str, str]]) -> int:
+    """``references`` links for ``edges`` in one transaction, each new one attributed to the import;
+    a link already there (the same import run again) is left as it is. Returns how many are new."""
+    now = store.now_ms()
+    added = 0
+    async with store.transaction() as db:
+        for src, dst in dict.fromkeys(edges):
+            cursor = await db.execute(
+                "INSERT OR IGNORE INTO associations (src_id, dst_id, type, weight, created_ms) "
+                "VALUES (?, ?, ?, 1.0, ?)",
+                (src, dst, AssociationType.REFERENCES.value, now),
+            )
+            if cursor.rowcount:
+                added += 1
+                await db.execute(
+                    "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) "
+                    "VALUES (?, 'import', 'linked', ?, ?)",
+                    (src, now, f"{AssociationType.REFERENCES.value} {dst}"),
+                )
+    return added
