@@ -5,7 +5,8 @@ signed by its own fresh key and rating 256 made-up keys (the flood of issue 13, 
 
 With ``--seed`` the signing keys are derived from it (key i from sha256(seed || i)), so a test can
 name them as management keys beforehand; without it they are fresh. Prints one JSON line with what
-it published, and exits by itself (every wait has a deadline).
+it published, then keeps its connections open until its stdin ends, so the node can read every
+frame however slowly it runs; it exits by itself too (every wait has a deadline).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.network.p2p_node import ForwardAnything
@@ -31,6 +36,8 @@ from p2p.topics import TRUST_TOPIC
 from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation
 
 MESH_DEADLINE_S = 30
+#: How long an attacker stays connected after publishing when nobody ends its stdin.
+STAY_DEADLINE_S = 300
 
 
 def signing_key(seed: bytes | None, index: int) -> Identity:
@@ -46,8 +53,10 @@ def attestation(author: Identity) -> bytes:
     return seal_envelope(author, KIND_TRUST_ATTESTATION, body, now_ms=wall_clock_ms()).encode()
 
 
-async def attest_once(address: str, author: Identity) -> None:
-    """One peer: its libp2p identity is the signing key, as gossip requires of an author."""
+async def attest_once(address: str, author: Identity, published: asyncio.Event, release: asyncio.Event) -> None:
+    """One peer: its libp2p identity is the signing key, as gossip requires of an author. It stays
+    connected until ``release``: a fixed pause here (2 s) lost a whole attacker's frames when the
+    machine was busy, and a test waiting for the node to judge them then timed out."""
     host = P2PHost(author, ForwardAnything(TrustAnchors(), kinds=every_kind()), PenaltyBox(), HostSettings())
     await host.start()
     try:
@@ -56,16 +65,37 @@ async def attest_once(address: str, author: Identity) -> None:
             while await host.mesh_size(TRUST_TOPIC) < 1:  # noqa: ASYNC110 - polling the library's mesh
                 await asyncio.sleep(0.1)
         await host.publish(TRUST_TOPIC, attestation(author))
-        await asyncio.sleep(2.0)  # let the frames leave before the connection closes
+        published.set()
+        await release.wait()
     finally:
         await host.stop()
 
 
-async def flood(address: str, keys: int, seed: bytes | None) -> dict[str, int]:
+async def flood(address: str, keys: int, seed: bytes | None) -> None:
+    """Publish from ``keys`` peers, print what was published, and stay until stdin ends."""
+    release = asyncio.Event()
+    done = [asyncio.Event() for _ in range(keys)]
     async with asyncio.TaskGroup() as peers:
         for index in range(keys):
-            peers.create_task(attest_once(address, signing_key(seed, index)))
-    return {"published": keys, "ratings_each": MAX_ATTESTED_PEERS}
+            peers.create_task(attest_once(address, signing_key(seed, index), done[index], release))
+        for event in done:
+            await event.wait()
+        print(json.dumps({"published": keys, "ratings_each": MAX_ATTESTED_PEERS}), flush=True)
+        stdin_ended = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def read_to_the_end() -> None:
+            sys.stdin.read()
+            loop.call_soon_threadsafe(stdin_ended.set)
+
+        # A daemon thread: a blocked read must not keep the process alive past its deadline.
+        threading.Thread(target=read_to_the_end, daemon=True).start()
+        try:
+            async with asyncio.timeout(STAY_DEADLINE_S):
+                await stdin_ended.wait()
+        except TimeoutError:
+            pass
+        release.set()
 
 
 def seed_of(attacker: int) -> str:
@@ -77,25 +107,47 @@ def seeded_keys(attackers: int, keys_each: int) -> list[Identity]:
     return [signing_key(seed_of(n).encode(), i) for n in range(attackers) for i in range(keys_each)]
 
 
-def run_attackers(address: str, *, attackers: int, keys_each: int, seeded: bool) -> int:
-    """Attacker processes side by side, each with ``keys_each`` peers; how many attestations they published."""
+@contextmanager
+def connected_attackers(address: str, *, attackers: int, keys_each: int, seeded: bool) -> Iterator[int]:
+    """Attacker processes side by side, each with ``keys_each`` peers: how many attestations they
+    published, while every one of them is still connected. Leaving ends their stdin: they close
+    their connections and exit."""
+    errors = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed below, after the processes exit
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "bench.network.attestation_flood", address, "--keys", str(keys_each)]
             + (["--seed", seed_of(n)] if seeded else []),
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
             text=True,
         )
         for n in range(attackers)
     ]
-    published = 0
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        if proc.returncode != 0:
-            raise RuntimeError(f"an attacker failed: {err[-2000:]}")
-        published += json.loads(out.strip().splitlines()[-1])["published"]
-    return published
+    try:
+        published = 0
+        for proc in procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # its one line, once it published; "" if it failed first
+            if not line:
+                proc.wait(timeout=60)
+                errors.seek(0)
+                raise RuntimeError(f"an attacker failed: {errors.read()[-2000:]}")
+            published += json.loads(line)["published"]
+        yield published
+    finally:
+        for proc in procs:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        for proc in procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        errors.close()
 
 
 def peak_rss_kb(pid: int) -> int:
@@ -113,7 +165,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", default=None)
     args = parser.parse_args(argv)
     seed = args.seed.encode() if args.seed is not None else None
-    print(json.dumps(asyncio.run(flood(args.address, args.keys, seed))))
+    asyncio.run(flood(args.address, args.keys, seed))
     return 0
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.api import ApiClient, daemon_env, stop_daemon, wait_for_api
-from bench.network.attestation_flood import peak_rss_kb, run_attackers, seeded_keys
+from bench.network.attestation_flood import connected_attackers, peak_rss_kb, seeded_keys
 from bench.timing import percentiles_ms
 from node.runtime.status import read_status
 from p2p.topics import TRUST_TOPIC
@@ -76,8 +76,8 @@ def _one_case(heard: bool, attackers: int, keys_each: int) -> dict[str, Any]:
             before, _ = _peers_times(client)
             peak_before = peak_rss_kb(proc.pid)
 
-            published = run_attackers(address, attackers=attackers, keys_each=keys_each, seeded=heard)
-            _wait(lambda: sum(p2p()["messages"].get(TRUST_TOPIC, {}).values()) >= published, 60, "every judgement")
+            with connected_attackers(address, attackers=attackers, keys_each=keys_each, seeded=heard) as published:
+                _wait(lambda: sum(p2p()["messages"].get(TRUST_TOPIC, {}).values()) >= published, 60, "every judgement")
             if heard:
                 _wait(lambda: p2p()["trust"]["last_computed_peers"] >= published * 257, 60, "a computation")
             after, listed = _peers_times(client)

@@ -6,7 +6,8 @@ crystal:
 - ``created``/``date`` in the front matter (else the file's time) is its time;
 - the note's title is its context, so a chunk is found by the note it sits in;
 - ``[[wikilinks]]`` read as their shown text, and each becomes a ``references`` link to the first
-  chunk of the note it names (by file name, path or alias).
+  chunk of the note it names (by file name, path or alias); so do those listed in the front
+  matter's ``links`` (a property Obsidian shows, and ``memory export --to obsidian`` writes).
 
 Other front matter keys, embedded files (``![[…]]``), and the vault's settings have no counterpart
 here and are named in the summary.
@@ -24,7 +25,7 @@ from memory.transfer.foreign import Entry, ForeignSource, clean_tags, time_ms
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#]*)(#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
 _INLINE_TAG = re.compile(r"(?<![\w/&#])#([A-Za-z_][\w/-]*)")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
-_USED_KEYS = frozenset({"tags", "tag", "aliases", "alias", "created", "date"})
+_USED_KEYS = frozenset({"tags", "tag", "aliases", "alias", "created", "date", "links"})
 
 
 def is_vault(folder: Path) -> bool:
@@ -90,6 +91,7 @@ def read_vault(vault: Path) -> ForeignSource:
         first_key = f"note:{_target(relative)}"
         for name in (path.stem, relative, *_names(meta.get("aliases")), *_names(meta.get("alias"))):
             source.aliases.setdefault(_target(name), first_key)
+        listed = [_target(m.group(2)) for v in _names(meta.get("links")) for m in _WIKILINK.finditer(v)]
         stored = 0
         for start, chunk in text_chunks(lines[body_start:]):
             raw = "\n".join(chunk).strip()
@@ -127,6 +129,8 @@ def read_vault(vault: Path) -> ForeignSource:
                 line_end=body_start + start + len(chunk) - 1,
                 tags=clean_tags([*note_tags, *inline]),
             )
+            if stored == 1:  # the note's first chunk stands for the note: its listed links are its own
+                links.extend(t for t in listed if t)
             source.entries.append(Entry(key, crystal, tuple(dict.fromkeys(links))))
     source.left_out = sorted(left_out)
     return source

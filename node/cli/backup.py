@@ -125,19 +125,56 @@ def restore(
         click.echo(f"  kept the previous file as {moved}")
 
 
+def _export_foreign(
+    config_path: Path | None, data_dir: Path | None, out: Path, kind: str, include_confidential: bool, as_json: bool
+) -> None:
+    from memory.transfer.foreign_export import ForeignExported, export_mem0, export_obsidian
+
+    if kind == "obsidian":
+        done: ForeignExported = with_store(
+            config_path, data_dir, lambda store: export_obsidian(store, out, include_confidential=include_confidential)
+        )
+    else:
+        with open(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as sink:
+            done = with_store(
+                config_path, data_dir, lambda store: export_mem0(store, sink, include_confidential=include_confidential)
+            )
+    if as_json:
+        click.echo(json.dumps({"path": str(out), "to": kind, **asdict(done)}, indent=2))
+        return
+    click.echo(
+        f"exported {done.memories} current memories"
+        + (f" and {done.links} links" if kind == "obsidian" else "")
+        + f" to {out} for {kind}"
+        + (f" ({done.skipped_confidential} confidential left out)" if done.skipped_confidential else "")
+    )
+
+
 @memory_group.command("export")
 @location_options
-@click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("out", type=click.Path(path_type=Path))
 @click.option("--include-confidential", is_flag=True, help="Also crystals classified confidential.")
+@click.option(
+    "--to",
+    "kind",
+    type=click.Choice(["mem0", "obsidian"]),
+    default=None,
+    help="What is current, for another tool: a Mem0 export (JSON) or an Obsidian vault (a new folder).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def memory_export(
-    config_path: Path | None, data_dir: Path | None, out: Path, include_confidential: bool, as_json: bool
-) -> None:
+    config_path: Path | None, data_dir: Path | None, out: Path, include_confidential: bool, kind: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
     """Write every live memory as JSONL, with its type, origin, times, lifecycle, supersession, links and
-    history: `memory import` of the file restores them as they were."""
+    history: `memory import` of the file restores them as they were. With --to, what is current, in
+    another tool's format."""
     if out.exists():
         raise UsageError(f"{out} exists; choose a new name")
+    if kind is not None:
+        _export_foreign(config_path, data_dir, out, kind, include_confidential, as_json)
+        return
     from memory.transfer.export import Exported, export_memory
 
     # Personal data: 0600 whatever the umask, and never over a file that appeared since the check.

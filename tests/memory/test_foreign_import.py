@@ -165,3 +165,37 @@ def test_the_cli_imports_a_vault_and_a_mem0_export_with_a_summary(tmp_path: Path
     assert [c["text"] for c in json.loads(listed.stdout)["crystals"]] == [
         "# Marta Soler\nMarta leads the data platform team. #colleague"
     ]
+
+
+def test_exports_to_mem0_and_obsidian_read_back_with_texts_times_tags_and_links(tmp_path: Path) -> None:
+    """Issue 30: a person leaves with their memory in the formats other tools read; what is current
+    goes (not what was superseded), and each reads back through `memory import`."""
+    env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
+    source, back_mem0, back_vault = (str(tmp_path / name) for name in ("src", "m", "v"))
+    assert run_cli("memory", "import", str(_vault(tmp_path)), "--data-dir", source, env=env).returncode == 0
+    added = run_cli("memory", "add", "The bike lock code is stored in the notes app", "--data-dir", source, env=env)
+    assert added.returncode == 0, added.stderr
+
+    mem0 = tmp_path / "out.json"
+    done = run_cli("memory", "export", str(mem0), "--to", "mem0", "--data-dir", source, "--json", env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["memories"] == 3, done.stderr
+    assert mem0.stat().st_mode & 0o777 == 0o600
+    memories = {m["memory"]: m for m in json.loads(mem0.read_text())["results"]}
+    marta = next(m for text, m in memories.items() if "leads the data platform" in text)
+    assert marta["categories"] == ["person", "work", "colleague"] and marta["created_at"] == "2024-02-10T00:00:00Z"
+
+    vault = tmp_path / "out-vault"
+    done = run_cli("memory", "export", str(vault), "--to", "obsidian", "--data-dir", source, "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert (vault / ".obsidian").is_dir() and len(list(vault.glob("*.md"))) == 3
+    assert json.loads(done.stdout)["links"] == 1  # the boiler note names Marta's
+
+    again = run_cli("memory", "import", str(mem0), "--data-dir", back_mem0, "--json", env=env)
+    assert json.loads(again.stdout)["stored"] == 3, again.stderr
+    imported = run_cli("memory", "import", str(vault), "--data-dir", back_vault, "--json", env=env)
+    summary = json.loads(imported.stdout)
+    assert (summary["stored"], summary["links"], summary["dangling_links"]) == (3, 1, 0), summary
+    listed = run_cli("memory", "list", "--tags", "colleague", "--data-dir", back_vault, "--json", env=env)
+    assert [c["created_at_ms"] for c in json.loads(listed.stdout)["crystals"]] == [1707523200000]
+    refused = run_cli("memory", "export", str(vault), "--to", "obsidian", "--data-dir", source, env=env)
+    assert refused.returncode == 2 and "exists" in refused.stderr

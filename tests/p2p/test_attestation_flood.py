@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.network.attestation_flood import peak_rss_kb, run_attackers, seeded_keys
+from bench.network.attestation_flood import connected_attackers, peak_rss_kb, seeded_keys
 from p2p.topics import TRUST_TOPIC
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
@@ -46,9 +46,11 @@ def test_forty_attesters_of_256_made_up_keys_grow_peak_memory_by_under_100_mb(tm
         assert node.proc is not None
         before = peak_rss_kb(node.proc.pid)
 
-        published = run_attackers(address, attackers=ATTACKERS, keys_each=KEYS_EACH, seeded=heard)
-        assert published == ATTACKERS * KEYS_EACH
-        wait_for(lambda: trust_messages_judged(node) >= published, 60, "the node to judge every attestation", [node])
+        with connected_attackers(address, attackers=ATTACKERS, keys_each=KEYS_EACH, seeded=heard) as published:
+            assert published == ATTACKERS * KEYS_EACH
+            wait_for(
+                lambda: trust_messages_judged(node) >= published, 60, "the node to judge every attestation", [node]
+            )
 
         trust = node.json("status")["daemon"]["details"]["p2p"]["trust"]
         if heard:

@@ -93,6 +93,9 @@ def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
                     if isinstance(item, pytest.Function) and item.module is request.module}  # fmt: skip
         defined = {name for name in vars(request.module) if name.startswith("test_")}
         if selected == defined:
+            assert node.proc is not None and node.proc.poll() is None, "the daemon died:\n" + "\n".join(
+                node.log_tail(60)
+            )
             missing = _routes_never_answered(api)
             assert not missing, f"routes no test of this module exercised: {missing}"
     finally:
