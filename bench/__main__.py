@@ -30,6 +30,7 @@ BENCHMARKS = {
     "secrets": "bench.secrets",
     "importing": "bench.importing",
     "capture": "bench.memory.capture",
+    "foreign_import": "bench.memory.foreign_import",
 }
 
 

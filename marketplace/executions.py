@@ -54,6 +54,14 @@ async def execution_stats(store: MemoryStore, crystal_id: str) -> ExecutionStats
     return ExecutionStats(int(row[0]), int(row[1]), int(row[2]))
 
 
+async def executions_per_crystal(store: MemoryStore) -> dict[str, tuple[int, int]]:
+    """(executions, successes) of every crystal run at least once here."""
+    async with store.reader().execute(
+        "SELECT crystal_id, count(*), coalesce(sum(success), 0) FROM skill_executions GROUP BY crystal_id"
+    ) as cursor:
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in await cursor.fetchall()}
+
+
 async def executions_by_source(store: MemoryStore, prefix: str = "peer:") -> dict[str, tuple[int, int]]:
     """(successes, failures) of the released skills from each source starting with ``prefix``: a
     run of a skill still held in quarantine earns its author nothing (issue 27: one recorded run

@@ -47,6 +47,14 @@ class NotSuperseded(MemoryError_):
         self.crystal_id = crystal_id
 
 
+class EmergingSkillNotFound(CrystalNotFound):
+    """No emerging skill has this id (or holds this crystal) now: a 404 like any crystal not found."""
+
+    def __init__(self, skill_id: str) -> None:
+        MemoryError_.__init__(self, f"no emerging skill {skill_id!r} (see `skills emerging`)")
+        self.crystal_id = skill_id
+
+
 class EditRefused(MemoryError_):
     """The crystal cannot be edited as it stands; the message says what to do instead."""
 

@@ -285,9 +285,11 @@ async def dream(
     *,
     hormones: HormoneSource | None = None,
     world: tuple[str, ...] = (),
+    emerging: tuple[str, ...] = (),
 ) -> DreamReport:
     """``world``: lines about the person's world from other parts of the node (the marketplace
-    ledger), placed in Niche, each replacing its predecessor with the same prefix."""
+    ledger), placed in Niche, each replacing its predecessor with the same prefix. ``emerging``: the
+    emerging skills' lines (``memory.emerging``: the node counts their executions), for Emerging Skills."""
     started = time.perf_counter()
     now = store.now_ms()
     seeded = await seed_from_hand_written(store, files)
@@ -306,7 +308,7 @@ async def dream(
     shown = tuple(n for n in snapshot.notes if classify_sensitivity(n.text) is not Sensitivity.CONFIDENTIAL)
     gathered = await _gather(store, previous, since, levels, shown)
     new_session = bool(gathered.notes or gathered.new_crystals or gathered.replayed)
-    dream_input = replace(gathered, world=world, new_session=new_session)
+    dream_input = replace(gathered, world=world, emerging=emerging, new_session=new_session)
 
     rejected: str | None = None
     new = previous

@@ -57,6 +57,8 @@ class DreamInput:
     # Lines about their world from other parts of the node ("Marketplace: …"); each replaces the
     # previous line with the same prefix (up to the first colon).
     world: tuple[str, ...] = ()
+    # Emerging skills found by similarity and executions ("label → Confidence: 85% | Occurrences: 7").
+    emerging: tuple[str, ...] = ()
     # Active Context carried from earlier dreams: (bullet, sessions it has lived, importance).
     carried: tuple[tuple[str, int, float], ...] = ()
     # A dream with new material is a new session: carried items age by one.
@@ -126,6 +128,10 @@ def _without_prefixes(bullets: tuple[str, ...], fresh: tuple[str, ...]) -> tuple
     return tuple(b for b in bullets if not (prefixes and b.startswith(prefixes)))
 
 
+#: What marks an emerging skill's line in MEMORY.md (``memory.emerging.patterns.EmergingSkill.line``).
+EMERGING_MARK = " → Confidence: "
+
+
 def _merged(fresh: list[str], old: tuple[str, ...], cap: int) -> tuple[str, ...]:
     """Fresh items first, then the old ones still worth their place, without repeats."""
     seen: set[str] = set()
@@ -160,7 +166,10 @@ class ExtractiveSynthesizer:
                 SECTION_CAPS["Curiosity Gaps"],
             ),
             "Emerging Skills": _merged(
-                _lines(dream.emerging_skills), old.bullets("Emerging Skills"), SECTION_CAPS["Emerging Skills"]
+                [*dream.emerging, *_lines(dream.emerging_skills)],
+                # A pattern's line is this dream's count, never an older one beside it (or one crystallised since).
+                tuple(b for b in old.bullets("Emerging Skills") if EMERGING_MARK not in b),
+                SECTION_CAPS["Emerging Skills"],
             ),
         }
 
@@ -203,7 +212,7 @@ def _prompt(dream: DreamInput) -> str:
             block("The node in the network and the market", [*dream.world, *_lines(dream.niche)]),
             block("Due for review", [f"[{c.id}] {crystal_line(c)}" for c in dream.replayed]),
             block("Open goals and questions", [*dream.gaps, *_lines(dream.curiosity)]),
-            block("Repeated tasks", _lines(dream.emerging_skills)),
+            block("Repeated tasks", [*dream.emerging, *_lines(dream.emerging_skills)]),
             block("Outdated, replaced by newer memories: leave these out", list(dream.outdated)),
         ]
     )

@@ -10,6 +10,8 @@ from node.actor import current_actor
 from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec
 from node.commands.skills_requests import (
     BountyArgs,
+    CrystalliseArgs,
+    EmergingArgs,
     EndorseArgs,
     ListingsArgs,
     PageArgs,
@@ -196,3 +198,35 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     return await price_report(
         ledger.store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
     )
+
+
+@LEDGER.command(
+    "skills.emerging",
+    EmergingArgs,
+    route=HttpRoute("GET", "/v1/skills/emerging", "skills"),
+    local=True,
+    cli=CliSpec("skills", "emerging", render=ledger_text.emerging),
+    mcp=McpSpec("skills_emerging"),
+)
+async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, Any]:
+    """Tasks written down again and again (task patterns and skills, by meaning, with their recorded
+    executions), with occurrences and confidence: skills in the making, not yet crystallised."""
+    from node.commands.skills_service import emerging_report
+
+    return await emerging_report(ledger.store(), request.limit)
+
+
+@LEDGER.command(
+    "skills.crystallise",
+    CrystalliseArgs,
+    route=HttpRoute("POST", "/v1/skills/emerging/{skill_id}/crystallise", "skills"),
+    local=True,
+    cli=CliSpec("skills", "crystallise", arguments=("skill_id",), render=ledger_text.crystallised),
+    mcp=McpSpec("skills_crystallise"),
+)
+async def crystallise(ledger: SkillLedgerHost, request: CrystalliseArgs) -> dict[str, Any]:
+    """Promote an emerging skill to a skill: a new skill crystal derived from its practices, each of
+    which is frozen and linked to it."""
+    from node.commands.skills_service import crystallise_report
+
+    return await crystallise_report(ledger.store(), request.skill_id, request.text, actor=current_actor())

@@ -37,6 +37,20 @@ class RecordArgs(SkillArgs):
     reward: float | None = Field(default=None, ge=0, le=1, description="Reward score in [0, 1] (default 1 / 0).")
 
 
+class EmergingArgs(Request):
+    limit: int = Field(default=20, ge=1, le=200, description="How many, the most confident first.")
+
+
+class CrystalliseArgs(Request):
+    skill_id: str = Field(min_length=1, max_length=64, description="An emerging skill's id (or one of its crystals).")
+    text: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=10_000,
+        description="The skill's text (default: its typical practice).",
+    )
+
+
 class PageArgs(Request):
     limit: int = Field(default=50, ge=1, le=500, description="Rows in this page.")
     offset: int = Field(default=0, ge=0, le=1_000_000, description="Rows of the ordering to skip.")

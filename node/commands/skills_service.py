@@ -6,11 +6,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from marketplace.executions import record_execution
+from marketplace.executions import executions_per_crystal, record_execution
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
+from memory.emerging.patterns import EmergingSkill
+from memory.emerging.practice import crystallise, emerging_skills, find
 from memory.storage.store import MemoryStore
+from memory.transfer.records import crystal_fields
 from node.config import MarketplaceSection
 
 
@@ -41,4 +44,28 @@ async def price_report(
         "not_listable_because": reasons,
         "inputs": asdict(inputs),
         "factors": breakdown.to_dict(),
+    }
+
+
+async def emerging_report(store: MemoryStore, limit: int) -> dict[str, Any]:
+    """The task patterns becoming skills, the most confident first (``memory.emerging``)."""
+    found = await emerging_skills(store, await executions_per_crystal(store))
+    return {"emerging": [_emerging_json(s) for s in found[:limit]], "total": len(found)}
+
+
+async def crystallise_report(store: MemoryStore, skill_id: str, text: str | None, *, actor: str) -> dict[str, Any]:
+    """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen."""
+    pattern = find(await emerging_skills(store, await executions_per_crystal(store)), skill_id)
+    skill, frozen = await crystallise(store, pattern, text=text, actor=actor)
+    return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen}
+
+
+def _emerging_json(skill: EmergingSkill) -> dict[str, Any]:
+    return {
+        "id": skill.id,
+        "label": skill.label,
+        "occurrences": skill.occurrences,
+        "confidence": skill.confidence,
+        "crystal_ids": list(skill.crystal_ids),
+        "last_seen_ms": skill.last_seen_ms,
     }

@@ -369,6 +369,7 @@ class MemoryPart:
                 self.synthesizer,
                 hormones=store.hormone_source,
                 world=await world_lines(store, self._paths),
+                emerging=await emerging_lines(store),
             )
         doc = report.to_dict()
         if self.metrics is not None:
@@ -410,3 +411,12 @@ class MemoryPart:
                 log.info("memory.embedded", crystals=done, backlog=self.embedding.backlog)
             else:
                 await asyncio.sleep(BACKLOG_IDLE_S)
+
+
+async def emerging_lines(store: MemoryStore) -> tuple[str, ...]:
+    """MEMORY.md's lines for the emerging skills, counting the executions the marketplace recorded."""
+    from marketplace.executions import executions_per_crystal
+    from memory.emerging.practice import emerging_skills
+
+    found = await emerging_skills(store, await executions_per_crystal(store))
+    return tuple(skill.line() for skill in found[:8])

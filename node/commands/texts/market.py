@@ -88,3 +88,20 @@ def wallet(doc: dict[str, Any], _: CliView | None = None) -> str:
 
 def funded(doc: dict[str, Any], _: CliView) -> str:
     return f"{doc['address']} now holds {format_usdc(doc['balance_micro_usdc'])}"
+
+
+def emerging(doc: dict[str, Any], _: CliView) -> str:
+    if not doc["emerging"]:
+        return "no emerging skills yet: a task written down again and again (task patterns, skills) shows here"
+    lines = [f"{e['id']}  {e['label']} → Confidence: {round(e['confidence'] * 100)}% | Occurrences: {e['occurrences']}"
+             for e in doc["emerging"]]  # fmt: skip
+    if doc["total"] > len(doc["emerging"]):
+        lines.append(f"… {doc['total'] - len(doc['emerging'])} more (--limit)")
+    return "\n".join([*lines, "promote one with: bitterbot-node skills crystallise ID"])
+
+
+def crystallised(doc: dict[str, Any], _: CliView) -> str:
+    return (
+        f"crystallised {doc['skill']['id']}: {doc['skill']['text']}\n"
+        f"from {doc['frozen']} practices ({doc['from']['occurrences']} occurrences), now frozen and linked to it"
+    )

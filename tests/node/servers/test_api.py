@@ -303,6 +303,28 @@ def test_skills_peers_weather_and_wallet(api: Api) -> None:
     assert wallet["address"].startswith("0x") and wallet["balance_micro_usdc"] == wallet["owed_micro_usdc"] == 0
 
 
+def test_emerging_skills_over_the_api(api: Api) -> None:
+    """Issue 30: the same task written three times emerges; crystallising it freezes its practices."""
+    ids = [
+        api.ok("POST", "/v1/memory", {"text": text, "type": "task_pattern"})["crystal"]["id"]
+        for text in (
+            "To rebuild the search index: stop the worker, run reindex --all, start the worker",
+            "To rebuild the search index stop the worker, run reindex --all, then start the worker",
+            "Rebuild the search index: stop the worker, reindex --all, start the worker again",
+        )
+    ]
+    found = wait_for(
+        lambda: [e for e in api.ok("GET", "/v1/skills/emerging")["emerging"] if e["id"] == ids[0]],
+        60, "the three practices to be embedded and found",
+    )  # fmt: skip
+    assert found[0]["occurrences"] == 3
+    status, doc = api.call("POST", "/v1/skills/emerging/nothing-like-it/crystallise", {})
+    assert status == 404 and "no emerging skill" in doc["error"]
+    done = api.ok("POST", f"/v1/skills/emerging/{ids[0]}/crystallise", {"text": "Rebuild the search index"})
+    assert done["skill"]["semantic_type"] == "skill" and done["frozen"] == 3
+    assert api.ok("GET", f"/v1/memory/{ids[1]}")["crystal"]["lifecycle"] == "frozen"
+
+
 def test_maintenance_sharing_connecting_and_funding(api: Api) -> None:
     api.ok("POST", "/v1/memory", {"text": "Water the plants on Sunday", "type": "fact"})
     dry = api.ok("POST", "/v1/memory/consolidate", {"dry_run": True})

@@ -26,6 +26,7 @@ TOOLS = {
     "memory_list", "memory_edit", "memory_capture",
     "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "working_memory_show",
     "skills_search", "skills_record", "skills_price", "skills_purchases", "memory_quarantine",
+    "skills_emerging", "skills_crystallise",
     "network_peers", "network_weather", "wallet_show",
 }  # fmt: skip
 
