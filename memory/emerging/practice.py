@@ -24,6 +24,8 @@ from memory.graph import link
 from memory.model import AssociationType, Crystal, Lifecycle, NewCrystal, Origin, SemanticType
 from memory.storage.store import MemoryStore
 
+#: What a crystallised skill's text starts with when the person gave it none.
+SKILL_PREFIX = "Skill: "
 #: How many of the newest practices a scan groups (each scan is O(practices x groups)).
 MAX_PRACTICES = 2_000
 
@@ -31,7 +33,7 @@ _PRACTICES_SQL = (
     "SELECT c.rowid, c.id, c.text, c.created_at_ms FROM crystals c "
     "WHERE c.semantic_type IN ('task_pattern', 'skill') AND c.origin NOT IN ('peer', 'skill') "
     "AND c.lifecycle IN ('generated', 'activated', 'consolidated') AND c.superseded_by IS NULL "
-    f"AND {admits_sql(Route.DREAM_PROMPT)} ORDER BY c.created_at_ms DESC LIMIT ?"
+    f"AND {admits_sql(Route.MEMORY_MD)} ORDER BY c.created_at_ms DESC LIMIT ?"  # its lines go to MEMORY.md
 )
 
 
@@ -60,7 +62,9 @@ async def crystallise(store: MemoryStore, skill: EmergingSkill, *, text: str | N
     """The new skill crystal and how many practices were frozen into it."""
     typical = await store.get(skill.typical_id)
     new = NewCrystal(
-        (text or typical.text).strip(),
+        # Without a text of its own the skill says what it is: the practice's own words would be the
+        # practice itself (the same text is one crystal) and nothing new would be stored.
+        (text or f"{SKILL_PREFIX}{typical.text}").strip(),
         semantic_type=SemanticType.SKILL,
         origin=Origin.SKILL,
         importance=max(0.5, typical.importance),

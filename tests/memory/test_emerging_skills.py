@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from memory.emerging.patterns import MIN_OCCURRENCES, Practice, confidence, emerging
 from tests.conftest import clean_env, run_cli
@@ -56,6 +57,7 @@ def _add(data: str, text: str, kind: str = "task_pattern") -> str:
     return str(json.loads(done.stdout)["crystal"]["id"])
 
 
+@pytest.mark.slow  # real CLI processes
 def test_the_cli_finds_records_crystallises_and_memory_md_lists_it(tmp_path: Path) -> None:
     data = str(tmp_path / "d")
     first = _add(data, "To renew the TLS certificate: run certbot renew, then reload nginx")

@@ -131,6 +131,7 @@ async def test_an_obsidian_vault_keeps_tags_links_aliases_and_times(tmp_path: Pa
         await store.close()
 
 
+@pytest.mark.slow  # real CLI processes
 def test_a_file_that_is_not_what_it_is_named_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
     broken = tmp_path / "export.json"
     broken.write_text('{"results": [{"memory": "cut off')
@@ -148,6 +149,7 @@ def test_a_file_that_is_not_what_it_is_named_is_refused_and_nothing_is_stored(tm
     assert refused.returncode == 2 and "not JSON" in refused.stderr and "Traceback" not in refused.stderr
 
 
+@pytest.mark.slow  # real CLI processes
 def test_the_cli_imports_a_vault_and_a_mem0_export_with_a_summary(tmp_path: Path) -> None:
     env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
     data = str(tmp_path / "d")
@@ -167,6 +169,7 @@ def test_the_cli_imports_a_vault_and_a_mem0_export_with_a_summary(tmp_path: Path
     ]
 
 
+@pytest.mark.slow  # real CLI processes
 def test_exports_to_mem0_and_obsidian_read_back_with_texts_times_tags_and_links(tmp_path: Path) -> None:
     """Issue 30: a person leaves with their memory in the formats other tools read; what is current
     goes (not what was superseded), and each reads back through `memory import`."""

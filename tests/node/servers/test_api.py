@@ -320,8 +320,9 @@ def test_emerging_skills_over_the_api(api: Api) -> None:
     assert found[0]["occurrences"] == 3
     status, doc = api.call("POST", "/v1/skills/emerging/nothing-like-it/crystallise", {})
     assert status == 404 and "no emerging skill" in doc["error"]
-    done = api.ok("POST", f"/v1/skills/emerging/{ids[0]}/crystallise", {"text": "Rebuild the search index"})
+    done = api.ok("POST", f"/v1/skills/emerging/{ids[0]}/crystallise", {})  # no text: its typical practice's
     assert done["skill"]["semantic_type"] == "skill" and done["frozen"] == 3
+    assert done["skill"]["text"].startswith("Skill: ") and "reindex --all" in done["skill"]["text"]
     assert api.ok("GET", f"/v1/memory/{ids[1]}")["crystal"]["lifecycle"] == "frozen"
 
 
