@@ -121,6 +121,9 @@ class CaptureSection(_Section):
     watch: list[str] = Field(default_factory=list, max_length=32)
     poll_s: float = Field(default=5.0, ge=0.2, le=3600)
     max_file_mb: int = Field(default=50, ge=1, le=10_000)
+    # "llm": the [llm] endpoint picks the statements worth keeping, checked against the messages
+    # (memory.capture.llm_extract); offline, deterministic, when it fails or a message is confidential.
+    extractor: Literal["offline", "llm"] = "offline"
 
 
 class LlmSection(_Section):
@@ -334,6 +337,8 @@ class Config(_Section):
             raise InvalidValue('[memory] typer = "llm" needs [llm] url and model')
         if self.memory.supersession == "llm" and not (self.llm.url and self.llm.model):
             raise InvalidValue('[memory] supersession = "llm" needs [llm] url and model')
+        if self.capture.extractor == "llm" and not (self.llm.url and self.llm.model):
+            raise InvalidValue('[capture] extractor = "llm" needs [llm] url and model')
         return self
 
     node: NodeSection = Field(default_factory=NodeSection)

@@ -17,6 +17,7 @@ from typing import Any
 
 from memory.capture.extract import extract
 from memory.capture.formats import Conversation, ConversationFormat, Message, read_conversations, read_messages
+from memory.capture.llm_extract import LlmExtractor
 from memory.capture.sources import captured_keys, message_key, record_captured
 from memory.errors import CaptureFormatError
 from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
@@ -52,17 +53,22 @@ async def capture(
     origin: Origin = Origin.SESSION,
     actor: str = "capture",
     embed: bool = True,
+    extractor: LlmExtractor | None = None,
 ) -> CaptureReport:
-    """Store what ``conversation`` holds worth keeping; messages captured before are skipped."""
+    """Store what ``conversation`` holds worth keeping; messages captured before are skipped. With
+    ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure."""
     done = await captured_keys(store, conversation.session)
     fresh = tuple(m for m in conversation.messages if message_key(m) not in done)
-    extraction = extract(conversation, only=fresh)
+    if extractor is not None and fresh:
+        extraction = await extractor.extract(conversation, fresh)
+    else:
+        extraction = extract(conversation, only=fresh)
     pieces = extraction.pieces
     source = f"capture:{conversation.session}"
     items = [
         NewCrystal(
             piece.text[:MAX_TEXT_CHARS],
-            origin=origin,
+            origin=Origin.INFERRED if piece.inferred else origin,
             created_at_ms=piece.ts_ms,
             source=source,
             source_path=conversation.title,
@@ -102,6 +108,7 @@ async def capture_conversations(
     session: str | None = None,
     actor: str = "capture",
     embed: bool = True,
+    extractor: LlmExtractor | None = None,
 ) -> dict[str, Any]:
     """Capture ``messages`` (chat form) or ``raw`` (a file's text, in ``fmt`` or the format its
     shape shows): one report per conversation, and their totals."""
@@ -115,7 +122,7 @@ async def capture_conversations(
     for conversation in conversations:
         if not conversation.session:
             conversation = replace(conversation, session=default_session(conversation))
-        reports.append(await capture(store, conversation, actor=actor, embed=embed))
+        reports.append(await capture(store, conversation, actor=actor, embed=embed, extractor=extractor))
     return {
         "conversations": [r.as_dict() for r in reports],
         "stored": sum(r.stored for r in reports),

@@ -63,6 +63,7 @@ class Piece:
     speakers: tuple[str, ...]
     ts_ms: int | None
     context: str | None  # the message before the piece
+    inferred: bool = False  # a model's statement (the [llm] extractor), not the messages' own words
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,11 @@ def repeats(reply: str, said: str) -> bool:
 
 def _content(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry content (lower case, no stop words, longer than two letters)."""
+    return _content(text)
 
 
 def _joins(group: list[Message], message: Message, max_chars: int) -> bool:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memory.capture.capture import capture, default_session
 from memory.capture.formats import Conversation, ConversationFormat, detect, read_conversations
+from memory.capture.llm_extract import LlmExtractor
 from memory.errors import CaptureFormatError
 from memory.storage.store import MemoryStore
 
@@ -38,6 +39,7 @@ class WatchSettings:
     folders: tuple[Path, ...]
     max_file_bytes: int = 50_000_000
     max_files: int = 10_000  # per round: a folder holding more is read in name order up to this
+    extractor: LlmExtractor | None = None  # [capture] extractor = "llm"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +128,14 @@ async def _read(
     if path.suffix == ".json" and fmt in LINE_FORMATS:
         fmt = ConversationFormat.OPENAI  # a .json file is one document: it is read whole, once it parses
     if fmt in LINE_FORMATS:
-        return await _read_lines(store, data, mark, fmt, size, mtime_ns, actor, result)
+        return await _read_lines(store, data, mark, fmt, size, mtime_ns, actor, result, settings.extractor)
     try:
         conversations = read_conversations(text, fmt, session=mark.session)
     except CaptureFormatError as exc:
         if mtime_ns > time.time_ns() - SETTLING_NS:
             return mark  # still being written: try again when it changes or settles
         return replace(mark, size=size, mtime_ns=mtime_ns, fmt=fmt.value, error=str(exc))
-    await _capture(store, conversations, actor, result)
+    await _capture(store, conversations, actor, result, settings.extractor)
     return replace(mark, size=size, mtime_ns=mtime_ns, fmt=fmt.value, offset=size, error=None)
 
 
@@ -146,6 +148,7 @@ async def _read_lines(
     mtime_ns: int,
     actor: str,
     result: WatchRound,
+    extractor: LlmExtractor | None,
 ) -> FileMark:
     end = data.rfind(b"\n") + 1  # complete lines only: a half-written last line waits
     if end <= mark.offset:
@@ -158,7 +161,7 @@ async def _read_lines(
     messages = tuple(replace(m, position=m.position + mark.messages) for m in conversation.messages)
     session = mark.session or conversation.session or default_session(conversation)
     conversation = replace(conversation, session=session, messages=messages)
-    await _capture(store, [conversation], actor, result)
+    await _capture(store, [conversation], actor, result, extractor)
     return replace(
         mark,
         size=size,
@@ -171,12 +174,18 @@ async def _read_lines(
     )
 
 
-async def _capture(store: MemoryStore, conversations: Sequence[Conversation], actor: str, result: WatchRound) -> None:
+async def _capture(
+    store: MemoryStore,
+    conversations: Sequence[Conversation],
+    actor: str,
+    result: WatchRound,
+    extractor: LlmExtractor | None,
+) -> None:
     for conversation in conversations:
         if not conversation.session:
             conversation = replace(conversation, session=default_session(conversation))
         # The daemon's embedder drains the backlog: the watcher only stores.
-        report = await capture(store, conversation, actor=actor, embed=False)
+        report = await capture(store, conversation, actor=actor, embed=False, extractor=extractor)
         result.new_messages += report.new_messages
         result.stored += report.stored
 

@@ -35,6 +35,7 @@ from node.commands.texts import memory as text
 from node.errors import NotEnabled
 
 if TYPE_CHECKING:
+    from memory.capture.llm_extract import LlmExtractor
     from memory.retrieval.query import Weights
     from memory.storage.store import MemoryStore
     from memory.working_memory.memory_md import WorkingMemoryFiles
@@ -60,6 +61,9 @@ class MemoryHost(Protocol):
 
     @property
     def embeds_in_background(self) -> bool: ...
+
+    @property
+    def capture_extractor(self) -> LlmExtractor | None: ...
 
     def running_store(self) -> MemoryStore: ...
 
@@ -198,6 +202,7 @@ async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
         actor=current_actor(),
         # a daemon embeds in the background (keyword search finds the new crystals at once); alone, here
         embed=not host.embeds_in_background,
+        extractor=host.capture_extractor,
     )
 
 

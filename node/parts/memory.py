@@ -22,6 +22,7 @@ from ground.events import get_logger
 from ground.progress import current_reporter
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
+from memory.capture.llm_extract import LlmExtractor
 from memory.capture.watch import WatchSettings, expand, watch_round, watch_summary
 from memory.cognition.curiosity import Curiosity
 from memory.cognition.llm_typer import LlmTyper
@@ -231,6 +232,8 @@ class MemoryPart:
         self.metrics = metrics
         #: Continuous capture as of its last round (``[capture] watch``): files, messages, errors.
         self.capture: dict[str, Any] | None = None
+        #: ``[capture] extractor = "llm"``: a model picks what to keep from a conversation.
+        self.capture_extractor = LlmExtractor(chat_endpoint(config)) if config.capture.extractor == "llm" else None
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
     @property
@@ -384,7 +387,9 @@ class MemoryPart:
     async def _watch_transcripts(self) -> None:
         """Capture what is written in the watched folders (``[capture] watch``), every ``poll_s``."""
         cfg = self._config.capture
-        settings = WatchSettings(folders=expand(cfg.watch), max_file_bytes=cfg.max_file_mb * 1_000_000)
+        settings = WatchSettings(
+            folders=expand(cfg.watch), max_file_bytes=cfg.max_file_mb * 1_000_000, extractor=self.capture_extractor
+        )
         while self.store is not None:
             try:
                 done = await watch_round(self.store, settings)
