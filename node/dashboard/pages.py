@@ -38,7 +38,7 @@ PageBuilder = Callable[[Dashboard, web.Request], Awaitable[dict[str, Any]]]
 #: The search form's fields that are passed on as they are (the rest are lists or flags).
 SEARCH_TEXT_FIELDS = ("query", "since", "until")
 SEARCH_FLAGS = ("include_superseded", "include_held", "include_archived", "explain")
-CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback", "approve", "reject", "unsupersede")
+CRYSTAL_ACTIONS = ("pin", "forget", "retype", "feedback", "approve", "reject", "unsupersede", "crystallise")
 
 
 def when(ms: int | None) -> str:
@@ -68,6 +68,7 @@ async def live_overview(dashboard: Dashboard, request: web.Request) -> dict[str,
         "parts": status["parts"],
         "crystals": (await dashboard.run("memory.count"))["count"],
         "embedding": memory.get("embedding") or {},
+        "capture": memory.get("capture"),  # None: no folder is watched ([capture] watch)
         "hormones": memory.get("hormones") or {},
         "last_consolidation": memory.get("last_consolidation"),
         "last_dream": memory.get("last_dream"),
@@ -107,6 +108,7 @@ async def working_memory(dashboard: Dashboard, request: web.Request) -> dict[str
         # A dream writes its marker into MEMORY.md: it ran before, if not since this daemon started.
         "dreamt": last_dream is not None or MARKER in wm["memory_md"],
         "dream_every_min": dashboard.dream_every_min,
+        "emerging": (await dashboard.run("skills.emerging", {"limit": 20}))["emerging"],
     }
 
 
@@ -248,6 +250,9 @@ async def crystal_action(dashboard: Dashboard, crystal_id: str, action: str, for
     if action == "forget":
         await dashboard.run("memory.forget", {"id": crystal_id, "reason": "forgotten in the dashboard"})
         return "/ui/memory"
+    if action == "crystallise":  # ``crystal_id`` names an emerging skill: its first practice
+        done = await dashboard.run("skills.crystallise", {"skill_id": crystal_id})
+        return f"/ui/memory/{done['skill']['id']}"
     if action in ("approve", "reject"):
         await dashboard.run(f"memory.quarantine.{action}", {"id": crystal_id})
         return "/ui/network"  # back to the queue

@@ -218,3 +218,32 @@ def test_the_login_code_never_appears_on_a_command_line(running: Running, tmp_pa
     assert argv == f"{running.base}/ui/login" and code not in argv
     answer = Browser(running.base).request("GET", f"/ui/login?code={code}")  # what the login page's form sends
     assert answer.status == 303 and "HttpOnly" in answer.headers.get("Set-Cookie", "")
+
+
+def test_emerging_skills_show_on_the_working_memory_page_and_crystallise_with_the_token(running: Running) -> None:
+    """Issue 30: the dashboard shows emerging skills and capture's progress; crystallising is a change,
+    so it needs the session's CSRF token like every other."""
+    first = ""
+    for text in (
+        "To clear the print queue: stop cups, delete /var/spool/cups/*, start cups",
+        "To clear the print queue stop cups, delete /var/spool/cups/* and start cups",
+        "Clear the print queue: stop cups, delete /var/spool/cups/*, then start cups",
+    ):
+        added = running.node.json("memory", "add", text, "--type", "task_pattern")["crystal"]["id"]
+        first = first or added
+    browser, csrf = _signed_in(running)
+
+    def listed() -> str | None:
+        body = browser.request("GET", "/ui/working-memory").body
+        return body if first in body else None
+
+    page = wait_for(listed, 60, "the emerging skill on the page")
+    assert "Emerging skills" in page and "Occurrences" in page and f"/ui/memory/{first}/crystallise" in page
+    assert "no folder watched" in browser.request("GET", "/ui/").body  # capture's progress: none here
+    refused = browser.request("POST", f"/ui/memory/{first}/crystallise", {})
+    assert refused.status == 403
+    done = browser.request("POST", f"/ui/memory/{first}/crystallise", {"csrf": csrf})
+    assert done.status == 303 and done.headers["Location"].startswith("/ui/memory/")
+    skill = running.node.json("memory", "show", done.headers["Location"].rsplit("/", 1)[1])["crystal"]
+    assert skill["semantic_type"] == "skill" and skill["text"].startswith("Skill: To clear the print queue")
+    assert running.node.json("memory", "show", first)["crystal"]["lifecycle"] == "frozen"
