@@ -64,9 +64,7 @@ def detect(raw: str) -> ConversationFormat:
         raise CaptureFormatError("the input is empty")
     if text.startswith("["):
         doc = _json(text)
-        first = doc[0] if isinstance(doc, list) and doc else None
-        chatgpt = isinstance(first, dict) and "role" not in first and ("mapping" in first or "conversation_id" in first)
-        return ConversationFormat.CHATGPT if chatgpt else ConversationFormat.OPENAI
+        return ConversationFormat.CHATGPT if is_chatgpt_export(doc) else ConversationFormat.OPENAI
     try:
         whole = json.loads(text)
     except ValueError:
@@ -160,6 +158,17 @@ def _claude_code(raw: str, session: str) -> Conversation:
         role = str(inner.get("role") or entry["type"])
         messages.append(Message(len(messages), role, role, text, _id(entry.get("uuid")), _ms(entry.get("timestamp"))))
     return Conversation(session, _spoken(messages), skipped=skipped)
+
+
+def is_chatgpt_export(doc: Any) -> bool:
+    """Whether a parsed JSON document is a ChatGPT export's ``conversations.json``."""
+    first = doc[0] if isinstance(doc, list) and doc else None
+    return isinstance(first, dict) and "role" not in first and ("mapping" in first or "conversation_id" in first)
+
+
+def chatgpt_conversations(doc: Any) -> list[Conversation]:
+    """The conversations of a parsed ChatGPT export (``CaptureFormatError`` when it is not one)."""
+    return _chatgpt(doc)
 
 
 def _chatgpt(doc: Any) -> list[Conversation]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from memory.capture.formats import Conversation
 from memory.importer import iso_time_ms
 from memory.model import MAX_TAG_CHARS, MAX_TAGS, AssociationType, NewCrystal
 from memory.storage.store import MemoryStore
@@ -34,11 +35,13 @@ class Entry:
 
 @dataclass(slots=True)
 class ForeignSource:
-    kind: str  # "mem0", "letta" or "obsidian"
+    kind: str  # "mem0", "letta", "obsidian" or "chatgpt"
     entries: list[Entry] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "entry 12: no text", each with its reason
     left_out: list[str] = field(default_factory=list)  # the source's fields with no counterpart here
     aliases: dict[str, str] = field(default_factory=dict)  # another name -> an entry's key (a link target)
+    # A ChatGPT export: conversations for capture (``memory.capture``), not entries.
+    conversations: list[Conversation] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -48,6 +51,8 @@ class ForeignImported:
     skipped: int = 0
     links: int = 0
     dangling_links: int = 0  # links to a note the source does not hold
+    conversations: int = 0  # a ChatGPT export's, captured
+    messages_left_out: int = 0  # small talk, echoes, system messages (capture's reasons)
 
 
 def clean_tags(raw: object) -> tuple[str, ...]:
@@ -100,6 +105,28 @@ async def store_entries(
             elif dst != ids[entry.key]:
                 edges.append((ids[entry.key], dst))
     done.links = await _link_all(store, edges)
+    return done
+
+
+async def capture_all(
+    store: MemoryStore, source: ForeignSource, progress: Callable[[int], None] | None = None
+) -> ForeignImported:
+    """Capture each conversation of a ChatGPT export (``memory.capture``: what is worth keeping, with
+    the messages it came from). A message captured before is skipped, so after Ctrl-C the same import
+    goes on where it stopped and stores nothing twice. ``progress`` hears each conversation done."""
+    from memory.capture.capture import capture, default_session
+
+    done = ForeignImported()
+    for conversation in source.conversations:
+        if not conversation.session:
+            conversation = replace(conversation, session=default_session(conversation))
+        report = await capture(store, conversation, actor="import", embed=False)
+        done.conversations += 1
+        done.stored += report.stored
+        done.known += report.merged
+        done.messages_left_out += sum(report.left_out.values())
+        if progress is not None:
+            progress(1)
     return done
 
 

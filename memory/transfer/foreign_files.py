@@ -1,7 +1,7 @@
 """Which tool a file or folder given to ``memory import`` comes from, and reading it as that tool's.
 
 A folder with ``.obsidian/`` is an Obsidian vault; a JSON file (``.json``, Letta's ``.af``) is a
-Mem0 export, a Letta agent file or a Letta passage list by its shape. Anything else is for the
+Mem0 export, a Letta agent file, a Letta passage list or a ChatGPT export by its shape. Anything else is for the
 ordinary importer (markdown, text, JSONL, ``memory export`` files).
 """
 
@@ -11,13 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memory.errors import ForeignFormatError
+from memory.capture.formats import chatgpt_conversations, is_chatgpt_export
+from memory.errors import CaptureFormatError, ForeignFormatError
 from memory.transfer.foreign import ForeignSource
 from memory.transfer.letta import is_agent_file, is_passage_list, read_letta
 from memory.transfer.mem0 import memories_of, read_mem0
 from memory.transfer.obsidian import is_vault, read_vault
 
-FOREIGN_KINDS = ("mem0", "letta", "obsidian")
+FOREIGN_KINDS = ("mem0", "letta", "obsidian", "chatgpt")
 _JSON_SUFFIXES = frozenset({".json", ".af"})
 #: A JSON export is read whole: past this it is refused, with the reason (a vault is read note by note).
 MAX_JSON_BYTES = 512 * 1024 * 1024
@@ -42,11 +43,17 @@ def read_foreign(path: Path, kind: str | None) -> ForeignSource | None:
         return read_mem0(doc, str(path))
     if kind in (None, "letta") and (is_agent_file(doc) or is_passage_list(doc)):
         return read_letta(doc, str(path))
+    if kind in (None, "chatgpt") and is_chatgpt_export(doc):
+        try:
+            return ForeignSource("chatgpt", conversations=chatgpt_conversations(doc))
+        except CaptureFormatError as exc:
+            raise ForeignFormatError(f"{path}: {exc}") from None
     if kind is None:
         return None
     expected = {
         "mem0": 'a Mem0 export: {"results": [{"memory": ...}, ...]} or a list of such memories',
         "letta": 'a Letta agent file ({"agents": [...], "blocks": [...]}) or a list of archival passages',
+        "chatgpt": "a ChatGPT export's conversations.json (a list of conversations with their mapping)",
     }[kind]
     raise ForeignFormatError(f"{path} is not {expected}")
 

@@ -39,7 +39,7 @@ def memory_group() -> None:
 @click.option(
     "--from",
     "kind",
-    type=click.Choice(["mem0", "letta", "obsidian"]),
+    type=click.Choice(["mem0", "letta", "obsidian", "chatgpt"]),
     default=None,
     help="Read SOURCE as this tool's export (default: recognised by its shape).",
 )
@@ -149,16 +149,21 @@ def memory_import(
 def _import_foreign(
     config_path: Path | None, data_dir: Path | None, foreign: ForeignSource, no_embed: bool, as_json: bool
 ) -> None:
-    """Store what a Mem0, Letta or Obsidian reader found, with a progress bar; Ctrl-C keeps every
-    batch stored, and the same command again goes on (what is stored counts as already known)."""
-    from memory.transfer.foreign import ForeignImported, store_entries
+    """Store what a Mem0, Letta or Obsidian reader found, or capture a ChatGPT export's conversations,
+    with a progress bar; Ctrl-C keeps every batch stored, and the same command again goes on (what
+    is stored counts as already known, a message captured before is skipped)."""
+    from memory.transfer.foreign import ForeignImported, capture_all, store_entries
 
     done = ForeignImported()
 
     async def go(store: MemoryStore) -> ForeignImported:
         nonlocal done
-        with progress_bar(len(foreign.entries), f"importing from {foreign.kind}") as bar:
-            done = await store_entries(store, foreign, bar.update)
+        if foreign.conversations:  # a ChatGPT export: each conversation captured, as `memory capture` does
+            with progress_bar(len(foreign.conversations), "capturing conversations") as bar:
+                done = await capture_all(store, foreign, bar.update)
+        else:
+            with progress_bar(len(foreign.entries), f"importing from {foreign.kind}") as bar:
+                done = await store_entries(store, foreign, bar.update)
         if not no_embed and not daemon_embeds:
             with progress_bar(await store.backlog_size(), "embedding") as bar:
                 await store.embed_backlog(progress=bar.update)
@@ -180,8 +185,12 @@ def _import_foreign(
         return
     click.echo(
         f"imported from {foreign.kind}: {done.stored} new crystals, {done.known} already in memory (merged), "
-        f"{done.skipped} skipped, {done.links} links"
-        + (f" ({done.dangling_links} to notes not in the vault)" if done.dangling_links else "")
+        + (
+            f"from {done.conversations} conversations ({done.messages_left_out} messages not worth keeping)"
+            if foreign.conversations
+            else f"{done.skipped} skipped, {done.links} links"
+            + (f" ({done.dangling_links} to notes not in the vault)" if done.dangling_links else "")
+        )
     )
     if foreign.left_out:
         click.echo("not imported (no counterpart here): " + ", ".join(foreign.left_out))

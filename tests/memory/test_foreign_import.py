@@ -11,7 +11,7 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.errors import ForeignFormatError
 from memory.model import AssociationType
 from memory.storage.store import MemoryStore
-from memory.transfer.foreign import store_entries
+from memory.transfer.foreign import ForeignSource, capture_all, store_entries
 from memory.transfer.foreign_files import read_foreign
 from tests.conftest import clean_env, run_cli
 
@@ -163,6 +163,8 @@ def test_the_cli_imports_a_vault_and_a_mem0_export_with_a_summary(tmp_path: Path
     vault = run_cli("memory", "import", str(_vault(tmp_path)), "--data-dir", data, env=env)
     assert vault.returncode == 0 and "imported from obsidian: 2 new crystals" in vault.stdout, vault.stdout
     assert "1 links (1 to notes not in the vault)" in vault.stdout
+    chats = run_cli("memory", "import", str(CHATGPT), "--data-dir", data, env=env)
+    assert chats.returncode == 0 and "imported from chatgpt:" in chats.stdout and "conversations" in chats.stdout
     listed = run_cli("memory", "list", "--tags", "colleague", "--data-dir", data, "--json", env=env)
     assert [c["text"] for c in json.loads(listed.stdout)["crystals"]] == [
         "# Marta Soler\nMarta leads the data platform team. #colleague"
@@ -202,3 +204,33 @@ def test_exports_to_mem0_and_obsidian_read_back_with_texts_times_tags_and_links(
     assert [c["created_at_ms"] for c in json.loads(listed.stdout)["crystals"]] == [1707523200000]
     refused = run_cli("memory", "export", str(vault), "--to", "obsidian", "--data-dir", source, env=env)
     assert refused.returncode == 2 and "exists" in refused.stderr
+
+
+CHATGPT = Path(__file__).parent / "data" / "capture" / "chatgpt_conversations.json"
+
+
+async def test_a_chatgpt_export_is_captured_a_conversation_at_a_time_and_resumes(tmp_path: Path) -> None:
+    """Issue 30: a ChatGPT export through `memory import`, with progress, stopped and resumed."""
+    source = read_foreign(CHATGPT, None)
+    assert source is not None and source.kind == "chatgpt" and len(source.conversations) >= 2
+    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    try:
+        steps: list[int] = []
+        stopped = ForeignSource("chatgpt", conversations=source.conversations[:1])  # as after a Ctrl-C
+        first = await capture_all(store, stopped, steps.append)
+        whole = await capture_all(store, source, steps.append)
+        assert first.stored > 0 and whole.conversations == len(source.conversations)
+        alone = await MemoryStore.open(tmp_path / "alone.db", HashingEmbedder())
+        try:
+            once = await capture_all(alone, source)
+        finally:
+            await alone.close()
+        assert first.stored + whole.stored == once.stored  # nothing stored twice
+        assert (await capture_all(store, source)).stored == 0
+        assert steps == [1] * (1 + len(source.conversations))
+    finally:
+        await store.close()
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_text(json.dumps(MEM0))
+    with pytest.raises(ForeignFormatError, match="ChatGPT export"):
+        read_foreign(mem0, "chatgpt")  # named as another tool's export than it is
