@@ -64,6 +64,7 @@ class WatchRound:
     new_messages: int = 0
     stored: int = 0
     new_errors: list[tuple[str, str]] = field(default_factory=list)  # (path, why): reported once each
+    forgotten: int = 0  # watermarks of files deleted since: dropped (what they gave stays in memory)
 
 
 def transcript_files(settings: WatchSettings) -> Iterator[Path]:
@@ -100,6 +101,13 @@ async def watch_round(store: MemoryStore, settings: WatchSettings, *, actor: str
             result.new_errors.append((key, new.error))
         if new != mark:
             await save_mark(store, new)
+    # A file deleted since keeps no watermark: `status` counted it for ever. Should the same file come
+    # back it is read again, and what was captured from it before is not stored twice.
+    gone = await asyncio.to_thread(_missing, list(marks))
+    if gone:
+        async with store.transaction() as db:
+            await db.executemany("DELETE FROM capture_files WHERE path = ?", [(key,) for key in gone])
+        result.forgotten = len(gone)
     return result
 
 
@@ -206,6 +214,10 @@ async def _read_bytes(path: Path) -> bytes:
 # --- the watermarks ----------------------------------------------------------------------------
 
 _COLUMNS = "path, size, mtime_ns, byte_offset, messages, head, fmt, session, error"
+
+
+def _missing(paths: list[str]) -> list[str]:
+    return [path for path in paths if not Path(path).exists()]
 
 
 async def load_marks(store: MemoryStore) -> dict[str, FileMark]:

@@ -400,7 +400,7 @@ class MemoryPart:
                     log.warning("memory.capture_unreadable", file=path, error=why)
                 if done.new_messages:
                     log.info("memory.captured", messages=done.new_messages, crystals=done.stored)
-                if done.files_read or self.capture is None:  # the watermarks only change when a file was read
+                if done.files_read or done.forgotten or self.capture is None:  # only then do the watermarks change
                     summary = await watch_summary(self.store)
                     self.capture = {**summary, "folders": [str(f) for f in settings.folders]}
                 self._crystals += done.stored

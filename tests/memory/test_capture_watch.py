@@ -109,3 +109,18 @@ async def test_captured_lines_link_back_to_the_session_and_message_ids(store: Me
         (crystal_id,) = [str(r[0]) for r in await c.fetchall()]
     ((where,),) = (await captured_from(store, [crystal_id])).values()
     assert (where.session, where.messages) == (SESSION, ("u9",))
+
+
+async def test_a_deleted_file_keeps_no_watermark_and_what_it_gave_stays(store: MemoryStore, tmp_path: Path) -> None:
+    """Issue 30: a transcript deleted since stayed counted in `status` for ever."""
+    log = tmp_path / "old.jsonl"
+    log.write_text(json.dumps({"speaker": "Ana", "text": "The boiler code is in the blue folder.", "id": "d1"}) + "\n")
+    assert (await watch_round(store, settings(tmp_path))).stored == 1
+    assert (await watch_summary(store))["files"] == 1
+    log.unlink()
+    gone = await watch_round(store, settings(tmp_path))
+    assert gone.forgotten == 1 and (await watch_summary(store))["files"] == 0
+    assert [c.text async for c in store.iter_live()] == ["Ana: The boiler code is in the blue folder."]
+    log.write_text(json.dumps({"speaker": "Ana", "text": "The boiler code is in the blue folder.", "id": "d1"}) + "\n")
+    back = await watch_round(store, settings(tmp_path))
+    assert back.stored == 0  # the same file back: read again, nothing stored twice
