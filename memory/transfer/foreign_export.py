@@ -1,9 +1,10 @@
-"""``memory export --to mem0|obsidian``: a person's current memory in the formats the tools people use
+"""``memory export --to mem0|obsidian|letta``: a person's current memory in the formats the tools people use
 today read, so they can leave with it (``memory export`` without ``--to`` keeps everything, for this
 node to restore).
 
 Only what is current goes: not what was superseded, held in quarantine, archived or expired, and
-confidential crystals only when asked. A Mem0 export is ``get_all``'s shape (``{"results": [...]}``)
+confidential crystals only when asked. A Letta export is the list of archival passages Letta's
+passage export writes. A Mem0 export is ``get_all``'s shape (``{"results": [...]}``)
 with this node's type, origin and importance under ``metadata``; an Obsidian vault is one note per
 crystal, its type, time and tags in the front matter and its links as ``[[wikilinks]]`` there.
 Both read back through ``memory import`` with their texts, times, tags and links.
@@ -69,6 +70,20 @@ def mem0_memory(crystal: Crystal) -> dict[str, Any]:
             "importance": round(crystal.importance, 4),
         },
     }
+
+
+def letta_passage(crystal: Crystal) -> dict[str, Any]:
+    """One archival passage as Letta's passage export writes it (``memory.transfer.letta`` reads it)."""
+    return {"id": f"passage-{crystal.id}", "text": crystal.text, "tags": list(crystal.tags),
+            "created_at": iso(crystal.created_at_ms), "metadata": {"type": crystal.semantic_type.value}}  # fmt: skip
+
+
+async def export_letta(store: MemoryStore, sink: TextIO, *, include_confidential: bool = False) -> ForeignExported:
+    """What is current as Letta archival passages (a JSON list): an agent's long-term memory there."""
+    crystals, confidential = await current_crystals(store, include_confidential)
+    json.dump([letta_passage(c) for c in crystals], sink, ensure_ascii=False, indent=1)
+    sink.write("\n")
+    return ForeignExported(len(crystals), confidential, 0)
 
 
 async def export_mem0(store: MemoryStore, sink: TextIO, *, include_confidential: bool = False) -> ForeignExported:

@@ -128,16 +128,17 @@ def restore(
 def _export_foreign(
     config_path: Path | None, data_dir: Path | None, out: Path, kind: str, include_confidential: bool, as_json: bool
 ) -> None:
-    from memory.transfer.foreign_export import ForeignExported, export_mem0, export_obsidian
+    from memory.transfer.foreign_export import ForeignExported, export_letta, export_mem0, export_obsidian
 
     if kind == "obsidian":
         done: ForeignExported = with_store(
             config_path, data_dir, lambda store: export_obsidian(store, out, include_confidential=include_confidential)
         )
     else:
+        write = export_letta if kind == "letta" else export_mem0
         with open(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as sink:
             done = with_store(
-                config_path, data_dir, lambda store: export_mem0(store, sink, include_confidential=include_confidential)
+                config_path, data_dir, lambda store: write(store, sink, include_confidential=include_confidential)
             )
     if as_json:
         click.echo(json.dumps({"path": str(out), "to": kind, **asdict(done)}, indent=2))
@@ -157,9 +158,10 @@ def _export_foreign(
 @click.option(
     "--to",
     "kind",
-    type=click.Choice(["mem0", "obsidian"]),
+    type=click.Choice(["mem0", "obsidian", "letta"]),
     default=None,
-    help="What is current, for another tool: a Mem0 export (JSON) or an Obsidian vault (a new folder).",
+    help="What is current, for another tool: a Mem0 export or Letta archival passages (JSON), or an "
+    "Obsidian vault (a new folder).",
 )
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors

@@ -202,6 +202,14 @@ def test_exports_to_mem0_and_obsidian_read_back_with_texts_times_tags_and_links(
     assert (summary["stored"], summary["links"], summary["dangling_links"]) == (3, 1, 0), summary
     listed = run_cli("memory", "list", "--tags", "colleague", "--data-dir", back_vault, "--json", env=env)
     assert [c["created_at_ms"] for c in json.loads(listed.stdout)["crystals"]] == [1707523200000]
+    letta = tmp_path / "passages.json"
+    done = run_cli("memory", "export", str(letta), "--to", "letta", "--data-dir", source, "--json", env=env)
+    assert done.returncode == 0 and json.loads(done.stdout)["memories"] == 3, done.stderr
+    back_letta = str(tmp_path / "l")
+    imported = run_cli("memory", "import", str(letta), "--data-dir", back_letta, "--json", env=env)
+    assert json.loads(imported.stdout)["stored"] == 3, imported.stderr
+    listed = run_cli("memory", "list", "--tags", "colleague", "--data-dir", back_letta, "--json", env=env)
+    assert [c["created_at_ms"] for c in json.loads(listed.stdout)["crystals"]] == [1707523200000]
     refused = run_cli("memory", "export", str(vault), "--to", "obsidian", "--data-dir", source, env=env)
     assert refused.returncode == 2 and "exists" in refused.stderr
 
