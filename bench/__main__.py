@@ -31,6 +31,7 @@ BENCHMARKS = {
     "importing": "bench.importing",
     "capture": "bench.memory.capture",
     "foreign_import": "bench.memory.foreign_import",
+    "emerging": "bench.memory.emerging",
 }
 
 
