@@ -6,6 +6,7 @@ it, a similar one is ``related_to`` it; nothing is deleted or hidden by linking.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.embedders.base import Vectors
@@ -99,6 +100,28 @@ async def link(
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'linked', ?, ?)",
             (src_id, actor, now, f"{kind.value} {dst_id}"),
         )
+
+
+async def add_links(store: MemoryStore, edges: Sequence[tuple[str, str]], kind: AssociationType, *, actor: str) -> int:
+    """Typed edges (weight 1) in one transaction, each new one recorded in its source's attribution
+    chain as ``link`` records one; an edge already there is left as it is (an import run again).
+    Returns how many were new."""
+    now = store.now_ms()
+    added = 0
+    async with store.transaction() as db:
+        for src, dst in dict.fromkeys(edges):
+            cursor = await db.execute(
+                "INSERT OR IGNORE INTO associations (src_id, dst_id, type, weight, created_ms) "
+                "VALUES (?, ?, ?, 1.0, ?)",
+                (src, dst, kind.value, now),
+            )
+            if cursor.rowcount:
+                added += 1
+                await db.execute(
+                    "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'linked', ?, ?)",
+                    (src, actor, now, f"{kind.value} {dst}"),
+                )
+    return added
 
 
 async def associations(store: MemoryStore, crystal_id: str) -> list[Association]:

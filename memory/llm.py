@@ -9,6 +9,7 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 from memory.errors import MemoryError_
 from memory.governance.prompt_gate import Passage, Route, decide
@@ -62,3 +63,8 @@ class ChatEndpoint:
         if not isinstance(content, str):
             raise LlmError("chat completion content is not text")
         return content
+
+
+def answer_json(answer: str) -> Any:
+    """A model's answer read as JSON, a code fence around it allowed; ``ValueError`` when it is not JSON."""
+    return json.loads(answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip())

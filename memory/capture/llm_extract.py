@@ -15,14 +15,13 @@ anything, so what it answers is checked, not trusted:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import Counter
 from typing import Any
 
 from memory.capture.extract import MAX_PIECE_CHARS, Extraction, Piece, content_words, extract
 from memory.capture.formats import Conversation, Message
-from memory.llm import ChatEndpoint, LlmError
+from memory.llm import ChatEndpoint, LlmError, answer_json
 
 _log = logging.getLogger("memory.capture.llm")
 
@@ -95,8 +94,7 @@ def prompt(shown: list[Message]) -> list[dict[str, str]]:
 def statements(answer: str, shown: list[Message]) -> tuple[list[Piece], int]:
     """The pieces the model named that its messages support, and how many it named that they do not.
     ``ValueError`` when the answer is not such a list at all."""
-    body = answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-    doc: Any = json.loads(body)
+    doc: Any = answer_json(answer)
     if not isinstance(doc, list):
         raise ValueError("the model's answer is not a list")
     by_position = {m.position: m for m in shown}

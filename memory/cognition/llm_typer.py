@@ -8,12 +8,11 @@ away. Bulk imports always use the offline typer: a model call per crystal would 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
 from memory.cognition.typing import Guess
 from memory.errors import InvalidValue
-from memory.llm import ChatEndpoint, LlmError
+from memory.llm import ChatEndpoint, LlmError, answer_json
 from memory.model import SemanticType
 
 _log = logging.getLogger("memory.llm_typer")
@@ -55,9 +54,8 @@ class LlmTyper:
 
 def parse_answer(answer: str) -> Guess:
     """``{"type": ..., "confidence": ...}`` (a code fence around it is fine); ``ValueError`` otherwise."""
-    body = answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     try:
-        doc = json.loads(body)
+        doc = answer_json(answer)
         stype = SemanticType(str(doc["type"]).strip().lower())
         confidence = float(doc.get("confidence", 0.8))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory.working_memory.synthesis import EMERGING_MARK
+from memory.embedders.base import cosine
+from memory.working_memory.synthesis import EMERGING_MARK, one_line
 
 #: Cosine to a group's mean vector to join it: MiniLM puts paraphrases of one procedure at 0.7-0.9,
 #: and procedures that only share a topic ("restart nginx", "rotate nginx logs") near 0.5-0.65.
@@ -62,7 +63,7 @@ def group(practices: Sequence[Practice], *, similar: float = SIMILAR) -> list[li
     for practice in sorted(practices, key=lambda p: (p.said_at_ms, p.crystal_id)):
         best, best_similarity = -1, similar
         for index, total in enumerate(sums):
-            similarity = float(practice.vector @ total) / (float(np.linalg.norm(total)) or 1.0)
+            similarity = cosine(practice.vector, total)
             if similarity >= best_similarity:
                 best, best_similarity = index, similarity
         if best < 0:
@@ -97,7 +98,7 @@ def emerging(
         found.append(
             EmergingSkill(
                 id=members[0].crystal_id,
-                label=_one_line(typical.text),
+                label=one_line(typical.text, MAX_LABEL_CHARS),
                 typical_id=typical.crystal_id,
                 crystal_ids=tuple(p.crystal_id for p in members),
                 occurrences=occurrences,
@@ -108,8 +109,3 @@ def emerging(
             )
         )
     return sorted(found, key=lambda s: (-s.confidence, -s.occurrences, s.id))
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= MAX_LABEL_CHARS else line[: MAX_LABEL_CHARS - 1].rstrip() + "…"

@@ -9,12 +9,11 @@ not one of the numbers) is logged and the offline choice stands.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 
 from memory.errors import InvalidValue
-from memory.llm import ChatEndpoint, LlmError
+from memory.llm import ChatEndpoint, LlmError, answer_json
 from memory.supersession.judge import Candidate
 
 _log = logging.getLogger("memory.supersession.llm")
@@ -52,9 +51,8 @@ class LlmJudge:
 
 def parse_answer(answer: str, count: int) -> int:
     """``{"outdated": n}`` with 0 <= n <= count (a code fence around it is fine); ``ValueError`` otherwise."""
-    body = answer.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     try:
-        value = json.loads(body)["outdated"]
+        value = answer_json(answer)["outdated"]
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidValue(f"the model's answer names no statement: {answer[:80]!r}") from exc
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= count:

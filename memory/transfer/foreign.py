@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from memory.capture.formats import Conversation
+from memory.graph import add_links
 from memory.importer import iso_time_ms
 from memory.model import MAX_TAG_CHARS, MAX_TAGS, AssociationType, NewCrystal
 from memory.storage.store import MemoryStore
@@ -104,7 +105,7 @@ async def store_entries(
                 done.dangling_links += 1
             elif dst != ids[entry.key]:
                 edges.append((ids[entry.key], dst))
-    done.links = await _link_all(store, edges)
+    done.links = await add_links(store, edges, AssociationType.REFERENCES, actor="import")
     return done
 
 
@@ -128,25 +129,3 @@ async def capture_all(
         if progress is not None:
             progress(1)
     return done
-
-
-async def _link_all(store: MemoryStore, edges: list[tuple[str, str]]) -> int:
-    """``references`` links for ``edges`` in one transaction, each new one attributed to the import;
-    a link already there (the same import run again) is left as it is. Returns how many are new."""
-    now = store.now_ms()
-    added = 0
-    async with store.transaction() as db:
-        for src, dst in dict.fromkeys(edges):
-            cursor = await db.execute(
-                "INSERT OR IGNORE INTO associations (src_id, dst_id, type, weight, created_ms) "
-                "VALUES (?, ?, ?, 1.0, ?)",
-                (src, dst, AssociationType.REFERENCES.value, now),
-            )
-            if cursor.rowcount:
-                added += 1
-                await db.execute(
-                    "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) "
-                    "VALUES (?, 'import', 'linked', ?, ?)",
-                    (src, now, f"{AssociationType.REFERENCES.value} {dst}"),
-                )
-    return added
