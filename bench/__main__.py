@@ -32,6 +32,7 @@ BENCHMARKS = {
     "capture": "bench.memory.capture",
     "foreign_import": "bench.memory.foreign_import",
     "emerging": "bench.memory.emerging",
+    "footprint": "bench.node.footprint",
 }
 
 

@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memory.embedders.base import Embedder
-from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import EmbedderError
 
+if TYPE_CHECKING:  # the HTTP client and the gate it needs load only for the openai embedder: the
+    # MiniLM worker process imports this package too, and is ~9 MB smaller without them
+    from memory.embedders.openai_http import HttpEmbedderSettings
+
 EMBEDDER_NAMES = ("minilm", "hashing", "openai")
-__all__ = ["EMBEDDER_NAMES", "HttpEmbedderSettings", "make_embedder"]
+__all__ = ["EMBEDDER_NAMES", "make_embedder"]
 
 
-def make_embedder(name: str, http: HttpEmbedderSettings | None = None) -> Embedder:
-    """Build the embedder a config names; ``EmbedderError`` says what is missing."""
+def make_embedder(
+    name: str,
+    http: HttpEmbedderSettings | None = None,
+    *,
+    worker_idle_s: float | None = None,
+    fold_weights: bool = False,
+) -> Embedder:
+    """Build the embedder a config names; ``EmbedderError`` says what is missing. With
+    ``worker_idle_s`` (a daemon) a local model runs in a worker process let go after that long unused
+    (0: kept while the daemon runs); without it, in this process. ``fold_weights``: see
+    ``minilm_onnx.load_model``."""
     if name == "hashing":
         from memory.embedders.hashing import HashingEmbedder
 
         return HashingEmbedder()
     if name == "minilm":
+        if worker_idle_s is not None:
+            from memory.embedders.minilm_worker import MiniLMWorkerEmbedder
+
+            return MiniLMWorkerEmbedder(idle_s=worker_idle_s, fold_weights=fold_weights)
         from memory.embedders.minilm_onnx import MiniLMOnnxEmbedder
 
-        return MiniLMOnnxEmbedder()
+        return MiniLMOnnxEmbedder(fold_weights=fold_weights)
     if name == "openai":
-        from memory.embedders.openai_http import OpenAIHttpEmbedder
+        from memory.embedders.openai_http import HttpEmbedderSettings, OpenAIHttpEmbedder
 
         return OpenAIHttpEmbedder(http or HttpEmbedderSettings())
     raise EmbedderError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")

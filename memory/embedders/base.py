@@ -9,7 +9,7 @@ slow; the store calls them from a worker thread, never on the event loop.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,23 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Vectors:
         """(dim,) unit-length float32; may differ from a document embedding (query prefixes)."""
+        ...
+
+
+@runtime_checkable
+class HeldModel(Protocol):
+    """An embedder whose model runs apart, started when needed and let go when idle (MiniLM in a
+    daemon's worker process): the daemon asks it now and then, and closes it when it stops."""
+
+    @property
+    def loaded(self) -> bool: ...
+
+    def release_if_idle(self) -> bool:
+        """Let the model go if it has been idle long enough; True when it was let go."""
+        ...
+
+    def close(self) -> None:
+        """Let the model go now."""
         ...
 
 

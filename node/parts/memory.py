@@ -31,8 +31,9 @@ from memory.dynamics.consolidation import ConsolidationReport, consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
 from memory.dynamics.importance import DAY_MS, DecaySettings
-from memory.embedders import HttpEmbedderSettings, make_embedder
-from memory.embedders.base import Embedder, Vectors
+from memory.embedders import make_embedder
+from memory.embedders.base import Embedder, HeldModel, Vectors
+from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import MemoryError_
 from memory.graph import auto_link
 from memory.llm import ChatEndpoint
@@ -93,7 +94,9 @@ def search_weights(config: Config) -> Weights:
     )
 
 
-def embedder_from_config(config: Config) -> Embedder:
+def embedder_from_config(config: Config, *, in_worker: bool = False) -> Embedder:
+    """The configured embedder; ``in_worker`` (the daemon) runs a local model in a worker process
+    that is let go after ``[memory] embedder_idle_s`` unused."""
     m = config.memory
     http = HttpEmbedderSettings(
         url=m.openai_url,
@@ -102,7 +105,8 @@ def embedder_from_config(config: Config) -> Embedder:
         api_key=os.environ.get(m.openai_api_key_env) or None,
     )
     try:
-        return make_embedder(m.embedder, http)
+        idle_s = m.embedder_idle_s if in_worker else None
+        return make_embedder(m.embedder, http, worker_idle_s=idle_s, fold_weights=m.minilm_fold_weights)
     except MemoryError_ as exc:
         raise UsageError(f"memory.embedder = {m.embedder!r}: {exc}") from exc
 
@@ -172,12 +176,16 @@ def embedded_hook(config: Config) -> EmbeddedHook:
     return after_embedding
 
 
-async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None) -> MemoryStore:
+async def open_store(
+    config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None, *, in_worker: bool = False
+) -> MemoryStore:
+    """The node's memory file, opened with the configured embedder (``in_worker``: see
+    ``embedder_from_config``); its owner closes the embedder after the store (``close_store``)."""
     assert paths.memory_db is not None
     links = LinkSettings(
         related_threshold=config.memory.related_threshold, updates_threshold=config.memory.updates_threshold
     )
-    embedder = embedder_from_config(config)
+    embedder = embedder_from_config(config, in_worker=in_worker)
     store = await MemoryStore.open(
         paths.memory_db,
         embedder,
@@ -192,9 +200,18 @@ async def open_store(config: Config, paths: NodePaths, now_ms: Callable[[], int]
         if config.memory.typer == "llm":
             store.typer.llm = LlmTyper(chat_endpoint(config))
     except BaseException:
-        await store.close()
+        await close_store(store)
         raise
     return store
+
+
+async def close_store(store: MemoryStore) -> None:
+    """Close the store, then let its embedder's worker go (when it has one)."""
+    try:
+        await store.close()
+    finally:
+        if isinstance(store.embedder, HeldModel):
+            await asyncio.to_thread(store.embedder.close)
 
 
 async def world_lines(store: MemoryStore, paths: NodePaths) -> tuple[str, ...]:
@@ -249,14 +266,14 @@ class MemoryPart:
     async def dream_now(self) -> dict[str, Any]:
         return await self._dream(self.running_store())
 
-    async def open(self) -> None:
+    async def open(self, *, in_worker: bool = False) -> None:
         """Open the store without the timers: the local client runs commands on it this way."""
-        self.store = await open_store(self._config, self._paths)
+        self.store = await open_store(self._config, self._paths, in_worker=in_worker)
 
     async def start(self) -> None:
         """Open the store and start the timers (the daemon; ``supervisor`` owns the tasks)."""
         assert self._supervisor is not None, "a part started by a daemon has its supervisor"
-        await self.open()
+        await self.open(in_worker=True)
         assert self.store is not None
         stats = await self.store.stats()
         log.info(
@@ -270,6 +287,8 @@ class MemoryPart:
         self.embedding.backlog = int(stats["embedding_backlog"])
         self._supervisor.spawn("memory-warm-vectors", self._warm_vectors())
         self._supervisor.spawn("memory-embedder", self._drain_backlog())
+        if isinstance(self.store.embedder, HeldModel) and self._config.memory.embedder_idle_s > 0:
+            self._supervisor.spawn("memory-embedder-release", self._release_idle_model(self.store.embedder))
         self._supervisor.spawn(
             "memory-consolidation", self._every(self._config.consolidation.interval_min, self._consolidate)
         )
@@ -290,8 +309,8 @@ class MemoryPart:
 
     async def stop(self) -> None:
         if self.store is not None:
-            await self.store.close()
-            self.store = None
+            store, self.store = self.store, None
+            await close_store(store)
 
     async def refresh(self) -> None:
         """Read the crystal count and the embedding backlog anew (the daemon asks before each status:
@@ -308,6 +327,8 @@ class MemoryPart:
             "last_dream": self._last_dream,
             "embedding": self.embedding.as_dict(),
         }
+        if self.store is not None and isinstance(self.store.embedder, HeldModel):
+            out["embedding"]["model_loaded"] = self.store.embedder.loaded
         if self.capture is not None:
             out["capture"] = self.capture
         store = self.store
@@ -330,6 +351,15 @@ class MemoryPart:
             )
         out["summary"] = ", ".join(parts)
         return out
+
+    async def _release_idle_model(self, model: HeldModel) -> None:
+        """Let the embedder's worker go once it has been idle for ``[memory] embedder_idle_s``; the
+        next text to embed starts it again (~0.6 s)."""
+        idle_s = self._config.memory.embedder_idle_s
+        while True:
+            await asyncio.sleep(min(30.0, max(0.25, idle_s / 4)))
+            if await asyncio.to_thread(model.release_if_idle):
+                log.info("memory.embedder_released", idle_s=idle_s)
 
     async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[object]]) -> None:
         while True:

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory.embedders import HttpEmbedderSettings, make_embedder
+from memory.embedders import make_embedder
 from memory.embedders.hashing import HashingEmbedder
+from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import EmbedderError
 from tests.memory.conftest import serving
 

@@ -1,0 +1,132 @@
+"""What an idle node costs (issue 31): resident memory of a real `bitterbot-node run` with the
+default embedder (MiniLM) and P2P on, and the wall time of a CLI call answered by it.
+
+Two daemons in the same run, on their own fresh data dirs:
+- as shipped: the model runs in a worker process started when a text first needs it and let go
+  after ``[memory] embedder_idle_s`` (2 s here instead of 300, so the run is short);
+- baseline: ``embedder_idle_s = 0``, the worker kept once started, as the model was kept before.
+
+Resident memory (VmRSS) of the daemon and of its worker, and their sum, is read after the daemon
+has been idle, after a memory is added and searched, and once the shipped daemon has let the
+worker go. The CLI round trip is
+``bitterbot-node status`` and ``memory search`` answered by the daemon, beside the interpreter
+starting and doing nothing (``python -c pass``), its floor. Goals: idle <= 150 MB, CLI <= 150 ms.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.api import daemon_env, stop_daemon, wait_for_api
+from bench.timing import percentiles_ms
+
+CLI = [sys.executable, "-m", "node"]
+GOAL_IDLE_MB = 150
+GOAL_CLI_MS = 150
+IDLE_S = 2.0
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def children_mb(pid: int) -> float:
+    """Resident memory of the daemon's child processes (its embedding worker), summed."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += resident_mb(int(child))
+            except (FileNotFoundError, RuntimeError):  # it exited between the two reads
+                continue
+    return round(total, 1)
+
+
+def _resident(pid: int) -> dict[str, float]:
+    daemon, workers = resident_mb(pid), children_mb(pid)
+    return {"daemon_mb": daemon, "worker_mb": workers, "total_mb": round(daemon + workers, 1)}
+
+
+def _daemon(root: Path, name: str, settings: dict[str, str]) -> tuple[Path, dict[str, str], subprocess.Popen[bytes]]:
+    data = root / name
+    env = daemon_env(BITTERBOT_MEMORY__EMBEDDER="minilm", BITTERBOT_P2P__LISTEN='["/ip4/127.0.0.1/tcp/0"]', **settings)
+    subprocess.run([*CLI, "init", "--data-dir", str(data)], env=env, check=True, capture_output=True)
+    proc = subprocess.Popen(
+        [*CLI, "run", "--data-dir", str(data)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    wait_for_api(data, proc)
+    return data, env, proc
+
+
+def _cli(data: Path, env: dict[str, str], *args: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([*CLI, *args, "--data-dir", str(data)], env=env, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def _use(data: Path, env: dict[str, str]) -> None:
+    _cli(data, env, "memory", "add", "The staging database lives on db2")
+    _cli(data, env, "memory", "search", "where does the staging database live")
+
+
+def _released(data: Path, env: dict[str, str]) -> bool:
+    result = subprocess.run([*CLI, "status", "--json", "--data-dir", str(data)], env=env, capture_output=True)
+    return b'"model_loaded": false' in result.stdout
+
+
+def run(quick: bool) -> dict[str, Any]:
+    idle_wait = 3.0 if quick else 10.0
+    calls = 5 if quick else 20
+    with tempfile.TemporaryDirectory(prefix="bench-footprint-") as tmp:
+        root = Path(tmp)
+        data, env, proc = _daemon(root, "shipped", {"BITTERBOT_MEMORY__EMBEDDER_IDLE_S": str(IDLE_S)})
+        base_data, base_env, base_proc = _daemon(root, "held", {"BITTERBOT_MEMORY__EMBEDDER_IDLE_S": "0"})
+        try:
+            time.sleep(idle_wait)
+            shipped: dict[str, Any] = {"idle": _resident(proc.pid)}
+            baseline: dict[str, Any] = {"idle": _resident(base_proc.pid)}
+            _use(data, env)
+            shipped["in_use"] = _resident(proc.pid)
+            _use(base_data, base_env)
+            baseline["in_use"] = _resident(base_proc.pid)
+            deadline = time.monotonic() + 60
+            while not _released(data, env) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            time.sleep(idle_wait)
+            shipped["idle_after_use"] = _resident(proc.pid)
+            baseline["idle_after_use"] = _resident(base_proc.pid)
+            floor = percentiles_ms([_timed([sys.executable, "-c", "pass"], env) for _ in range(calls)])
+            status = percentiles_ms([_cli(data, env, "status") for _ in range(calls)])
+            search = percentiles_ms([_cli(data, env, "memory", "search", "staging database") for _ in range(calls)])
+        finally:
+            stop_daemon(proc)
+            stop_daemon(base_proc)
+    return {
+        "embedder": "minilm",
+        "idle_s_setting": IDLE_S,
+        "shipped": shipped,
+        "baseline_model_kept": baseline,
+        "goal_idle_mb": GOAL_IDLE_MB,
+        "idle_goal_met": max(shipped["idle"]["total_mb"], shipped["idle_after_use"]["total_mb"]) <= GOAL_IDLE_MB,
+        "cli": {
+            "baseline_interpreter_only": floor,
+            "status_through_daemon": status,
+            "search_through_daemon": search,
+            "goal_ms": GOAL_CLI_MS,
+            "goal_met": status["p50_ms"] <= GOAL_CLI_MS and search["p50_ms"] <= GOAL_CLI_MS,
+        },
+    }
+
+
+def _timed(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    return time.perf_counter() - started
