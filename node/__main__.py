@@ -1,3 +1,3 @@
-from node.cli.main import main
+from node.cli.thin import main
 
 main()

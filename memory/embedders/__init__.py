@@ -20,7 +20,7 @@ def make_embedder(
     http: HttpEmbedderSettings | None = None,
     *,
     worker_idle_s: float | None = None,
-    fold_weights: bool = False,
+    fold_weights: bool = True,
 ) -> Embedder:
     """Build the embedder a config names; ``EmbedderError`` says what is missing. With
     ``worker_idle_s`` (a daemon) a local model runs in a worker process let go after that long unused

@@ -74,10 +74,12 @@ class Model:
     session: Any
 
 
-def load_model(model_path: Path, vocab_path: Path, threads: int, *, fold_weights: bool = False) -> Model:
-    """``fold_weights``: let onnxruntime fold the int8 weights into float32 at load. Measured on this
-    machine (768 texts of 1-4 sentences): 100 against 85 texts/s, for ~120 MB more resident while
-    the model runs (+270-300 MB against +145-190 MB); the vectors agree to a cosine of 0.9999998."""
+def load_model(model_path: Path, vocab_path: Path, threads: int, *, fold_weights: bool = True) -> Model:
+    """``fold_weights``: let onnxruntime fold the int8 weights into float32 once, at load. Measured on
+    this machine: a one-line query embeds in 2.5 ms folded against 49 ms unfolded (each run then
+    dequantizes every weight again); 768 texts of 1-4 sentences at 100 against 85 texts/s; for ~120 MB
+    more resident while the model runs (+270-300 MB against +145-190 MB). The vectors agree to a
+    cosine of 0.9999998."""
     import onnxruntime as ort  # type: ignore[import-untyped]
     from tokenizers import BertWordPieceTokenizer
 
@@ -133,7 +135,7 @@ class MiniLMSpace:
         vocab_path: Path = VOCAB_PATH,
         threads: int | None = None,
         *,
-        fold_weights: bool = False,
+        fold_weights: bool = True,
     ) -> None:
         self._model_path = model_path or default_model_path()
         self._vocab_path = vocab_path

@@ -43,7 +43,7 @@ class MiniLMWorkerEmbedder(MiniLMSpace):
         threads: int | None = None,
         *,
         idle_s: float,
-        fold_weights: bool = False,
+        fold_weights: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(model_path, vocab_path, threads, fold_weights=fold_weights)
@@ -158,7 +158,7 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 
 
 def serve(
-    model_path: Path, vocab_path: Path, threads: int, requests: IO[bytes], answers: IO[bytes], *, fold: bool = False
+    model_path: Path, vocab_path: Path, threads: int, requests: IO[bytes], answers: IO[bytes], *, fold: bool = True
 ) -> int:
     """The worker's side: load the model, say ready, answer each list of texts until stdin ends."""
     try:

@@ -7,9 +7,10 @@ from typing import Any, Protocol
 from pydantic import Field, field_validator
 
 from marketplace.pricing import format_usdc, parse_usdc
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
 from node.commands.texts import market as text
+from node.commands.texts.cli_form import CliSpec
 
 
 class MarketHost(Protocol):

@@ -29,9 +29,10 @@ from node.commands.memory_requests import (
     ShowArgs,
     SkillEditArgs,
 )
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
 from node.commands.texts import memory as text
+from node.commands.texts.cli_form import CliSpec, reads_the_callers_files
 from node.errors import NotEnabled
 
 if TYPE_CHECKING:
@@ -157,6 +158,7 @@ async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
     return await service.remember(host.running_store(), request, actor=current_actor())
 
 
+@reads_the_callers_files
 def file_or_stdin(given: str) -> str:
     """ "memory capture FILE" reads the file; "-" reads standard input."""
     if given == "-":

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from node.actor import current_actor
 from node.commands.memory import MemoryHost, text_or_stdin
 from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SupersedeArgs
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec
+from node.commands.registry import CommandSet, HttpRoute, McpSpec
 from node.commands.texts import agent
+from node.commands.texts.cli_form import CliSpec
 
 if TYPE_CHECKING:
     from memory.storage.store import MemoryStore

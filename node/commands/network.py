@@ -8,8 +8,9 @@ from pydantic import Field
 
 from memory.errors import InvalidQuery
 from memory.retrieval.query import parse_since
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import network as text
+from node.commands.texts.cli_form import CliSpec
 from node.errors import UsageError
 from p2p.trust.peer_listing import PEERS_LISTED
 

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ground.errors import WiringError
 from node.actor import PEOPLE, current_actor
-from node.commands.texts.view import Caller, CliView
+from node.commands.texts.cli_form import CliSpec
+from node.commands.texts.view import Caller
 from node.errors import PersonOnly
 
 R = TypeVar("R", bound=BaseModel)
@@ -49,38 +50,6 @@ class HttpRoute:
     @property
     def path_fields(self) -> tuple[str, ...]:
         return tuple(part[1:-1] for part in self.path.split("/") if part.startswith("{"))
-
-
-@dataclass(frozen=True, slots=True)
-class CliSpec:
-    """How a command appears on the command line when ``node.cli.generated`` builds it from the
-    request model: its group path ("" for the top, "memory", "memory quarantine") and name, the
-    fields taken as positional arguments, option names that differ from the field names, and how a
-    person reads the answer (``--json`` prints it whole).
-
-    ``defaults`` are a person's defaults where they differ from an API caller's; ``convert`` turns
-    what a person types into the field's value ("--tags a,b" into a list, "--duration 5m" into
-    seconds); ``progress`` names the steps a local run reports and the bar's label; a ``group``
-    command is also the group of the commands below it (``wallet`` and ``wallet fund``)."""
-
-    group: str
-    name: str
-    arguments: tuple[str, ...] = ()
-    options: Mapping[str, str] = field(default_factory=dict)  # field -> "--flag"
-    render: Callable[[Any, CliView], str] | None = None
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    convert: Mapping[str, Callable[[str], Any]] = field(default_factory=dict)
-    progress: Callable[[], tuple[int, str]] | None = None
-    is_group: bool = False
-    newline: bool = True  # False: the text is printed as it is (a bootstrap text ends as it ends)
-    #: Flags of the command line alone, for how the answer reads ("--explain": every factor), by help.
-    flags: Mapping[str, str] = field(default_factory=dict)
-    #: The exit code an answer means (a purchase still pending: 1); 0 when not given.
-    exit_code: Callable[[Any], int] | None = None
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        return (*self.group.split(), self.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from node.actor import current_actor
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec
+from node.commands.registry import CommandSet, HttpRoute, McpSpec
 from node.commands.skills_requests import (
     BountyArgs,
     CrystalliseArgs,
@@ -26,6 +26,7 @@ from node.commands.skills_requests import (
 from node.commands.texts import agent
 from node.commands.texts import market as ledger_text
 from node.commands.texts import network as text
+from node.commands.texts.cli_form import CliSpec
 
 SKILLS = CommandSet("p2p")
 commands = SKILLS.command

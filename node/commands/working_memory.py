@@ -10,9 +10,10 @@ from typing import Any
 from node.actor import current_actor
 from node.commands.memory import MemoryHost
 from node.commands.memory_requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, ShowArgs
-from node.commands.registry import CliSpec, CommandSet, HttpRoute, McpSpec, NoArgs
+from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs
 from node.commands.texts import agent
 from node.commands.texts import memory as text
+from node.commands.texts.cli_form import CliSpec
 from node.errors import InvalidValue
 
 DYNAMICS = CommandSet("memory")

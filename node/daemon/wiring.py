@@ -75,6 +75,7 @@ def build_parts(
                 observe=metrics.observe_api_request,
                 dashboard=dashboard,
                 owner_token_file=ctx.paths.owner_token_file,
+                locate=lambda: (ctx.loaded, ctx.paths),
             )
         )
     return parts

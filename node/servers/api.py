@@ -25,8 +25,11 @@ from ground.events import get_logger
 from node.actor import AGENT, CLI, acting_as
 from node.commands.catalog import COMMANDS, Hosts, dispatch
 from node.commands.registry import Command
+from node.config import LoadedConfig
 from node.dashboard.web import Dashboard, is_dashboard_path
 from node.error_status import UNEXPECTED, refusal_of
+from node.paths import NodePaths
+from node.servers import cli_call
 from node.servers.api_token import ensure_token
 from node.servers.json_input import json_object
 from node.servers.openapi import openapi_document
@@ -55,6 +58,7 @@ class ApiServer:
         observe: Callable[[str, int], None] | None = None,
         dashboard: Dashboard | None = None,
         owner_token_file: Path | None = None,
+        locate: Callable[[], tuple[LoadedConfig, NodePaths]] | None = None,
     ) -> None:
         self._host = host
         self._port = port
@@ -64,6 +68,7 @@ class ApiServer:
         self._metrics = metrics
         self._observe = observe or (lambda command, status: None)
         self._dashboard = dashboard
+        self._locate = locate  # this node's config and paths: the daemon answers command lines with them
         self._token = ""
         self._owner_token = ""
         self._runner: web.AppRunner | None = None
@@ -76,6 +81,8 @@ class ApiServer:
         app.router.add_get("/v1/health", self._health)
         app.router.add_get("/v1/openapi.json", self._openapi)
         app.router.add_get("/metrics", self._serve_metrics)
+        if self._locate is not None:
+            app.router.add_post("/v1/cli", self._command_line)
         routes = [c.route for c in COMMANDS.values() if c.route is not None]
         # A GET of a POST-only path would otherwise fall to a GET pattern beside it ("GET
         # /v1/memory/search" answered 404 "no crystal 'search'"): it is told the method instead.
@@ -162,6 +169,24 @@ class ApiServer:
                 log.error("api.command_failed", exc_info=True, command=command.name)
             return _error(refused.status, refused.message, unavailable=refused.unavailable)
         return web.json_response(result, dumps=lambda o: json.dumps(o, default=str))
+
+    async def _command_line(self, request: web.Request) -> web.Response:
+        """A command line the person's thin CLI sends (``node.servers.cli_call``): the owner's token only."""
+        if request.get("actor") != CLI:
+            return _error(403, "command lines are the person's: the owner's token only")
+        assert self._locate is not None
+        try:
+            body = json_object(await request.read(), "the body")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"the body is larger than the API takes ({MAX_BODY_BYTES:,} bytes)")
+        except ValueError as exc:
+            return _error(400, str(exc))
+
+        async def run(command: Command[Any], args: dict[str, Any]) -> Any:
+            with acting_as(CLI):
+                return await dispatch(self._hosts, command.name, args)
+
+        return web.json_response(await cli_call.answer(body, run, self._locate, self._observe))
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})

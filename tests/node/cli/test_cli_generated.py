@@ -12,7 +12,8 @@ from pydantic import Field
 from ground.errors import WiringError
 from memory.model import SemanticType
 from node.cli.generated import add_generated, build
-from node.commands.registry import CliSpec, CommandSet, Request
+from node.commands.registry import CommandSet, Request
+from node.commands.texts.cli_form import CliSpec
 
 
 class Sample(Request):
