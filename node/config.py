@@ -208,6 +208,14 @@ class P2PSection(_Section):
     bounties_per_author: int = Field(default=20, ge=1, le=100_000)
     bounties_total: int = Field(default=2_000, ge=1, le=1_000_000)
     trust_file: str = Field(default="p2p/trust.json", min_length=1)
+    # Through NAT (p2p.relay): a reachable node may relay for nodes behind NATs, within these bounds.
+    relay_service: bool = False
+    relay_max_reservations: int = Field(default=32, ge=1, le=10_000)
+    relay_max_circuits: int = Field(default=16, ge=1, le=10_000)
+    relay_circuit_s: int = Field(default=120, ge=10, le=86_400)
+    relay_circuit_bytes: int = Field(default=1 << 20, ge=65_536, le=2**34)
+    # "auto": ask the bootstrap peers to dial back (AutoNAT); behind a NAT, reserve a slot on those that relay.
+    reachability: Literal["auto", "public", "private"] = "auto"
 
     @field_validator("listen", "bootstrap")
     @classmethod

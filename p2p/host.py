@@ -33,6 +33,7 @@ from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame
 from p2p.penalties import PenaltyBox
+from p2p.relay import RelaySettings, Traversal
 from p2p.validation import MessageValidator
 from p2p.verdicts import Verdict
 
@@ -53,6 +54,7 @@ class HostSettings:
     heartbeat_s: int = 1
     event_queue: int = 1024  # accepted messages waiting per lane (p2p.deliveries)
     redial_s: float = 10.0
+    relay: RelaySettings = field(default_factory=RelaySettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,7 @@ class PeerSnapshot:
     addrs: tuple[str, ...]
     penalty_points: float
     banned_until_ms: int | None = None
+    relayed: bool = False  # every connection to it goes through a relay
 
 
 @dataclass
@@ -99,6 +102,7 @@ class P2PHost:
         self.on_reject: Callable[[str, str], None] | None = None
         self._services: dict[str, RequestHandler] = {}
         self._topics: tuple[str, ...] = ()
+        self._traversal: Traversal | None = None
 
     # --- asyncio side --------------------------------------------------------------------
 
@@ -171,12 +175,17 @@ class P2PHost:
                     addrs = tuple(str(a) for a in self._host.get_peerstore().addrs(peer))
                 except Exception:  # noqa: BLE001 - PeerStoreError: it disconnected while we looked
                     addrs = ()
-                out.append(PeerSnapshot(pid, addrs, round(self.penalties.points(pid, now), 1)))
+                relayed = self._traversal is not None and self._traversal.is_relayed(peer)
+                out.append(PeerSnapshot(pid, addrs, round(self.penalties.points(pid, now), 1), relayed=relayed))
             for pid, until in self.penalties.banned(now).items():
                 out.append(PeerSnapshot(pid, (), 0.0, until))
             return out
 
         return await self._call(snapshot)
+
+    def traversal(self) -> dict[str, Any]:
+        """Whether this node is reachable, whether it relays, and on which relays it holds a slot."""
+        return self._traversal.details() if self._traversal is not None else {}
 
     def serve(self, protocol: str, handler: RequestHandler) -> None:
         """Answer requests on a direct stream protocol (call before ``start``): ``handler(peer id,
@@ -199,7 +208,12 @@ class P2PHost:
                 with contextlib.suppress(Exception):
                     await self._host.disconnect(peer)
                 self._host.get_network().unblock_peer(peer)  # its old address failing must not block the new one
-                await self._host.connect(PeerInfo(peer, self._host.get_peerstore().addrs(peer)))
+                try:
+                    with trio.fail_after(10):
+                        await self._host.connect(PeerInfo(peer, self._host.get_peerstore().addrs(peer)))
+                except Exception:  # no address of it answers: it is behind a NAT, so through a relay
+                    if self._traversal is None or not await self._traversal.dial_through_relays(peer):
+                        raise
                 return await self._host.new_stream(peer, [TProtocol(protocol)])
 
         async def exchange() -> bytes:
@@ -270,10 +284,15 @@ class P2PHost:
         window_s = (self.validator.settings.max_age_ms + self.validator.settings.max_ahead_ms) // 1000
         pubsub = TolerantPubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
         self._host, self._pubsub = host, pubsub
+        self._traversal = Traversal(host, s.relay, self._bootstrap_infos)
         try:
             async with host.run(listen_addrs=listen), trio.open_nursery() as nursery:
                 self._nursery = nursery
-                async with background_trio_service(pubsub), background_trio_service(router):
+                async with (
+                    background_trio_service(pubsub),
+                    background_trio_service(router),
+                    self._traversal.running(nursery),
+                ):
                     await pubsub.wait_until_ready()
                     for topic in self._topics:
                         pubsub.set_topic_validator(topic, self._validator_for(topic), False)
@@ -345,10 +364,13 @@ class P2PHost:
 
         self._bridge.to_loop(put)
 
-    async def _keep_bootstrap_connected(self) -> None:
+    def _bootstrap_infos(self) -> list[Any]:
         from libp2p.peer.peerinfo import info_from_p2p_addr
 
-        infos = [info_from_p2p_addr(multiaddr.Multiaddr(a)) for a in self.settings.bootstrap]
+        return [info_from_p2p_addr(multiaddr.Multiaddr(a)) for a in self.settings.bootstrap]
+
+    async def _keep_bootstrap_connected(self) -> None:
+        infos = self._bootstrap_infos()
         while True:
             connected = set(self._host.get_connected_peers())
             for info in infos:

@@ -16,13 +16,18 @@ from tests.conftest import CLI, run_cli
 
 
 class Node:
-    def __init__(self, root: Path, name: str, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, name: str, env: dict[str, str], *, inside: list[str] | None = None) -> None:
+        """``inside``: a command prefix its daemon and CLI calls run under (a network namespace's)."""
         self.data = root / name
         self.env = env
+        self.inside = inside or []
         self.proc: subprocess.Popen[str] | None = None
         self._err: IO[str] | None = None
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        if self.inside:
+            return subprocess.run([*self.inside, *CLI, *args, "--data-dir", str(self.data)], env=self.env,
+                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
         return run_cli(*args, "--data-dir", str(self.data), env=self.env)
 
     def json(self, *args: str) -> Any:
@@ -33,7 +38,7 @@ class Node:
     def start(self) -> None:
         self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [*CLI, "run", "--data-dir", str(self.data)],
+            [*self.inside, *CLI, "run", "--data-dir", str(self.data)],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=self._err,

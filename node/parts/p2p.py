@@ -40,6 +40,7 @@ from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
 from p2p.kinds import GossipKind, GossipKinds, Received
 from p2p.penalties import PenaltyBox, PenaltySettings
+from p2p.relay import RelaySettings
 from p2p.trust.attestation import ATTESTATION_KIND, TrustAttestation
 from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
 from p2p.trust.floors import Evidence, TrustFloors
@@ -132,6 +133,14 @@ class P2PPart:
                 degree_low=cfg.degree_low,
                 degree_high=cfg.degree_high,
                 event_queue=cfg.delivery_queue,
+                relay=RelaySettings(
+                    offer=cfg.relay_service,
+                    max_reservations=cfg.relay_max_reservations,
+                    max_circuits=cfg.relay_max_circuits,
+                    circuit_s=cfg.relay_circuit_s,
+                    circuit_bytes=cfg.relay_circuit_bytes,
+                    reachability=cfg.reachability,
+                ),
             ),
             now_ms=self._ctx.now_ms,
         )
@@ -172,6 +181,7 @@ class P2PPart:
             out["dropped_full_queue"] = host.counters.dropped_full_queue
             out["dropped_by_lane"] = {lane.value: n for lane, n in host.deliveries.dropped.items()}
             out["waiting_by_lane"] = host.deliveries.sizes()
+            out["nat"] = host.traversal()
         out["trust"] = {
             "tracked_peers": len(self.trust.outcomes),
             "attesters": len(self.trust.attestations),

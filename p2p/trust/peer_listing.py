@@ -36,6 +36,7 @@ def peer_rows(
             "banned_until_ms": None,
             "penalty_points": 0.0,
             "addrs": [],
+            "connection": None,  # "direct" or "relayed" (through a circuit relay) while connected
             "level": level.value,
             "local": trust.local if trust else 0.0,
             "global": trust.global_ if trust else 0.0,
@@ -49,6 +50,7 @@ def peer_rows(
             banned_until_ms=snap.banned_until_ms,
             penalty_points=snap.penalty_points,
             addrs=list(snap.addrs),
+            connection=None if snap.banned_until_ms is not None else ("relayed" if snap.relayed else "direct"),
         )
         rows[snap.peer_id] = entry
     for key in set(book.outcomes) | set(book.attestations):

@@ -19,7 +19,7 @@ def peers(rows: list[dict[str, Any]], _: CliView) -> str:
     lines = []
     for r in rows:
         banned = "banned until " + when(r["banned_until_ms"]) if r["banned_until_ms"] else "known"
-        state = "connected" if r["connected"] else banned
+        state = f"connected ({r.get('connection') or 'direct'})" if r["connected"] else banned
         lines.append(
             f"{r['peer_id']}  {r['level']:<11} combined {r['combined']:.2f} (local {r['local']:.2f}, "
             f"global {r['global']:.2f})  penalty {r['penalty_points']:.0f}  {state}"

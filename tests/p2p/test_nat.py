@@ -1,0 +1,152 @@
+"""Two edges behind separate real NATs (Linux network namespaces, iptables masquerade) that know only
+a public node's address find each other and trade (issue 31): each learns from AutoNAT that it is
+not reachable and reserves a slot on the public node's relay; the seller's listing reaches the
+buyer by gossip through the public node; the buyer's purchase opens a circuit through the relay to
+the seller, and settles on a chain in the public namespace. `peers` says the connection is relayed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CLI, clean_env
+from tests.daemons import Node, running_details, wait_for
+from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL
+from tests.netns import PUBLIC_IP, NatLab, nat_lab, unavailable
+
+pytestmark = pytest.mark.slow  # namespaces, routers and four real processes
+
+SKILL = "Rotate the TLS certificate: certbot renew --deploy-hook 'systemctl reload nginx'"
+CHAIN_PORT = 8545
+
+
+@contextlib.contextmanager
+def public_chain(lab: NatLab) -> Iterator[dict[str, str]]:
+    """anvil on the public host, with our contracts deployed: what every node's [chain] points at."""
+    assert ANVIL is not None
+    inside = NatLab.inside(lab.public)
+    proc = subprocess.Popen([*inside, ANVIL, "--host", PUBLIC_IP, "--port", str(CHAIN_PORT), "--silent"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://{PUBLIC_IP}:{CHAIN_PORT}"
+    probe = f"import socket; socket.create_connection(({PUBLIC_IP!r}, {CHAIN_PORT}), 1)"
+    try:
+        wait_for(lambda: subprocess.run([*inside, sys.executable, "-c", probe], capture_output=True).returncode == 0,
+                 30, "anvil")  # fmt: skip
+        deployed = subprocess.run([*inside, *CLI, "chain", "deploy", "--url", url, "--arbiter", ARBITER.address],
+                                  env=clean_env(), capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert deployed.returncode == 0, deployed.stderr
+        config = dict(re.findall(r'^(\w+) = "?([^"\n]+)"?$', deployed.stdout, re.MULTILINE))
+        yield {
+            "BITTERBOT_CHAIN__URL": url,
+            "BITTERBOT_CHAIN__TOKEN_ADDRESS": config["token_address"],
+            "BITTERBOT_CHAIN__ESCROW_ADDRESS": config["escrow_address"],
+            "BITTERBOT_CHAIN__DEV": "true",
+        }
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _nat(node: Node) -> dict[str, Any]:
+    return dict(((running_details(node) or {}).get("p2p") or {}).get("nat") or {})
+
+
+def _reserved(node: Node) -> dict[str, Any] | None:
+    nat = _nat(node)
+    return nat if nat.get("reserved_on") else None
+
+
+def _listed(node: Node, skill_id: str) -> bool:
+    return any(r["stable_skill_id"] == skill_id for r in node.json("skills", "list"))
+
+
+def test_two_edges_behind_separate_nats_find_each_other_through_a_public_node_and_trade(tmp_path: Path) -> None:
+    if reason := unavailable():
+        pytest.skip(reason)
+    if ANVIL is None:
+        pytest.skip(NO_ANVIL)
+    with nat_lab(edges=2) as lab, public_chain(lab) as chain:
+        base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", **chain)
+        public = Node(tmp_path, "public", dict(base, BITTERBOT_P2P__LISTEN=f'["/ip4/{PUBLIC_IP}/tcp/4001"]',
+                                               BITTERBOT_P2P__RELAY_SERVICE="true",
+                                               BITTERBOT_P2P__REACHABILITY="public"),
+                      inside=NatLab.inside(lab.public))  # fmt: skip
+        nodes = [public]
+        public.start()
+        try:
+            bootstrap = json.dumps([public.address()])  # all an edge knows of the network
+            edge_env = dict(base, BITTERBOT_P2P__LISTEN='["/ip4/0.0.0.0/tcp/4001"]', BITTERBOT_P2P__BOOTSTRAP=bootstrap)
+            seller = Node(tmp_path, "seller", dict(edge_env), inside=NatLab.inside(lab.edges[0]))
+            buyer = Node(tmp_path, "buyer", dict(edge_env), inside=NatLab.inside(lab.edges[1]))
+            for edge in (seller, buyer):
+                edge.start()
+                nodes.append(edge)
+            public_id = public.json("status")["identity"]["peer_id"]
+            for edge in (seller, buyer):
+                nat = wait_for(lambda: _reserved(edge), 90, "a relay slot", nodes)  # noqa: B023 - used at once
+                assert nat["reachability"] == "private" and nat["reserved_on"] == [public_id]
+            assert _nat(public)["reachability"] == "public" and _nat(public)["relay_service"] is True
+
+            crystal = seller.json("memory", "add", SKILL, "--type", "skill", "--scope", "shared")["crystal"]["id"]
+            for _ in range(3):
+                assert seller.cli("skills", "record", crystal, "--success").returncode == 0
+            skill_id = seller.json("skills", "publish", crystal)["stable_skill_id"]
+            wait_for(
+                lambda: _listed(buyer, skill_id), 60, "the listing to reach the buyer through the public node", nodes
+            )
+            assert buyer.cli("wallet", "fund", "1").returncode == 0
+            started = time.monotonic()
+            bought = buyer.json("skills", "buy", skill_id, "--max-price", "1")
+            assert bought["state"] == "completed", bought
+            assert buyer.json("memory", "show", bought["crystal_id"])["crystal"]["text"] == SKILL
+            print(f"purchase through the relay: {time.monotonic() - started:.1f} s")
+
+            seller_id = seller.json("status")["identity"]["peer_id"]
+            rows = {r["peer_id"]: r for r in buyer.json("peers")}
+            assert rows[seller_id]["connected"] and rows[seller_id]["connection"] == "relayed"
+            assert rows[public_id]["connection"] == "direct"
+            assert f"{seller_id}" in buyer.cli("peers").stdout and "(relayed)" in buyer.cli("peers").stdout
+        finally:
+            logs = {node.data.name: node.stop() for node in nodes}
+    for name, log in logs.items():
+        assert "Traceback" not in log, f"{name}:\n{log[-3000:]}"
+
+
+def test_a_relay_lends_no_more_reservations_than_its_config_allows(tmp_path: Path) -> None:
+    """On one machine, two nodes that say they are private ask one relay allowing a single
+    reservation: one gets it, the other is refused and goes on without (no circuit to it), and
+    neither the relay nor the refused node fails."""
+    base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1")
+    lending = {"BITTERBOT_P2P__RELAY_SERVICE": "true", "BITTERBOT_P2P__RELAY_MAX_RESERVATIONS": "1"}
+    relay = Node(tmp_path, "relay", dict(base, BITTERBOT_P2P__REACHABILITY="public", **lending))
+    nodes = [relay]
+    relay.start()
+    try:
+        private = dict(
+            base, BITTERBOT_P2P__REACHABILITY="private", BITTERBOT_P2P__BOOTSTRAP=json.dumps([relay.address()])
+        )
+        first, second = Node(tmp_path, "first", dict(private)), Node(tmp_path, "second", dict(private))
+        first.start()
+        nodes.append(first)
+        wait_for(lambda: _reserved(first), 60, "the first reservation", nodes)
+        second.start()
+        nodes.append(second)
+        second.address()
+        refused = wait_for(lambda: _nat(second).get("refused_by") and _nat(second), 60, "the refusal", nodes)
+        relay_id = relay.json("status")["identity"]["peer_id"]
+        assert refused["reserved_on"] == [] and refused["refused_by"] == [relay_id]
+        assert _nat(first)["reserved_on"] == [relay_id] and _nat(first)["refused_by"] == []
+    finally:
+        logs = {node.data.name: node.stop() for node in nodes}
+    for name, log in logs.items():
+        assert "Traceback" not in log, f"{name}:\n{log[-3000:]}"
