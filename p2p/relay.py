@@ -8,6 +8,8 @@
   that relays, renewed before it lapses.
 - A peer this node cannot dial directly (it is behind a NAT too) is dialled through the relays it
   knows: the circuit's far end is the peer id asked for, and noise runs end to end through it.
+- Over a relayed connection both ends try to punch through to a direct one (DCUtR); where the NATs
+  do not let it through, the connection stays on the relay.
 
 The relay is someone we do not trust. It sees who talks to whom and how much, never what. It can
 refuse or cut a circuit (the request fails, as a peer going offline does), and it can lie about
@@ -47,6 +49,7 @@ class Traversal:
         """``relay_candidates()``: the ``PeerInfo`` of peers that may relay for us (the bootstrap peers)."""
         from libp2p.host.autonat.autonat import AutoNATService
         from libp2p.relay.circuit_v2.config import RelayConfig, RelayRole
+        from libp2p.relay.circuit_v2.dcutr import DCUtRProtocol
         from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID, STOP_PROTOCOL_ID, CircuitV2Protocol
         from libp2p.relay.circuit_v2.resources import RelayLimits
         from libp2p.relay.circuit_v2.transport import CircuitV2Transport
@@ -64,6 +67,7 @@ class Traversal:
         self._protocol = CircuitV2Protocol(host, limits=limits, allow_hop=settings.offer)
         self._transport = CircuitV2Transport(host, self._protocol, RelayConfig(roles=roles, limits=limits))
         self._autonat = AutoNATService(host, serve=True)
+        self._dcutr = DCUtRProtocol(host)  # over a relayed connection, both ends try to punch through
         host.set_stream_handler(PROTOCOL_ID, self._protocol._handle_hop_stream)
         host.set_stream_handler(STOP_PROTOCOL_ID, self._protocol._handle_stop_stream)
         self._hop = PROTOCOL_ID
@@ -77,7 +81,7 @@ class Traversal:
         kept by a task in ``nursery``."""
         from libp2p.tools.anyio_service import background_trio_service
 
-        async with background_trio_service(self._protocol):
+        async with background_trio_service(self._protocol), background_trio_service(self._dcutr):
             nursery.start_soon(self._keep_reachable, nursery)
             yield
 
@@ -87,6 +91,8 @@ class Traversal:
             "relay_service": self.settings.offer,
             "reserved_on": sorted(self.reserved),
             "refused_by": sorted(self.refused_by),
+            # hole punches (DCUtR) tried over the relayed connections open now
+            "hole_punches_tried": sum(self._dcutr._hole_punch_attempts.values()),
         }
 
     def is_relayed(self, peer: Any) -> bool:
