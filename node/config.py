@@ -208,6 +208,12 @@ class P2PSection(_Section):
     bounties_per_author: int = Field(default=20, ge=1, le=100_000)
     bounties_total: int = Field(default=2_000, ge=1, le=1_000_000)
     trust_file: str = Field(default="p2p/trust.json", min_length=1)
+    # Finding the network from one address (p2p.discovery): connections this node keeps up to by asking
+    # its neighbours for theirs, how often it asks while below that, and the peer store across restarts.
+    target_peers: int = Field(default=8, ge=0, le=1_000)
+    discover_s: float = Field(default=15.0, ge=1, le=3_600)
+    peer_store_size: int = Field(default=1_000, ge=10, le=100_000)
+    peers_file: str = Field(default="p2p/peers.json", min_length=1)
     # Through NAT (p2p.relay): a reachable node may relay for nodes behind NATs, within these bounds.
     relay_service: bool = False
     relay_max_reservations: int = Field(default=32, ge=1, le=10_000)

@@ -36,6 +36,8 @@ from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
 from p2p.deliveries import Delivery
+from p2p.discovery import PROTOCOL as DISCOVERY_PROTOCOL
+from p2p.discovery import DiscoverySettings, PeerDiscovery, PeerStore
 from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
 from p2p.kinds import GossipKind, GossipKinds, Received
@@ -99,6 +101,7 @@ class P2PPart:
         #: listings and bounties (``marketplace.gossip.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
         self.host: P2PHost | None = None
+        self.discovery: PeerDiscovery | None = None
         self._levels: dict[bytes, Any] = {}
         self._records: TrustRecords | None = None  # the book's rows, once the store is open
         self.ingested = {
@@ -148,6 +151,16 @@ class P2PPart:
 
         route_library_logs(debug=self._ctx.config.log.level == "debug")
         self.host.on_reject = self._rejected
+        store = PeerStore(self._ctx.paths.data_dir / cfg.peers_file, cfg.peer_store_size)
+        store.load()
+        self.discovery = PeerDiscovery(
+            self.host,
+            DiscoverySettings(target_peers=cfg.target_peers, discover_s=cfg.discover_s, store_size=cfg.peer_store_size),
+            store,
+            me=self._ctx.identity.peer_id,
+            now_ms=self._ctx.now_ms,
+        )
+        self.host.serve(DISCOVERY_PROTOCOL, self.discovery.answer)
         for protocol, handler in self._services.items():
             self.host.serve(protocol, handler)
         refuse_busy_listen(cfg.listen)
@@ -156,8 +169,11 @@ class P2PPart:
         self._supervisor.spawn("p2p-deliveries", self._consume())
         self._supervisor.spawn("p2p-trust", self._trust_loop())
         self._supervisor.spawn("p2p-peers", self._watch_peers())
+        self._supervisor.spawn("p2p-discovery", self.discovery.run())
 
     async def stop(self) -> None:
+        if self.discovery is not None:
+            self.discovery.store.save()  # whom it knew, for the next start
         if self.host is not None:
             await self.host.stop()
             self.host = None
@@ -182,6 +198,10 @@ class P2PPart:
             out["dropped_by_lane"] = {lane.value: n for lane, n in host.deliveries.dropped.items()}
             out["waiting_by_lane"] = host.deliveries.sizes()
             out["nat"] = host.traversal()
+        if self.discovery is not None:
+            d = self.discovery
+            out["discovery"] = {"target": d.settings.target_peers, "known": len(d.store), "learned": d.learned,
+                                "dialled": d.dialled}  # fmt: skip
         out["trust"] = {
             "tracked_peers": len(self.trust.outcomes),
             "attesters": len(self.trust.attestations),

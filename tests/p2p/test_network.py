@@ -23,10 +23,12 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 
 
 def _line_of_nodes(tmp_path: Path, edges: int, **settings: str) -> Iterator[list[Node]]:
-    """A management node, then ``edges`` edge nodes each bootstrapping from the one before it."""
+    """A management node, then ``edges`` edge nodes each bootstrapping from the one before it. They keep
+    to that line (no peer exchange: ``target_peers`` 0), so what reaches the far end crossed relays."""
     base = clean_env(
-        BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3", **settings
-    )
+        BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3",
+        BITTERBOT_P2P__TARGET_PEERS="0", **settings,
+    )  # fmt: skip
     manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
     assert manager.cli("init").returncode == 0
     key = manager.json("status")["identity"]["public_key"]
