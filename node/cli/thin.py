@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from node.runtime.status import probe_daemon
 
-ANSWER_TIMEOUT_S = 3600.0  # the daemon bounds each command by its own timeout; this only guards a hang
+ANSWER_TIMEOUT_S = 3600.0  # the daemon runs a command to its end, as on its own route; this bounds a hang
 #: The command-line words that only the full CLI handles; they never reach the daemon.
 FULL_ONLY = frozenset({"-", "-h", "--help", "--version"})
 #: Answers to /v1/cli given before any command ran: a bad body, the token refused (the full CLI
@@ -63,6 +63,7 @@ def through_the_daemon(argv: list[str], environ: Mapping[str, str]) -> int | Non
     if not isinstance(url, str) or not url.startswith("http://"):
         return None
     try:
+        cwd = os.getcwd()  # relative paths on the line are the caller's (a removed folder: the full CLI says so)
         token = (data_dir / "owner.token").read_text().strip()
         parts = urlsplit(url)
         connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=ANSWER_TIMEOUT_S)
@@ -70,7 +71,7 @@ def through_the_daemon(argv: list[str], environ: Mapping[str, str]) -> int | Non
     except (OSError, ValueError):
         return None  # nothing was sent: the full CLI says what is wrong
     settings = {k: v for k, v in environ.items() if k.startswith("BITTERBOT_") and k != PASSPHRASE}
-    body = json.dumps({"argv": argv, "env": settings, "cwd": os.getcwd()})
+    body = json.dumps({"argv": argv, "env": settings, "cwd": cwd})
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     try:
         connection.request("POST", "/v1/cli", body, headers)
