@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,7 +26,7 @@ from node.logs import configure_logging
 from node.paths import NodePaths
 from node.runtime.exit_watchdog import arm_exit_watchdog
 from node.runtime.lockfile import DataDirLock
-from node.runtime.status import probe_daemon
+from node.runtime.status_report import status_report, status_text
 from node.servers.api_token import ensure_token
 
 if TYPE_CHECKING:
@@ -173,56 +172,8 @@ async def _run_then_bound_exit(daemon: Daemon, grace_s: float) -> int:
 @handles_errors
 def status(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
     """What the node is and what its daemon is doing."""
-    loaded, paths = resolve(config_path, data_dir)
-    report: dict[str, Any] = {
-        "data_dir": str(paths.data_dir),
-        "name": loaded.config.node.name,
-        "role": loaded.config.node.role,
-    }
-    try:
-        info = read_key_file_info(paths.key_file)
-        report["identity"] = {
-            "public_key": info.public_key.hex(),
-            "peer_id": info.peer_id,
-            "encrypted": info.encrypted,
-            "key_file": str(paths.key_file),
-        }
-    except KeyFileMissing:
-        report["identity"] = None
-    probe = probe_daemon(paths.data_dir)
-    report["daemon"] = {"running": probe.running, "pid": probe.pid}
-    if probe.running and probe.status is not None:
-        report["daemon"].update(
-            state=probe.status.state,
-            uptime_s=round(time.time() - probe.status.started_at_ms / 1000),
-            status_age_s=round(time.time() - probe.status.updated_at_ms / 1000, 1),
-            parts=probe.status.parts,
-            details=probe.status.details,
-        )
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
-    click.echo(f"node        {report['name']} ({report['role']})")
-    click.echo(f"data dir    {report['data_dir']}")
-    ident = report["identity"]
-    if ident is None:
-        click.echo("identity    none yet: run `bitterbot-node init` (or `run`, which creates one)")
-    else:
-        click.echo(f"public key  {ident['public_key']}{'  (encrypted)' if ident['encrypted'] else ''}")
-        click.echo(f"peer id     {ident['peer_id']}")
-    daemon = report["daemon"]
-    if not daemon["running"]:
-        click.echo("daemon      not running")
-        return
-    click.echo(
-        f"daemon      {daemon.get('state', 'running')} (pid {daemon['pid']}, up {daemon.get('uptime_s', '?')} s)"
-    )
-    details = daemon.get("details", {})
-    for name, state in daemon.get("parts", {}).items():
-        summary = details.get(name, {}).get("summary")
-        click.echo(f"  {name:<10}{state}{'  ' + summary if summary else ''}")
-    for address in details.get("p2p", {}).get("listen", []):
-        click.echo(f"listening   {address}")
+    report = status_report(*resolve(config_path, data_dir))
+    click.echo(json.dumps(report, indent=2) if as_json else status_text(report))
 
 
 @cli.group("config")

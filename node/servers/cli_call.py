@@ -8,7 +8,8 @@ The daemon parses the line with the click parameters the full CLI builds from th
 (``node.commands.texts.cli_form``), runs the command as the person, and answers the text the full
 CLI would print and its exit code. It declines (``{"fallback": true}``), and the thin CLI runs the
 full one, wherever only the caller's own process gives the right answer:
-- not a command the daemon answers (``run``, ``import``, ``backup``...), or one with a progress bar
+- not a command the daemon answers (``run``, ``import``, ``backup``...; of the hand-written ones it
+  answers ``status``), or one with a progress bar
   or a value naming a file on the caller's side;
 - help, standard input (``-``), and any line click refuses (the full CLI prints click's own words);
 - a config or setting the full CLI would refuse, or one that names another data dir;
@@ -41,6 +42,7 @@ from node.config import ENV_KEY_PASSPHRASE, ENV_PREFIX, LoadedConfig, load_confi
 from node.error_status import UNEXPECTED, exit_code, http_status, message_of, refusal_of
 from node.errors import NodeError
 from node.paths import NodePaths, choose_config_path, choose_data_dir
+from node.runtime.status_report import status_report, status_text
 
 log = get_logger("node.cli_call")
 FALLBACK: dict[str, Any] = {"fallback": True}
@@ -65,17 +67,46 @@ def _found(argv: list[str]) -> tuple[Command[Any], list[str]] | None:
     return None
 
 
-def _click_command(spec: CliSpec, request: type[BaseModel]) -> click.Command:
-    location = [
+def _location() -> list[click.Parameter]:
+    return [
         click.Option(["--data-dir"], type=click.Path(path_type=Path, file_okay=False), default=None),
         click.Option(["--config", "config_path"], type=click.Path(path_type=Path, dir_okay=True), default=None),
     ]
-    return click.Command(spec.name, params=[*parameters(spec, request), *location])
+
+
+def _click_command(spec: CliSpec, request: type[BaseModel]) -> click.Command:
+    return click.Command(spec.name, params=[*parameters(spec, request), *_location()])
+
+
+def _status(
+    rest: list[str], environ: Mapping[str, str], cwd: Path, locate: Callable[[], tuple[LoadedConfig, NodePaths]]
+) -> dict[str, Any]:
+    """``status`` as the full CLI prints it (``node.runtime.status_report``), from this daemon's files."""
+    line = click.Command("status", params=[click.Option(["--json", "as_json"], is_flag=True), *_location()])
+    try:
+        with line.make_context("status", rest) as ctx:
+            values = dict(ctx.params)
+    except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        return FALLBACK
+    view = _callers_view(values, environ, cwd, locate()[1])
+    if view is None:
+        return FALLBACK
+    report = status_report(*view)  # the caller's config (its name and role), as the full CLI reads it
+    text = json.dumps(report, indent=2) if values["as_json"] else status_text(report)
+    return {"stdout": text, "newline": True, "stderr": "", "exit_code": 0}
 
 
 def _same_node(values: Mapping[str, Any], environ: Mapping[str, str], cwd: Path, paths: NodePaths) -> bool:
     """Whether the full CLI, run where the caller runs, would load a valid config and reach this
     node's data dir."""
+    return _callers_view(values, environ, cwd, paths) is not None
+
+
+def _callers_view(
+    values: Mapping[str, Any], environ: Mapping[str, str], cwd: Path, paths: NodePaths
+) -> tuple[LoadedConfig, NodePaths] | None:
+    """The config and paths the full CLI would resolve where the caller runs, when they are valid
+    and name this node's data dir; else None."""
 
     def anchored(given: Path | None) -> Path | None:
         return None if given is None else cwd / given.expanduser()
@@ -85,8 +116,8 @@ def _same_node(values: Mapping[str, Any], environ: Mapping[str, str], cwd: Path,
         loaded = load_config(choose_config_path(anchored(values["config_path"]), data_dir, environ), environ)
         chosen = choose_data_dir(data_dir, loaded.config, environ)
     except (NodeError, OSError, ValueError):  # the full CLI refuses these, in its own words
-        return False
-    return chosen == paths.data_dir.resolve()
+        return None
+    return (loaded, NodePaths.of(chosen, loaded.config)) if chosen == paths.data_dir.resolve() else None
 
 
 async def answer(
@@ -98,6 +129,8 @@ async def answer(
     argv, environ, cwd = _the_call(body)
     if argv is None or STDIN in argv or HELP & set(argv):
         return FALLBACK
+    if argv[0] == "status":  # not a declaration: it works without a daemon too; the same words either way
+        return _status(argv[1:], environ, cwd, locate)
     found = _found(argv)
     if found is None:
         return FALLBACK
