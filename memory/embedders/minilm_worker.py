@@ -91,7 +91,13 @@ class MiniLMWorkerEmbedder(MiniLMSpace):
             return True
 
     def close(self) -> None:
-        """Stop the worker now (the daemon stopping)."""
+        """Stop the worker now (the daemon stopping), even in the middle of a request: that request
+        fails. Waiting for it first could outlast the daemon's stop budget when the worker is still
+        loading the model or embedding a batch on a busy machine (the README walkthrough's buyer
+        did, in one CI run)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()  # its pipes close: a request in flight reads the end and lets the lock go
         with self._lock:
             self._stop_locked()
 

@@ -10,6 +10,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,36 @@ class DiesOnFirstText(MiniLMWorkerEmbedder):
             "import sys; sys.stdout.buffer.write(bytes([0, 0, 0, 1]) + b'R'); sys.stdout.flush(); sys.stdin.read(1)"
         )
         return [sys.executable, "-c", script]
+
+
+class NeverAnswers(MiniLMWorkerEmbedder):
+    """A named fake worker: says ready like the real one, then reads a request and never answers."""
+
+    def command(self) -> list[str]:
+        script = (
+            "import sys, time; sys.stdout.buffer.write(bytes([0, 0, 0, 1]) + b'R'); sys.stdout.flush(); "
+            "sys.stdin.buffer.read(4); time.sleep(3600)"
+        )
+        return [sys.executable, "-c", script]
+
+
+def test_closing_does_not_wait_for_a_request_in_flight(clock: Clock) -> None:
+    embedder = NeverAnswers(idle_s=60, clock=clock)
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            embedder.embed_query(TEXTS[0])
+        except EmbedderError as exc:
+            failed.append(exc)
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    while not embedder.loaded:  # the request is in flight once the worker said it is ready
+        asking.join(0.05)
+    embedder.close()  # before the fix this waited on the request for ever (the test's timeout failed it)
+    asking.join()
+    assert not embedder.loaded and len(failed) == 1 and "embedding worker exited" in str(failed[0])
 
 
 def test_a_worker_killed_between_texts_is_replaced(clock: Clock) -> None:
