@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from crypto.errors import KeyFileError
+from node.commands.texts.cli_form import location_parameters
 from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
 from node.errors import EXIT_USAGE, NodeError, UsageError
 from node.paths import NodePaths, choose_config_path, choose_data_dir
@@ -39,19 +40,10 @@ def handles_errors(func: F) -> F:
 
 
 def location_options(func: F) -> F:
-    func = click.option(
-        "--data-dir",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=None,
-        help="Where the node keeps its files (default: the platform's user data dir).",
-    )(func)
-    func = click.option(
-        "--config",
-        "config_path",
-        type=click.Path(path_type=Path, dir_okay=True),
-        default=None,
-        help="TOML config file (default: $BITTERBOT_CONFIG, or <data dir>/config.toml, or built-in defaults).",
-    )(func)
+    """``--data-dir`` and ``--config`` (``cli_form.location_parameters``, which a daemon answering the
+    line parses too), attached as ``@click.option`` would attach them."""
+    params = getattr(func, "__click_params__", [])
+    setattr(func, "__click_params__", [*params, *location_parameters()])  # noqa: B010 - click reads this name
     return func
 
 

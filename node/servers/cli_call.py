@@ -34,6 +34,7 @@ from node.commands.texts.cli_form import (
     CliSpec,
     answer_text,
     answerable_by_the_daemon,
+    location_parameters,
     parameters,
     request_values,
 )
@@ -67,22 +68,15 @@ def _found(argv: list[str]) -> tuple[Command[Any], list[str]] | None:
     return None
 
 
-def _location() -> list[click.Parameter]:
-    return [
-        click.Option(["--data-dir"], type=click.Path(path_type=Path, file_okay=False), default=None),
-        click.Option(["--config", "config_path"], type=click.Path(path_type=Path, dir_okay=True), default=None),
-    ]
-
-
 def _click_command(spec: CliSpec, request: type[BaseModel]) -> click.Command:
-    return click.Command(spec.name, params=[*parameters(spec, request), *_location()])
+    return click.Command(spec.name, params=[*parameters(spec, request), *location_parameters()])
 
 
 def _status(
     rest: list[str], environ: Mapping[str, str], cwd: Path, locate: Callable[[], tuple[LoadedConfig, NodePaths]]
 ) -> dict[str, Any]:
     """``status`` as the full CLI prints it (``node.runtime.status_report``), from this daemon's files."""
-    line = click.Command("status", params=[click.Option(["--json", "as_json"], is_flag=True), *_location()])
+    line = click.Command("status", params=[click.Option(["--json", "as_json"], is_flag=True), *location_parameters()])
     try:
         with line.make_context("status", rest) as ctx:
             values = dict(ctx.params)
@@ -94,12 +88,6 @@ def _status(
     report = status_report(*view)  # the caller's config (its name and role), as the full CLI reads it
     text = json.dumps(report, indent=2) if values["as_json"] else status_text(report)
     return {"stdout": text, "newline": True, "stderr": "", "exit_code": 0}
-
-
-def _same_node(values: Mapping[str, Any], environ: Mapping[str, str], cwd: Path, paths: NodePaths) -> bool:
-    """Whether the full CLI, run where the caller runs, would load a valid config and reach this
-    node's data dir."""
-    return _callers_view(values, environ, cwd, paths) is not None
 
 
 def _callers_view(
@@ -142,7 +130,7 @@ async def answer(
             values = dict(ctx.params)
     except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
         return FALLBACK  # the full CLI prints click's own words for it
-    if not _same_node(values, environ, cwd, locate()[1]):
+    if _callers_view(values, environ, cwd, locate()[1]) is None:
         return FALLBACK
     as_json = bool(values.pop("as_json"))
     del values["data_dir"], values["config_path"]

@@ -14,6 +14,7 @@ import json
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 import annotated_types
@@ -71,6 +72,25 @@ def answerable_by_the_daemon(spec: CliSpec) -> bool:
     """Whether the daemon may parse and answer this command line itself: not when the command shows
     a progress bar here, nor when one of its values names a file on the caller's side."""
     return spec.progress is None and not any(getattr(c, _CALLERS_FILES, False) for c in spec.convert.values())
+
+
+def location_parameters() -> list[click.Parameter]:
+    """``--data-dir`` and ``--config``: where the node is, on every command line (``node.cli.common``
+    adds them to each command; a daemon answering a line parses them the same way)."""
+    return [
+        click.Option(
+            ["--data-dir"],
+            type=click.Path(path_type=Path, file_okay=False),
+            default=None,
+            help="Where the node keeps its files (default: the platform's user data dir).",
+        ),
+        click.Option(
+            ["--config", "config_path"],
+            type=click.Path(path_type=Path, dir_okay=True),
+            default=None,
+            help="TOML config file (default: $BITTERBOT_CONFIG, or <data dir>/config.toml, or built-in defaults).",
+        ),
+    ]
 
 
 def parameters(spec: CliSpec, request: type[BaseModel]) -> list[click.Parameter]:
