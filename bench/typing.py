@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.cognition.epistemic import layer_for
+from memory.cognition.model_cache import shipped_model
 from memory.cognition.typing import (
     CLASSES,
     EXAMPLE_FILES,
@@ -32,7 +33,6 @@ from memory.cognition.typing import (
     TypingModel,
     read_examples,
     shipped_examples,
-    shipped_model,
     voiced_examples,
 )
 from memory.cognition.vector_typing import VectorTypingModel, mixed

@@ -16,7 +16,8 @@ import aiosqlite
 
 from memory.cognition.epistemic import layer_for
 from memory.cognition.llm_typer import LlmTyper
-from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples, shipped_model
+from memory.cognition.model_cache import shipped_model
+from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples
 from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.governance.rules import classify_sensitivity
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash

@@ -17,7 +17,6 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 
 import numpy as np
@@ -136,6 +135,11 @@ class TypingModel:
                 by_kind[kind][value] = index
         self._words, self._pairs, self._firsts, self._first_pairs = (by_kind[k] for k in ("w", "b", "f", "f2"))
 
+    def arrays(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The feature names in row order, the weights and the bias: the model, to keep and rebuild."""
+        names = sorted(self._vocabulary, key=self._vocabulary.__getitem__)
+        return names, self._weights, self._bias
+
     def _indices(self, text: str) -> list[int]:
         """The rows of ``features(text)`` that the model knows, each once."""
         parts = _parts(text)
@@ -251,9 +255,3 @@ def voiced_examples() -> list[tuple[str, Example]]:
 def shipped_examples() -> list[Example]:
     """Every labelled statement shipped with the package."""
     return read_examples(_data(EXAMPLE_FILES[0]).splitlines()) + [e for _, e in voiced_examples()]
-
-
-@lru_cache(maxsize=1)
-def shipped_model() -> TypingModel:
-    """The model of the shipped examples alone, fitted once per process."""
-    return TypingModel.fit(shipped_examples())

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from memory.cognition.epistemic import layer_for
+from memory.cognition.model_cache import shipped_model
 from memory.cognition.retype import retype
 from memory.cognition.typer import Typer
-from memory.cognition.typing import TypingModel, features, read_examples, shipped_examples, shipped_model
+from memory.cognition.typing import TypingModel, features, read_examples, shipped_examples
 from memory.embedders.base import Embedder
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import EpistemicLayer, NewCrystal, Origin, SemanticType, TypeSource

@@ -1,0 +1,91 @@
+"""The word-typing model of the shipped examples, kept between processes in the user's cache folder.
+
+Fitting it costs about 0.2 s of CPU, and every process that types a statement paid it: each
+`memory add` or import run without a daemon, and each daemon's first statement. The fit is
+deterministic, so its result is kept in ``$XDG_CACHE_HOME/bitterbot-node`` (``~/.cache`` by default)
+under a key of what decides it: the examples and the source of the module that fits them. A
+different key, or a file that cannot be read whole, means fitting again, as before; a folder that
+cannot be written means fitting in every process, as before. Nothing in the file is executed: numpy
+arrays only, read with pickling refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from memory.cognition import typing as typing_module
+from memory.cognition.typing import Example, TypingModel, shipped_examples
+
+APP_FOLDER = "bitterbot-node"
+
+
+def cache_folder(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / APP_FOLDER
+
+
+def model_key(examples: Sequence[Example]) -> str:
+    """What the fitted weights depend on: the examples, and the code that turns them into weights."""
+    digest = hashlib.sha256(Path(typing_module.__file__).read_bytes())
+    for example in examples:
+        digest.update(f"\0{example.semantic_type.value}\0{example.weight!r}\0{example.text}".encode())
+    return digest.hexdigest()
+
+
+def load(path: Path, key: str) -> TypingModel | None:
+    """The model kept at ``path`` under ``key``; None when absent, damaged or of another key."""
+    try:
+        with np.load(path, allow_pickle=False) as kept:
+            if str(kept["key"]) != key:
+                return None
+            vocabulary = {str(name): index for index, name in enumerate(kept["vocabulary"])}
+            weights, bias = kept["weights"], kept["bias"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    if weights.shape != (len(vocabulary), bias.shape[0]):
+        return None
+    return TypingModel(vocabulary, weights, bias)
+
+
+def save(path: Path, key: str, model: TypingModel) -> None:
+    """Keep ``model`` at ``path``, whole or not at all (written beside it, then renamed over it)."""
+    vocabulary, weights, bias = model.arrays()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            np.savez(out, key=np.array(key), vocabulary=np.array(vocabulary), weights=weights, bias=bias)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def fitted_once(examples: Sequence[Example], fit: Callable[[Sequence[Example]], TypingModel],
+                folder: Path | None = None) -> TypingModel:  # fmt: skip
+    """The model of ``examples``: read from the cache when it holds it, else fitted and kept there."""
+    key = model_key(examples)
+    path = (folder or cache_folder()) / f"typing-{key[:32]}.npz"
+    kept = load(path, key)
+    if kept is not None:
+        return kept
+    model = fit(examples)
+    with contextlib.suppress(OSError):  # a read-only home: fitted per process, as before
+        save(path, key, model)
+    return model
+
+
+@lru_cache(maxsize=1)
+def shipped_model() -> TypingModel:
+    """The model of the shipped examples alone: read from the cache, or fitted once per process."""
+    return fitted_once(shipped_examples(), TypingModel.fit)

@@ -1,0 +1,79 @@
+"""The fitted word-typing model kept between processes (memory.cognition.model_cache)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memory.cognition.model_cache import fitted_once, load, model_key
+from memory.cognition.typing import Example, TypingModel
+from memory.model import SemanticType
+
+EXAMPLES = [
+    Example("I prefer tea to coffee in the morning", SemanticType.PREFERENCE),
+    Example("My sister Ana lives in Lisbon", SemanticType.RELATIONSHIP),
+    Example("Went for a run along the river today", SemanticType.EPISODE),
+    Example("The office wifi password is on the whiteboard", SemanticType.FACT),
+    Example("I want to learn to play the cello this year", SemanticType.GOAL),
+] * 3
+TEXTS = ["I would rather have green tea", "Ran 5 km by the river", "Ana is my sister", "learn the cello"]
+
+
+class CountingFit:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, examples: Sequence[Example]) -> TypingModel:
+        self.calls += 1
+        return TypingModel.fit(examples, steps=20)
+
+
+def _scores(model: TypingModel) -> np.ndarray:
+    return model.log_probs_many(TEXTS)
+
+
+def test_the_second_process_reads_the_fit_and_types_exactly_as_the_first(tmp_path: Path) -> None:
+    fit = CountingFit()
+    first = fitted_once(EXAMPLES, fit, tmp_path)
+    second = fitted_once(EXAMPLES, fit, tmp_path)
+    assert fit.calls == 1
+    assert np.array_equal(_scores(first), _scores(second))
+    assert [g.semantic_type for g in second.classify_many(TEXTS)] == [
+        g.semantic_type for g in first.classify_many(TEXTS)
+    ]
+
+
+def test_other_examples_are_another_key_and_are_fitted_again(tmp_path: Path) -> None:
+    fit = CountingFit()
+    fitted_once(EXAMPLES, fit, tmp_path)
+    corrected = [*EXAMPLES, Example("Ana moved to Porto", SemanticType.FACT, weight=3.0)]
+    assert model_key(corrected) != model_key(EXAMPLES)
+    fitted_once(corrected, fit, tmp_path)
+    assert fit.calls == 2
+
+
+def test_a_damaged_or_foreign_file_is_fitted_again_and_replaced(tmp_path: Path) -> None:
+    fit = CountingFit()
+    model = fitted_once(EXAMPLES, fit, tmp_path)
+    (kept,) = tmp_path.glob("typing-*.npz")
+    whole = kept.read_bytes()
+    for damage in (whole[: len(whole) // 2], b"not a numpy archive", b""):
+        kept.write_bytes(damage)
+        assert load(kept, model_key(EXAMPLES)) is None
+        again = fitted_once(EXAMPLES, fit, tmp_path)
+        assert np.array_equal(_scores(again), _scores(model))
+    assert fit.calls == 4
+    assert load(kept, "another key") is None  # a file under another key (a prefix clash) is not used
+    assert load(kept, model_key(EXAMPLES)) is not None  # the last fit replaced the damage
+
+
+def test_an_unwritable_cache_folder_fits_in_each_process_as_before(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file-not-a-folder"
+    blocked.write_text("")
+    fit = CountingFit()
+    model = fitted_once(EXAMPLES, fit, blocked)
+    fitted_once(EXAMPLES, fit, blocked)
+    assert fit.calls == 2
+    assert model.classify("I prefer tea").semantic_type is SemanticType.PREFERENCE
