@@ -23,6 +23,7 @@ BENCHMARKS = {
     "eigentrust": "bench.network.eigentrust",
     "injection": "bench.injection",
     "stranger_flood": "bench.network.stranger_flood",
+    "connection_flood": "bench.network.flooded_node",
     "typing": "bench.typing",
     "supersession": "bench.supersession",
     "scale": "bench.scale",

@@ -208,13 +208,13 @@ class P2PSection(_Section):
     bounties_per_author: int = Field(default=20, ge=1, le=100_000)
     bounties_total: int = Field(default=2_000, ge=1, le=1_000_000)
     trust_file: str = Field(default="p2p/trust.json", min_length=1)
-    # Finding the network from one address (p2p.discovery): connections this node keeps up to by asking
+    # Finding the network from one address (p2p.network.discovery): connections this node keeps up to by asking
     # its neighbours for theirs, how often it asks while below that, and the peer store across restarts.
     target_peers: int = Field(default=8, ge=0, le=1_000)
     discover_s: float = Field(default=15.0, ge=1, le=3_600)
     peer_store_size: int = Field(default=1_000, ge=10, le=100_000)
     peers_file: str = Field(default="p2p/peers.json", min_length=1)
-    # Through NAT (p2p.relay): a reachable node may relay for nodes behind NATs, within these bounds.
+    # Through NAT (p2p.network.relay): a reachable node may relay for nodes behind NATs, within these bounds.
     relay_service: bool = False
     relay_max_reservations: int = Field(default=32, ge=1, le=10_000)
     relay_max_circuits: int = Field(default=16, ge=1, le=10_000)
@@ -222,6 +222,18 @@ class P2PSection(_Section):
     relay_circuit_bytes: int = Field(default=1 << 20, ge=65_536, le=2**34)
     # "auto": ask the bootstrap peers to dial back (AutoNAT); behind a NAT, reserve a slot on those that relay.
     reachability: Literal["auto", "public", "private"] = "auto"
+    # What any remote peer may hold of this node (p2p.network.resources): connections in all and of them
+    # inbound, inbound connections per IP (an IPv6 /64 is one), connections per peer, inbound streams in
+    # all and per peer, how fast a peer may open them (past it, it is banned), and how long a connection's
+    # handshake or a stream's protocol choice may take.
+    max_connections: int = Field(default=128, ge=8, le=100_000)
+    max_inbound_connections: int = Field(default=96, ge=1, le=100_000)
+    connections_per_ip: int = Field(default=8, ge=1, le=100_000)
+    connections_per_peer: int = Field(default=2, ge=1, le=64)
+    max_streams: int = Field(default=1_024, ge=64, le=1_000_000)
+    streams_per_peer: int = Field(default=64, ge=8, le=100_000)
+    stream_opens_per_peer_per_s: float = Field(default=8.0, gt=0, le=100_000)
+    handshake_s: float = Field(default=10.0, ge=1, le=120)
 
     @field_validator("listen", "bootstrap")
     @classmethod
@@ -235,6 +247,8 @@ class P2PSection(_Section):
     def _degrees_ordered(self) -> P2PSection:
         if not self.degree_low <= self.degree <= self.degree_high:
             raise InvalidValue("need degree_low <= degree <= degree_high")
+        if self.max_inbound_connections > self.max_connections:
+            raise InvalidValue("need max_inbound_connections <= max_connections")
         return self
 
 

@@ -32,8 +32,9 @@ from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame
+from p2p.network.bounds import ConnectionBounds
+from p2p.network.relay import RelaySettings, Traversal
 from p2p.penalties import PenaltyBox
-from p2p.relay import RelaySettings, Traversal
 from p2p.validation import MessageValidator
 from p2p.verdicts import Verdict
 
@@ -55,6 +56,7 @@ class HostSettings:
     event_queue: int = 1024  # accepted messages waiting per lane (p2p.deliveries)
     redial_s: float = 10.0
     relay: RelaySettings = field(default_factory=RelaySettings)
+    limits: ConnectionBounds = field(default_factory=ConnectionBounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,7 @@ class P2PHost:
         self._services: dict[str, RequestHandler] = {}
         self._topics: tuple[str, ...] = ()
         self._traversal: Traversal | None = None
+        self._resources: Any = None  # p2p.network.resources.BoundedResources once started
 
     # --- asyncio side --------------------------------------------------------------------
 
@@ -183,6 +186,10 @@ class P2PHost:
 
         return await self._call(snapshot)
 
+    def limits(self) -> dict[str, Any]:
+        """What strangers hold of this node now and what it refused them (``p2p.limits``); empty before start."""
+        return self._resources.report() if self._resources is not None else {}
+
     def traversal(self) -> dict[str, Any]:
         """Whether this node is reachable, whether it relays, and on which relays it holds a slot."""
         return self._traversal.details() if self._traversal is not None else {}
@@ -258,18 +265,27 @@ class P2PHost:
         from libp2p.security.noise.transport import Transport as NoiseTransport
         from libp2p.tools.anyio_service import background_trio_service
 
+        from p2p.network.resources import BoundedResources, connection_config
         from p2p.pubsub_teardown import TolerantPubsub
 
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)
         listen = [multiaddr.Multiaddr(a) for a in s.listen]
+        resources = BoundedResources(s.limits, on_flood=self._ban_flooder)
         host = new_host(
             key_pair=key_pair,
             # Noise only: the library's default list also offers plaintext and secio.
             sec_opt={NOISE_ID: NoiseTransport(key_pair, noise_privkey=x25519_key_pair().private_key)},
             listen_addrs=listen,
             enable_mDNS=s.mdns,
+            connection_config=connection_config(s.limits),
+            resource_manager=resources,
         )
+        # Without the library's stream semaphore a stream past the bounds is reset, instead of
+        # waiting as a task for a slot (p2p.network.resources).
+        swarm: Any = host.get_network()  # the Swarm, whose setter the interface does not declare
+        swarm.set_resource_manager(resources, enable_stream_semaphore=False)
+        self._resources = resources
         router = GossipSub(
             protocols=[PROTOCOL_ID_V11],
             degree=s.degree,
@@ -388,6 +404,18 @@ class P2PHost:
                             extra={"fields": {"peer": str(info.peer_id), "error": str(exc)}},
                         )
             await trio.sleep(self.settings.redial_s)
+
+    def _ban_flooder(self, peer: str) -> None:
+        """A peer that opened far more streams than its share (``p2p.network.resources``): banned as a
+        peer past its penalty threshold is, and its connection closed now, which frees what it sent."""
+        from libp2p.peer.id import ID
+
+        if not self.penalties.penalize(peer, int(self.penalties.settings.threshold), self._now_ms()):
+            return  # banned already: its connection is being closed
+        self.counters.bans += 1
+        _log.warning("p2p.peer_banned", extra={"fields": {"peer": peer, "last_reason": "stream_flood"}})
+        if self._nursery is not None:
+            self._nursery.start_soon(self._disconnect, ID.from_base58(peer))
 
     async def _disconnect(self, peer: Any) -> None:
         try:

@@ -24,6 +24,7 @@ from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing
 from memory.model import content_hash
 from p2p.host import HostSettings, P2PHost
+from p2p.network.bounds import ConnectionBounds
 from p2p.penalties import PenaltyBox
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import MessageValidator, Outcome
@@ -61,7 +62,11 @@ async def main(seed_hex: str, management_hex: str, rogue: bool) -> None:
         if rogue
         else MessageValidator(anchors, kinds=every_kind(), own_key=identity.public_key)
     )
-    host = P2PHost(identity, validator, PenaltyBox(), HostSettings(degree=4, degree_low=2, degree_high=8))
+    # Every node of the bench is on 127.0.0.1, one address: the per-IP bound would keep them apart.
+    one_address = ConnectionBounds(per_ip=10_000)
+    host = P2PHost(
+        identity, validator, PenaltyBox(), HostSettings(degree=4, degree_low=2, degree_high=8, limits=one_address)
+    )
     await host.start()
     emit({"event": "ready", "addr": host.listen_addrs[0]})
 

@@ -55,6 +55,7 @@ def _one_case(heard: bool, attackers: int, keys_each: int) -> dict[str, Any]:
     env = daemon_env(
         BITTERBOT_P2P__LISTEN='["/ip4/127.0.0.1/tcp/0"]',
         BITTERBOT_P2P__ATTESTATION_INTERVAL_MIN="0.05",
+        BITTERBOT_P2P__CONNECTIONS_PER_IP="1000",  # every attacker peer comes from 127.0.0.1
         BITTERBOT_TRUST__MANAGEMENT_KEYS=json.dumps(keys),
     )
     with tempfile.TemporaryDirectory(prefix="bench-flood-") as tmp:

@@ -36,13 +36,14 @@ from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
 from p2p.deliveries import Delivery
-from p2p.discovery import PROTOCOL as DISCOVERY_PROTOCOL
-from p2p.discovery import DiscoverySettings, PeerDiscovery, PeerStore
 from p2p.errors import HostNotRunning
 from p2p.host import HostSettings, P2PHost, RequestHandler
 from p2p.kinds import GossipKind, GossipKinds, Received
+from p2p.network.bounds import ConnectionBounds
+from p2p.network.discovery import PROTOCOL as DISCOVERY_PROTOCOL
+from p2p.network.discovery import DiscoverySettings, PeerDiscovery, PeerStore
+from p2p.network.relay import RelaySettings
 from p2p.penalties import PenaltyBox, PenaltySettings
-from p2p.relay import RelaySettings
 from p2p.trust.attestation import ATTESTATION_KIND, TrustAttestation
 from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
 from p2p.trust.floors import Evidence, TrustFloors
@@ -144,6 +145,16 @@ class P2PPart:
                     circuit_bytes=cfg.relay_circuit_bytes,
                     reachability=cfg.reachability,
                 ),
+                limits=ConnectionBounds(
+                    max_connections=cfg.max_connections,
+                    max_inbound=cfg.max_inbound_connections,
+                    per_ip=cfg.connections_per_ip,
+                    per_peer=cfg.connections_per_peer,
+                    max_streams=cfg.max_streams,
+                    streams_per_peer=cfg.streams_per_peer,
+                    stream_opens_per_s=cfg.stream_opens_per_peer_per_s,
+                    handshake_s=cfg.handshake_s,
+                ),
             ),
             now_ms=self._ctx.now_ms,
         )
@@ -198,6 +209,7 @@ class P2PPart:
             out["dropped_by_lane"] = {lane.value: n for lane, n in host.deliveries.dropped.items()}
             out["waiting_by_lane"] = host.deliveries.sizes()
             out["nat"] = host.traversal()
+            out["limits"] = host.limits()
         if self.discovery is not None:
             d = self.discovery
             out["discovery"] = {"target": d.settings.target_peers, "known": len(d.store), "learned": d.learned,

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from p2p.discovery import (
+from p2p.errors import InvalidValue
+from p2p.network.discovery import (
     ASK_INTERVAL_MS,
     MAX_ANSWER_BYTES,
     MAX_SAMPLE,
@@ -22,7 +23,6 @@ from p2p.discovery import (
     decode,
     encode,
 )
-from p2p.errors import InvalidValue
 from tests.conftest import clean_env
 from tests.daemons import Node, running_details, wait_for
 
