@@ -265,8 +265,11 @@ class P2PHost:
         from libp2p.security.noise.transport import Transport as NoiseTransport
         from libp2p.tools.anyio_service import background_trio_service
 
+        from p2p.gossip_records import install as verify_each_peer_record_once
         from p2p.network.resources import BoundedResources, connection_config
         from p2p.pubsub_teardown import TolerantPubsub
+
+        verify_each_peer_record_once()
 
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)

@@ -3,9 +3,11 @@
 `python -m bench.network.p2p_node SEED_HEX MANAGEMENT_KEY_HEX [--rogue]`. Commands, one JSON
 object per line: {"cmd": "connect", "addr": ...}, {"cmd": "skill"}, {"cmd": "weather",
 "seq": n}, {"cmd": "flood", "rate": 500, "seconds": 5}, {"cmd": "stats"}, {"cmd": "quit"}.
-Reports, one JSON object per line: ready (address), published (nonce, time),
-delivery (nonce, topic, time), stats. ``--rogue`` runs the named fake
-``ForwardAnything`` validator, so its flood leaves it and meets honest first hops.
+Reports, one JSON object per line: ready (address), published (nonce, time), stats (the
+deliveries since the last stats, each with its nonce, topic and time; the validator's counters;
+the process's CPU seconds so far). Deliveries are kept until asked for, not written one by one,
+so that what the process spends per delivery is the node's, not this report's. ``--rogue`` runs
+the named fake ``ForwardAnything`` validator, so its flood leaves it and meets honest first hops.
 """
 
 from __future__ import annotations
@@ -70,19 +72,14 @@ async def main(seed_hex: str, management_hex: str, rogue: bool) -> None:
     await host.start()
     emit({"event": "ready", "addr": host.listen_addrs[0]})
 
+    delivered: list[tuple[str, str, float]] = []
+
     async def report() -> None:
         while True:
             delivery = await host.deliveries.get()
             envelope = delivery.outcome.envelope
             if envelope is not None:
-                emit(
-                    {
-                        "event": "delivery",
-                        "topic": delivery.topic,
-                        "nonce": envelope.nonce.hex(),
-                        "t": time.time() * 1000,
-                    }
-                )
+                delivered.append((delivery.topic, envelope.nonce.hex(), time.time() * 1000))
 
     reporter = asyncio.create_task(report())
     reader = asyncio.StreamReader()
@@ -117,7 +114,10 @@ async def main(seed_hex: str, management_hex: str, rogue: bool) -> None:
                 await asyncio.sleep(0.02)
             emit({"event": "flooded", "sent": sent_count, "seconds": time.monotonic() - started})
         elif command["cmd"] == "stats":
-            emit({"event": "stats", "counters": validator.snapshot_counters(), "bans": host.counters.bans})
+            deliveries = [{"topic": topic, "nonce": nonce, "t": t} for topic, nonce, t in delivered]
+            delivered.clear()
+            emit({"event": "stats", "counters": validator.snapshot_counters(), "bans": host.counters.bans,
+                  "cpu_s": time.process_time(), "deliveries": deliveries})  # fmt: skip
         elif command["cmd"] == "quit":
             break
     reporter.cancel()
