@@ -187,7 +187,7 @@ class P2PHost:
         return await self._call(snapshot)
 
     def limits(self) -> dict[str, Any]:
-        """What strangers hold of this node now and what it refused them (``p2p.limits``); empty before start."""
+        """What remote peers hold of this node now and what it refused them (``p2p.limits``); empty before start."""
         return self._resources.report() if self._resources is not None else {}
 
     def traversal(self) -> dict[str, Any]:

@@ -10,9 +10,13 @@ bound). Two things the library lacks are added here, beside it, without touching
   this one keys on the address the connection came from. What this node dials is its own choice and
   is not counted.
 - **streams per peer**: inbound streams from one peer count against ``streams_per_peer``, on top of
-  the library's total. A stream past either bound is reset at once. The library's own stream
+  the library's total, and their opening against a rate; a peer past the rate is flooding and is
+  banned (``BoundedResources``). A stream past a bound is reset at once. The library's own stream
   semaphore is left off: with it, a stream past the total waits for a slot instead, so a flood of
   streams becomes an unbounded queue of waiting tasks.
+
+An inbound circuit through a relay comes over the relay's connection, so it counts against the
+relay's address.
 
 Each refusal is counted by reason, for ``status`` (``p2p.limits``). Imported on the libp2p thread
 only: importing libp2p costs a CLI process more than a second.
