@@ -1,7 +1,8 @@
 """Gossip across real nodes in separate processes on 127.0.0.1, and the validator's throughput.
 
 Nodes are ``bench.network.p2p_node`` processes (a real P2PHost each), 32 of them (``P2P_NODES``
-sets another number; --quick: 8; ``P2P_RATE`` another rate of skills than 20 a second); node i
+sets another number; --quick: 8; ``P2P_RATE`` another rate of skills than 20 a second;
+``P2P_HOSTS_PER_PROCESS`` hosts sharing a process, 1 by default: for 100 nodes, 10); node i
 dials nodes i-1 and i-2, so a message crosses up to (n-1)/2 hops. Node 0 holds the management key.
 Phases, timed with the wall clock all processes share:
 0. quiet: 5 s with nothing published, for each node's CPU at rest (heartbeats, the seen-cache).
@@ -42,6 +43,9 @@ from p2p.validation import MessageValidator, ValidatorSettings
 
 NODES = int(os.environ.get("P2P_NODES", "32"))
 QUICK_NODES = 8
+#: Hosts per node process (``P2P_HOSTS_PER_PROCESS``): 100 processes each importing libp2p did not all
+#: start within 6 minutes on 2 cores; several hosts share a process's imports (and its GIL).
+HOSTS_PER_PROCESS = int(os.environ.get("P2P_HOSTS_PER_PROCESS", "1"))
 QUIET_S = 5.0
 HONEST_RATE = float(os.environ.get("P2P_RATE", "20"))
 FLOOD_RATE = 500.0
@@ -50,9 +54,12 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: node processes imp
 
 
 class NodeProcess:
-    def __init__(self, index: int, proc: asyncio.subprocess.Process) -> None:
+    """One node: a host of a ``p2p_node`` process, which may run several (``slot`` is its place there)."""
+
+    def __init__(self, index: int, process: HostsProcess, slot: int) -> None:
         self.index = index
-        self.proc = proc
+        self.process = process
+        self.slot = slot
         self.addr = ""
         self.ready = asyncio.Event()
         self.events: list[dict[str, Any]] = []
@@ -60,32 +67,46 @@ class NodeProcess:
         self.answered = asyncio.Condition()
 
     async def send(self, **command: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
-        await self.proc.stdin.drain()
+        await self.process.send(host=self.slot, **command)
 
-    async def read(self) -> None:
-        assert self.proc.stdout is not None
-        while line := await self.proc.stdout.readline():
-            event = json.loads(line)
-            if event["event"] == "ready":
-                self.addr = event["addr"]
-                self.ready.set()
-            elif event["event"] == "stats":
-                self.events.extend({"event": "delivery", **d} for d in event.pop("deliveries"))
-                async with self.answered:
-                    self.stats.append(event)
-                    self.answered.notify_all()
-            else:
-                self.events.append(event)
+    async def take(self, event: dict[str, Any]) -> None:
+        if event["event"] == "ready":
+            self.addr = event["addr"]
+            self.ready.set()
+        elif event["event"] == "stats":
+            self.events.extend({"event": "delivery", **d} for d in event.pop("deliveries"))
+            async with self.answered:
+                self.stats.append(event)
+                self.answered.notify_all()
+        else:
+            self.events.append(event)
 
     async def ask_stats(self) -> dict[str, Any]:
-        """Its deliveries so far (into ``events``), counters and CPU seconds, once it has answered."""
+        """Its deliveries so far (into ``events``), counters and its process's CPU seconds, once it has answered."""
         async with self.answered:
             wanted = len(self.stats) + 1
             await self.send(cmd="stats")
             await self.answered.wait_for(lambda: len(self.stats) >= wanted)
             return self.stats[-1]
+
+
+class HostsProcess:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.nodes: list[NodeProcess] = []
+        self._writing = asyncio.Lock()
+
+    async def send(self, **command: Any) -> None:
+        assert self.proc.stdin is not None
+        async with self._writing:
+            self.proc.stdin.write(json.dumps(command).encode() + b"\n")
+            await self.proc.stdin.drain()
+
+    async def read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            event = json.loads(line)
+            await self.nodes[int(event.pop("host"))].take(event)
 
 
 async def _stats(nodes: list[NodeProcess]) -> list[dict[str, Any]]:
@@ -146,30 +167,43 @@ def _by_hops(nodes: list[NodeProcess], topic: str, hops: list[list[int]]) -> dic
     return {str(h): {"deliveries": len(v), **percentiles_ms(v)} for h, v in sorted(grouped.items())}
 
 
-def _cpu(before: list[dict[str, Any]], after: list[dict[str, Any]], idle_per_s: list[float], seconds: float) -> Any:
-    """CPU per message a node received and accepted, gross and net of its CPU at rest, over all nodes."""
+def _process_cpu(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> float:
+    """CPU seconds the node processes spent between two rounds of stats (hosts sharing a process
+    report its CPU each: counted once)."""
+    start = {s["pid"]: s["cpu_s"] for s in before}
+    end = {s["pid"]: s["cpu_s"] for s in after}
+    return float(sum(end[pid] - start[pid] for pid in end))
+
+
+def _cpu(before: list[dict[str, Any]], after: list[dict[str, Any]], idle_s_per_s: float, seconds: float) -> Any:
+    """CPU per message a node received and accepted, gross and net of the CPU at rest, over all nodes."""
     received = sum(_accepted(a) - _accepted(b) for a, b in zip(after, before, strict=True))
-    spent = sum(a["cpu_s"] - b["cpu_s"] for a, b in zip(after, before, strict=True))
-    resting = sum(idle_per_s) * seconds
+    spent = _process_cpu(before, after)
+    resting = idle_s_per_s * seconds
     return {
         "messages_received": received,
         "cpu_s": round(spent, 2),
         "cpu_ms_per_message": round(1000 * spent / max(1, received), 3),
         "cpu_ms_per_message_net_of_rest": round(1000 * (spent - resting) / max(1, received), 3),
-        "cpu_at_rest_ms_per_s_per_node": round(1000 * sum(idle_per_s) / len(idle_per_s), 1),
+        "cpu_at_rest_ms_per_s_per_node": round(1000 * idle_s_per_s / len(after), 1),
     }
 
 
-async def _spawn(index: int, seed: bytes, management: str, rogue: bool) -> NodeProcess:
-    args = [sys.executable, "-m", "bench.network.p2p_node", seed.hex(), management, *(["--rogue"] if rogue else [])]
+async def _spawn(first: int, seeds: list[bytes], management: str, rogue: bool) -> HostsProcess:
+    """A ``p2p_node`` process with one host per seed, numbered from ``first``."""
+    args = [sys.executable, "-m", "bench.network.p2p_node", ",".join(s.hex() for s in seeds), management,
+            *(["--rogue"] if rogue else [])]  # fmt: skip
     proc = await asyncio.create_subprocess_exec(
         *args,
         cwd=ROOT,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
+        limit=1 << 24,  # a stats line carries every delivery since the last one
     )
-    return NodeProcess(index, proc)
+    process = HostsProcess(proc)
+    process.nodes = [NodeProcess(first + slot, process, slot) for slot in range(len(seeds))]
+    return process
 
 
 def _latencies(nodes: list[NodeProcess], topic: str, publishers: set[int]) -> tuple[list[float], list[float], int]:
@@ -202,8 +236,12 @@ async def _network(quick: bool) -> dict[str, Any]:
     count = QUICK_NODES if quick else NODES
     seeds = [os.urandom(32) for _ in range(count + 1)]
     management = Identity.from_seed(seeds[0]).public_key.hex()
-    nodes = [await _spawn(i, seed, management, rogue=i == count) for i, seed in enumerate(seeds)]
-    readers = [asyncio.create_task(n.read()) for n in nodes]
+    per_process = HOSTS_PER_PROCESS if not quick else 1
+    processes = [await _spawn(i, seeds[i : min(i + per_process, count)], management, rogue=False)
+                 for i in range(0, count, per_process)]  # fmt: skip
+    processes.append(await _spawn(count, seeds[count:], management, rogue=True))
+    nodes = [node for process in processes for node in process.nodes]
+    readers = [asyncio.create_task(p.read()) for p in processes]
     try:
         async with asyncio.timeout(60 + 3 * count):  # each process imports libp2p: ~2 s of a core
             for node in nodes:
@@ -220,7 +258,7 @@ async def _network(quick: bool) -> dict[str, Any]:
         await asyncio.sleep(QUIET_S)
         rested = await _stats(honest)
         rest_s = time.monotonic() - started
-        idle_per_s = [(a["cpu_s"] - b["cpu_s"]) / rest_s for a, b in zip(rested, rest_started, strict=True)]
+        idle_s_per_s = _process_cpu(rest_started, rested) / rest_s
         skills = 20 if quick else 100
         started = time.monotonic()
         loaded_weathers = 0
@@ -232,7 +270,7 @@ async def _network(quick: bool) -> dict[str, Any]:
             await asyncio.sleep(1 / HONEST_RATE)
         await asyncio.sleep(3)  # the last ones cross the network
         after_skills = await _stats(honest)
-        cpu = _cpu(rested, after_skills, idle_per_s, time.monotonic() - started)
+        cpu = _cpu(rested, after_skills, idle_s_per_s, time.monotonic() - started)
         _, loaded_weather_all, loaded_weather_missing = _latencies(honest, WEATHER_TOPIC, {0})
         for node in honest:
             node.events = [e for e in node.events if e.get("topic") != WEATHER_TOPIC]
@@ -269,20 +307,21 @@ async def _network(quick: bool) -> dict[str, Any]:
         flooded = sum(e["sent"] for e in flood_events)
         flood_rate = round(flooded / max(e["seconds"] for e in flood_events)) if flood_events else 0
     finally:
-        for node in nodes:
-            if node.proc.returncode is None:
+        for process in processes:
+            if process.proc.returncode is None:
                 with contextlib.suppress(ConnectionError, RuntimeError):
-                    await node.send(cmd="quit")
-        for node in nodes:
+                    await process.send(cmd="quit")
+        for process in processes:
             try:
-                await asyncio.wait_for(node.proc.wait(), 20)
+                await asyncio.wait_for(process.proc.wait(), 20)
             except TimeoutError:
-                node.proc.kill()
+                process.proc.kill()
         for task in readers:
             task.cancel()
     weather_p99 = percentiles_ms(loaded_weather_all)["p99_ms"] if loaded_weather_all else float("inf")
     return {
         "nodes": count,
+        "hosts_per_process": per_process,
         "skills": {"messages": skills, "missing": skill_missing, "per_delivery": percentiles_ms(skill_each),
                    "to_all_nodes": percentiles_ms(skill_all) if skill_all else None,
                    "per_delivery_by_hops": skill_hops, "cpu": cpu},
