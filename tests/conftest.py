@@ -48,7 +48,15 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+#: A CLI call's own limit, there to name a hung command rather than to time a slow one: just under the
+#: suite's 120 s per test. At 30 s, a `memory add` whose daemon loaded its model for the first time
+#: overran it while a benchmark ran beside the suite (the add was correct, only slow).
+CLI_TIMEOUT_S = 100.0
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = CLI_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CLI, *args], env=env or clean_env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )

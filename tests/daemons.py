@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from node.runtime.status import probe_daemon
-from tests.conftest import CLI, run_cli
+from tests.conftest import CLI, CLI_TIMEOUT_S, run_cli
 
 
 class Node:
@@ -26,8 +26,9 @@ class Node:
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         if self.inside:
-            return subprocess.run([*self.inside, *CLI, *args, "--data-dir", str(self.data)], env=self.env,
-                                  capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+            line = [*self.inside, *CLI, *args, "--data-dir", str(self.data)]
+            return subprocess.run(line, env=self.env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)  # fmt: skip
         return run_cli(*args, "--data-dir", str(self.data), env=self.env)
 
     def json(self, *args: str) -> Any:

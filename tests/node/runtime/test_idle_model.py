@@ -11,7 +11,9 @@ import pytest
 from tests.conftest import clean_env
 from tests.daemons import Node, running_details, wait_for
 
-pytestmark = pytest.mark.slow  # a real daemon process with the real model
+# A real daemon process with the real model, which it loads twice: on a busy machine that alone took
+# tens of seconds, so the test is bounded by its waits rather than by the suite's 120 s per test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def _model_loaded(node: Node) -> bool | None:
