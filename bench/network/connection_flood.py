@@ -90,16 +90,25 @@ async def _hold_tcp(address: str, count: int, source: str) -> dict[str, Any]:
     return {"closed_by_node": closed}
 
 
-async def _flood_streams(address: str, count: int, junk: int) -> dict[str, Any]:
-    """One connection under a fresh key; ``count`` streams opened on it by writing yamux SYN frames
-    straight onto the secured connection, as a hostile client would: the library's own muxer would
-    stop at its local backlog of open streams, which a hostile client does not keep."""
+async def open_raw_stream(muxed: Any, payload: bytes) -> None:
+    """Open one yamux stream on ``muxed`` by writing its SYN frame (with ``payload``) straight onto the
+    secured connection, as a hostile client would: the library's own muxer would stop at its local
+    backlog of open streams, which a hostile client does not keep."""
     import struct
 
+    from libp2p.stream_muxer.yamux.yamux import FLAG_SYN, TYPE_DATA, YAMUX_HEADER_FORMAT
+
+    stream_id = muxed.next_stream_id
+    muxed.next_stream_id += 2  # the muxer's own next stream stays clear of these
+    header = struct.pack(YAMUX_HEADER_FORMAT, 0, TYPE_DATA, FLAG_SYN, stream_id, len(payload))
+    await muxed.secured_conn.write(header + payload)
+
+
+async def _flood_streams(address: str, count: int, junk: int) -> dict[str, Any]:
+    """One connection under a fresh key; ``count`` streams opened on it (``open_raw_stream``)."""
     from libp2p import new_host
     from libp2p.crypto.ed25519 import create_new_key_pair
     from libp2p.peer.peerinfo import info_from_p2p_addr
-    from libp2p.stream_muxer.yamux.yamux import FLAG_SYN, TYPE_DATA, YAMUX_HEADER_FORMAT
 
     host = new_host(key_pair=create_new_key_pair(os.urandom(32)))
     info = info_from_p2p_addr(multiaddr.Multiaddr(address))
@@ -112,11 +121,8 @@ async def _flood_streams(address: str, count: int, junk: int) -> dict[str, Any]:
         payload = os.urandom(junk)
         try:
             for _ in range(count):
-                stream_id = muxed.next_stream_id
-                muxed.next_stream_id += 2  # the muxer's own next stream stays clear of these
-                header = struct.pack(YAMUX_HEADER_FORMAT, 0, TYPE_DATA, FLAG_SYN, stream_id, len(payload))
                 with trio.fail_after(OPEN_DEADLINE_S):
-                    await muxed.secured_conn.write(header + payload)
+                    await open_raw_stream(muxed, payload)
                 sent += 1
         except Exception as exc:  # the node closing the connection is one outcome to report
             failure = repr(exc)[:200]

@@ -2,7 +2,8 @@
 
 Fitting it costs about 0.2 s of CPU, and every process that types a statement paid it: each
 `memory add` or import run without a daemon, and each daemon's first statement. The fit is
-deterministic, so its result is kept in ``$XDG_CACHE_HOME/bitterbot-node`` (``~/.cache`` by default)
+deterministic, so its result is kept in the user's cache folder (platformdirs: ``$XDG_CACHE_HOME`` or
+``~/.cache`` on Linux, then ``bitterbot-node``)
 under a key of what decides it: the examples and the source of the module that fits them. A
 different key, or a file that cannot be read whole, means fitting again, as before; a folder that
 cannot be written means fitting in every process, as before. Nothing in the file is executed: numpy
@@ -21,16 +22,17 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import platformdirs
 
 from memory.cognition import typing as typing_module
 from memory.cognition.typing import Example, TypingModel, shipped_examples
 
+#: The application's name, as ``node.paths.APP_NAME`` has it (memory sits below node and cannot import it).
 APP_FOLDER = "bitterbot-node"
 
 
-def cache_folder(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / APP_FOLDER
+def cache_folder() -> Path:
+    return Path(platformdirs.user_cache_dir(APP_FOLDER, appauthor=False))
 
 
 def model_key(examples: Sequence[Example]) -> str:

@@ -4,7 +4,6 @@ count, the per-peer stream count and open rate, and the library config made from
 from __future__ import annotations
 
 import os
-import struct
 
 import multiaddr
 import pytest
@@ -12,6 +11,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.network.connection_flood import open_raw_stream
 from node.config import load_config
 from node.errors import ConfigError
 from p2p.network.bounds import ConnectionBounds, address_key
@@ -72,7 +72,6 @@ def test_a_peer_opening_streams_past_its_rate_is_reported_once_and_never_holds_m
     from libp2p import new_host
     from libp2p.crypto.ed25519 import create_new_key_pair
     from libp2p.peer.peerinfo import info_from_p2p_addr
-    from libp2p.stream_muxer.yamux.yamux import FLAG_SYN, TYPE_DATA, YAMUX_HEADER_FORMAT
 
     bounds = ConnectionBounds(streams_per_peer=16, stream_opens_per_s=1.0)
     flooders: list[str] = []
@@ -102,10 +101,7 @@ def test_a_peer_opening_streams_past_its_rate_is_reported_once_and_never_holds_m
             await attacker.connect(info)
             muxed: object = attacker.get_network().get_connections(info.peer_id)[0].muxed_conn
             for _ in range(200):  # SYN frames written straight on the wire, as a hostile client would
-                stream_id = muxed.next_stream_id  # type: ignore[attr-defined]
-                muxed.next_stream_id += 2  # type: ignore[attr-defined]
-                frame = struct.pack(YAMUX_HEADER_FORMAT, 0, TYPE_DATA, FLAG_SYN, stream_id, 64) + os.urandom(64)
-                await muxed.secured_conn.write(frame)  # type: ignore[attr-defined]
+                await open_raw_stream(muxed, os.urandom(64))
             with trio.fail_after(60):  # a deadline only: it is told within its first 17 + seconds streams
                 await told.wait()
             return attacker.get_id().to_base58()
