@@ -108,8 +108,8 @@ class MemorySection(_Section):
     # The daemon runs a local model (minilm) in a worker process, started when a text first needs it
     # and let go after this many seconds unused, so an idle daemon holds none of it; 0 keeps it.
     embedder_idle_s: float = Field(default=300.0, ge=0, le=86_400)
-    # Unpack MiniLM's int8 weights to float32 once, when it loads: a query embeds in 2.5 ms instead of
-    # 49 ms, for ~120 MB more resident while the model runs (memory/embedders/minilm_onnx.load_model).
+    # Run MiniLM's weights as float32, unpacked from int8 once per machine (memory/embedders/minilm_fold):
+    # a query embeds in ~3 ms instead of ~50; off, each run unpacks them again (configs/edge.toml).
     minilm_fold_weights: bool = True
     rrf_k: int = Field(default=10, ge=1, le=1000)
     vector_weight: float = Field(default=0.7, ge=0, le=10)

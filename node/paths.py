@@ -9,15 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import platformdirs
-
+from ground.app import user_data_folder
 from node.config import ENV_CONFIG_FILE, ENV_DATA_DIR, Config
 from node.errors import UsageError
 
 if TYPE_CHECKING:
     from memory.working_memory.memory_md import WorkingMemoryFiles
 
-APP_NAME = "bitterbot-node"
 IMPLICIT_CONFIG_NAME = "config.toml"
 
 
@@ -28,7 +26,7 @@ def _under(data_dir: Path, configured: str) -> Path:
 
 def default_data_dir() -> Path:
     """The platform's per-user data directory (``~/.local/share/bitterbot-node`` on Linux)."""
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    return user_data_folder()
 
 
 def choose_config_path(cli_path: Path | None, cli_data_dir: Path | None, environ: Mapping[str, str]) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -14,12 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from tests import small_machines
+
 # real processes, hosts or chains (`-m "not slow"` skips them); the walkthrough's ports are fixed, so
 # its tests run one after another on one worker
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("readme-walkthrough")]
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 PORTS = (8545, 4101, 4102, 4103)
+NODES = ("manager", "seller", "buyer")
+MACHINE_MB = 256
 
 
 def walkthrough() -> str:
@@ -59,17 +64,19 @@ def _path_with(*tools: str) -> str:
     return os.pathsep.join([*tools, str(Path(sys.executable).parent), "/usr/bin", "/bin"])
 
 
-@pytest.mark.timeout(300)
-def test_the_readme_walkthrough_works_as_written(tmp_path: Path) -> None:
+def _anvil_and_ports() -> str:
     anvil = shutil.which("anvil")
     if anvil is None:
         pytest.skip("anvil is not installed (npm install -g @foundry-rs/anvil, see the README)")
     busy = [port for port in PORTS if _busy(port)]
     if busy:
         pytest.skip(f"the walkthrough's ports {busy} are taken on this machine")
-    result = _run(tmp_path, _path_with(str(Path(anvil).parent)), timeout=240)
-    logs = {node: (tmp_path / node / "node.log").read_text() for node in ("manager", "seller", "buyer")}
-    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}\n{logs['buyer'][-2000:]}"
+    return anvil
+
+
+def _walked(folder: Path, result: subprocess.CompletedProcess[str], why: str = "") -> None:
+    logs = {node: (folder / node / "node.log").read_text() for node in NODES}
+    assert result.returncode == 0, f"{why}{result.stdout[-3000:]}\n{result.stderr[-3000:]}\n{logs['buyer'][-2000:]}"
     out = result.stdout
     assert "verified" in out and "walkthrough drill" in out
     assert "Rotate nginx logs without downtime" in out  # the bought skill, shown from the buyer's memory
@@ -77,6 +84,43 @@ def test_the_readme_walkthrough_works_as_written(tmp_path: Path) -> None:
     for node, log in logs.items():
         assert "Traceback" not in log, f"{node}:\n{log}"
         assert "node.stopped" in log, f"{node} did not stop cleanly:\n{log[-2000:]}"
+
+
+@pytest.mark.timeout(300)
+def test_the_readme_walkthrough_works_as_written(tmp_path: Path) -> None:
+    if small_machines.unavailable() is None:
+        pytest.skip("run below with each node on a machine of 256 MB and one CPU, which is harder")
+    anvil = _anvil_and_ports()
+    _walked(tmp_path, _run(tmp_path, _path_with(str(Path(anvil).parent)), timeout=240))
+
+
+@pytest.mark.timeout(420)
+def test_the_readme_walkthrough_works_with_each_node_in_256_mb_and_one_cpu(tmp_path: Path) -> None:
+    """Issue 31: a node on a small edge machine. Each node (its daemon, the daemon's embedding
+    worker, and the CLI calls naming its data dir) runs in a control group of 256 MB and one CPU,
+    as on a machine of its own; anvil and `chain deploy` run outside. Both edges embed with MiniLM
+    (the seller its skill, the buyer what it bought)."""
+    why_not = small_machines.unavailable()
+    if why_not:
+        pytest.skip(why_not)
+    anvil = _anvil_and_ports()
+    walk = tmp_path / "walk"
+    walk.mkdir()
+    real = Path(sys.executable).parent / "bitterbot-node"
+    with small_machines.small_machines("walkthrough", MACHINE_MB, 1.0, NODES) as machines:
+        tools = machines.wrapper(tmp_path / "bin", real).parent
+        result = _run(walk, _path_with(str(tools), str(Path(anvil).parent)), timeout=360)
+        usage = {node: machines.usage(node) for node in NODES}
+    print(f"each node's peak in its {MACHINE_MB} MB group:", usage)
+    _walked(walk, result, f"{usage}\n")
+    assert all(u.oom_kills == 0 for u in usage.values()), usage
+    for node in ("seller", "buyer"):
+        stats = subprocess.run(
+            [str(real), "memory", "stats", "--json", "--data-dir", str(walk / node)],
+            capture_output=True, text=True, check=True, timeout=100,
+        )  # fmt: skip
+        embedded = json.loads(stats.stdout)
+        assert embedded["total"] >= 1 and embedded["embedding_backlog"] == 0, (node, embedded)
 
 
 @pytest.mark.timeout(300)

@@ -8,7 +8,8 @@ Two daemons in the same run, on their own fresh data dirs:
 
 Resident memory (VmRSS) of the daemon and of its worker, and their sum, is read after the daemon
 has been idle, after a memory is added and searched, and once the shipped daemon has let the
-worker go. The CLI round trip is ``memory search`` answered by the daemon through the thin entry
+worker go; beside it, each one's own memory (RssAnon: not the file pages the system can take back
+under pressure, which is what a small machine's limit is spent on) and the worker's peak. The CLI round trip is ``memory search`` answered by the daemon through the thin entry
 point (``node.cli.thin``), beside the same line run by the full CLI and the interpreter starting and
 doing nothing (``python -c pass``), interleaved call by call. Goals: idle <= 150 MB, CLI <= 150 ms.
 """
@@ -32,20 +33,22 @@ GOAL_CLI_MS = 150
 IDLE_S = 2.0
 
 
-def resident_mb(pid: int) -> float:
+def resident_mb(pid: int, field: str = "VmRSS") -> float:
+    """``VmRSS``: resident, file pages included; ``RssAnon``: the process's own memory, which the
+    system cannot drop under pressure; ``VmHWM``: the most it was resident."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    raise RuntimeError(f"no {field} for process {pid}")
 
 
-def children_mb(pid: int) -> float:
-    """Resident memory of the daemon's child processes (its embedding worker), summed."""
+def children_mb(pid: int, field: str = "VmRSS") -> float:
+    """``field`` of the daemon's child processes (its embedding worker), summed."""
     total = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             try:
-                total += resident_mb(int(child))
+                total += resident_mb(int(child), field)
             except (FileNotFoundError, RuntimeError):  # it exited between the two reads
                 continue
     return round(total, 1)
@@ -53,7 +56,16 @@ def children_mb(pid: int) -> float:
 
 def _resident(pid: int) -> dict[str, float]:
     daemon, workers = resident_mb(pid), children_mb(pid)
-    return {"daemon_mb": daemon, "worker_mb": workers, "total_mb": round(daemon + workers, 1)}
+    own_daemon, own_workers = resident_mb(pid, "RssAnon"), children_mb(pid, "RssAnon")
+    return {
+        "daemon_mb": daemon,
+        "worker_mb": workers,
+        "total_mb": round(daemon + workers, 1),
+        "own_daemon_mb": own_daemon,
+        "own_worker_mb": own_workers,
+        "own_total_mb": round(own_daemon + own_workers, 1),
+        "worker_peak_mb": children_mb(pid, "VmHWM"),
+    }
 
 
 def _daemon(root: Path, name: str, settings: dict[str, str]) -> tuple[Path, dict[str, str], subprocess.Popen[bytes]]:

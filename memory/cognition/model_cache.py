@@ -22,17 +22,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
+from ground.app import user_cache_folder
 from memory.cognition import typing as typing_module
 from memory.cognition.typing import Example, TypingModel, shipped_examples
 
-#: The application's name, as ``node.paths.APP_NAME`` has it (memory sits below node and cannot import it).
-APP_FOLDER = "bitterbot-node"
-
 
 def cache_folder() -> Path:
-    return Path(platformdirs.user_cache_dir(APP_FOLDER, appauthor=False))
+    return user_cache_folder()
 
 
 def model_key(examples: Sequence[Example]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -30,6 +31,12 @@ from memory.embedders.minilm_onnx import DIM, VOCAB_PATH, MiniLMSpace, check_fil
 from memory.errors import EmbedderError
 
 _LENGTH = struct.Struct(">I")
+#: glibc's malloc for the worker: memory of 128 KiB or more comes from the system and goes back to
+#: it when freed, instead of staying in a heap the batches fragment. Measured on this machine (the
+#: worker's own memory, not shared with other processes): at most 112 MB against 150-170 while
+#: embedding 800 texts of 1-6 sentences, 96 against 131-141 for 1,500 short ones, and 73-77 against
+#: 131-142 after either; for 2-20 % fewer texts a second. Other C libraries ignore it.
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
 STOP_WAIT_S = 2.0  # within the daemon's stop budget (4 s); a batch in flight takes well under 1 s
 
 
@@ -106,7 +113,9 @@ class MiniLMWorkerEmbedder(MiniLMSpace):
             return self._proc
         self._stop_locked()  # one that died while idle is reaped, and a new one started
         check_files(self._model_path, self._vocab_path)
-        proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # stderr: the daemon's
+        proc = subprocess.Popen(  # stderr: the daemon's
+            self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **WORKER_MALLOC}
+        )
         ready = _read_frame(_stdout(proc))
         if ready != b"R":
             proc.kill()

@@ -133,7 +133,10 @@ class WordPiece:
 
     def encode_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Ids and attention mask, padded with ``[PAD]`` to the longest text of the batch."""
-        rows = [self.encode(t) for t in texts]
+        return self.padded([self.encode(t) for t in texts])
+
+    def padded(self, rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded texts as ids and attention mask, padded with ``[PAD]`` to the longest."""
         width = max((len(r) for r in rows), default=0)
         ids = np.full((len(rows), width), self.pad, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)

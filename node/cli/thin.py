@@ -2,7 +2,7 @@
 whole (``POST /v1/cli``, ``node.servers.cli_call``) and its answer printed; anything else runs the
 full CLI (``node.cli.main``).
 
-This module imports only the standard library and two small modules of ours, so a call answered by
+This module imports only the standard library and small modules of ours, so a call answered by
 the daemon costs the interpreter's start and one loopback request (measured in ``python -m bench
 footprint``), where the full CLI spends ~0.4 s importing click, pydantic and every command before
 it asks. The daemon is found the way the full CLI finds it (``--data-dir``, ``$BITTERBOT_DATA_DIR``,
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ground.app import user_data_folder
 from node.runtime.status import probe_daemon
 
 ANSWER_TIMEOUT_S = 3600.0  # the daemon runs a command to its end, as on its own route; this bounds a hang
@@ -141,6 +142,4 @@ def _option(argv: list[str], name: str) -> str | None:
 
 
 def _default_data_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("bitterbot-node", appauthor=False))
+    return user_data_folder()
