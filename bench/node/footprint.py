@@ -9,8 +9,10 @@ Two daemons in the same run, on their own fresh data dirs:
 Resident memory (VmRSS) of the daemon and of its worker, and their sum, is read after the daemon
 has been idle, after a memory is added and searched, and once the shipped daemon has let the
 worker go; beside it, each one's own memory (RssAnon: not the file pages the system can take back
-under pressure, which is what a small machine's limit is spent on) and the worker's peak. The CLI round trip is ``memory search`` answered by the daemon through the thin entry
-point (``node.cli.thin``), beside the same line run by the full CLI and the interpreter starting and
+under pressure, which is what a small machine's limit is spent on) and the worker's peak.
+
+The CLI round trip is ``memory search`` answered by the daemon through the thin entry point
+(``node.cli.thin``), beside the same line run by the full CLI and the interpreter starting and
 doing nothing (``python -c pass``), interleaved call by call. Goals: idle <= 150 MB, CLI <= 150 ms.
 """
 
