@@ -63,6 +63,9 @@ def configure_logging(
     logger prefix (``{"node.p2p": "debug", "memory": "warning"}``) over the overall one."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    # also on the handler: a logger's filter misses records of loggers made after the routing (one
+    # still reached a daemon's log at SIGTERM in a local run after f602220), the handler's sees all
+    handler.addFilter(ShutdownNoise(level == "debug"))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -84,6 +87,8 @@ class ShutdownNoise(logging.Filter):
         self._debug = debug
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("libp2p"):
+            return True
         error = record.exc_info[1] if record.exc_info else None
         if error is None or type(error).__name__ != "LifecycleError" or "after service has stopped" not in str(error):
             return True

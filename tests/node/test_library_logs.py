@@ -54,3 +54,34 @@ def test_when_debugging_it_is_a_debug_line_without_the_traceback(kept: Kept) -> 
     (record,) = kept.records
     assert record.levelno == logging.DEBUG and record.exc_info is None
     assert "while the host stops" in record.getMessage()
+
+
+def test_a_library_logger_made_after_the_routing_leaves_no_traceback_in_the_daemons_log() -> None:
+    """A local run after f602220: the record still reached a daemon's log at SIGTERM. The daemon's
+    handler filters too, so a logger the routing never saw is covered."""
+    import io
+
+    from node.logs import configure_logging
+
+    out = io.StringIO()
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        configure_logging("info", stream=out)
+        late = logging.getLogger("libp2p.made.after.the.routing")
+        late.filters.clear()
+        from libp2p.tools.anyio_service.exceptions import LifecycleError
+
+        error = LifecycleError("Cannot schedule task after service has stopped")
+        late.warning("[ADDCONN_FAIL] add_conn failed for peer P: %r", error, exc_info=error)
+        late.warning("a warning that matters")
+        logging.getLogger("node.test").warning("ours, with its traceback", exc_info=ValueError("kept"))
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in before:
+            root.addHandler(handler)
+        route_library_logs(debug=False)
+    text = out.getvalue()
+    assert "ADDCONN_FAIL" not in text and "a warning that matters" in text
+    assert "ValueError: kept" in text  # a traceback of our own is never dropped
