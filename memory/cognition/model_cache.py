@@ -56,13 +56,18 @@ def load(path: Path, key: str) -> TypingModel | None:
 
 
 def save(path: Path, key: str, model: TypingModel) -> None:
-    """Keep ``model`` at ``path``, whole or not at all (written beside it, then renamed over it)."""
+    """Keep ``model`` at ``path``, whole or not at all."""
     vocabulary, weights, bias = model.arrays()
+    _save_arrays(path, key=np.array(key), vocabulary=np.array(vocabulary), weights=weights, bias=bias)
+
+
+def _save_arrays(path: Path, **arrays: np.ndarray) -> None:
+    """Written beside ``path``, then renamed over it: whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
     try:
         with os.fdopen(handle, "wb") as out:
-            np.savez(out, key=np.array(key), vocabulary=np.array(vocabulary), weights=weights, bias=bias)
+            np.savez(out, **arrays)  # type: ignore[arg-type]
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -88,3 +93,26 @@ def fitted_once(examples: Sequence[Example], fit: Callable[[Sequence[Example]], 
 def shipped_model() -> TypingModel:
     """The model of the shipped examples alone: read from the cache, or fitted once per process."""
     return fitted_once(shipped_examples(), TypingModel.fit)
+
+
+def shipped_vectors(space: str, embed: Callable[[Sequence[str]], np.ndarray], folder: Path | None = None) -> np.ndarray:
+    """The shipped examples embedded in ``space`` (an embedder's id), read from the cache when it holds
+    them. The model of meaning (``vector_typing``) is fitted on them in every process that refines a
+    type, and embedding the 734 examples with MiniLM cost ~1.5 s (~3 s of CPU) each time: each
+    `memory add` without a daemon paid it. The vectors are the embedder's, which is deterministic."""
+    texts = [example.text for example in shipped_examples()]
+    digest = hashlib.sha256(space.encode())
+    for text in texts:
+        digest.update(b"\0" + text.encode())
+    key = digest.hexdigest()
+    path = (folder or cache_folder()) / f"typing-vectors-{key[:32]}.npz"
+    try:
+        with np.load(path, allow_pickle=False) as kept:
+            if str(kept["key"]) == key and kept["vectors"].shape[0] == len(texts) and kept["vectors"].ndim == 2:
+                return np.asarray(kept["vectors"], dtype=np.float32)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        pass
+    vectors = np.asarray(embed(texts), dtype=np.float32)
+    with contextlib.suppress(OSError):  # a read-only home: embedded per process, as before
+        _save_arrays(path, key=np.array(key), vectors=vectors)
+    return vectors

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.cognition.model_cache import fitted_once, load, model_key
-from memory.cognition.typing import Example, TypingModel
+from memory.cognition.model_cache import fitted_once, load, model_key, shipped_vectors
+from memory.cognition.typing import Example, TypingModel, shipped_examples
+from memory.embedders.hashing import HashingEmbedder
 from memory.model import SemanticType
 
 EXAMPLES = [
@@ -77,3 +78,36 @@ def test_an_unwritable_cache_folder_fits_in_each_process_as_before(tmp_path: Pat
     fitted_once(EXAMPLES, fit, blocked)
     assert fit.calls == 2
     assert model.classify("I prefer tea").semantic_type is SemanticType.PREFERENCE
+
+
+class CountingEmbed:
+    """An embedder's ``embed_documents`` stand-in that counts its calls: the hashing embedder's
+    vectors, deterministic as MiniLM's are."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        return HashingEmbedder().embed_documents(texts)
+
+
+def test_the_shipped_examples_are_embedded_once_per_space_and_read_back_after(tmp_path: Path) -> None:
+    embed = CountingEmbed()
+    first = shipped_vectors("space-a", embed, tmp_path)
+    again = shipped_vectors("space-a", embed, tmp_path)
+    assert embed.calls == 1 and first.shape == (len(shipped_examples()), HashingEmbedder().dim)
+    np.testing.assert_array_equal(first, again)
+    shipped_vectors("space-b", embed, tmp_path)  # another embedder's vectors are another file
+    assert embed.calls == 2 and len(list(tmp_path.glob("typing-vectors-*.npz"))) == 2
+
+
+def test_damaged_kept_vectors_are_embedded_again(tmp_path: Path) -> None:
+    embed = CountingEmbed()
+    first = shipped_vectors("space-a", embed, tmp_path)
+    (kept,) = tmp_path.glob("typing-vectors-*.npz")
+    kept.write_bytes(kept.read_bytes()[:100])  # cut short
+    np.testing.assert_array_equal(shipped_vectors("space-a", embed, tmp_path), first)
+    assert embed.calls == 2
+    np.testing.assert_array_equal(shipped_vectors("space-a", embed, tmp_path), first)  # and kept again
+    assert embed.calls == 2
