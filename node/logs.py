@@ -89,11 +89,15 @@ class ShutdownNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith("libp2p"):
             return True
-        error = record.exc_info[1] if record.exc_info else None
-        if error is None or type(error).__name__ != "LifecycleError" or "after service has stopped" not in str(error):
+        # the library's swarm formats the traceback into the message, the error among its arguments
+        # ("[ADDCONN_FAIL] add_conn failed for peer %s: %r\n%s"); elsewhere it may pass exc_info
+        args = record.args if isinstance(record.args, tuple) else ()
+        errors = [record.exc_info[1]] if record.exc_info else [a for a in args if isinstance(a, BaseException)]
+        if not any(type(e).__name__ == "LifecycleError" and "after service has stopped" in str(e) for e in errors):
             return True
+        first_line = record.getMessage().splitlines()[0]
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-        record.msg, record.args = f"{record.getMessage()} (while the host stops)", None
+        record.msg, record.args = f"{first_line} (while the host stops)", None
         record.exc_info, record.exc_text = None, None
         return self._debug
 

@@ -32,12 +32,20 @@ def kept() -> Iterator[Kept]:
         route_library_logs(debug=False)
 
 
-def _connection_closing_with_the_host() -> None:
+def _connection_closing_with_the_host(logger: str = "libp2p.network.swarm") -> None:
+    """As py-libp2p 0.8.1's swarm logs it: the traceback formatted into the message, the error among
+    the arguments, no exc_info (a local run found it in a daemon's log after a filter that looked
+    only at exc_info); and the same with exc_info, as another of its modules might."""
+    import traceback
+
     from libp2p.tools.anyio_service.exceptions import LifecycleError
 
-    error = LifecycleError("Cannot schedule task after service has stopped")
-    logging.getLogger("libp2p.network.swarm").warning("[ADDCONN_FAIL] add_conn failed for peer P: %r", error,
-                                                      exc_info=error)  # fmt: skip
+    try:
+        raise LifecycleError("Cannot schedule task after service has stopped")
+    except LifecycleError as error:
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        logging.getLogger(logger).warning("[ADDCONN_FAIL] add_conn failed for peer %s: %r\n%s", "P", error, text)
+        logging.getLogger(logger).warning("[ADDCONN_FAIL] add_conn failed for peer P: %r", error, exc_info=error)
 
 
 def test_a_connection_that_ends_with_the_host_leaves_no_traceback_and_real_warnings_stay(kept: Kept) -> None:
@@ -51,9 +59,10 @@ def test_a_connection_that_ends_with_the_host_leaves_no_traceback_and_real_warni
 def test_when_debugging_it_is_a_debug_line_without_the_traceback(kept: Kept) -> None:
     route_library_logs(debug=True)
     _connection_closing_with_the_host()
-    (record,) = kept.records
-    assert record.levelno == logging.DEBUG and record.exc_info is None
-    assert "while the host stops" in record.getMessage()
+    assert len(kept.records) == 2
+    for record in kept.records:
+        assert record.levelno == logging.DEBUG and record.exc_info is None
+        assert "while the host stops" in record.getMessage() and "Traceback" not in record.getMessage()
 
 
 def test_a_library_logger_made_after_the_routing_leaves_no_traceback_in_the_daemons_log() -> None:
@@ -70,10 +79,7 @@ def test_a_library_logger_made_after_the_routing_leaves_no_traceback_in_the_daem
         configure_logging("info", stream=out)
         late = logging.getLogger("libp2p.made.after.the.routing")
         late.filters.clear()
-        from libp2p.tools.anyio_service.exceptions import LifecycleError
-
-        error = LifecycleError("Cannot schedule task after service has stopped")
-        late.warning("[ADDCONN_FAIL] add_conn failed for peer P: %r", error, exc_info=error)
+        _connection_closing_with_the_host(late.name)
         late.warning("a warning that matters")
         logging.getLogger("node.test").warning("ours, with its traceback", exc_info=ValueError("kept"))
     finally:
