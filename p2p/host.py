@@ -153,6 +153,16 @@ class P2PHost:
 
         await self._call(learn)
 
+    async def note_relays(self, relay_id: str, peer_ids: list[str]) -> None:
+        """``relay_id`` said it is connected to ``peer_ids``: a request to one of them that cannot dial
+        it directly may go through ``relay_id`` (``Traversal.note_relays``)."""
+
+        async def note() -> None:
+            if self._traversal is not None:
+                self._traversal.note_relays(relay_id, peer_ids)
+
+        await self._call(note)
+
     def dialable_addrs(self) -> list[str]:
         """This host's listen addresses as others can dial them: an unspecified address (0.0.0.0)
         becomes each of the machine's own addresses."""

@@ -59,9 +59,9 @@ def encode(peers: Iterable[KnownPeer]) -> bytes:
     """A sample as the wire carries it: at most ``MAX_SAMPLE`` peers, each with its dialable addresses."""
     rows = []
     for peer in list(peers)[:MAX_SAMPLE]:
-        addrs = list(_dialable_parts(peer.addrs))[:MAX_ADDRS]
-        if addrs:
-            rows.append({"peer_id": peer.peer_id, "addrs": addrs})
+        # one without a dialable address (behind a NAT) is named too: the asker learns that this
+        # node is connected to it, so may relay to it
+        rows.append({"peer_id": peer.peer_id, "addrs": list(_dialable_parts(peer.addrs))[:MAX_ADDRS]})
     return json.dumps({"peers": rows}, separators=(",", ":")).encode()
 
 
@@ -226,6 +226,8 @@ class PeerDiscovery:
         before = len(self.store)
         self.store.learn(p for p in sample if p.peer_id != self._me)
         self.learned += max(0, len(self.store) - before)
+        # the neighbour is connected to each: a way to one behind a NAT that holds a slot there
+        await self._host.note_relays(neighbour, [p.peer_id for p in sample if p.peer_id != self._me])
 
     async def _dial(self, peer: KnownPeer) -> bool:
         for addr in peer.addrs:

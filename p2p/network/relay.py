@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +40,39 @@ class RelaySettings:
     circuit_bytes: int = 1 << 20
     reachability: Literal["auto", "public", "private"] = "auto"
     check_s: float = 300.0  # how often reachability is asked again, and reservations renewed
+
+
+MAX_NOTED_PEERS = 1_000
+MAX_RELAYS_A_PEER = 4
+
+
+class RelayBook:
+    """Through whom each peer may be reached: the peers that said they are connected to it (a peer
+    exchange's answer), the latest first. Bounded: ``MAX_NOTED_PEERS`` peers of ``MAX_RELAYS_A_PEER``
+    each, the least recently told of forgotten first. A relay that lies costs a failed circuit,
+    never a message: noise proves the far end's peer id through it."""
+
+    def __init__(self, peers: int = MAX_NOTED_PEERS, per_peer: int = MAX_RELAYS_A_PEER) -> None:
+        self._limit, self._per_peer = peers, per_peer
+        self._relays: dict[str, list[str]] = {}
+
+    def note(self, relay: str, peers: Iterable[str]) -> None:
+        for peer in peers:
+            if peer == relay:
+                continue
+            known = self._relays.pop(peer, [])
+            self._relays[peer] = [relay, *(r for r in known if r != relay)][: self._per_peer]
+        while len(self._relays) > self._limit:
+            del self._relays[next(iter(self._relays))]
+
+    def relays_for(self, peer: str) -> list[str]:
+        return list(self._relays.get(peer, []))
+
+    def latest(self, count: int) -> dict[str, list[str]]:
+        return {peer: list(relays) for peer, relays in list(self._relays.items())[-count:]}
+
+    def __len__(self) -> int:
+        return len(self._relays)
 
 
 class Traversal:
@@ -74,6 +107,8 @@ class Traversal:
         self.reachability: Reachability = "unknown" if settings.reachability == "auto" else settings.reachability
         self.reserved: dict[str, int] = {}  # relay peer id -> reservation expiry (unix s)
         self.refused_by: set[str] = set()  # relays that would not give us a slot when last asked
+        # a peer behind a NAT holds its slot on a relay of its own, which may be none of ours
+        self.relay_book = RelayBook()
 
     @contextlib.asynccontextmanager
     async def running(self, nursery: trio.Nursery) -> AsyncIterator[None]:
@@ -93,6 +128,8 @@ class Traversal:
             "refused_by": sorted(self.refused_by),
             # hole punches (DCUtR) tried over the relayed connections open now
             "hole_punches_tried": sum(self._dcutr._hole_punch_attempts.values()),
+            # through whom a peer may be reached when it cannot be dialled (the latest 32 told of)
+            "relays_for": self.relay_book.latest(32),
         }
 
     def is_relayed(self, peer: Any) -> bool:
@@ -100,13 +137,31 @@ class Traversal:
         connections = self._host.get_network().get_connections(peer)
         return bool(connections) and all(_through_relay(c) for c in connections)
 
+    def note_relays(self, relay: str, peers: Iterable[str]) -> None:
+        self.relay_book.note(relay, peers)
+
+    def _noted_relays(self, peer: Any) -> list[Any]:
+        from libp2p.peer.id import ID
+        from libp2p.peer.peerinfo import PeerInfo
+
+        infos = []
+        for relay in self.relay_book.relays_for(str(peer)):
+            relay_id = ID.from_base58(relay)
+            with contextlib.suppress(Exception):  # PeerStoreError: no address of it known any more
+                infos.append(PeerInfo(relay_id, self._host.get_peerstore().addrs(relay_id)))
+        return infos
+
     async def dial_through_relays(self, peer: Any) -> bool:
-        """Open a circuit to ``peer`` through a relay we reserved on, then any other candidate; True
-        when one connected."""
-        relays = sorted(self._candidates(), key=lambda info: str(info.peer_id) not in self.reserved)
+        """Open a circuit to ``peer`` through a relay we reserved on, then one that told us it is
+        connected to ``peer`` (its own relay, maybe), then any other candidate; True when one
+        connected."""
+        ours = sorted(self._candidates(), key=lambda info: str(info.peer_id) not in self.reserved)
+        reserved = [info for info in ours if str(info.peer_id) in self.reserved]
+        relays, tried = [*reserved, *self._noted_relays(peer), *ours], set()
         for relay in relays:
-            if relay.peer_id == peer or not relay.addrs:
+            if relay.peer_id == peer or not relay.addrs or relay.peer_id in tried:
                 continue
+            tried.add(relay.peer_id)
             circuit = multiaddr.Multiaddr(f"{relay.addrs[0]}/p2p/{relay.peer_id}/p2p-circuit/p2p/{peer}")
             try:
                 with trio.fail_after(15):

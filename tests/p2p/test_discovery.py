@@ -33,7 +33,12 @@ def test_a_sample_round_trips_without_undialable_addresses_or_peer_id_suffixes()
     peers = [KnownPeer(PEER, ("/ip4/0.0.0.0/tcp/4001", f"/ip4/10.0.0.5/tcp/4001/p2p/{PEER}", "/ip4/1.2.3.4/tcp/9"), 1)]
     (back,) = decode(encode(peers), 7)
     assert back == KnownPeer(PEER, ("/ip4/10.0.0.5/tcp/4001", "/ip4/1.2.3.4/tcp/9"), 7)
-    assert decode(encode([KnownPeer(PEER, ("/ip4/0.0.0.0/tcp/1",), 1)]), 7) == []  # nothing dialable: left out
+    # nothing dialable (behind a NAT): named without addresses, so the asker learns who is connected
+    # to it (a relay to it), and the store does not keep it
+    assert decode(encode([KnownPeer(PEER, ("/ip4/0.0.0.0/tcp/1",), 1)]), 7) == [KnownPeer(PEER, (), 7)]
+    store = PeerStore(None, 10)
+    store.learn([KnownPeer(PEER, (), 7)])
+    assert len(store) == 0
     assert (
         len(decode(encode([KnownPeer(f"{PEER}{i}", ("/ip4/1.2.3.4/tcp/9",), 1) for i in range(99)]), 1)) == MAX_SAMPLE
     )

@@ -1,8 +1,10 @@
-"""Two edges behind separate real NATs (Linux network namespaces, iptables masquerade) that know only
-a public node's address find each other and trade (issue 31): each learns from AutoNAT that it is
-not reachable and reserves a slot on the public node's relay; the seller's listing reaches the
-buyer by gossip through the public node; the buyer's purchase opens a circuit through the relay to
-the seller, and settles on a chain in the public namespace. `peers` says the connection is relayed.
+"""Two edges behind separate real NATs (Linux network namespaces, iptables masquerade), each knowing
+only one public node's address, a different one, find each other and trade (issue 31): each learns
+from AutoNAT that it is not reachable and reserves a slot on the public node it knows, which
+relays; the seller's listing reaches the buyer by gossip through both public nodes; the buyer learns
+by peer exchange which node the seller is connected to, and its purchase opens a circuit to the
+seller through the seller's own relay, one the buyer was never configured with; it settles on a
+chain in the public namespace. `peers` says the connection is relayed.
 """
 
 from __future__ import annotations
@@ -80,25 +82,33 @@ def test_two_edges_behind_separate_nats_find_each_other_through_a_public_node_an
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
     with nat_lab(edges=2) as lab, public_chain(lab) as chain:
-        base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", **chain)
-        public = Node(tmp_path, "public", dict(base, BITTERBOT_P2P__LISTEN=f'["/ip4/{PUBLIC_IP}/tcp/4001"]',
-                                               BITTERBOT_P2P__RELAY_SERVICE="true",
-                                               BITTERBOT_P2P__REACHABILITY="public"),
+        base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1",
+                         BITTERBOT_P2P__DISCOVER_S="2", **chain)  # fmt: skip
+        relaying = dict(base, BITTERBOT_P2P__RELAY_SERVICE="true", BITTERBOT_P2P__REACHABILITY="public")
+        public = Node(tmp_path, "public", dict(relaying, BITTERBOT_P2P__LISTEN=f'["/ip4/{PUBLIC_IP}/tcp/4001"]'),
                       inside=NatLab.inside(lab.public))  # fmt: skip
         nodes = [public]
         public.start()
         try:
-            bootstrap = json.dumps([public.address()])  # all an edge knows of the network
-            edge_env = dict(base, BITTERBOT_P2P__LISTEN='["/ip4/0.0.0.0/tcp/4001"]', BITTERBOT_P2P__BOOTSTRAP=bootstrap)
-            seller = Node(tmp_path, "seller", dict(edge_env), inside=NatLab.inside(lab.edges[0]))
-            buyer = Node(tmp_path, "buyer", dict(edge_env), inside=NatLab.inside(lab.edges[1]))
+            relay = Node(tmp_path, "relay", dict(relaying, BITTERBOT_P2P__LISTEN=f'["/ip4/{PUBLIC_IP}/tcp/4002"]',
+                                                 BITTERBOT_P2P__BOOTSTRAP=json.dumps([public.address()])),
+                         inside=NatLab.inside(lab.public))  # fmt: skip
+            relay.start()
+            nodes.append(relay)
+            edge_env = dict(base, BITTERBOT_P2P__LISTEN='["/ip4/0.0.0.0/tcp/4001"]')
+            # all an edge knows of the network: one public node, not the same one
+            seller = Node(tmp_path, "seller", dict(edge_env, BITTERBOT_P2P__BOOTSTRAP=json.dumps([relay.address()])),
+                          inside=NatLab.inside(lab.edges[0]))  # fmt: skip
+            buyer = Node(tmp_path, "buyer", dict(edge_env, BITTERBOT_P2P__BOOTSTRAP=json.dumps([public.address()])),
+                         inside=NatLab.inside(lab.edges[1]))  # fmt: skip
             for edge in (seller, buyer):
                 edge.start()
                 nodes.append(edge)
             public_id = public.json("status")["identity"]["peer_id"]
-            for edge in (seller, buyer):
+            relay_id = relay.json("status")["identity"]["peer_id"]
+            for edge, slot in ((seller, relay_id), (buyer, public_id)):
                 nat = wait_for(lambda: _reserved(edge), 90, "a relay slot", nodes)  # noqa: B023 - used at once
-                assert nat["reachability"] == "private" and nat["reserved_on"] == [public_id]
+                assert nat["reachability"] == "private" and nat["reserved_on"] == [slot]
             assert _nat(public)["reachability"] == "public" and _nat(public)["relay_service"] is True
 
             crystal = seller.json("memory", "add", SKILL, "--type", "skill", "--scope", "shared")["crystal"]["id"]
@@ -109,13 +119,17 @@ def test_two_edges_behind_separate_nats_find_each_other_through_a_public_node_an
                 lambda: _listed(buyer, skill_id), 60, "the listing to reach the buyer through the public node", nodes
             )
             assert buyer.cli("wallet", "fund", "1").returncode == 0
+            seller_id = seller.json("status")["identity"]["peer_id"]
+            # the buyer's relay holds no slot of the seller's: it learns, by asking its neighbours,
+            # who is connected to the seller
+            wait_for(lambda: relay_id in _nat(buyer).get("relays_for", {}).get(seller_id, []), 60,
+                     "the buyer to learn that the seller's relay is connected to it", nodes)  # fmt: skip
             started = time.monotonic()
             bought = buyer.json("skills", "buy", skill_id, "--max-price", "1")
             assert bought["state"] == "completed", bought
             assert buyer.json("memory", "show", bought["crystal_id"])["crystal"]["text"] == SKILL
-            print(f"purchase through the relay: {time.monotonic() - started:.1f} s")
+            print(f"purchase through the seller's relay: {time.monotonic() - started:.1f} s")
 
-            seller_id = seller.json("status")["identity"]["peer_id"]
             # Both ends try to punch through (DCUtR) over the relayed connection; these NATs do not let
             # a TCP punch through (the observed port is not the one the NAT mapped): it stays relayed.
             wait_for(lambda: _punch_tried(buyer) and _punch_tried(seller), 60, "a hole punch to be tried", nodes)
