@@ -98,8 +98,9 @@ def test_the_readme_walkthrough_works_as_written(tmp_path: Path) -> None:
 def test_the_readme_walkthrough_works_with_each_node_in_256_mb_and_one_cpu(tmp_path: Path) -> None:
     """Issue 31: a node on a small edge machine. Each node (its daemon, the daemon's embedding
     worker, and the CLI calls naming its data dir) runs in a control group of 256 MB and one CPU,
-    as on a machine of its own; anvil and `chain deploy` run outside. Both edges embed with MiniLM
-    (the seller its skill, the buyer what it bought)."""
+    as on a machine of its own; anvil and `chain deploy` run outside. The seller embeds its skill
+    with MiniLM (its worker started in its group: the node that needs the most); neither edge is
+    left with anything to embed."""
     why_not = small_machines.unavailable()
     if why_not:
         pytest.skip(why_not)

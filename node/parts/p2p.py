@@ -144,6 +144,7 @@ class P2PPart:
                     circuit_s=cfg.relay_circuit_s,
                     circuit_bytes=cfg.relay_circuit_bytes,
                     reachability=cfg.reachability,
+                    noted_peers=cfg.peer_store_size,
                 ),
                 limits=ConnectionBounds(
                     max_connections=cfg.max_connections,

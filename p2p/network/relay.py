@@ -40,6 +40,7 @@ class RelaySettings:
     circuit_bytes: int = 1 << 20
     reachability: Literal["auto", "public", "private"] = "auto"
     check_s: float = 300.0  # how often reachability is asked again, and reservations renewed
+    noted_peers: int = 1_000  # peers whose relays are remembered (``RelayBook``; [p2p] peer_store_size)
 
 
 MAX_NOTED_PEERS = 1_000
@@ -48,8 +49,8 @@ MAX_RELAYS_A_PEER = 4
 
 class RelayBook:
     """Through whom each peer may be reached: the peers that said they are connected to it (a peer
-    exchange's answer), the latest first. Bounded: ``MAX_NOTED_PEERS`` peers of ``MAX_RELAYS_A_PEER``
-    each, the least recently told of forgotten first. A relay that lies costs a failed circuit,
+    exchange's answer), the latest first. Bounded: ``peers`` peers (``[p2p] peer_store_size``) of
+    ``per_peer`` each, the least recently told of forgotten first. A relay that lies costs a failed circuit,
     never a message: noise proves the far end's peer id through it."""
 
     def __init__(self, peers: int = MAX_NOTED_PEERS, per_peer: int = MAX_RELAYS_A_PEER) -> None:
@@ -108,7 +109,7 @@ class Traversal:
         self.reserved: dict[str, int] = {}  # relay peer id -> reservation expiry (unix s)
         self.refused_by: set[str] = set()  # relays that would not give us a slot when last asked
         # a peer behind a NAT holds its slot on a relay of its own, which may be none of ours
-        self.relay_book = RelayBook()
+        self.relay_book = RelayBook(settings.noted_peers)
 
     @contextlib.asynccontextmanager
     async def running(self, nursery: trio.Nursery) -> AsyncIterator[None]:
@@ -146,8 +147,8 @@ class Traversal:
 
         infos = []
         for relay in self.relay_book.relays_for(str(peer)):
-            relay_id = ID.from_base58(relay)
             with contextlib.suppress(Exception):  # PeerStoreError: no address of it known any more
+                relay_id = ID.from_base58(relay)
                 infos.append(PeerInfo(relay_id, self._host.get_peerstore().addrs(relay_id)))
         return infos
 
