@@ -63,8 +63,8 @@ def configure_logging(
     logger prefix (``{"node.p2p": "debug", "memory": "warning"}``) over the overall one."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
-    # also on the handler: a logger's filter misses records of loggers made after the routing (one
-    # still reached a daemon's log at SIGTERM in a local run after f602220), the handler's sees all
+    # on the handler, not on each library logger: a logger's filter misses the records of loggers
+    # made after the routing, the handler's sees every record that reaches the log
     handler.addFilter(ShutdownNoise(level == "debug"))
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -109,9 +109,6 @@ def route_library_logs(*, debug: bool) -> None:
     libp2p = logging.getLogger("libp2p")
     libp2p.propagate = True
     libp2p.setLevel(level)
-    for name in ["libp2p", *(n for n in list(logging.root.manager.loggerDict) if n.startswith("libp2p."))]:
-        library_logger = logging.getLogger(name)
-        library_logger.setLevel(level)  # some of its modules set a level of their own
-        for old in [f for f in library_logger.filters if isinstance(f, ShutdownNoise)]:
-            library_logger.removeFilter(old)
-        library_logger.addFilter(ShutdownNoise(debug))
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("libp2p."):  # some of its modules set a level of their own
+            logging.getLogger(name).setLevel(level)

@@ -1,4 +1,5 @@
-"""py-libp2p's log records as the daemon routes them (node.logs.route_library_logs)."""
+"""py-libp2p's log records as the daemon routes them (node.logs.route_library_logs) to its handler,
+which filters its shutdown noise (node.logs.ShutdownNoise, put there by configure_logging)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from node.logs import route_library_logs
+from node.logs import ShutdownNoise, route_library_logs
 
 
 class Kept(logging.Handler):
@@ -51,6 +52,7 @@ def _connection_closing_with_the_host(logger: str = "libp2p.network.swarm") -> N
 def test_a_connection_that_ends_with_the_host_leaves_no_traceback_and_real_warnings_stay(kept: Kept) -> None:
     """Found at a daemon's SIGTERM (CI at a18d4dc): the library's warning carried a traceback."""
     route_library_logs(debug=False)
+    kept.addFilter(ShutdownNoise(debug=False))  # as configure_logging puts it on the daemon's handler
     _connection_closing_with_the_host()
     logging.getLogger("libp2p.network.swarm").warning("a warning that matters")
     assert [r.getMessage() for r in kept.records] == ["a warning that matters"]
@@ -58,6 +60,7 @@ def test_a_connection_that_ends_with_the_host_leaves_no_traceback_and_real_warni
 
 def test_when_debugging_it_is_a_debug_line_without_the_traceback(kept: Kept) -> None:
     route_library_logs(debug=True)
+    kept.addFilter(ShutdownNoise(debug=True))
     _connection_closing_with_the_host()
     assert len(kept.records) == 2
     for record in kept.records:
@@ -66,8 +69,9 @@ def test_when_debugging_it_is_a_debug_line_without_the_traceback(kept: Kept) -> 
 
 
 def test_a_library_logger_made_after_the_routing_leaves_no_traceback_in_the_daemons_log() -> None:
-    """A local run after f602220: the record still reached a daemon's log at SIGTERM. The daemon's
-    handler filters too, so a logger the routing never saw is covered."""
+    """A local run after f602220, which filtered on each library logger: the record of a logger made
+    later still reached a daemon's log at SIGTERM. The daemon's handler filters, so every logger is
+    covered."""
     import io
 
     from node.logs import configure_logging
@@ -78,7 +82,6 @@ def test_a_library_logger_made_after_the_routing_leaves_no_traceback_in_the_daem
     try:
         configure_logging("info", stream=out)
         late = logging.getLogger("libp2p.made.after.the.routing")
-        late.filters.clear()
         _connection_closing_with_the_host(late.name)
         late.warning("a warning that matters")
         logging.getLogger("node.test").warning("ours, with its traceback", exc_info=ValueError("kept"))
