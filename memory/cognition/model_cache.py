@@ -28,10 +28,6 @@ from memory.cognition import typing as typing_module
 from memory.cognition.typing import Example, TypingModel, shipped_examples
 
 
-def cache_folder() -> Path:
-    return user_cache_folder()
-
-
 def model_key(examples: Sequence[Example]) -> str:
     """What the fitted weights depend on: the examples, and the code that turns them into weights."""
     digest = hashlib.sha256(Path(typing_module.__file__).read_bytes())
@@ -40,16 +36,25 @@ def model_key(examples: Sequence[Example]) -> str:
     return digest.hexdigest()
 
 
-def load(path: Path, key: str) -> TypingModel | None:
-    """The model kept at ``path`` under ``key``; None when absent, damaged or of another key."""
+def _load_arrays(path: Path, key: str, names: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """The arrays ``names`` kept at ``path`` under ``key``; None when absent, damaged or of another key.
+    Nothing in the file is executed: pickling refused."""
     try:
         with np.load(path, allow_pickle=False) as kept:
             if str(kept["key"]) != key:
                 return None
-            vocabulary = {str(name): index for index, name in enumerate(kept["vocabulary"])}
-            weights, bias = kept["weights"], kept["bias"]
+            return {name: kept[name] for name in names}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
+
+
+def load(path: Path, key: str) -> TypingModel | None:
+    """The model kept at ``path`` under ``key``; None when absent, damaged or of another key."""
+    kept = _load_arrays(path, key, ("vocabulary", "weights", "bias"))
+    if kept is None:
+        return None
+    vocabulary = {str(name): index for index, name in enumerate(kept["vocabulary"])}
+    weights, bias = kept["weights"], kept["bias"]
     if weights.shape != (len(vocabulary), bias.shape[0]):
         return None
     return TypingModel(vocabulary, weights, bias)
@@ -79,7 +84,7 @@ def fitted_once(examples: Sequence[Example], fit: Callable[[Sequence[Example]], 
                 folder: Path | None = None) -> TypingModel:  # fmt: skip
     """The model of ``examples``: read from the cache when it holds it, else fitted and kept there."""
     key = model_key(examples)
-    path = (folder or cache_folder()) / f"typing-{key[:32]}.npz"
+    path = (folder or user_cache_folder()) / f"typing-{key[:32]}.npz"
     kept = load(path, key)
     if kept is not None:
         return kept
@@ -105,13 +110,10 @@ def shipped_vectors(space: str, embed: Callable[[Sequence[str]], np.ndarray], fo
     for text in texts:
         digest.update(b"\0" + text.encode())
     key = digest.hexdigest()
-    path = (folder or cache_folder()) / f"typing-vectors-{key[:32]}.npz"
-    try:
-        with np.load(path, allow_pickle=False) as kept:
-            if str(kept["key"]) == key and kept["vectors"].shape[0] == len(texts) and kept["vectors"].ndim == 2:
-                return np.asarray(kept["vectors"], dtype=np.float32)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        pass
+    path = (folder or user_cache_folder()) / f"typing-vectors-{key[:32]}.npz"
+    kept = _load_arrays(path, key, ("vectors",))
+    if kept is not None and kept["vectors"].ndim == 2 and kept["vectors"].shape[0] == len(texts):
+        return np.asarray(kept["vectors"], dtype=np.float32)
     vectors = np.asarray(embed(texts), dtype=np.float32)
     with contextlib.suppress(OSError):  # a read-only home: embedded per process, as before
         _save_arrays(path, key=np.array(key), vectors=vectors)

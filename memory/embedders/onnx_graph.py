@@ -219,10 +219,10 @@ def dequantized(q: np.ndarray, scale: np.ndarray) -> Iterator[np.ndarray]:
     """``Mul(Cast(q), scale)`` as float32, element for element, a block of rows at a time: the word
     table alone is 47 MB as floats, and folding it whole held it twice at once."""
     scales = np.broadcast_to(scale, q.shape)  # a view: no copy
-    rows = max(1, BLOCK_BYTES // max(1, 4 * (q.size // max(1, q.shape[0])))) if q.ndim else 1
     if q.ndim == 0:
         yield q.astype(np.float32) * scales
         return
+    rows = max(1, BLOCK_BYTES // (4 * max(1, math.prod(q.shape[1:]))))
     for start in range(0, q.shape[0], rows):
         yield q[start : start + rows].astype(np.float32) * scales[start : start + rows]
 
