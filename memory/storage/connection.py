@@ -9,6 +9,7 @@ connections: WAL lets them read while the writer writes.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 import aiosqlite
 import sqlean
 import sqlite_vec
+
+_log = logging.getLogger("memory.store")
 
 BUSY_TIMEOUT_MS = 10_000
 #: Below SQLite's default limit of bound parameters per statement, with room to spare.
@@ -86,3 +89,25 @@ async def sync_wal(db_path: Path) -> None:
             os.close(fd)
 
     await asyncio.to_thread(sync)
+
+
+async def close_connections(readers: Sequence[aiosqlite.Connection], writer: aiosqlite.Connection) -> None:
+    """Close a store's connections, each even if another fails (one left open keeps its thread and
+    the process alive, issue 32's hang on Ctrl-C), folding the WAL into the file on the way.
+
+    The readers first: a read whose caller was cancelled (a search whose embedder failed, a client
+    gone) still runs in its reader's thread, and aiosqlite keeps its cursor until that thread's next
+    call, holding a read transaction the checkpoint would wait on for the whole busy timeout (10 s)
+    and then give up."""
+    try:
+        for conn in readers:
+            await conn.close()
+    finally:
+        try:  # Ctrl-C can leave "database table is locked": the next open folds the WAL
+            rows = await writer.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+            if any(row[0] for row in rows):  # busy: a reader held on past the busy timeout
+                _log.warning("memory store closed with the WAL not folded (a read was still open)")
+        except sqlean.Error as exc:
+            _log.warning("memory store closed without a checkpoint: %s", exc)
+        finally:
+            await writer.close()

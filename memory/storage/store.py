@@ -28,7 +28,7 @@ from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
 from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
 from memory.storage.access import AccessCounter
-from memory.storage.connection import open_connection, sync_wal
+from memory.storage.connection import close_connections, open_connection, sync_wal
 from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
 from memory.storage.migrations import SchemaSet, migrate_all
@@ -161,13 +161,7 @@ class MemoryStore:
         await self._accesses.close()
         self._closed = True
         async with self._write_lock:
-            try:  # Ctrl-C can leave "database table is locked": the next open folds the WAL
-                await self.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlean.Error as exc:
-                _log.warning("memory store closed without a checkpoint: %s", exc)
-            finally:
-                for conn in (*self._readers, self.writer):
-                    await conn.close()
+            await close_connections(self._readers, self.writer)
 
     def reader(self) -> aiosqlite.Connection:
         if self._closed:
