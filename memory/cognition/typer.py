@@ -17,7 +17,7 @@ import numpy as np
 
 from memory.cognition.epistemic import layer_for
 from memory.cognition.llm_typer import LlmTyper
-from memory.cognition.model_cache import shipped_model, shipped_vectors
+from memory.cognition.model_cache import meaning_model, shipped_model, shipped_vectors
 from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples
 from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.governance.rules import classify_sensitivity
@@ -153,13 +153,13 @@ class Typer:
 
     def vector_model(self, space: str, embed: Callable[[Sequence[str]], Any]) -> VectorTypingModel:
         """The model of meaning for vectors of ``space``, fitted on the shipped examples and the
-        corrections embedded with ``embed`` (the examples' vectors kept between processes; the fit ~0.2 s)."""
+        corrections embedded with ``embed`` (the examples' vectors and the fit kept between processes)."""
         if self._vectors is None or self._vectors[0] != space:
             corrections = [Example(t, s, CORRECTION_WEIGHT) for t, s in self._corrections]
             vectors = shipped_vectors(space, embed)  # kept between processes (model_cache)
             if corrections:
                 vectors = np.vstack([vectors, np.asarray(embed([e.text for e in corrections]), dtype=np.float32)])
-            self._vectors = (space, VectorTypingModel.fit(vectors, shipped_examples() + corrections))
+            self._vectors = (space, meaning_model(space, vectors, shipped_examples() + corrections))
         return self._vectors[1]
 
     def refine(self, text: str, vector: Any, model: VectorTypingModel) -> Guess:

@@ -31,6 +31,10 @@ class VectorTypingModel:
         self._weights = weights
         self._bias = bias
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The weights and the bias, as ``__init__`` takes them (to keep them between processes)."""
+        return self._weights, self._bias
+
     @property
     def dimensions(self) -> int:
         return int(self._weights.shape[0])

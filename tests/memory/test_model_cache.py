@@ -1,14 +1,18 @@
-"""The fitted word-typing model kept between processes (memory.cognition.model_cache)."""
+"""The fitted typing models and the examples' vectors kept between processes (memory.cognition.model_cache)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
-from memory.cognition.model_cache import fitted_once, load, model_key, shipped_vectors
+from memory.cognition.model_cache import fitted_once, load, meaning_model, model_key, shipped_vectors
 from memory.cognition.typing import Example, TypingModel, shipped_examples
+from memory.cognition.vector_typing import VectorTypingModel
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import SemanticType
 
@@ -111,3 +115,39 @@ def test_damaged_kept_vectors_are_embedded_again(tmp_path: Path) -> None:
     assert embed.calls == 2
     np.testing.assert_array_equal(shipped_vectors("space-a", embed, tmp_path), first)  # and kept again
     assert embed.calls == 2
+
+
+def test_the_model_of_meaning_is_fitted_once_per_set_of_examples_and_read_back_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    examples = shipped_examples()
+    vectors = shipped_vectors("space-a", CountingEmbed(), tmp_path)
+    fits: list[int] = []
+    real_fit = VectorTypingModel.fit
+
+    def counting_fit(*args: Any, **kwargs: Any) -> VectorTypingModel:
+        fits.append(1)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(VectorTypingModel, "fit", counting_fit)
+    first = meaning_model("space-a", vectors, examples, tmp_path)
+    again = meaning_model("space-a", vectors, examples, tmp_path)
+    assert len(fits) == 1
+    for a, b in zip(first.arrays(), again.arrays(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    probe = vectors[:5]
+    np.testing.assert_array_equal(first.log_probs(probe), real_fit(vectors, examples).log_probs(probe))
+
+    # A correction changes the examples: fitted again, and that fit replaces the kept one.
+    corrected = [*examples, Example("Invoices go out on the 3rd", SemanticType.TASK_PATTERN, 3.0)]
+    more = np.vstack([vectors, vectors[:1]])
+    meaning_model("space-a", more, corrected, tmp_path)
+    assert len(fits) == 2 and len(list(tmp_path.glob("typing-meaning-*.npz"))) == 1
+    meaning_model("space-a", vectors, [*examples[:-1], replace(examples[-1], weight=2.0)], tmp_path)
+    assert len(fits) == 3  # another weight is another fit
+
+    # Damaged: fitted again, the same weights.
+    (kept,) = tmp_path.glob("typing-meaning-*.npz")
+    kept.write_bytes(kept.read_bytes()[:100])
+    np.testing.assert_array_equal(meaning_model("space-a", vectors, examples, tmp_path).arrays()[0], first.arrays()[0])
+    assert len(fits) == 4
