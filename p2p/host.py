@@ -33,6 +33,7 @@ from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, RequestFailed
 from p2p.framing import read_frame, write_frame
 from p2p.network.bounds import ConnectionBounds
+from p2p.network.reach import reach
 from p2p.network.relay import RelaySettings, Traversal
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
@@ -217,20 +218,15 @@ class P2PHost:
         from libp2p.peer.id import ID
 
         async def open_stream(peer: Any) -> Any:
+            if not self._host.get_network().get_connections(peer):
+                await reach(self._host, self._traversal, peer)  # directly, or through a relay beside
             try:
                 return await self._host.new_stream(peer, [TProtocol(protocol)])
             except Exception:  # noqa: BLE001 - a connection left from before the peer restarted: redial once
-                from libp2p.peer.peerinfo import PeerInfo
-
                 with contextlib.suppress(Exception):
                     await self._host.disconnect(peer)
                 self._host.get_network().unblock_peer(peer)  # its old address failing must not block the new one
-                try:
-                    with trio.fail_after(10):
-                        await self._host.connect(PeerInfo(peer, self._host.get_peerstore().addrs(peer)))
-                except Exception:  # no address of it answers: it is behind a NAT, so through a relay
-                    if self._traversal is None or not await self._traversal.dial_through_relays(peer):
-                        raise
+                await reach(self._host, self._traversal, peer)
                 return await self._host.new_stream(peer, [TProtocol(protocol)])
 
         async def exchange() -> bytes:
@@ -276,6 +272,7 @@ class P2PHost:
         from libp2p.tools.anyio_service import background_trio_service
 
         from p2p.gossip_records import install as verify_each_peer_record_once
+        from p2p.network.addresses import advertised
         from p2p.network.resources import BoundedResources, connection_config
         from p2p.pubsub_teardown import TolerantPubsub
 
@@ -290,6 +287,7 @@ class P2PHost:
             # Noise only: the library's default list also offers plaintext and secio.
             sec_opt={NOISE_ID: NoiseTransport(key_pair, noise_privkey=x25519_key_pair().private_key)},
             listen_addrs=listen,
+            addrs_factory=advertised,  # 0.0.0.0 told as this machine's addresses, never as itself
             enable_mDNS=s.mdns,
             connection_config=connection_config(s.limits),
             resource_manager=resources,

@@ -4,6 +4,13 @@ One namespace is the public internet with a public host in it (10.1.0.1). Each e
 LAN (192.168.<i>.2) behind a router namespace that masquerades (iptables) onto the public side
 (10.<i>.0.2): an edge can dial the public host, but nothing outside its LAN can dial the edge.
 Every namespace has its own loopback, so a daemon's local API in one is unseen from the others.
+
+Two kinds of router, as found on home and carrier networks:
+- ``home``: an outgoing connection keeps its source port where it can (Linux masquerade), and an
+  unsolicited packet from outside is dropped without an answer, as most home routers do. Two edges
+  behind such NATs can punch through to each other.
+- ``symmetric``: each outgoing connection gets a random port (masquerade ``--random-fully``), so the
+  port a peer saw on one connection is not the one the next leaves from: no punch gets through.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 PUBLIC_IP = "10.1.0.1"
@@ -49,21 +56,30 @@ def unavailable() -> str | None:
         nat = _run(probe, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "lo", "-j", "MASQUERADE", check=False)
         if nat.returncode != 0:
             return f"this kernel has no NAT for iptables: {nat.stderr.strip()}"
+        for rule in (["-t", "nat", "-A", "POSTROUTING", "-o", "lo", "-j", "MASQUERADE", "--random-fully"],
+                     ["-A", "INPUT", "-i", "lo", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"]):  # fmt: skip
+            made_rule = _run(probe, "iptables", *rule, check=False)
+            if made_rule.returncode != 0:
+                return f"this iptables cannot build the test's routers ({' '.join(rule)}): {made_rule.stderr.strip()}"
     finally:
         subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
 
 
+NAT_KINDS = ("home", "symmetric")
+
+
 @contextlib.contextmanager
-def nat_lab(edges: int = 2) -> Iterator[NatLab]:
-    """A public namespace and ``edges`` edges, each behind its own masquerading router; every
-    process left in them is killed and the namespaces deleted at the end."""
+def nat_lab(kinds: Sequence[str] = ("home", "home")) -> Iterator[NatLab]:
+    """A public namespace and an edge per item of ``kinds``, each behind its own router of that
+    kind; every process left in them is killed and the namespaces deleted at the end."""
+    assert set(kinds) <= set(NAT_KINDS), kinds
     tag = uuid.uuid4().hex[:5]
     lab = NatLab(public=f"bbpub{tag}")
     try:
         _namespace(lab.public)
         _sysctl(lab.public, "net.ipv4.ip_forward=1")
-        for i in range(1, edges + 1):
+        for i, kind in enumerate(kinds, start=1):
             router, edge = f"bbnat{i}{tag}", f"bbedge{i}{tag}"
             lab.routers.append(router)
             lab.edges.append(edge)
@@ -73,7 +89,12 @@ def nat_lab(edges: int = 2) -> Iterator[NatLab]:
             _link(router, f"l{i}{tag}", f"192.168.{i}.1/24", edge, f"e{i}{tag}", f"192.168.{i}.2/24")
             _sysctl(router, "net.ipv4.ip_forward=1")
             _run(router, "ip", "route", "add", "default", "via", f"10.{i}.0.1")
-            _run(router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", f"w{i}{tag}", "-j", "MASQUERADE")
+            wan = f"w{i}{tag}"
+            ports = ["--random-fully"] if kind == "symmetric" else []
+            _run(router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan, "-j", "MASQUERADE", *ports)
+            for chain in ("INPUT", "FORWARD"):  # unsolicited from outside: dropped, no reset sent back
+                _run(router, "iptables", "-A", chain, "-i", wan, "-m", "conntrack", "--ctstate", "NEW,INVALID",
+                     "-j", "DROP")  # fmt: skip
             _run(edge, "ip", "route", "add", "default", "via", f"192.168.{i}.1")
         yield lab
     finally:

@@ -37,6 +37,7 @@ MAX_ADDRS = 8
 MAX_ADDR_CHARS = 256
 MAX_ANSWER_BYTES = 32_768
 ASK_INTERVAL_MS = 10_000  # a peer is answered at most this often
+ASKS_PER_ROUND = 3  # neighbours asked in a round below the target number of connections
 UNDIALABLE = ("/ip4/0.0.0.0/", "/ip6/::/")
 
 
@@ -209,11 +210,15 @@ class PeerDiscovery:
         if wanted <= 0:
             self.store.save()
             return
-        if snaps:
-            await self._ask(self._rng.choice(snaps).peer_id, now)
-        for peer in self.store.candidates(connected | {self._me}, wanted):
-            if await self._dial(peer):
-                self.dialled += 1
+        # A few neighbours at once: which of them is connected to a peer behind a NAT (its relay)
+        # is learnt only by asking that one, and one random neighbour a round took a minute to.
+        asked = self._rng.sample(snaps, min(ASKS_PER_ROUND, len(snaps)))
+        await asyncio.gather(*(self._ask(s.peer_id, now) for s in asked))
+        # Side by side (at most ``wanted``): a peer behind a NAT that drops what it did not ask for
+        # answers no address it tells, so each of its dials takes the whole timeout; one after another
+        # they held a round, and the asking at its start, for half a minute.
+        dials = await asyncio.gather(*(self._dial(p) for p in self.store.candidates(connected | {self._me}, wanted)))
+        self.dialled += sum(dials)
         self.store.save()
 
     async def _ask(self, neighbour: str, now: int) -> None:

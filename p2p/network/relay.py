@@ -129,6 +129,7 @@ class Traversal:
             "refused_by": sorted(self.refused_by),
             # hole punches (DCUtR) tried over the relayed connections open now
             "hole_punches_tried": sum(self._dcutr._hole_punch_attempts.values()),
+            "hole_punches_open": len(self._dcutr._in_progress),  # tried and not yet over
             # through whom a peer may be reached when it cannot be dialled (the latest 32 told of)
             "relays_for": self.relay_book.latest(32),
         }

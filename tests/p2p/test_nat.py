@@ -1,10 +1,12 @@
-"""Two edges behind separate real NATs (Linux network namespaces, iptables masquerade), each knowing
-only one public node's address, a different one, find each other and trade (issue 31): each learns
-from AutoNAT that it is not reachable and reserves a slot on the public node it knows, which
-relays; the seller's listing reaches the buyer by gossip through both public nodes; the buyer learns
-by peer exchange which node the seller is connected to, and its purchase opens a circuit to the
-seller through the seller's own relay, one the buyer was never configured with; it settles on a
-chain in the public namespace. `peers` says the connection is relayed.
+"""Edges behind separate real NATs (Linux network namespaces, iptables masquerade), each knowing only
+one public node's address, a different one, find each other and trade (issue 31): each learns from
+AutoNAT that it is not reachable and reserves a slot on the public node it knows, which relays; the
+seller's listing reaches the buyers by gossip through both public nodes; a buyer learns by peer
+exchange which node the seller is connected to, and its purchase opens a circuit to the seller
+through the seller's own relay, one the buyer was never configured with; it settles on a chain in
+the public namespace. Then both ends punch through (DCUtR): behind home routers (the port kept, the
+unsolicited dropped) the connection becomes direct; a buyer behind a symmetric NAT (a new port per
+connection) stays on the relay. `peers` says which.
 """
 
 from __future__ import annotations
@@ -68,20 +70,32 @@ def _reserved(node: Node) -> dict[str, Any] | None:
     return nat if nat.get("reserved_on") else None
 
 
-def _punch_tried(node: Node) -> bool:
-    return int(_nat(node).get("hole_punches_tried") or 0) >= 1
-
-
 def _listed(node: Node, skill_id: str) -> bool:
     return any(r["stable_skill_id"] == skill_id for r in node.json("skills", "list"))
 
 
-def test_two_edges_behind_separate_nats_find_each_other_through_a_public_node_and_trade(tmp_path: Path) -> None:
+def _connection(node: Node, peer_id: str) -> dict[str, Any]:
+    return {r["peer_id"]: r for r in node.json("peers")}.get(peer_id) or {}
+
+
+def _direct(node: Node, peer_id: str) -> dict[str, Any] | None:
+    row = _connection(node, peer_id)
+    return row if row.get("connection") == "direct" else None
+
+
+def _punches_over(node: Node) -> bool:
+    nat = _nat(node)
+    return int(nat.get("hole_punches_tried") or 0) >= 1 and nat.get("hole_punches_open") == 0
+
+
+def test_edges_behind_separate_nats_find_each_other_through_a_public_node_trade_and_punch_through(
+    tmp_path: Path,
+) -> None:
     if reason := unavailable():
         pytest.skip(reason)
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
-    with nat_lab(edges=2) as lab, public_chain(lab) as chain:
+    with nat_lab(("home", "home", "symmetric")) as lab, public_chain(lab) as chain:
         base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1",
                          BITTERBOT_P2P__DISCOVER_S="2", **chain)  # fmt: skip
         relaying = dict(base, BITTERBOT_P2P__RELAY_SERVICE="true", BITTERBOT_P2P__REACHABILITY="public")
@@ -96,17 +110,20 @@ def test_two_edges_behind_separate_nats_find_each_other_through_a_public_node_an
             relay.start()
             nodes.append(relay)
             edge_env = dict(base, BITTERBOT_P2P__LISTEN='["/ip4/0.0.0.0/tcp/4001"]')
-            # all an edge knows of the network: one public node, not the same one
+            # all an edge knows of the network: one public node, not the same one for the seller
             seller = Node(tmp_path, "seller", dict(edge_env, BITTERBOT_P2P__BOOTSTRAP=json.dumps([relay.address()])),
                           inside=NatLab.inside(lab.edges[0]))  # fmt: skip
             buyer = Node(tmp_path, "buyer", dict(edge_env, BITTERBOT_P2P__BOOTSTRAP=json.dumps([public.address()])),
                          inside=NatLab.inside(lab.edges[1]))  # fmt: skip
-            for edge in (seller, buyer):
+            far = Node(tmp_path, "far", dict(edge_env, BITTERBOT_P2P__BOOTSTRAP=json.dumps([public.address()])),
+                       inside=NatLab.inside(lab.edges[2]))  # fmt: skip  # behind the symmetric NAT
+            edges = [seller, buyer, far]
+            for edge in edges:
                 edge.start()
                 nodes.append(edge)
             public_id = public.json("status")["identity"]["peer_id"]
             relay_id = relay.json("status")["identity"]["peer_id"]
-            for edge, slot in ((seller, relay_id), (buyer, public_id)):
+            for edge, slot in ((seller, relay_id), (buyer, public_id), (far, public_id)):
                 nat = wait_for(lambda: _reserved(edge), 90, "a relay slot", nodes)  # noqa: B023 - used at once
                 assert nat["reachability"] == "private" and nat["reserved_on"] == [slot]
             assert _nat(public)["reachability"] == "public" and _nat(public)["relay_service"] is True
@@ -115,32 +132,38 @@ def test_two_edges_behind_separate_nats_find_each_other_through_a_public_node_an
             for _ in range(3):
                 assert seller.cli("skills", "record", crystal, "--success").returncode == 0
             skill_id = seller.json("skills", "publish", crystal)["stable_skill_id"]
-            wait_for(
-                lambda: _listed(buyer, skill_id), 60, "the listing to reach the buyer through the public node", nodes
-            )
-            assert buyer.cli("wallet", "fund", "1").returncode == 0
             seller_id = seller.json("status")["identity"]["peer_id"]
-            # the buyer's relay holds no slot of the seller's: it learns, by asking its neighbours,
-            # who is connected to the seller
-            wait_for(lambda: relay_id in _nat(buyer).get("relays_for", {}).get(seller_id, []), 60,
-                     "the buyer to learn that the seller's relay is connected to it", nodes)  # fmt: skip
-            started = time.monotonic()
-            bought = buyer.json("skills", "buy", skill_id, "--max-price", "1")
-            assert bought["state"] == "completed", bought
-            assert buyer.json("memory", "show", bought["crystal_id"])["crystal"]["text"] == SKILL
-            print(f"purchase through the seller's relay: {time.monotonic() - started:.1f} s")
+            for edge in (buyer, far):
+                wait_for(lambda: _listed(edge, skill_id), 60,  # noqa: B023 - used at once
+                         "the listing to reach a buyer through the public node", nodes)  # fmt: skip
+                assert edge.cli("wallet", "fund", "1").returncode == 0
+                # the buyer's relay holds no slot of the seller's: it learns, by asking its
+                # neighbours, who is connected to the seller
+                wait_for(lambda: relay_id in _nat(edge).get("relays_for", {}).get(seller_id, []), 60,  # noqa: B023
+                         "a buyer to learn that the seller's relay is connected to it", nodes)  # fmt: skip
+                started = time.monotonic()
+                bought = edge.json("skills", "buy", skill_id, "--max-price", "1")
+                assert bought["state"] == "completed", bought
+                assert edge.json("memory", "show", bought["crystal_id"])["crystal"]["text"] == SKILL
+                print(f"{edge.data.name}: purchase through the seller's relay: {time.monotonic() - started:.1f} s")
 
-            # Both ends try to punch through (DCUtR) over the relayed connection; these NATs do not let
-            # a TCP punch through (the observed port is not the one the NAT mapped): it stays relayed.
-            wait_for(lambda: _punch_tried(buyer) and _punch_tried(seller), 60, "a hole punch to be tried", nodes)
-            rows = {r["peer_id"]: r for r in buyer.json("peers")}
-            assert rows[seller_id]["connected"] and rows[seller_id]["connection"] == "relayed"
-            assert rows[public_id]["connection"] == "direct"
-            assert f"{seller_id}" in buyer.cli("peers").stdout and "(relayed)" in buyer.cli("peers").stdout
+            # Both ends punch through (DCUtR) over the relayed connection. Behind home routers the
+            # connection becomes direct; the symmetric NAT gives each connection a new port, so the
+            # far buyer's punches end and it stays on the relay.
+            started = time.monotonic()
+            direct = wait_for(lambda: _direct(buyer, seller_id), 90, "the buyer's hole punch to the seller", nodes)
+            print(f"buyer: direct to the seller {time.monotonic() - started:.1f} s after its purchase")
+            assert not [a for a in direct["addrs"] if "/ip4/0.0.0.0/" in a]  # never told to dial itself
+            assert f"{seller_id}" in buyer.cli("peers").stdout and "(direct)" in buyer.cli("peers").stdout
+            wait_for(lambda: _punches_over(far), 90, "the far buyer's hole punch to end", nodes)
+            print(f"far: its punches over {time.monotonic() - started:.1f} s after the buyer's purchase")
+            assert _connection(far, seller_id)["connection"] == "relayed"
+            assert _connection(far, public_id)["connection"] == "direct"
         finally:
             logs = {node.data.name: node.stop() for node in nodes}
     for name, log in logs.items():
         assert "Traceback" not in log, f"{name}:\n{log[-3000:]}"
+        assert "failed to upgrade security" not in log, f"{name} dialled itself or a stranger:\n{log[-3000:]}"
 
 
 def test_a_relay_lends_no_more_reservations_than_its_config_allows(tmp_path: Path) -> None:
