@@ -4,8 +4,9 @@ A peer behind a NAT advertises addresses nobody outside can dial: its LAN addres
 its NAT gave the connection a relay saw. A NAT that drops what it did not ask for (most home
 routers) answers neither, so a dial to them only times out: tried first and alone, it spent the
 whole of a purchase's 15 s before the relay was tried. As go-libp2p ranks its dials, the circuit
-through a relay starts ``RELAY_HEAD_START_S`` after the direct dial, beside it, and the first to
-connect wins; the other is cancelled. A peer that is reachable wins directly within the head start.
+through a relay starts ``RELAY_HEAD_START_S`` after the direct dial (or as soon as that fails),
+beside it, and the first to connect wins; the other is cancelled. A peer that is reachable wins
+directly within the head start.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ async def reach(host: Any, traversal: Traversal | None, peer: Any) -> None:
     direct_addrs = [a for a in host.get_peerstore().addrs(peer) if "/p2p-circuit" not in str(a)]
     connected = False
     failures: list[str] = []
+    direct_over = trio.Event()  # the relay need not wait out its head start behind a refused dial
 
     async with trio.open_nursery() as nursery:
 
@@ -41,6 +43,8 @@ async def reach(host: Any, traversal: Traversal | None, peer: Any) -> None:
             except Exception as exc:  # noqa: BLE001 - refused, unreachable or timed out: the relay may still win
                 failures.append(f"directly: {exc}")
                 return
+            finally:
+                direct_over.set()
             connected = True
             nursery.cancel_scope.cancel()
 
@@ -49,7 +53,8 @@ async def reach(host: Any, traversal: Traversal | None, peer: Any) -> None:
             if traversal is None:
                 return
             if direct_addrs:
-                await trio.sleep(RELAY_HEAD_START_S)
+                with trio.move_on_after(RELAY_HEAD_START_S):
+                    await direct_over.wait()
             if await traversal.dial_through_relays(peer):
                 connected = True
                 nursery.cancel_scope.cancel()
