@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,16 +25,15 @@ settings.load_profile("no-deadline")
 
 CLI = [sys.executable, "-m", "node"]
 
-# Every child process (each CLI call, daemon, walkthrough) keeps the bytecode it compiles in one
-# place shared by the test workers. Where PYTHONDONTWRITEBYTECODE is set (this machine's image sets
-# it), each one otherwise compiled every module of ours again: measured, a daemon's imports took
-# 2.4 s instead of 0.8 s, and a CLI call 0.44 s instead of 0.39 s. Outside the source tree, so a
-# checkout stays clean; a stale file is never used (Python checks each against its source).
-PYCACHE = Path(tempfile.gettempdir()) / f"bitterbot-tests-pycache-{os.getuid()}"
+# Every child process (each CLI call, daemon, walkthrough) keeps the bytecode it compiles. Where
+# PYTHONDONTWRITEBYTECODE is set (this machine's image sets it), each one otherwise compiled every
+# module of ours again: measured, a daemon's imports took 2.4 s instead of 0.8 s, and a CLI call
+# 0.44 s instead of 0.39 s. In the usual __pycache__ folders (ignored by git): a prefix folder for
+# all of them (PYTHONPYCACHEPREFIX), as before, also set aside the bytecode pip wrote for the
+# installed libraries, so in a fresh clone every worker and child compiled web3, py-libp2p and the
+# rest again (+2.6 s of CPU a process for those two and a few more, until one had written them).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 sys.dont_write_bytecode = False
-sys.pycache_prefix = str(PYCACHE)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
