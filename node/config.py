@@ -4,7 +4,7 @@ Precedence, lowest to highest: the defaults below (the embedded config that
 `bitterbot-node run` uses with no file), one TOML file, then environment
 variables ``BITTERBOT_<SECTION>__<KEY>`` (for example ``BITTERBOT_LOG__LEVEL=debug``).
 An environment value is read as a TOML value when it parses as one (``42``,
-``true``, ``["a", "b"]``) and as a plain string otherwise.
+``true``, ``["a", "b"]``, ``{ "name" = "debug" }``) and as a plain string otherwise.
 
 Every field is documented in ``configs/edge.toml``; a test keeps that file equal
 to these defaults. Unknown keys, wrong types and unknown ``BITTERBOT_*``
@@ -480,6 +480,8 @@ def _explain(exc: ValidationError, source: str, env_vars: dict[str, str]) -> Con
     message = error["msg"]
     if error["type"] == "value_error":  # our own validators: drop pydantic's prefix
         message = message.removeprefix("Value error, ")
+    if error["type"] == "dict_type" and var:  # JSON works for a list (it is TOML too), not for a table
+        message += ', written as a TOML inline table: { "name" = "value" }'
     return ConfigError(where, f"{message} (got {error.get('input')!r})", key=dotted)
 
 

@@ -129,6 +129,13 @@ def test_bad_environment_values_name_the_variable() -> None:
     assert "wire.max_age_s" in str(info.value)
 
 
+def test_a_table_from_the_environment_is_a_toml_inline_table_and_json_is_told_so() -> None:
+    loaded = load_config(None, {"BITTERBOT_LOG__PARTS": '{ "libp2p.relay" = "debug" }'})
+    assert loaded.config.log.parts == {"libp2p.relay": "debug"}
+    with pytest.raises(ConfigError, match=r"BITTERBOT_LOG__PARTS.*TOML inline table: \{ \"name\" = \"value\" \}"):
+        load_config(None, {"BITTERBOT_LOG__PARTS": '{"libp2p.relay": "debug"}'})
+
+
 @pytest.mark.parametrize("var", ["BITTERBOT_LOG_LEVEL", "BITTERBOT_NOPE__X"])
 def test_unknown_bitterbot_variables_are_errors(var: str) -> None:
     with pytest.raises(ConfigError, match=f"environment variable {var}: unknown variable"):
