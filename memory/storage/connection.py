@@ -111,3 +111,10 @@ async def close_connections(readers: Sequence[aiosqlite.Connection], writer: aio
             _log.warning("memory store closed without a checkpoint: %s", exc)
         finally:
             await writer.close()
+
+
+def is_transient_lock(exc: BaseException) -> bool:
+    """An SQLite lock that clears by itself ("database is locked": another connection past the busy
+    timeout; "database table is locked": another statement of the same connection still reading):
+    the transaction it hit rolled back whole, and the work can be tried again."""
+    return isinstance(exc, sqlean.OperationalError) and str(exc) in ("database is locked", "database table is locked")

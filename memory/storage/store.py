@@ -28,7 +28,7 @@ from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
 from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
 from memory.storage.access import AccessCounter
-from memory.storage.connection import close_connections, open_connection, sync_wal
+from memory.storage.connection import close_connections, is_transient_lock, open_connection, sync_wal
 from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
 from memory.storage.migrations import SchemaSet, migrate_all
@@ -274,9 +274,14 @@ class MemoryStore:
     async def checkpoint(self, *, truncate: bool = False) -> bool:
         """Fold the WAL into the file; ``truncate``: cut it to nothing. False: a reader kept frames."""
         mode = "TRUNCATE" if truncate else "PASSIVE"
-        async with self._write_lock, self.writer.execute(f"PRAGMA wal_checkpoint({mode})") as cursor:
-            row = await cursor.fetchone()
-        return row is not None and int(row[0]) == 0
+        async with self._write_lock:
+            try:
+                rows = await self.writer.execute_fetchall(f"PRAGMA wal_checkpoint({mode})")
+            except sqlean.OperationalError as exc:
+                if not is_transient_lock(exc):
+                    raise
+                return False  # a read still open on the writer: the next checkpoint folds it
+        return bool(rows) and int(next(iter(rows))[0]) == 0
 
     async def _write_batch(self, prepared: PreparedBatch) -> tuple[list[str], int]:
         async with self.transaction() as db:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import sqlean
 
 from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
@@ -18,6 +19,7 @@ from memory.errors import CrystalNotFound, EmbedderError, SchemaTooNew, StoreErr
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
+from memory.storage.connection import is_transient_lock
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.schema import SCHEMA_VERSION
 from memory.storage.store import BULK_WAL_AUTOCHECKPOINT_PAGES, SQLITE_WAL_AUTOCHECKPOINT_PAGES, MemoryStore
@@ -346,3 +348,28 @@ async def test_the_vector_codes_can_be_loaded_before_the_first_search(store: Mem
     assert await store.warm_vectors() == 4  # appended codes are added, not reloaded
     hits = await search(store, SearchRequest(query="warm fact", mode=SearchMode.VECTOR, limit=2))
     assert len(hits) == 2
+
+
+async def test_a_read_left_open_on_the_writer_defers_a_checkpoint_and_is_a_transient_lock(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """CI, once: the embedding loop's checkpoint after a batch raised "database table is locked" (a
+    read still open on the writer) and the failed task stopped the node. A checkpoint is a saving, not
+    a duty: it is deferred (False, as when a reader keeps frames), and the loop defers a batch that
+    meets such a lock instead of stopping."""
+    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
+    try:
+        await store.remember_many([NewCrystal(f"fact number {i}") for i in range(50)])
+        await store.writer.execute("CREATE TABLE probe (x)")
+        reading = await store.writer.execute("SELECT rowid FROM crystals")
+        assert await reading.fetchone() is not None  # mid-read: the table is held
+        assert await store.checkpoint() is False
+        with pytest.raises(sqlean.OperationalError) as refused:
+            await store.writer.execute("DROP TABLE probe")
+        assert is_transient_lock(refused.value), str(refused.value)
+        await reading.close()
+        assert await store.checkpoint() is True  # the read over: it folds
+        assert not is_transient_lock(sqlean.OperationalError("no such table: nope"))
+        assert not is_transient_lock(ValueError("database is locked"))
+    finally:
+        await store.close()
