@@ -21,8 +21,8 @@ from tests.daemons import Node, wait_for
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
-ATTACKERS = 4
-KEYS_EACH = 10  # 40 keys in all
+ATTACKERS = 2  # processes: each starts a libp2p host per key; more processes only cost more imports
+KEYS_EACH = 20  # 40 keys in all
 PEAK_GROWTH_BUDGET_KB = 100 * 1024
 
 
