@@ -272,7 +272,8 @@ class MemoryStore:
         return BulkResult(created=created, duplicates=sum(map(len, batches)) - created, ids=tuple(ids))
 
     async def checkpoint(self, *, truncate: bool = False) -> bool:
-        """Fold the WAL into the file; ``truncate``: cut it to nothing. False: a reader kept frames."""
+        """Fold the WAL into the file; ``truncate``: cut it to nothing. False: a reader kept frames, or
+        a read still open on the writer held it off (the next checkpoint folds them)."""
         mode = "TRUNCATE" if truncate else "PASSIVE"
         async with self._write_lock:
             try:

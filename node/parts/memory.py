@@ -447,7 +447,9 @@ class MemoryPart:
                 if not is_transient_lock(exc):
                     raise
                 # A lock that clears by itself once stopped the node (CI, with a dream writing beside
-                # it): the batch rolled back whole and stays in the backlog for the next round.
+                # it). Met in the batch's write, the batch rolled back whole and stays in the backlog
+                # for the next round; met in the linking after it, the rest of that batch is left
+                # unlinked and untyped by meaning, which the node once lost whole by stopping.
                 log.warning("memory.embedding_deferred", error=str(exc))
                 done = 0
             self.embedding.record(done, time.perf_counter() - started)
