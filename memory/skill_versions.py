@@ -83,7 +83,7 @@ async def edit_skill(
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'edited', ?, ?)",
             (crystal_id, actor, now, f"tags {' '.join(new_tags) or '-'}; category {new_category or '-'}"),
         )
-    return await crystal_any(store.writer, crystal_id)
+    return await crystal_any(store.reader(), crystal_id)
 
 
 async def _new_version(store: MemoryStore, old: Crystal, skill: SkillVersion, text: str, actor: str) -> Crystal:

@@ -44,4 +44,4 @@ async def retype(store: MemoryStore, crystal_id: str, semantic_type: SemanticTyp
         )
     # Refitting takes a fraction of a second of numpy: off the event loop.
     await asyncio.to_thread(store.typer.learn, crystal.text, semantic_type)
-    return await crystal_any(store.writer, crystal_id)
+    return await crystal_any(store.reader(), crystal_id)

@@ -52,7 +52,7 @@ async def _steer(store: MemoryStore, crystal_id: str, target: float, step: float
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'steered', ?, ?)",
             (crystal_id, actor, now, f"{what}: {crystal.steering_reward:.3f} -> {after:.3f}"),
         )
-    return await crystal_any(store.writer, crystal_id)
+    return await crystal_any(store.reader(), crystal_id)
 
 
 async def give_feedback(store: MemoryStore, crystal_id: str, feedback: Feedback, *, actor: str) -> Crystal:

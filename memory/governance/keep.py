@@ -27,4 +27,4 @@ async def pin(store: MemoryStore, crystal_id: str, *, actor: str) -> Crystal:
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'pinned', ?, ?)",
             (crystal_id, actor, now, f"{crystal.lifespan.value} -> {Lifespan.PERMANENT.value}"),
         )
-    return await crystal_any(store.writer, crystal_id)
+    return await crystal_any(store.reader(), crystal_id)

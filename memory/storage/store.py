@@ -348,7 +348,7 @@ class MemoryStore:
             if not can_transition(crystal.lifecycle, target):
                 raise StoreError(f"crystal {crystal_id} cannot go from {crystal.lifecycle} to {target}")
             await self.write_transition(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
-        return await crystal_any(self.writer, crystal_id)
+        return await crystal_any(self.reader(), crystal_id)
 
     async def forget(self, crystal_id: str, *, actor: str = "local", reason: str = "forgotten") -> Crystal:
         """Soft delete: the crystal becomes expired (never returned again) and the audit log says why."""
