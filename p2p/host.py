@@ -165,16 +165,9 @@ class P2PHost:
         await self._call(note)
 
     def dialable_addrs(self) -> list[str]:
-        """This host's listen addresses as others can dial them: an unspecified address (0.0.0.0)
-        becomes each of the machine's own addresses."""
-        out: list[str] = []
-        for address in self.listen_addrs:
-            if "/ip4/0.0.0.0/" not in address:
-                out.append(address)
-                continue
-            for ip in _own_ipv4_addresses():
-                out.append(address.replace("/ip4/0.0.0.0/", f"/ip4/{ip}/"))
-        return out[:8]
+        """This host's addresses as others can dial them (at most 8): what it tells its peers, where an
+        unspecified listen address (0.0.0.0) is already each of the machine's own (``p2p.network.addresses``)."""
+        return self.listen_addrs[:8]
 
     async def peers(self) -> list[PeerSnapshot]:
         async def snapshot() -> list[PeerSnapshot]:
@@ -454,13 +447,3 @@ async def _drain(subscription: Any) -> None:
     """Delivery happens in the validator; empty the library's subscription queue so it never fills."""
     async for _ in subscription:
         pass
-
-
-def _own_ipv4_addresses() -> list[str]:
-    import socket
-
-    try:
-        found = socket.gethostbyname_ex(socket.gethostname())[2]
-    except OSError:
-        found = []
-    return sorted({"127.0.0.1", *found})

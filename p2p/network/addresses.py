@@ -69,8 +69,8 @@ def _unspecified_family(text: str) -> int | None:
 def _by_family(addresses: Sequence[str]) -> dict[int, list[str]]:
     """Per family: the routable addresses first, loopback only when there is nothing else."""
     result: dict[int, list[str]] = {}
+    ips = [ipaddress.ip_address(a) for a in addresses]
     for family in (4, 6):
-        ips = [ipaddress.ip_address(a) for a in addresses]
         mine = [ip for ip in ips if ip.version == family]
         outward = [str(ip) for ip in mine if not ip.is_loopback]
         result[family] = (outward or [str(ip) for ip in mine if ip.is_loopback])[:MAX_PER_FAMILY]

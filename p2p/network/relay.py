@@ -31,6 +31,10 @@ _log = logging.getLogger("p2p.relay")
 Reachability = Literal["unknown", "public", "private"]
 
 
+MAX_NOTED_PEERS = 1_000
+MAX_RELAYS_A_PEER = 4
+
+
 @dataclass(frozen=True, slots=True)
 class RelaySettings:
     offer: bool = False  # relay for others ([p2p] relay_service)
@@ -40,11 +44,7 @@ class RelaySettings:
     circuit_bytes: int = 1 << 20
     reachability: Literal["auto", "public", "private"] = "auto"
     check_s: float = 300.0  # how often reachability is asked again, and reservations renewed
-    noted_peers: int = 1_000  # peers whose relays are remembered (``RelayBook``; [p2p] peer_store_size)
-
-
-MAX_NOTED_PEERS = 1_000
-MAX_RELAYS_A_PEER = 4
+    noted_peers: int = MAX_NOTED_PEERS  # peers whose relays are remembered (``RelayBook``; [p2p] peer_store_size)
 
 
 class RelayBook:
@@ -157,9 +157,9 @@ class Traversal:
         """Open a circuit to ``peer`` through a relay we reserved on, then one that told us it is
         connected to ``peer`` (its own relay, maybe), then any other candidate; True when one
         connected."""
-        ours = sorted(self._candidates(), key=lambda info: str(info.peer_id) not in self.reserved)
+        ours = self._candidates()
         reserved = [info for info in ours if str(info.peer_id) in self.reserved]
-        relays, tried = [*reserved, *self._noted_relays(peer), *ours], set()
+        relays, tried = [*reserved, *self._noted_relays(peer), *ours], set()  # each relay once, in that order
         for relay in relays:
             if relay.peer_id == peer or not relay.addrs or relay.peer_id in tried:
                 continue
