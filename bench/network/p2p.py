@@ -2,8 +2,9 @@
 
 Nodes are ``bench.network.p2p_node`` processes (a real P2PHost each), 32 of them (``P2P_NODES``
 sets another number; --quick: 8; ``P2P_RATE`` another rate of skills than 20 a second;
-``P2P_HOSTS_PER_PROCESS`` hosts sharing a process, 1 by default: for 100 nodes, 10); node i
-dials nodes i-1 and i-2, so a message crosses up to (n-1)/2 hops. Node 0 holds the management key.
+``P2P_SKILLS`` another count of skills than 100; ``P2P_HOSTS_PER_PROCESS`` hosts sharing a
+process, 1 by default: for 100 nodes, 10); node i dials nodes i-1 and i-2, so a message crosses up
+to (n-1)/2 hops. Node 0 holds the management key.
 Phases, timed with the wall clock all processes share:
 0. quiet: 5 s with nothing published, for each node's CPU at rest (heartbeats, the seen-cache).
 1. skills: honest nodes publish round-robin at 20 msg/s; latency to every other node, also by how
@@ -48,6 +49,9 @@ QUICK_NODES = 8
 HOSTS_PER_PROCESS = int(os.environ.get("P2P_HOSTS_PER_PROCESS", "1"))
 QUIET_S = 5.0
 HONEST_RATE = float(os.environ.get("P2P_RATE", "20"))
+#: Skills published in the loaded phase (``P2P_SKILLS``; --quick: 20): more shows whether the
+#: network keeps up over a longer run, and gives a profiler time to sample a node.
+SKILLS = int(os.environ.get("P2P_SKILLS", "100"))
 FLOOD_RATE = 500.0
 GOAL_WEATHER_P99_MS = 1_000.0
 ROOT = Path(__file__).resolve().parents[2]  # the repository: node processes import bench.network.p2p_node
@@ -259,7 +263,7 @@ async def _network(quick: bool) -> dict[str, Any]:
         rested = await _stats(honest)
         rest_s = time.monotonic() - started
         idle_s_per_s = _process_cpu(rest_started, rested) / rest_s
-        skills = 20 if quick else 100
+        skills = 20 if quick else SKILLS
         started = time.monotonic()
         loaded_weathers = 0
         for i in range(skills):
