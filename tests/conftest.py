@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import subprocess
@@ -17,6 +18,7 @@ from ground.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore
+from tests.cli_zygote import CliZygote
 
 # No deadline per example: a deadline is a timed assertion, and on a loaded 2-core machine (two
 # test workers beside daemons) an example of the envelope properties took more than 200 ms.
@@ -55,9 +57,13 @@ CLI_TIMEOUT_S = 100.0
 def run_cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = CLI_TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], env=env or clean_env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-    )
+    """``bitterbot-node *args`` in a process of its own, forked from one that has imported the CLI
+    (``tests.cli_zygote``), with stdin empty."""
+    return _CLI_SERVER.run(list(args), env or clean_env(), timeout)
+
+
+_CLI_SERVER = CliZygote()
+atexit.register(_CLI_SERVER.close)
 
 
 TESTS = Path(__file__).resolve().parent

@@ -1,0 +1,52 @@
+"""The tests' CLI calls (forked from a process that has imported the CLI) answer as a fresh
+``bitterbot-node`` interpreter does: the same output, errors and exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli_zygote import CliZygote
+from tests.conftest import CLI, clean_env, run_cli
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--version",),
+        ("status",),  # before init: says what to do, exit code 2
+        ("memory", "search"),  # a missing argument: click's usage error
+        ("no-such-command",),
+        ("config", "check"),
+    ],
+)
+def test_a_forked_call_answers_as_a_fresh_interpreter(tmp_path: Path, args: tuple[str, ...]) -> None:
+    env = clean_env(BITTERBOT_DATA_DIR=str(tmp_path / "node"))
+    forked = run_cli(*args, env=env)
+    fresh = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+
+
+def test_the_call_gets_its_environment_and_folder_and_the_server_keeps_its_own(tmp_path: Path) -> None:
+    data = tmp_path / "node"
+    first = run_cli("init", env=clean_env(BITTERBOT_DATA_DIR=str(data)))
+    assert first.returncode == 0, first.stderr
+    assert (data / "identity.key").exists()
+    # The next call has its own setting, not the first call's.
+    elsewhere = tmp_path / "elsewhere"
+    other = run_cli("status", env=clean_env(BITTERBOT_DATA_DIR=str(elsewhere)))
+    assert other.returncode == 0 and str(elsewhere) in other.stdout and "none yet" in other.stdout
+
+
+def test_a_call_past_its_timeout_is_killed_and_the_server_goes_on(tmp_path: Path) -> None:
+    server = CliZygote()
+    try:
+        env = clean_env(BITTERBOT_DATA_DIR=str(tmp_path / "node"))
+        assert server.run(["init"], env, 60).returncode == 0
+        with pytest.raises(subprocess.TimeoutExpired):
+            server.run(["run"], env, 3)  # a daemon runs until stopped
+        assert server.run(["--version"], env, 60).returncode == 0
+    finally:
+        server.close()
