@@ -18,7 +18,7 @@ from ground.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore
-from tests.cli_zygote import CliZygote
+from tests.cli_zygote import CliZygote, Process
 
 # No deadline per example: a deadline is a timed assertion, and on a loaded 2-core machine (two
 # test workers beside daemons) an example of the envelope properties took more than 200 ms.
@@ -60,6 +60,19 @@ def run_cli(
     """``bitterbot-node *args`` in a process of its own, forked from one that has imported the CLI
     (``tests.cli_zygote``), with stdin empty."""
     return _CLI_SERVER.run(list(args), env or clean_env(), timeout)
+
+
+def start_cli(*args: str, env: dict[str, str], stderr: Path) -> Process:
+    """``bitterbot-node *args`` left running (a daemon), stdout to /dev/null, stderr to ``stderr``
+    (an existing file): forked as ``run_cli``'s calls are where the test worker can take in orphans
+    (Linux), a fresh interpreter elsewhere."""
+    try:
+        return _CLI_SERVER.spawn(list(args), env, Path(os.devnull), stderr)
+    except OSError:
+        with stderr.open("w") as err:
+            return subprocess.Popen(
+                [*CLI, *args], env=env, stdout=subprocess.DEVNULL, stderr=err, text=True, stdin=subprocess.DEVNULL
+            )
 
 
 _CLI_SERVER = CliZygote()

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from node.runtime.status import probe_daemon
-from tests.conftest import CLI, CLI_TIMEOUT_S, run_cli
+from tests.cli_zygote import Process
+from tests.conftest import CLI, CLI_TIMEOUT_S, run_cli, start_cli
 
 
 class Node:
@@ -21,7 +22,7 @@ class Node:
         self.data = root / name
         self.env = env
         self.inside = inside or []
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: Process | None = None
         self._err: IO[str] | None = None
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -37,7 +38,10 @@ class Node:
         return json.loads(result.stdout)
 
     def start(self) -> None:
-        self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed in stop()
+        self._err = tempfile.NamedTemporaryFile("w+")  # noqa: SIM115 - closed (and removed) in stop()
+        if not self.inside:
+            self.proc = start_cli("run", "--data-dir", str(self.data), env=self.env, stderr=Path(self._err.name))
+            return
         self.proc = subprocess.Popen(
             [*self.inside, *CLI, "run", "--data-dir", str(self.data)],
             env=self.env,

@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from node.runtime.status import probe_daemon
 from tests.cli_zygote import CliZygote
-from tests.conftest import CLI, clean_env, run_cli
+from tests.conftest import CLI, clean_env, run_cli, start_cli
 
 
 @pytest.mark.parametrize(
@@ -50,3 +55,26 @@ def test_a_call_past_its_timeout_is_killed_and_the_server_goes_on(tmp_path: Path
         assert server.run(["--version"], env, 60).returncode == 0
     finally:
         server.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="daemons are forked only where a process can take in orphans")
+def test_a_spawned_daemon_is_this_workers_child_to_signal_and_reap(tmp_path: Path) -> None:
+    env = clean_env(BITTERBOT_DATA_DIR=str(tmp_path / "node"), BITTERBOT_P2P__ENABLED="false")
+    err = tmp_path / "daemon.err"
+    err.touch()
+    daemon = start_cli("run", env=env, stderr=err)
+    try:
+        with (Path("/proc") / str(daemon.pid) / "stat").open() as stat:
+            parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        assert parent == os.getpid()  # taken in from the server: reaped here, its exit code read here
+        while probe_daemon(tmp_path / "node").status is None:
+            assert daemon.poll() is None, err.read_text()
+            time.sleep(0.1)
+        assert daemon.poll() is None
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0, err.read_text()  # a clean stop
+        daemon.kill()  # after the reap: nothing is signalled
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait(timeout=30)

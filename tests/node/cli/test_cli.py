@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -15,7 +14,8 @@ from typing import IO, Any
 import pytest
 
 from node.runtime.status import probe_daemon
-from tests.conftest import CLI, clean_env, run_cli
+from tests.cli_zygote import Process
+from tests.conftest import clean_env, run_cli, start_cli
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -24,16 +24,9 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 _STDERR: dict[int, IO[str]] = {}
 
 
-def start_daemon(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    err = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by stop(), after the daemon exits
-    proc = subprocess.Popen(
-        [*CLI, "run", "--data-dir", str(data_dir), *extra],
-        env=env or clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=err,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+def start_daemon(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Process:
+    err = tempfile.NamedTemporaryFile("w+")  # noqa: SIM115 - closed (and removed) by stop(), after the daemon exits
+    proc = start_cli("run", "--data-dir", str(data_dir), *extra, env=env or clean_env(), stderr=Path(err.name))
     _STDERR[proc.pid] = err
     return proc
 
@@ -54,18 +47,18 @@ def wait_for_state(data_dir: Path, state: str, timeout: float = 20) -> dict[str,
     raise AssertionError(f"daemon never reached state {state!r}")
 
 
-def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, float, str]:
+def stop(proc: Process, sig: int = signal.SIGTERM) -> tuple[int, float, str]:
     started = time.monotonic()
     proc.send_signal(sig)
     try:
-        proc.wait(timeout=10)
+        code = proc.wait(timeout=10)
     finally:
         proc.kill()
     stream = _STDERR.pop(proc.pid)
     stream.seek(0)
     err = stream.read()
     stream.close()
-    return proc.returncode, time.monotonic() - started, err
+    return code, time.monotonic() - started, err
 
 
 def test_status_counts_the_crystals_stored_since_the_daemon_started(data_dir: Path) -> None:
