@@ -2,9 +2,10 @@
 
 A test's ``bitterbot-node ...`` started a fresh interpreter that spent ~0.4 s of CPU importing
 click, pydantic, numpy and every command before it ran (a daemon ~0.9 s, with py-libp2p, aiohttp
-and web3); the suite makes some 250 such calls and starts some 60 daemons. Here one server process per test worker (``python -m tests.cli_zygote``, started on first
-use) imports all that once and, for each call, forks: the child takes the call's environment,
-working folder and files for stdin, stdout and stderr, runs ``node`` as ``python -m node`` does
+and web3); the suite makes some 250 such calls and starts some 60 daemons. Here one server process
+per test worker (``python -m tests.cli_zygote``, started on first use) imports all that once and,
+for each call, forks: the child takes the call's environment, working folder and files for stdin,
+stdout and stderr, runs ``node`` as ``python -m node`` does
 (``tests.conftest.CLI``; the entry point's daemon-or-full-CLI choice included) and exits as that
 interpreter would, through ``SystemExit``, so its own shutdown runs (threads joined, exit handlers,
 buffers flushed). The server has no threads, so forking it is safe.
