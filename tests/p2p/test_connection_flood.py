@@ -89,7 +89,14 @@ def test_a_strangers_connection_and_stream_floods_cost_bounded_descriptors_and_m
             return newcomer_id in _connected(target)
 
         wait_for(newcomer_in, 60, "an honest newcomer to connect during the flood", [target, newcomer])
-        limits = _limits(target)
+
+        def both_floods_refused() -> dict[str, Any] | None:
+            # Status reports the bounds' counts as of its last snapshot (every `status_interval_s`).
+            limits = _limits(target)
+            refused = limits["refused"]
+            return limits if "stream_opens_rate" in refused and "connections_per_ip" in refused else None
+
+        limits = wait_for(both_floods_refused, 30, "status to count both floods' refusals", [target])
     finally:
         ends = [flood.end() for flood in floods]
         logs = {node.data.name: node.stop() for node in (manager, target, newcomer) if node is not None}
