@@ -117,12 +117,11 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, nodes: list[No
 
 
 def diagnosis(node: Node) -> str:
-    """What a node says about its network, for a failure message."""
+    """What a node says about its network, and the end of its log, for a failure message."""
     result = node.cli("status", "--json")
     p2p = json.loads(result.stdout)["daemon"].get("details", {}).get("p2p", {}) if result.returncode == 0 else {}
     line = f"\n{node.data.name}: peers {p2p.get('peers')} messages {p2p.get('messages')} ingested {p2p.get('ingested')}"
-    if not p2p:  # the node is gone or mute: say why, from its status answer and its own log
+    if not p2p:  # the node is gone or mute: say why, from its status answer
         alive = node.proc is not None and node.proc.poll() is None
         line += f"\n  status exit {result.returncode}: {result.stderr.strip()[-300:]}; process alive: {alive}"
-        line += "\n  log tail:\n    " + "\n    ".join(node.log_tail(15))
-    return line
+    return line + "\n  log tail:\n    " + "\n    ".join(node.log_tail(15))
