@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -35,7 +36,12 @@ from p2p.penalties import PenaltyBox
 from p2p.topics import TRUST_TOPIC
 from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation
 
-MESH_DEADLINE_S = 30
+#: How long a peer waits to be in the node's mesh before it publishes anyway. The node keeps at most
+#: its mesh's upper degree of the 40 and prunes the rest; a pruned peer waits out a 60 s backoff, so
+#: one that had not yet published when pruned (20 hosts sharing a process on a busy machine) waited
+#: for good. Published outside the mesh, the message reaches the node by gossip instead (IHAVE at the
+#: next heartbeat, then the node's IWANT).
+MESH_WAIT_S = 20
 #: How long an attacker stays connected after publishing when nobody ends its stdin.
 STAY_DEADLINE_S = 300
 
@@ -61,9 +67,10 @@ async def attest_once(address: str, author: Identity, published: asyncio.Event, 
     await host.start()
     try:
         await host.connect(address)
-        async with asyncio.timeout(MESH_DEADLINE_S):
-            while await host.mesh_size(TRUST_TOPIC) < 1:  # noqa: ASYNC110 - polling the library's mesh
-                await asyncio.sleep(0.1)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(MESH_WAIT_S):
+                while await host.mesh_size(TRUST_TOPIC) < 1:  # noqa: ASYNC110 - polling the library's mesh
+                    await asyncio.sleep(0.1)
         await host.publish(TRUST_TOPIC, attestation(author))
         published.set()
         await release.wait()
