@@ -16,6 +16,8 @@ from node.runtime.status import probe_daemon
 from tests.cli_zygote import CliZygote
 from tests.conftest import CLI, clean_env, run_cli, start_cli
 
+pytestmark = pytest.mark.slow  # real processes (`-m "not slow"` skips them)
+
 
 @pytest.mark.parametrize(
     "args",
