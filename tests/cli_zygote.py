@@ -160,7 +160,7 @@ class CliZygote:
         """A long-running command (a daemon), writing to ``out`` and ``err``, which must exist."""
         with self._lock:
             if not _became_subreaper():
-                raise OSError("this system cannot take in orphaned processes (PR_SET_CHILD_SUBREAPER)")
+                raise CannotSpawn("this system cannot take in orphaned processes (PR_SET_CHILD_SUBREAPER)")
             server = self._sent(argv, env, out, err, spawn=True)
             assert server.stdout is not None
             return ForkedProcess(argv, _answer(server.stdout, time.monotonic() + 60)["pid"])
@@ -197,6 +197,10 @@ class CliZygote:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         return self._server
+
+
+class CannotSpawn(OSError):
+    """Raised before anything was forked: the caller may start the command another way."""
 
 
 class Process(Protocol):

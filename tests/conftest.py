@@ -18,7 +18,7 @@ from ground.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore
-from tests.cli_zygote import CliZygote, Process
+from tests.cli_zygote import CannotSpawn, CliZygote, Process
 
 # No deadline per example: a deadline is a timed assertion, and on a loaded 2-core machine (two
 # test workers beside daemons) an example of the envelope properties took more than 200 ms.
@@ -68,7 +68,7 @@ def start_cli(*args: str, env: dict[str, str], stderr: Path) -> Process:
     (Linux), a fresh interpreter elsewhere."""
     try:
         return _CLI_SERVER.spawn(list(args), env, Path(os.devnull), stderr)
-    except OSError:
+    except CannotSpawn:
         with stderr.open("w") as err:
             return subprocess.Popen(
                 [*CLI, *args], env=env, stdout=subprocess.DEVNULL, stderr=err, text=True, stdin=subprocess.DEVNULL
