@@ -21,6 +21,10 @@ class LlmError(MemoryError_):
     """The chat endpoint failed, was too slow, or answered something that is not a chat completion."""
 
 
+class MalformedAnswer(LlmError):
+    """The endpoint answered, but not in the shape the prompt asked for: the caller decides offline."""
+
+
 class ConfidentialText(LlmError):
     """A message held text the sensitivity rules call confidential: it never leaves the node, and the
     caller decides offline instead (issue 27: a password was sent to the chat endpoint for typing)."""

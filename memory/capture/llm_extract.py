@@ -21,7 +21,7 @@ from typing import Any
 
 from memory.capture.extract import MAX_PIECE_CHARS, Extraction, Piece, content_words, extract
 from memory.capture.formats import Conversation, Message
-from memory.llm import ChatEndpoint, LlmError, answer_json
+from memory.llm import ChatEndpoint, LlmError, MalformedAnswer, answer_json
 
 _log = logging.getLogger("memory.capture.llm")
 
@@ -93,16 +93,16 @@ def prompt(shown: list[Message]) -> list[dict[str, str]]:
 
 def statements(answer: str, shown: list[Message]) -> tuple[list[Piece], int]:
     """The pieces the model named that its messages support, and how many it named that they do not.
-    ``ValueError`` when the answer is not such a list at all."""
+    ``MalformedAnswer`` when the answer is not such a list at all (``ValueError`` when not JSON)."""
     doc: Any = answer_json(answer)
     if not isinstance(doc, list):
-        raise ValueError("the model's answer is not a list")
+        raise MalformedAnswer("the model's answer is not a list")
     by_position = {m.position: m for m in shown}
     pieces: list[Piece] = []
     dropped = 0
     for item in doc:
         if not isinstance(item, dict):
-            raise ValueError("an item of the model's answer is not an object")
+            raise MalformedAnswer("an item of the model's answer is not an object")
         text, cited = item.get("text"), item.get("messages")
         if not isinstance(text, str) or not text.strip() or not isinstance(cited, list):
             dropped += 1
