@@ -39,8 +39,9 @@ from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, MAX_ATTES
 #: How long a peer waits to be in the node's mesh before it publishes anyway. The node keeps at most
 #: its mesh's upper degree of the 40 and prunes the rest; a pruned peer waits out a 60 s backoff, so
 #: one that had not yet published when pruned (20 hosts sharing a process on a busy machine) waited
-#: for good. Published outside the mesh, the message reaches the node by gossip instead (IHAVE at the
-#: next heartbeat, then the node's IWANT).
+#: for good. Published outside the mesh, the message can reach the node only by gossip (IHAVE, then
+#: the node's IWANT), which lost some in one run: a test that needs every message gives the node a
+#: mesh as large as the attackers (``[p2p] degree_high``).
 MESH_WAIT_S = 20
 #: How long an attacker stays connected after publishing when nobody ends its stdin.
 STAY_DEADLINE_S = 300
