@@ -22,10 +22,10 @@ from bench.network.flooded_node import Usage
 from tests.conftest import clean_env
 from tests.daemons import Node, wait_for
 
-# Real processes. The waits below bound a hang, not a speed (the bench measures that). In two clean
-# CI runs the flooded node (one trio thread decrypting 40 MB of stream openings, beside the other
-# workers' daemons) was most likely slow: once it had not yet counted the stream flood's refusals
-# when the newcomer was in; once it had neither banned the flooder nor passed the weather on in 60 s.
+# Real processes. The waits below bound a hang, not a speed (the bench measures that: the weather
+# takes milliseconds under either flood). Status counts the refusals as of its last snapshot, so
+# that count is waited for too. Once in CI the weather never came within 60 s, the flooder not yet
+# banned and no gossip judged at all: a lost broadcast, not a slow one, and not mended yet.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 CONNECTIONS, STREAMS = 1_000, 10_000

@@ -16,6 +16,7 @@ import pytest
 from node.runtime.status import probe_daemon
 from tests.cli_zygote import Process
 from tests.conftest import clean_env, run_cli, start_cli
+from tests.daemons import wait_for
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -274,9 +275,7 @@ def test_the_daemon_consolidates_and_dreams_on_its_timers(data_dir: Path) -> Non
         # the file stopped the daemon after 0.7 s on a busy machine, before either timer came).
         log = Path(_STDERR[proc.pid].name)
         events = ("memory.consolidated", "memory.dreamt")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(event in log.read_text() for event in events):
-            time.sleep(0.2)
+        wait_for(lambda: all(event in log.read_text() for event in events), 60, "both timers to fire once")
     finally:
         code, _, err = stop(proc)
     assert code == 0, err
