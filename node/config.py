@@ -198,6 +198,9 @@ class P2PSection(_Section):
     strangers_skill_burst: int = Field(default=100, ge=1, le=100_000)
     strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
     attestation_interval_min: float = Field(default=5.0, gt=0, le=1_440)
+    # A management node announces its weather again this often while it lasts (p2p.weather), so that a node
+    # that missed the one broadcast or joined after it obeys it from then on; 0: never.
+    weather_renew_s: float = Field(default=30.0, ge=0, le=86_400)
     delivery_queue: int = Field(default=1024, ge=16, le=1_000_000)
     peer_content_per_author: int = Field(default=200, ge=1, le=1_000_000)
     peer_content_bytes_per_author: int = Field(default=2 * 1024 * 1024, ge=32_768, le=2**40)

@@ -7,13 +7,21 @@ broadcasts. The network part registers the kind with its consumer.
 
 A sequence is used up only once its weather is applied: a weather lost before that (a full lane,
 a crash) can be sent again and is not refused as stale.
+
+A weather is one gossip message, and a node that missed it (not yet in the sender's mesh, offline,
+joining during the storm, or its one copy lost) would never learn it. So a management node renews
+what it announced while it lasts (``NetworkWeather.renewal``, every ``p2p.weather_renew_s``): the same
+level, reason and end, under a fresh sequence. A node that has it already finds nothing changed
+(``apply`` says so, and the node logs no new event); one that missed it obeys it from then on.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from crypto.envelope import Envelope
@@ -99,6 +107,44 @@ def weather_kind(sequences: WeatherSequences) -> GossipKind[Weather]:
     return GossipKind(KIND_WEATHER, WEATHER_TOPIC, WEATHER, Lane.WEATHER, admit_weather)
 
 
+class Applied(Enum):
+    """What applying a weather did."""
+
+    CHANGED = "changed"  # this node obeys it now
+    SAME = "same"  # it obeyed that already (a renewal)
+    SUPERSEDED = "superseded"  # a newer one from its issuer was applied first: dropped
+
+
+@dataclass(frozen=True, slots=True)
+class Announced:
+    """What a management node last announced and still stands by: a weather, or the end of one (level 0)
+    while the weather it ended would have lasted."""
+
+    level_milli: int
+    reason: str
+    until_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    """The next renewal of an announcement: its end is the announcement's to the millisecond, so its
+    issue time lies up to a second before now (a weather lasts whole seconds)."""
+
+    level_milli: int
+    duration_s: int
+    reason: str
+    issued_ms: int
+
+
+def renewal_of(announced: Announced, now_ms: int) -> Renewal | None:
+    """The renewal of ``announced`` at ``now_ms``; None once less than a second of it is left."""
+    left_ms = announced.until_ms - now_ms
+    if left_ms < 1000:
+        return None
+    duration_s = min(math.ceil(left_ms / 1000), MAX_WEATHER_S)
+    return Renewal(announced.level_milli, duration_s, announced.reason, announced.until_ms - duration_s * 1000)
+
+
 class HaltHolder(Protocol):
     """Where the halt of skills from authors below trusted is read (the validator)."""
 
@@ -121,19 +167,43 @@ class NetworkWeather:
         self.sequences = sequences or WeatherSequences()
         self.kind = weather_kind(self.sequences)
         self.own_seq = 0  # the sequence of this node's last broadcast
+        self.announced: Announced | None = None  # what this node renews (a management node's)
 
-    def restore(self, own_seq: int, applied: Mapping[bytes, int]) -> None:
+    def restore(self, own_seq: int, applied: Mapping[bytes, int], me: bytes) -> None:
         self.own_seq = own_seq
         self.sequences.restore(applied)
-        endocrine = self._endocrine()
-        override = endocrine.state().override if endocrine is not None else None
+        override = self._override()
         if override is not None and override.issued_by:
             self._halt.halted_until_ms = override.until_ms  # weather outlives a restart
+            if override.issued_by == me.hex():  # and this node's own is renewed after it (not an end)
+                self.announced = Announced(round(override.level * 1000), override.reason, override.until_ms)
 
-    async def apply(self, weather: Weather, issuer: bytes) -> None:
-        """Raise (or clear, at level 0) the network cortisol and the halt, then use the sequence up."""
+    def _override(self) -> NetworkOverride | None:
         endocrine = self._endocrine()
-        if endocrine is not None:
+        return endocrine.state().override if endocrine is not None else None
+
+    def _changes(self, weather: Weather, issuer: bytes) -> bool:
+        """Whether applying ``weather`` changes what this node obeys (a renewal of what it obeys does not)."""
+        override = self._override()
+        if weather.level_milli == 0:
+            return override is not None
+        return not (
+            override is not None
+            and override.issued_by == issuer.hex()
+            and round(override.level * 1000) == weather.level_milli
+            and override.until_ms == weather.until_ms
+            and override.reason == weather.reason
+        )
+
+    async def apply(self, weather: Weather, issuer: bytes) -> Applied:
+        """Raise (or clear, at level 0) the network cortisol and the halt, then use the sequence up;
+        nothing if a newer weather from ``issuer`` was applied since this one was validated (two can
+        pass the validator before either is applied, and gossip does not keep their order)."""
+        if weather.seq <= self.sequences.last(issuer):
+            return Applied.SUPERSEDED
+        changed = self._changes(weather, issuer)
+        endocrine = self._endocrine()
+        if endocrine is not None and changed:
             if weather.level_milli == 0:
                 await endocrine.clear_override()
             else:
@@ -142,6 +212,7 @@ class NetworkWeather:
                 )
         self.settle(weather, issuer)
         await self._saved()
+        return Applied.CHANGED if changed else Applied.SAME
 
     def settle(self, weather: Weather, issuer: bytes) -> None:
         """Once ``weather`` is applied: its halt holds from now on, and its sequence is used up."""
@@ -156,9 +227,32 @@ class NetworkWeather:
         return Weather(level_milli, duration_s, reason, now_ms, self.own_seq)
 
     async def apply_own(self, weather: Weather, me: bytes) -> None:
-        """Apply the weather this node just broadcast: it replaces this node's own older halt."""
+        """Apply the weather this node just broadcast: it replaces this node's own older halt, and it is
+        what this node renews from now on (an end, while what it ended would have lasted)."""
+        if weather.level_milli:
+            self.announced = Announced(weather.level_milli, weather.reason, weather.until_ms)
+        else:
+            ended = self._override()
+            self.announced = Announced(0, weather.reason, ended.until_ms) if ended is not None else None
         self._halt.halted_until_ms = 0
         await self.apply(weather, me)
+
+    def renewal(self, now_ms: int, me: bytes) -> Renewal | None:
+        """What to announce again now, if anything. Nothing once the announcement is over, or once this
+        node obeys another weather than its own (another management node's replaced it: renewing
+        would undo that on every node, back and forth)."""
+        announced = self.announced
+        if announced is None:
+            return None
+        override = self._override()
+        if announced.level_milli:
+            ours = override is not None and override.issued_by == me.hex() and override.until_ms == announced.until_ms
+        else:
+            ours = override is None
+        renewal = renewal_of(announced, now_ms) if ours else None
+        if renewal is None:
+            self.announced = None
+        return renewal
 
     def report(self, now_ms: int) -> dict[str, Any]:
         endocrine = self._endocrine()

@@ -32,6 +32,7 @@ from node.commands.skills_service import price_settings
 from node.errors import InvalidValue
 from node.logs import route_library_logs
 from node.parts.memory import MemoryPart
+from node.parts.weather_station import WeatherStation
 from node.runtime.context import NodeContext
 from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
@@ -50,7 +51,7 @@ from p2p.trust.floors import Evidence, TrustFloors
 from p2p.trust.peer_listing import peer_rows
 from p2p.trust.records import TrustRecords
 from p2p.validation import MessageValidator, ValidatorSettings
-from p2p.weather import NetworkWeather, Weather
+from p2p.weather import NetworkWeather
 
 log = get_logger("node.p2p")
 
@@ -111,7 +112,8 @@ class P2PPart:
         }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
-        self.gossip.register(self.weather.kind, self._weather)
+        self.station = WeatherStation(self.weather, ctx.identity.public_key, ctx.now_ms, self.publish, self.ingested)
+        self.gossip.register(self.station.kind, self.station.received)
         self.gossip.register(ATTESTATION_KIND, self._attestation)
 
     def add_service(self, protocol: str, handler: RequestHandler) -> None:
@@ -182,6 +184,8 @@ class P2PPart:
         self._supervisor.spawn("p2p-trust", self._trust_loop())
         self._supervisor.spawn("p2p-peers", self._watch_peers())
         self._supervisor.spawn("p2p-discovery", self.discovery.run())
+        if self._ctx.config.node.role == "management" and cfg.weather_renew_s > 0:
+            self._supervisor.spawn("p2p-weather-renewal", self.station.renew_every(cfg.weather_renew_s))
 
     async def stop(self) -> None:
         if self.discovery is not None:
@@ -252,26 +256,11 @@ class P2PPart:
         if not await self.gossip.dispatch(Received(delivery.outcome.message, envelope, delivery.topic)):
             log.info("p2p.gossip_unconsumed", kind=envelope.kind, author=envelope.author.hex()[:16])
 
-    async def _weather(self, received: Received) -> None:
-        assert isinstance(received.message, Weather)
-        await self.weather.apply(received.message, received.author)
-        self._weather_applied(received.message, received.author)
-
     async def _attestation(self, received: Received) -> None:
         assert isinstance(received.message, TrustAttestation)
         # The validator already ignores attesters without standing; levels may have moved since.
         counted = self.trust.attest(received.author, received.message.ratings)
         self.ingested["attestations" if counted else "attestations_not_heard"] += 1
-
-    def _weather_applied(self, weather: Weather, issuer: bytes) -> None:
-        self.ingested["weather"] += 1
-        log.warning(
-            "p2p.weather",
-            level=weather.level,
-            until_ms=weather.until_ms,
-            reason=weather.reason,
-            issuer=issuer.hex()[:16],
-        )
 
     def _endocrine(self) -> Endocrine | None:
         endocrine = self.store().hormone_source
@@ -391,11 +380,7 @@ class P2PPart:
             raise InvalidValue('only a management node broadcasts weather (node.role = "management")')
         if not 0.0 <= level <= 1.0:
             raise InvalidValue("level must be in [0, 1]")
-        now = self._ctx.now_ms()
-        weather = await self.weather.next_broadcast(round(level * 1000), duration_s, reason, now)
-        await self.publish(self.weather.kind, weather, now_ms=now)
-        await self.weather.apply_own(weather, self._ctx.identity.public_key)
-        self._weather_applied(weather, self._ctx.identity.public_key)
+        weather = await self.station.broadcast(round(level * 1000), duration_s, reason)
         return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
 
     async def weather_report(self) -> dict[str, Any]:
@@ -463,7 +448,7 @@ class P2PPart:
                 log.info("p2p.state_imported", file=str(path), kept_as=f"{path.name}.imported")
         self.trust = await records.load(me, frozenset(self._anchors), limits)
         self.trust.floors = self._trust_floors
-        self.weather.restore(*await records.weather_sequences())
+        self.weather.restore(*await records.weather_sequences(), me=self._ctx.identity.public_key)
 
     async def _save(self) -> None:
         if self._records is None:

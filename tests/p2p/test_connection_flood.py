@@ -25,7 +25,8 @@ from tests.daemons import Node, wait_for
 # Real processes. The waits below bound a hang, not a speed (the bench measures that: the weather
 # takes milliseconds under either flood). Status counts the refusals as of its last snapshot, so
 # that count is waited for too. Once in CI the weather never came within 60 s, the flooder not yet
-# banned and no gossip judged at all: a lost broadcast, not a slow one, and not mended yet.
+# banned and no gossip judged at all: a lost broadcast, not a slow one. The manager now renews its
+# weather every 30 s (`p2p.weather_renew_s`), so a lost one arrives with the next renewal.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 CONNECTIONS, STREAMS = 1_000, 10_000
