@@ -268,8 +268,10 @@ class P2PHost:
         from p2p.network.addresses import advertised
         from p2p.network.resources import BoundedResources, connection_config
         from p2p.pubsub_teardown import TolerantPubsub
+        from p2p.yamux_credit import install as credit_at_half_window
 
         verify_each_peer_record_once()
+        credit_at_half_window()
 
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)
