@@ -11,7 +11,11 @@ the WAL, which holds earlier images of those pages, is checkpointed and truncate
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+
+import aiosqlite
 
 from memory.model import Lifecycle
 from memory.storage.row_writes import crystal_any
@@ -28,30 +32,38 @@ class Erased:
     wal_truncated: bool  # False while a reader held an old snapshot: the next checkpoint folds it
 
 
+@asynccontextmanager
+async def _zeroing(store: MemoryStore) -> AsyncIterator[aiosqlite.Connection]:
+    """A write transaction whose freed pages are zeroed. The switch belongs to the one writer
+    connection, so it is turned on and back off inside the write lock: turned outside it, one erase
+    ending switched it off under another that was waiting for the lock, whose text then stayed."""
+    async with store.transaction() as db:
+        await db.execute("PRAGMA secure_delete = ON")
+        try:
+            yield db
+        finally:
+            await db.execute("PRAGMA secure_delete = OFF")
+
+
 async def erase(store: MemoryStore, crystal_id: str, *, actor: str, reason: str) -> Erased:
     """Erase one crystal for good (see the module's notes). Raises ``CrystalNotFound``."""
-    await store.writer.execute("PRAGMA secure_delete = ON")
-    try:
-        async with store.transaction() as db:
-            crystal = await crystal_any(db, crystal_id)
-            async with db.execute("SELECT rowid FROM crystals WHERE id = ?", (crystal_id,)) as cursor:
-                rowid = int((await cursor.fetchone() or (0,))[0])
-            async with db.execute(
-                "UPDATE crystals SET context = replace(context, ?, ?) "
-                "WHERE context IS NOT NULL AND instr(context, ?) > 0",
-                (crystal.text, ERASED_MARK, crystal.text),
-            ) as cursor:
-                scrubbed = cursor.rowcount
-            await db.execute("DELETE FROM type_corrections WHERE content_hash = ?", (crystal.content_hash,))
-            await db.execute("UPDATE attributions SET detail = NULL WHERE crystal_id = ?", (crystal_id,))
-            # the one row that stays: that it was erased, by whom and why, without the text
-            await store.write_transition(
-                db, crystal_id, crystal.lifecycle, Lifecycle.EXPIRED, f"erased: {reason}", actor, store.now_ms()
-            )
-            await store.delete_physically(db, [(rowid, crystal_id)])
-        async with store.transaction() as db:
-            await db.execute("INSERT INTO crystals_fts (crystals_fts) VALUES ('optimize')")
-    finally:
-        await store.writer.execute("PRAGMA secure_delete = OFF")
+    async with _zeroing(store) as db:
+        crystal = await crystal_any(db, crystal_id)
+        async with db.execute("SELECT rowid FROM crystals WHERE id = ?", (crystal_id,)) as cursor:
+            rowid = int((await cursor.fetchone() or (0,))[0])
+        async with db.execute(
+            "UPDATE crystals SET context = replace(context, ?, ?) WHERE context IS NOT NULL AND instr(context, ?) > 0",
+            (crystal.text, ERASED_MARK, crystal.text),
+        ) as cursor:
+            scrubbed = cursor.rowcount
+        await db.execute("DELETE FROM type_corrections WHERE content_hash = ?", (crystal.content_hash,))
+        await db.execute("UPDATE attributions SET detail = NULL WHERE crystal_id = ?", (crystal_id,))
+        # the one row that stays: that it was erased, by whom and why, without the text
+        await store.write_transition(
+            db, crystal_id, crystal.lifecycle, Lifecycle.EXPIRED, f"erased: {reason}", actor, store.now_ms()
+        )
+        await store.delete_physically(db, [(rowid, crystal_id)])
+    async with _zeroing(store) as db:
+        await db.execute("INSERT INTO crystals_fts (crystals_fts) VALUES ('optimize')")
     truncated = await store.checkpoint(truncate=True)
     return Erased(crystal_id, max(scrubbed, 0), truncated)

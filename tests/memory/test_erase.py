@@ -3,7 +3,11 @@ WAL, nor its keyword index, nor another crystal's context; one audit row without
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +55,40 @@ async def test_an_erased_text_is_nowhere_on_disk(tmp_path: Path) -> None:
             "SELECT reason, actor FROM audit_log WHERE crystal_id = ? ORDER BY seq DESC LIMIT 1", (gone.id,)
         ) as cursor:
             assert tuple(await cursor.fetchone() or ()) == ("erased: asked to", "cli")
+    finally:
+        await store.close()
+    assert MARKER not in _on_disk(tmp_path)
+
+
+async def test_an_erase_starting_as_another_ends_leaves_nothing_on_disk(tmp_path: Path) -> None:
+    # The zeroing switch is the writer connection's: the first erase turning it off as it ends must not
+    # leave the second's delete, which was waiting for the write lock, to run without it. The second
+    # starts inside the first's last transaction. Before the fix, 1,596 copies of "south wing" stayed.
+    store = await MemoryStore.open(tmp_path / "m.db", make_embedder("hashing"))
+    # Long enough to fill pages of their own (overflow pages go to the free list whole).
+    first, second = (f"{SECRET} and the {word} door " + f"{word} wing " * 800 for word in ("north", "south"))
+    try:
+        first_id = (await store.remember(NewCrystal(first, origin=Origin.USER_INPUT))).crystal.id
+        second_id = (await store.remember(NewCrystal(second, origin=Origin.USER_INPUT))).crystal.id
+        await store.embed_backlog()
+        transaction = store.transaction
+        transactions = 0
+        later: list[asyncio.Task[Any]] = []
+
+        @contextlib.asynccontextmanager
+        async def second_starts_in_the_last(**options: Any) -> AsyncIterator[Any]:
+            nonlocal transactions
+            async with transaction(**options) as db:
+                transactions += 1
+                if transactions == 2:  # the first erase's last transaction (its index rewrite)
+                    later.append(asyncio.create_task(erase(store, second_id, actor="cli", reason="asked to")))
+                    await asyncio.sleep(0.05)  # the second is now waiting for the write lock
+                yield db
+
+        store.transaction = second_starts_in_the_last  # type: ignore[method-assign]
+        await erase(store, first_id, actor="cli", reason="asked to")
+        await later[0]
+        assert b"south wing" not in _on_disk(tmp_path) and b"north wing" not in _on_disk(tmp_path)
     finally:
         await store.close()
     assert MARKER not in _on_disk(tmp_path)
