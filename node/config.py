@@ -182,6 +182,10 @@ class DreamSection(_Section):
         return self
 
 
+#: A management node's fastest weather renewal: twice the receivers' weather rate (1 a second, p2p.validation).
+MIN_WEATHER_RENEW_S = 2.0
+
+
 class P2PSection(_Section):
     enabled: bool = True
     listen: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/4001"])
@@ -199,7 +203,8 @@ class P2PSection(_Section):
     strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
     attestation_interval_min: float = Field(default=5.0, gt=0, le=1_440)
     # A management node announces its weather again this often while it lasts (p2p.weather), so that a node
-    # that missed the one broadcast or joined after it obeys it from then on; 0: never.
+    # that missed the one broadcast or joined after it obeys it from then on; 0: never. Not under
+    # MIN_WEATHER_RENEW_S: faster would run into the receivers' weather rate and cost the manager points.
     weather_renew_s: float = Field(default=30.0, ge=0, le=86_400)
     delivery_queue: int = Field(default=1024, ge=16, le=1_000_000)
     peer_content_per_author: int = Field(default=200, ge=1, le=1_000_000)
@@ -252,6 +257,11 @@ class P2PSection(_Section):
             raise InvalidValue("need degree_low <= degree <= degree_high")
         if self.max_inbound_connections > self.max_connections:
             raise InvalidValue("need max_inbound_connections <= max_connections")
+        if 0 < self.weather_renew_s < MIN_WEATHER_RENEW_S:
+            raise InvalidValue(
+                f"weather_renew_s is 0 (never) or at least {MIN_WEATHER_RENEW_S} s: nodes take weather from one "
+                "key at 1 a second, and a key past that pays penalty points"
+            )
         return self
 
 

@@ -96,6 +96,7 @@ def test_text_settings_from_the_environment_stay_text() -> None:
         ("[node]\nname = \n", "is not valid TOML"),
         ("node = 3\n", "key 'node': Input should be a valid dictionary"),
         ("[consolidation]\nforget_threshold = 0.8\n", "key 'consolidation': forget_threshold must be below promote"),
+        ("[p2p]\nweather_renew_s = 0.5\n", "key 'p2p': weather_renew_s is 0 (never) or at least 2.0 s"),
         ('[dream]\nsynthesizer = "chat"\n', "key 'dream': synthesizer = \"chat\" needs chat_url and chat_model"),
         ('[memory]\nsupersession = "llm"\n', 'supersession = "llm" needs [llm] url and model'),
         ('[memory]\nsupersession = "maybe"\n', "key 'memory.supersession': Input should be 'offline', 'llm' or 'off'"),

@@ -234,7 +234,7 @@ def test_a_renewal_keeps_the_end_and_none_is_made_in_the_last_second() -> None:
 @pytest.mark.timeout(300)
 def test_a_node_starting_during_a_storm_obeys_it_and_one_offline_at_its_end_clears_it(tmp_path: Path) -> None:
     base = clean_env(
-        BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__TARGET_PEERS="0", BITTERBOT_P2P__WEATHER_RENEW_S="1"
+        BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__TARGET_PEERS="0", BITTERBOT_P2P__WEATHER_RENEW_S="2"
     )
     manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
     assert manager.cli("init").returncode == 0
