@@ -34,7 +34,7 @@ from memory.model import NewCrystal
 from memory.storage.store import MemoryStore
 from node.commands import memory_service as service
 from node.commands.memory_requests import SearchArgs
-from node.config import load_config
+from node.config_loading import load_config
 from node.parts.memory import open_store, search_weights
 from node.paths import NodePaths
 from node.runtime.status import read_status

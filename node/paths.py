@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ground.app import user_data_folder
-from node.config import ENV_CONFIG_FILE, ENV_DATA_DIR, Config
+from node.config import Config
+from node.config_loading import ENV_CONFIG_FILE, ENV_DATA_DIR
 from node.errors import UsageError
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import click
 
 from crypto.errors import KeyFileError
 from node.commands.texts.cli_form import location_parameters
-from node.config import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
+from node.config_loading import ENV_KEY_PASSPHRASE, LoadedConfig, load_config
 from node.errors import EXIT_USAGE, NodeError, UsageError
 from node.paths import NodePaths, choose_config_path, choose_data_dir
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from crypto.identity import Identity
 from ground.clock import wall_clock_ms
-from node.config import Config, LoadedConfig
+from node.config import Config
+from node.config_loading import LoadedConfig
 from node.paths import NodePaths
 
 

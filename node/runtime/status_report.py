@@ -9,7 +9,7 @@ from typing import Any
 
 from crypto.errors import KeyFileMissing
 from crypto.identity import read_key_file_info
-from node.config import LoadedConfig
+from node.config_loading import LoadedConfig
 from node.paths import NodePaths
 from node.runtime.status import probe_daemon
 

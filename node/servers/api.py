@@ -25,7 +25,7 @@ from ground.events import get_logger
 from node.actor import AGENT, CLI, acting_as
 from node.commands.catalog import COMMANDS, Hosts, dispatch
 from node.commands.registry import Command
-from node.config import LoadedConfig
+from node.config_loading import LoadedConfig
 from node.dashboard.web import Dashboard, is_dashboard_path
 from node.error_status import UNEXPECTED, refusal_of
 from node.paths import NodePaths

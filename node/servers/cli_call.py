@@ -39,7 +39,7 @@ from node.commands.texts.cli_form import (
     request_values,
 )
 from node.commands.texts.view import CliView
-from node.config import ENV_KEY_PASSPHRASE, ENV_PREFIX, LoadedConfig, load_config
+from node.config_loading import ENV_KEY_PASSPHRASE, ENV_PREFIX, LoadedConfig, load_config
 from node.error_status import UNEXPECTED, exit_code, http_status, message_of, refusal_of
 from node.errors import NodeError
 from node.paths import NodePaths, choose_config_path, choose_data_dir

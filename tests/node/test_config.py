@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from crypto.identity import Identity
-from node.config import Config, load_config
+from node.config import Config
+from node.config_loading import load_config
 from node.errors import ConfigError
 from node.paths import choose_config_path, choose_data_dir
 

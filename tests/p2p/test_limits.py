@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.network.connection_flood import open_raw_stream
-from node.config import load_config
+from node.config_loading import load_config
 from node.errors import ConfigError
 from p2p.network.bounds import ConnectionBounds, address_key
 from p2p.network.resources import BoundedResources, PerAddressLimiter, connection_config

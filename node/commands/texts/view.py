@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from node.config import LoadedConfig
+    from node.config_loading import LoadedConfig
     from node.paths import NodePaths
 
 

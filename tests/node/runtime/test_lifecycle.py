@@ -10,7 +10,7 @@ import pytest
 
 from crypto.identity import Identity
 from ground.errors import WiringError
-from node.config import load_config
+from node.config_loading import load_config
 from node.daemon.daemon import Daemon
 from node.paths import NodePaths
 from node.runtime.context import NodeContext
