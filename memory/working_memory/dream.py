@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ground.clock import iso_utc
 from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
 from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
@@ -36,7 +37,6 @@ from memory.storage.connection import sync_wal
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, mood, parse
-from memory.working_memory.scratch import iso_utc
 from memory.working_memory.synthesis import (
     INSIGHTS,
     SECTION_CAPS,

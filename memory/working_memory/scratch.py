@@ -15,11 +15,11 @@ import contextlib
 import fcntl
 import os
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ground.clock import iso_utc
 from memory.storage.private_files import FILE_MODE, private_dir
 
 MAX_NOTE_CHARS = 2_000
@@ -44,10 +44,6 @@ class ScratchNote:
 class ScratchSnapshot:
     notes: tuple[ScratchNote, ...]
     consumed_bytes: int  # what a dream that read this snapshot may remove
-
-
-def iso_utc(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
 def fsync_dir(path: Path) -> None:

@@ -3,17 +3,12 @@ and every hit marked as the prompt gate says (``memory.governance.prompt_gate``)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from ground.clock import iso_utc
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.model import Origin, SemanticType, Sensitivity
 from node.commands.texts.view import Caller
-
-
-def _iso(ms: int) -> str:
-    """A time as an agent reads it: ISO 8601 in UTC, to the second."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def hits(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -28,12 +23,12 @@ def compact(found: dict[str, Any]) -> dict[str, Any]:
     out = {"id": crystal["id"], "text": crystal["text"], "type": crystal["semantic_type"],
            "importance": round(crystal["importance"], 3), "origin": crystal["origin"], "source": crystal["source"],
            # when it was said, and how private it is, on every hit (issue 32: neither was there)
-           "said_at": _iso(crystal["created_at_ms"]), "sensitivity": crystal["sensitivity"]}  # fmt: skip
+           "said_at": iso_utc(crystal["created_at_ms"]), "sensitivity": crystal["sensitivity"]}  # fmt: skip
     if "score" in found:
         out["score"] = round(found["score"], 4)
     if crystal.get("superseded"):
         out["superseded_by"] = crystal["superseded"]["by"]  # outdated: a newer memory replaced it
-        out["valid_until"] = _iso(crystal["superseded"]["at_ms"])
+        out["valid_until"] = iso_utc(crystal["superseded"]["at_ms"])
     if found.get("replaces"):
         out["replaces"] = found["replaces"]  # the older memory this one was shown in place of
     if crystal.get("quarantined"):
