@@ -24,6 +24,11 @@ class RequestFailed(P2PError, ConnectionError):
     """A direct request could not be made or answered (no route, protocol refused, stream reset)."""
 
 
+class ProtocolRefused(RequestFailed):
+    """The peer does not speak the request's protocol (it said so, or its identify did): a peer of
+    another kind, such as a js-libp2p or go-libp2p node without our protocols, not a broken connection."""
+
+
 class HostNotRunning(P2PError, Unavailable):
     """The libp2p host is not running: not started yet, or stopped."""
 

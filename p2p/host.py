@@ -30,7 +30,7 @@ from ground.bridge import TrioThread
 from ground.clock import wall_clock_ms
 from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
-from p2p.errors import HostNotRunning, RequestFailed
+from p2p.errors import HostNotRunning, ProtocolRefused, RequestFailed
 from p2p.framing import read_frame, write_frame
 from p2p.network.bounds import ConnectionBounds
 from p2p.network.reach import reach
@@ -210,12 +210,18 @@ class P2PHost:
         from libp2p.custom_types import TProtocol
         from libp2p.peer.id import ID
 
+        from p2p.network.protocol_support import refused_protocol, speaks
+
         async def open_stream(peer: Any) -> Any:
             if not self._host.get_network().get_connections(peer):
                 await reach(self._host, self._traversal, peer)  # directly, or through a relay beside
+            elif not speaks(self._host, peer, protocol):
+                raise ProtocolRefused(f"{peer_id} does not speak {protocol} (by its identify)")
             try:
                 return await self._host.new_stream(peer, [TProtocol(protocol)])
-            except Exception:  # noqa: BLE001 - a connection left from before the peer restarted: redial once
+            except Exception as exc:  # a connection left from before the peer restarted: redial once
+                if refused_protocol(exc):  # it answered: the connection is fine, and stays
+                    raise ProtocolRefused(f"{peer_id} does not speak {protocol}") from exc
                 with contextlib.suppress(Exception):
                     await self._host.disconnect(peer)
                 self._host.get_network().unblock_peer(peer)  # its old address failing must not block the new one
@@ -235,7 +241,7 @@ class P2PHost:
             return await self._call(exchange)
         except trio.TooSlowError:
             raise TimeoutError(f"{peer_id} did not answer {protocol} within {timeout_s} s") from None
-        except (RuntimeError, TimeoutError):
+        except (RuntimeError, TimeoutError, ProtocolRefused):
             raise
         except Exception as exc:
             raise RequestFailed(f"{protocol} to {peer_id} failed: {exc}") from exc

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ground.events import get_logger
-from p2p.errors import InvalidValue
+from p2p.errors import InvalidValue, ProtocolRefused
 
 log = get_logger("p2p.discovery")
 PROTOCOL = "/bitterbot/peers/1"
@@ -225,6 +225,9 @@ class PeerDiscovery:
         try:
             raw = await self._host.request(neighbour, PROTOCOL, b"", timeout_s=self.settings.dial_timeout_s)
             sample = decode(raw, now)
+        except ProtocolRefused:  # a peer of another kind (js-libp2p, go-libp2p): it keeps its connection
+            log.debug("p2p.peer_exchange_not_spoken", peer=neighbour)
+            return
         except (InvalidValue, TimeoutError, ConnectionError, RuntimeError) as exc:
             log.info("p2p.peer_exchange_failed", peer=neighbour, error=str(exc))
             return

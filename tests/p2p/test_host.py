@@ -17,7 +17,7 @@ from crypto.identity import Identity
 from ground.errors import WiringError
 from ground.rates import RateLimit
 from marketplace.gossip.kinds import every_kind
-from p2p.errors import RequestFailed
+from p2p.errors import ProtocolRefused, RequestFailed
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
@@ -232,6 +232,33 @@ async def test_direct_requests_get_answers_and_failures_are_clear() -> None:
     finally:
         await client.stop()
         await server.stop()
+
+
+async def test_a_peer_that_does_not_speak_a_protocol_keeps_its_connection() -> None:
+    # A peer of another kind (a js-libp2p node without our protocols) answers "na" to them. Before,
+    # the node took any failed stream for a connection left from before a restart: it dropped the
+    # connection, gossip mesh and all, and dialled again, each time it asked (every discovery round).
+    from libp2p.peer.id import ID
+
+    other, node = (
+        P2PHost(Identity.generate(), MessageValidator(TrustAnchors()), PenaltyBox(), SMALL_MESH) for _ in "ab"
+    )
+    await other.start()
+    await node.start()
+
+    async def connections() -> list[int]:
+        return [id(c) for c in node._host.get_network().get_connections(ID.from_base58(other.peer_id))]
+
+    try:
+        await node.connect(other.listen_addrs[0])
+        before = await node._call(connections)
+        for _ in range(3):  # once refused by the peer itself, then by what its identify listed
+            with pytest.raises(ProtocolRefused, match="does not speak /bitterbot/peers/1"):
+                await node.request(other.peer_id, "/bitterbot/peers/1", b"", timeout_s=5)
+        assert before and await node._call(connections) == before
+    finally:
+        await node.stop()
+        await other.stop()
 
 
 async def test_an_attacker_routing_through_two_honest_relays_leaves_them_their_standing() -> None:
