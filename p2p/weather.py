@@ -255,8 +255,7 @@ class NetworkWeather:
         return renewal
 
     def report(self, now_ms: int) -> dict[str, Any]:
-        endocrine = self._endocrine()
-        override = endocrine.state().override if endocrine is not None else None
+        override = self._override()
         return {
             "active": override is not None,
             "level": override.level if override else None,

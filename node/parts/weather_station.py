@@ -68,19 +68,24 @@ class WeatherStation:
         one broadcast, or joined after it, obeys it from the next renewal."""
         while True:
             await asyncio.sleep(every_s)
-            async with self._broadcasting:
-                renewal = self._weather.renewal(self._now_ms(), self._me)
-                if renewal is None:
-                    continue
-                weather = await self._weather.next_broadcast(
-                    renewal.level_milli, renewal.duration_s, renewal.reason, renewal.issued_ms
-                )
-                try:
-                    await self._publish(self.kind, weather, now_ms=renewal.issued_ms)
-                except Exception:  # the next round tries again: a daemon outlives a failed send
-                    log.error("p2p.weather_renewal_failed", exc_info=True)
-                    continue
-                self._weather.settle(weather, self._me)
+            await self.renew_once()
+
+    async def renew_once(self) -> Weather | None:
+        """Announce this node's weather again now, if it has one to renew; the weather sent, or None."""
+        async with self._broadcasting:
+            renewal = self._weather.renewal(self._now_ms(), self._me)
+            if renewal is None:
+                return None
+            weather = await self._weather.next_broadcast(
+                renewal.level_milli, renewal.duration_s, renewal.reason, renewal.issued_ms
+            )
+            try:
+                await self._publish(self.kind, weather, now_ms=renewal.issued_ms)
+            except Exception:  # the next round tries again: a daemon outlives a failed send
+                log.error("p2p.weather_renewal_failed", exc_info=True)
+                return None
+            self._weather.settle(weather, self._me)
+            return weather
 
     def _changed(self, weather: Weather, issuer: bytes) -> None:
         self._ingested["weather"] += 1

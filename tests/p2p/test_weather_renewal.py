@@ -2,8 +2,9 @@
 broadcast, or joined after it, obeys it from the next renewal; one that obeys it already changes
 nothing; an end of a weather is renewed too, while the weather it ended would have lasted.
 
-The first tests run the parts a daemon runs (a real store with its hormones, the validator, and
-``NetworkWeather``) for a management node and edges, with a clock they move; the last runs real
+The first tests run the parts a daemon runs (a real store with its hormones, the validator,
+``NetworkWeather`` and the ``WeatherStation`` that broadcasts and renews, with the envelopes it would
+gossip kept) for a management node and edges, with a clock they move; the last runs real
 daemons: a node that starts during a storm, and one that was offline when the storm ended.
 """
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +27,8 @@ from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import NetworkOverride
 from memory.embedders.hashing import HashingEmbedder
 from memory.storage.store import MemoryStore
+from node.parts.weather_station import WeatherStation
+from p2p.kinds import GossipKind
 from p2p.topics import WEATHER_TOPIC
 from p2p.validation import MessageValidator
 from p2p.verdicts import Reason
@@ -52,13 +56,16 @@ async def _no_save() -> None:
 
 @dataclass
 class Station:
-    """One node's weather, as its daemon holds it."""
+    """One node's weather, as its daemon holds it: what it sends is sealed and kept in ``sent``."""
 
     identity: Identity
     store: MemoryStore
     endocrine: Endocrine
     validator: MessageValidator
     weather: NetworkWeather
+    clock: Clock
+    sent: list[Envelope]
+    station: WeatherStation
 
     @classmethod
     async def open(cls, path: Path, identity: Identity, clock: Clock) -> Station:
@@ -68,27 +75,28 @@ class Station:
         anchors = TrustAnchors([MANAGER.public_key, OTHER_MANAGER.public_key])
         validator = MessageValidator(anchors, kinds=every_kind(sequences))
         weather = NetworkWeather(validator, lambda: endocrine, _no_save, sequences)
-        return cls(identity, store, endocrine, validator, weather)
+        sent: list[Envelope] = []
+
+        async def publish(kind: GossipKind[Any], message: Any, *, now_ms: int) -> Envelope:
+            sent.append(kind.seal(identity, message, now_ms))
+            return sent[-1]
+
+        station = WeatherStation(weather, identity.public_key, clock, publish, {})
+        return cls(identity, store, endocrine, validator, weather, clock, sent, station)
 
     @property
     def override(self) -> NetworkOverride | None:
         return self.endocrine.state().override
 
     async def broadcast(self, level_milli: int, duration_s: int, now_ms: int) -> Envelope:
-        weather = await self.weather.next_broadcast(level_milli, duration_s, "drill", now_ms)
-        await self.weather.apply_own(weather, self.identity.public_key)
-        return self.weather.kind.seal(self.identity, weather, now_ms)
+        self.clock.ms = now_ms
+        await self.station.broadcast(level_milli, duration_s, "drill")
+        return self.sent[-1]
 
     async def renew(self, now_ms: int) -> Envelope | None:
         """What the renewal task sends at ``now_ms``, if anything."""
-        renewal = self.weather.renewal(now_ms, self.identity.public_key)
-        if renewal is None:
-            return None
-        weather = await self.weather.next_broadcast(
-            renewal.level_milli, renewal.duration_s, renewal.reason, renewal.issued_ms
-        )
-        self.weather.settle(weather, self.identity.public_key)
-        return self.weather.kind.seal(self.identity, weather, renewal.issued_ms)
+        self.clock.ms = now_ms
+        return self.sent[-1] if await self.station.renew_once() is not None else None
 
     async def receive(self, envelope: Envelope, now_ms: int, origin: Identity = MANAGER) -> Applied:
         """Validate and apply, as the daemon does."""
