@@ -81,6 +81,16 @@ class Node:
         return log
 
 
+def management_node(root: Path, env: dict[str, str]) -> tuple[Node, dict[str, str]]:
+    """An initialised management node (not started) that trusts its own key, and the setting that
+    makes other nodes trust it (``BITTERBOT_TRUST__MANAGEMENT_KEYS``)."""
+    manager = Node(root, "manager", {**env, "BITTERBOT_NODE__ROLE": "management"})
+    assert manager.cli("init").returncode == 0
+    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
+    manager.env.update(trust)
+    return manager, trust
+
+
 def running_details(node: Node) -> dict[str, Any] | None:
     """What a running daemon last reported of its parts: the status file and lock that `status --json`
     reads, read here. Waiting on a daemon polls this every 0.3 s, and a CLI process per poll cost

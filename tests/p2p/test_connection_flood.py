@@ -20,7 +20,7 @@ import pytest
 from bench.network.connection_flood import Flood
 from bench.network.flooded_node import Usage
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, management_node, wait_for
 
 # Real processes. The waits below bound a hang, not a speed (the bench measures that: the weather
 # takes milliseconds under either flood). Status counts the refusals as of its last snapshot, so
@@ -49,11 +49,8 @@ def test_a_strangers_connection_and_stream_floods_cost_bounded_descriptors_and_m
     tmp_path: Path,
 ) -> None:
     base = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__TARGET_PEERS="0")
-    manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
-    assert manager.cli("init").returncode == 0
+    manager, trust = management_node(tmp_path, base)
     manager_id = manager.json("status")["identity"]["peer_id"]
-    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
-    manager.env.update(trust)
     manager.start()
     target = Node(tmp_path, "target", {**base, **trust, "BITTERBOT_P2P__BOOTSTRAP": json.dumps([manager.address()])})
     newcomer: Node | None = None

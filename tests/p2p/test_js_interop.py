@@ -21,7 +21,7 @@ import pytest
 from crypto.envelope import decode_envelope, verify_signature
 from p2p.weather import KIND_WEATHER, WEATHER
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import management_node, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -78,12 +78,10 @@ class JsPeer:
 def test_a_js_libp2p_peer_and_the_node_gossip_both_ways(tmp_path: Path) -> None:
     if (why := _why_not()) is not None:
         pytest.skip(why)
-    manager = Node(tmp_path, "manager", clean_env(
-        BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__TARGET_PEERS="0", BITTERBOT_NODE__ROLE="management",
-    ))  # fmt: skip
-    assert manager.cli("init").returncode == 0
-    key = manager.json("status")["identity"]["public_key"]
-    manager.env["BITTERBOT_TRUST__MANAGEMENT_KEYS"] = json.dumps([key])
+    manager, trust = management_node(
+        tmp_path, clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__TARGET_PEERS="0")
+    )
+    key = json.loads(trust["BITTERBOT_TRUST__MANAGEMENT_KEYS"])[0]
     manager.start()
     peer: JsPeer | None = None
     try:

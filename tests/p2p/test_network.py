@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, management_node, wait_for
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
@@ -29,11 +29,7 @@ def _line_of_nodes(tmp_path: Path, edges: int, **settings: str) -> Iterator[list
         BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3",
         BITTERBOT_P2P__TARGET_PEERS="0", **settings,
     )  # fmt: skip
-    manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
-    assert manager.cli("init").returncode == 0
-    key = manager.json("status")["identity"]["public_key"]
-    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([key])}
-    manager.env.update(trust)
+    manager, trust = management_node(tmp_path, base)
     nodes = [manager]
     manager.start()
     try:

@@ -34,7 +34,7 @@ from p2p.validation import MessageValidator
 from p2p.verdicts import Reason
 from p2p.weather import Announced, Applied, NetworkWeather, WeatherSequences, renewal_of
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, management_node, wait_for
 from tests.p2p.conftest import NOW
 
 MANAGER = Identity.from_seed(b"m" * 32)
@@ -244,10 +244,7 @@ def test_a_node_starting_during_a_storm_obeys_it_and_one_offline_at_its_end_clea
     base = clean_env(
         BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__TARGET_PEERS="0", BITTERBOT_P2P__WEATHER_RENEW_S="2"
     )
-    manager = Node(tmp_path, "manager", {**base, "BITTERBOT_NODE__ROLE": "management"})
-    assert manager.cli("init").returncode == 0
-    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
-    manager.env.update(trust)
+    manager, trust = management_node(tmp_path, base)
     manager.start()
     late = Node(tmp_path, "late", {**base, **trust, "BITTERBOT_P2P__BOOTSTRAP": json.dumps([manager.address()])})
     nodes = [manager, late]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, api_url, wait_for
+from tests.daemons import Node, api_url, management_node, wait_for
 
 pytestmark = pytest.mark.slow  # real daemons and a browser
 
@@ -58,10 +58,7 @@ def _shot(page: Any, tmp_path: Path, name: str) -> None:
 def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page: Any, tmp_path: Path) -> None:
     page, expect = browser_page  # expect polls from outside the page: its CSP forbids eval
     base_env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_P2P__DEGREE_LOW="1", BITTERBOT_P2P__DEGREE="3")
-    manager = Node(tmp_path, "manager", {**base_env, "BITTERBOT_NODE__ROLE": "management"})
-    assert manager.cli("init").returncode == 0
-    trust = {"BITTERBOT_TRUST__MANAGEMENT_KEYS": json.dumps([manager.json("status")["identity"]["public_key"]])}
-    manager.env.update(trust)
+    manager, trust = management_node(tmp_path, base_env)
     edge = Node(tmp_path, "edge", {**base_env, **trust})
     assert edge.cli("init").returncode == 0
     edge.start()
