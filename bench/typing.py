@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ground.authority import Speaker
 from memory.cognition.epistemic import layer_for
 from memory.cognition.model_cache import shipped_model
 from memory.cognition.typing import (
@@ -74,7 +75,8 @@ def quality(model: TypingModel, examples: Sequence[Example]) -> dict[str, Any]:
 def layer_agreement(truth: Sequence[Example], guessed: Sequence[SemanticType]) -> float:
     """The share whose epistemic layer, from the guessed type, is the one the true type gives."""
     same = sum(
-        layer_for(e.text, e.semantic_type, Origin.USER_INPUT) is layer_for(e.text, g, Origin.USER_INPUT)
+        layer_for(e.text, e.semantic_type, Origin.USER_INPUT, Speaker.PERSON)
+        is layer_for(e.text, g, Origin.USER_INPUT, Speaker.PERSON)
         for e, g in zip(truth, guessed, strict=True)
     )
     return round(same / len(truth), 3)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ground.authority import Speaker
 from memory.model import MAX_CONTEXT_CHARS, NewCrystal, Origin, SemanticType
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
@@ -51,6 +52,7 @@ def _from_text(path: Path) -> Iterator[NewCrystal]:
             yield NewCrystal(
                 text[: MAX_CHUNK_CHARS * 2],
                 origin=Origin.INDEXED,
+                speaker=Speaker.FILE,
                 source_path=str(path),
                 source="import",
                 line_start=start,
@@ -101,6 +103,7 @@ def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
             ),
             semantic_type=SemanticType.EPISODE,
             origin=Origin.SESSION,
+            speaker=Speaker.FILE,  # a log from elsewhere: whoever its lines name, a file vouches for them
             created_at_ms=ts,
             source_path=str(path),
             source="import",

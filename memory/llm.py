@@ -11,10 +11,11 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from ground.authority import Speaker
 from memory.errors import MemoryError_
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity
-from memory.model import Origin, Sensitivity
+from memory.model import Sensitivity
 
 
 class LlmError(MemoryError_):
@@ -42,7 +43,7 @@ class ChatEndpoint:
         ``ConfidentialText`` before anything is sent when a message holds a secret."""
         for message in messages:
             confidential = classify_sensitivity(str(message.get("content", ""))) is Sensitivity.CONFIDENTIAL
-            passage = decide(Route.LLM_ENDPOINT, origin=Origin.SESSION, held=False, confidential=confidential,
+            passage = decide(Route.LLM_ENDPOINT, speaker=Speaker.AGENT, held=False, confidential=confidential,
                              instructions=False)  # fmt: skip
             if passage is Passage.NEVER:
                 raise ConfidentialText("a message holds text classified confidential; it is not sent")

@@ -12,6 +12,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ground.authority import Speaker
 from memory.errors import InvalidValue
 
 
@@ -221,6 +222,9 @@ class NewCrystal:
     # Words to filter by (``memory list --tags``), also found by keyword search; a skill's come with
     # its version (``skill.tags``) instead.
     tags: tuple[str, ...] = ()
+    # Who said these words (``ground.authority``): what they may do follows from it alone. ``None``:
+    # the speaker ``default_speaker`` gives its origin; every ingest path of the node names one.
+    speaker: Speaker | None = None
 
     def __post_init__(self) -> None:
         if not self.text or not self.text.strip():
@@ -303,10 +307,29 @@ class Crystal:
     # The span of time its own words name, resolved against when it was said: [from, until) in ms.
     refers_to: tuple[int, int] | None = None
     tags: tuple[str, ...] = ()  # a skill's are its version's; others' came with an import or a caller
+    speaker: Speaker = Speaker.FILE  # who said it (ground.authority); the weakest when unknown
 
     @property
     def is_memory(self) -> bool:
         return self.semantic_type in MEMORY_TYPES
+
+
+#: The speaker of a new crystal whose caller named none, by its origin: what code that predates the
+#: authority table meant (the node's own ingest paths all name theirs; a test checks).
+_SPEAKER_OF_ORIGIN = {
+    Origin.USER_INPUT: Speaker.PERSON,
+    Origin.SESSION: Speaker.AGENT,
+    Origin.SKILL: Speaker.AGENT,
+    Origin.INDEXED: Speaker.FILE,
+    Origin.PEER: Speaker.PEER,
+    Origin.DREAM: Speaker.NODE,
+    Origin.INFERRED: Speaker.NODE,
+}
+
+
+def speaker_of(new: NewCrystal) -> Speaker:
+    """Who said ``new``'s words: its own speaker, else the one its origin implies."""
+    return new.speaker if new.speaker is not None else _SPEAKER_OF_ORIGIN[new.origin]
 
 
 def normalise_text(text: str) -> str:

@@ -95,7 +95,7 @@ async def _new_version(store: MemoryStore, old: Crystal, skill: SkillVersion, te
     )  # fmt: skip
     new = NewCrystal(
         text, semantic_type=old.semantic_type, origin=old.origin, skill=version, scope=old.scope,
-        parents=(old.id,), actor=actor, source=old.source,
+        parents=(old.id,), actor=actor, source=old.source, speaker=old.speaker,
     )  # fmt: skip
     made = await store.remember(new)
     if not made.created:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from ground.authority import Speaker
 from node.errors import InvalidValue
 
 AGENT = "agent"
@@ -24,6 +25,15 @@ _current: ContextVar[str] = ContextVar("bitterbot_actor", default=AGENT)
 
 def current_actor() -> str:
     return _current.get()
+
+
+def speaker_of(actor: str) -> Speaker:
+    """The authority table's speaker for a caller: the person at the CLI or dashboard, else the agent."""
+    return Speaker.PERSON if actor in PEOPLE else Speaker.AGENT
+
+
+def current_speaker() -> Speaker:
+    return speaker_of(_current.get())
 
 
 @contextmanager

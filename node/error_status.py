@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from crypto.errors import CryptoError
+from ground.authority import NotAllowed
 from ground.errors import Unavailable
 from marketplace.errors import ChainUnreachable, MarketError
 from memory.errors import CrystalNotFound, EditRefused, ExportRefused, MemoryError_
-from node.errors import EXIT_FAILURE, EXIT_USAGE, PartOff, PersonOnly, UnknownCommand
+from node.errors import EXIT_FAILURE, EXIT_USAGE, PartOff, UnknownCommand
 from p2p.errors import P2PError, RequestFailed
 
 UNEXPECTED = 500
@@ -26,7 +27,7 @@ HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (Unavailable, 503),  # a part that is off, a host not started, a market with no chain: not the request's fault
     (CrystalNotFound, 404),
     (ExportRefused, 403),
-    (PersonOnly, 403),
+    (NotAllowed, 403),
     (EditRefused, 409),  # the crystal's state forbids it (outdated, held): the message names what to edit instead
     (ChainUnreachable, 502),  # before MarketError: the chain is down, not the request wrong
     (RequestFailed, 502),  # before P2PError: the peer did not answer

@@ -80,12 +80,6 @@ class DaemonRequired(UsageError):
         super().__init__(f"{command} needs the running daemon: no daemon runs on {data_dir} (bitterbot-node run)")
 
 
-class PersonOnly(NodeError, PermissionError):
-    """Only the person (the CLI with the owner's token, or the dashboard) may do this: never the agent."""
-
-    exit_code = EXIT_USAGE
-
-
 class UnknownCommand(NodeError, LookupError):
     """No command has this name (a client newer or older than the daemon it talks to)."""
 

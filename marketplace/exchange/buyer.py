@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
 from crypto.errors import SealedDataTampered
+from ground.authority import Speaker
 from marketplace.catalog.bounties import live_bounties, matches
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain import Chain
@@ -433,6 +434,7 @@ class Buyer:
                 text,
                 semantic_type=SemanticType.SKILL,
                 origin=Origin.PEER,
+                speaker=Speaker.SELLER,
                 scope=Scope.PRIVATE,
                 source=source,
                 skill=SkillVersion(

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from crypto.envelope import Envelope
+from ground.authority import Speaker
 from ground.fields import ADDRESS, text
 from ground.wire import Spec, Wire, digest, ident, optional_text, strings, whole, words
 from marketplace.gossip.peer_content import alike, hold_reason, peer_source, standing_by_source
@@ -212,6 +213,7 @@ async def ingest_listing(
             listing.content,
             semantic_type=SemanticType.SKILL,
             origin=Origin.PEER,
+            speaker=Speaker.PEER,
             scope=Scope.SHARED,
             source=source,
             skill=SkillVersion(

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ground.authority import Speaker, weakest
 from memory.capture.extract import extract
 from memory.capture.formats import Conversation, ConversationFormat, Message, read_conversations, read_messages
 from memory.capture.llm_extract import LlmExtractor
@@ -76,6 +77,7 @@ async def capture(
             line_end=piece.positions[-1] + 1,
             actor=actor,
             context=piece.context,
+            speaker=piece_speaker(conversation, piece.positions),
         )
         for piece in pieces
     ]
@@ -130,6 +132,19 @@ async def capture_conversations(
         "new_messages": sum(r.new_messages for r in reports),
         "left_out": sum(sum(r.left_out.values()) for r in reports),
     }
+
+
+def turn_speaker(message: Message) -> Speaker:
+    """Who a transcript's turn speaks for (``ground.authority``): the user's turns are the person's
+    words in a transcript; every other turn (the assistant's, a tool's, a sub-agent's) is not."""
+    return Speaker.PERSON_IN_TRANSCRIPT if message.role == "user" else Speaker.AGENT_IN_TRANSCRIPT
+
+
+def piece_speaker(conversation: Conversation, positions: Sequence[int]) -> Speaker:
+    """A piece of several turns carries no more authority than its weakest turn. Positions are the
+    conversation's own (a watched file's chunk starts past 0): messages are found by position."""
+    by_position = {m.position: m for m in conversation.messages}
+    return weakest(turn_speaker(by_position[p]) for p in positions)
 
 
 def default_session(conversation: Conversation) -> str:

@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ground.authority import Speaker
 from memory.cognition.typing import stem
 from memory.embedders.base import Vectors
 from memory.governance.injection import instruction_flags
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity
-from memory.model import NewCrystal, Origin, Sensitivity
+from memory.model import NewCrystal, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.store import MemoryStore
 
@@ -116,7 +117,7 @@ class Curiosity:
             f'{GAP_LINE_PREFIX} "{g.query}" (asked {g.asked}x)'
             for g in await self.gaps(limit=limit)
             if decide(
-                Route.CURIOSITY_GAP, origin=Origin.SESSION, held=False,
+                Route.CURIOSITY_GAP, speaker=Speaker.AGENT, held=False,
                 confidential=classify_sensitivity(g.query) is Sensitivity.CONFIDENTIAL,
                 instructions=bool(instruction_flags(g.query)),
             ) is not Passage.NEVER

@@ -2,19 +2,19 @@
 world, or the node's own mental model (the design's four values).
 
 Directives are what the person explicitly asked for or prefers; they rank above anything the node
-inferred (the bootstrap text puts them first and the budget evicts them last). Only the person
-and the local agent can direct: text from a peer or an indexed file is never a directive, however
-it is phrased, or a stranger could instruct the agent by sharing a skill.
+inferred (the bootstrap text puts them first and the budget evicts them last). Only a speaker the
+authority table lets direct (``ground.authority``: the person) makes one: the agent, a captured
+turn, a file or a peer is never a directive, however it is phrased, or a page the agent read could
+write the top of its prompt.
 """
 
 from __future__ import annotations
 
 import re
 
+from ground.authority import Capability, Speaker, may
 from memory.model import EpistemicLayer, Origin, SemanticType
 
-#: Origins whose text the person or their agent wrote.
-_PERSONAL_ORIGINS = frozenset({Origin.USER_INPUT, Origin.SESSION})
 #: Origins whose text the node derived itself.
 _INFERRED_ORIGINS = frozenset({Origin.DREAM, Origin.INFERRED})
 
@@ -57,13 +57,13 @@ def is_instruction(text: str) -> bool:
     return _INSTRUCTION.search(head) is not None
 
 
-def layer_for(text: str, semantic_type: SemanticType, origin: Origin) -> EpistemicLayer:
-    """The layer of a new crystal of ``semantic_type`` from ``origin``."""
-    if origin in _INFERRED_ORIGINS:
+def layer_for(text: str, semantic_type: SemanticType, origin: Origin, speaker: Speaker) -> EpistemicLayer:
+    """The layer of a new crystal of ``semantic_type`` from ``origin``, said by ``speaker``."""
+    if origin in _INFERRED_ORIGINS or speaker is Speaker.NODE:
         return EpistemicLayer.MENTAL_MODEL
     layer = _BY_TYPE[semantic_type]
-    if origin not in _PERSONAL_ORIGINS:
-        # Nobody but the person directs the agent: a peer's or a file's "preference" is a fact about it.
+    if not may(speaker, Capability.DIRECT):
+        # Nobody but the person directs the agent: anyone else's "preference" is a fact about it.
         return EpistemicLayer.WORLD_FACT if layer is EpistemicLayer.DIRECTIVE else layer
     if layer is not EpistemicLayer.DIRECTIVE and is_instruction(text):
         return EpistemicLayer.DIRECTIVE

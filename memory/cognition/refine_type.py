@@ -43,7 +43,8 @@ async def refine_type(store: MemoryStore, crystal_id: str, vector: Vectors) -> S
             "stable_skill_id = coalesce(stable_skill_id, ?), skill_version = coalesce(skill_version, ?), "
             "updated_at_ms = ? WHERE id = ? AND type_source = ?",
             (
-                stype.value, guess.confidence, layer_for(crystal.text, stype, crystal.origin).value, skill_id,
+                stype.value, guess.confidence,
+                layer_for(crystal.text, stype, crystal.origin, crystal.speaker).value, skill_id,
                 1 if skill_id else None, now, crystal_id, TypeSource.MODEL.value,
             ),
         )  # fmt: skip

@@ -20,7 +20,7 @@ async def retype(store: MemoryStore, crystal_id: str, semantic_type: SemanticTyp
         crystal = await crystal_any(db, crystal_id)
         if crystal.semantic_type is semantic_type and crystal.type_source is TypeSource.CORRECTION:
             return crystal
-        layer = layer_for(crystal.text, semantic_type, crystal.origin)
+        layer = layer_for(crystal.text, semantic_type, crystal.origin, crystal.speaker)
         skill_id = content_hash(crystal.text)[:16] if semantic_type is SemanticType.SKILL else None
         await db.execute(
             "UPDATE crystals SET semantic_type = ?, type_confidence = 1.0, type_source = ?, epistemic_layer = ?, "

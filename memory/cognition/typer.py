@@ -15,13 +15,14 @@ from typing import Any, NamedTuple
 import aiosqlite
 import numpy as np
 
+from ground.authority import Capability, may
 from memory.cognition.epistemic import layer_for
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.model_cache import meaning_model, shipped_model, shipped_vectors
 from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples
 from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.governance.rules import classify_sensitivity
-from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash
+from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash, speaker_of
 
 #: A person's correction counts as this many shipped examples when the model is refitted.
 CORRECTION_WEIGHT = 3.0
@@ -172,7 +173,10 @@ def _decided(new: NewCrystal, guess: Guess, source: TypeSource) -> Typing:
     skill = new.skill
     if stype is SemanticType.SKILL and skill is None:
         skill = SkillVersion(stable_skill_id=content_hash(new.text)[:16])
-    layer = new.epistemic_layer or layer_for(new.text, stype, new.origin)
+    speaker = speaker_of(new)
+    layer = new.epistemic_layer or layer_for(new.text, stype, new.origin, speaker)
+    if layer is EpistemicLayer.DIRECTIVE and not may(speaker, Capability.DIRECT):
+        layer = layer_for(new.text, stype, new.origin, speaker)  # a claimed directive is only the person's
     return Typing(stype, guess.confidence, source, layer, skill)
 
 

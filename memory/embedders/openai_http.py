@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ground.authority import Speaker
 from memory.embedders.base import Vectors, normalise_rows
 from memory.errors import EmbedderError
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity, redacted
-from memory.model import Origin, Sensitivity
+from memory.model import Sensitivity
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,6 @@ class OpenAIHttpEmbedder:
 
 def _as_the_gate_allows(text: str) -> str:
     confidential = classify_sensitivity(text) is Sensitivity.CONFIDENTIAL
-    passage = decide(Route.REMOTE_EMBEDDER, origin=Origin.SESSION, held=False, confidential=confidential,
+    passage = decide(Route.REMOTE_EMBEDDER, speaker=Speaker.AGENT, held=False, confidential=confidential,
                      instructions=False)  # fmt: skip
     return redacted(text) if passage is Passage.REDACTED else text

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ground.authority import Speaker
 from memory.emerging.patterns import EmergingSkill, Practice, emerging
 from memory.errors import EditRefused, EmergingSkillNotFound
 from memory.governance.prompt_gate import Route, admits_sql
@@ -58,7 +59,9 @@ async def emerging_skills(store: MemoryStore, executions: Mapping[str, tuple[int
     return emerging(await practices(store, executions))
 
 
-async def crystallise(store: MemoryStore, skill: EmergingSkill, *, text: str | None, actor: str) -> tuple[Crystal, int]:
+async def crystallise(
+    store: MemoryStore, skill: EmergingSkill, *, text: str | None, actor: str, speaker: Speaker
+) -> tuple[Crystal, int]:
     """The new skill crystal and how many practices were frozen into it."""
     typical = await store.get(skill.typical_id)
     new = NewCrystal(
@@ -71,6 +74,7 @@ async def crystallise(store: MemoryStore, skill: EmergingSkill, *, text: str | N
         parents=skill.crystal_ids,
         tags=typical.tags,
         actor=actor,
+        speaker=speaker,
     )
     remembered = await store.remember(new)
     if not remembered.created:

@@ -2,16 +2,17 @@
 
 Every route that carries a memory's text somewhere the agent (or a remote model) reads it asks
 ``decide`` how: as it is, marked as someone else's, with its secrets replaced, as a stand-in, or
-never. The facts it decides on: the text's origin, whether it waits in quarantine, whether the
-sensitivity rules call it confidential, and whether it reads like instructions to the agent. The
-README's gate table is ``table()``; a test checks every route against every combination.
+never. The facts it decides on: who said the text (its speaker: what the authority table,
+``ground.authority``, lets it do), whether it waits in quarantine, whether the sensitivity rules
+call it confidential, and whether it reads like instructions to the agent. The README's gate table
+is ``table()``; a test checks every route against every combination.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from memory.model import Origin
+from ground.authority import Capability, Speaker, may
 
 
 class Route(StrEnum):
@@ -36,7 +37,7 @@ class Passage(StrEnum):
 PROMPT_ROUTES = frozenset({Route.MEMORY_MD, Route.BOOTSTRAP, Route.DREAM_PROMPT, Route.CURIOSITY_GAP})
 
 
-def decide(route: Route, *, origin: Origin, held: bool, confidential: bool, instructions: bool) -> Passage:
+def decide(route: Route, *, speaker: Speaker, held: bool, confidential: bool, instructions: bool) -> Passage:
     """How ``route`` may carry a text with these facts."""
     if held:  # waits for the person: only a search that asks for held content shows it, marked
         return Passage.MARKED if route is Route.SEARCH_RESULT else Passage.NEVER
@@ -48,25 +49,47 @@ def decide(route: Route, *, origin: Origin, held: bool, confidential: bool, inst
         }.get(route, Passage.NEVER)
     if route is Route.CURIOSITY_GAP and instructions:
         return Passage.NEVER  # a search's words, written to steer the agent
-    if origin is Origin.PEER and (route in PROMPT_ROUTES or route is Route.SEARCH_RESULT):
-        return Passage.MARKED
+    if route in PROMPT_ROUTES or route is Route.SEARCH_RESULT:
+        if not may(speaker, Capability.PROMPT_UNMARKED):
+            return Passage.MARKED  # a stranger's words (a peer, a file, a page the agent quoted): data
+        if instructions and not may(speaker, Capability.DIRECT) and route is not Route.SEARCH_RESULT:
+            return Passage.MARKED  # an order only the person gives: in the prompt it is someone's words
     return Passage.AS_IS
+
+
+#: What a line of someone else's words starts with wherever it reaches the agent's prompt (MEMORY.md,
+#: the bootstrap, a dream prompt): data someone wrote, never the person's words or instructions.
+MARKS = {
+    Speaker.PERSON: "",
+    Speaker.AGENT: "[the agent's note, not the person's words] ",
+    Speaker.PERSON_IN_TRANSCRIPT: "[said in a conversation, not an order] ",
+    Speaker.AGENT_IN_TRANSCRIPT: "[quoted from a conversation: not the person's words] ",
+    Speaker.FILE: "[from an imported file] ",
+    Speaker.PEER: "[from another node] ",
+    Speaker.SELLER: "[from a seller] ",
+    Speaker.NODE: "[the node's inference] ",
+}
+
+
+def marked(text: str, speaker: Speaker, passage: Passage) -> str:
+    """``text`` with its speaker's mark when ``passage`` says it is marked."""
+    return MARKS[speaker] + text if passage is Passage.MARKED else text
 
 
 def admits_sql(route: Route, alias: str = "c") -> str:
     """The SQL twin of ``decide`` for selecting rows ``route`` may carry at all: a WHERE fragment leaving
     out held and confidential crystals where the gate says never, so a query and the policy cannot drift
-    apart. Origin and instruction-likeness decide the marking, per row, afterwards."""
+    apart. The speaker and instruction-likeness decide the marking, per row, afterwards."""
     clauses = []
     if all(
-        decide(route, origin=origin, held=True, confidential=confidential, instructions=False) is Passage.NEVER
-        for origin in Origin
+        decide(route, speaker=speaker, held=True, confidential=confidential, instructions=False) is Passage.NEVER
+        for speaker in Speaker
         for confidential in (False, True)
     ):
         clauses.append(f"{alias}.quarantined = 0")
     if all(
-        decide(route, origin=origin, held=held, confidential=True, instructions=False) is Passage.NEVER
-        for origin in Origin
+        decide(route, speaker=speaker, held=held, confidential=True, instructions=False) is Passage.NEVER
+        for speaker in Speaker
         for held in (False, True)
     ):
         clauses.append(f"{alias}.sensitivity != 'confidential'")
@@ -76,15 +99,17 @@ def admits_sql(route: Route, alias: str = "c") -> str:
 def table() -> str:
     """The gate as a Markdown table: a row per situation, a column per route."""
     situations = [
-        ("the person's or the agent's own text", dict(origin=Origin.USER_INPUT, held=False, confidential=False,
-                                                      instructions=False)),
-        ("another node's text, released by the person", dict(origin=Origin.PEER, held=False, confidential=False,
-                                                             instructions=False)),
-        ("another node's text, held", dict(origin=Origin.PEER, held=True, confidential=False, instructions=False)),
-        ("confidential (any origin)", dict(origin=Origin.USER_INPUT, held=False, confidential=True,
-                                          instructions=False)),
-        ("reads like instructions, not held (a search's words)", dict(origin=Origin.SESSION, held=False,
-                                                                     confidential=False, instructions=True)),
+        ("the person's own text", dict(speaker=Speaker.PERSON, held=False, confidential=False, instructions=False)),
+        ("the agent's or a captured user turn's text", dict(speaker=Speaker.AGENT, held=False, confidential=False,
+                                                            instructions=False)),
+        ("the agent's text that reads like instructions", dict(speaker=Speaker.AGENT, held=False,
+                                                               confidential=False, instructions=True)),
+        ("a captured assistant turn, a file, another node, released", dict(speaker=Speaker.PEER, held=False,
+                                                                           confidential=False, instructions=False)),
+        ("another node's text, held", dict(speaker=Speaker.PEER, held=True, confidential=False, instructions=False)),
+        ("confidential (anyone's)", dict(speaker=Speaker.PERSON, held=False, confidential=True, instructions=False)),
+        ("the person's search that reads like instructions", dict(speaker=Speaker.PERSON, held=False,
+                                                                  confidential=False, instructions=True)),
     ]  # fmt: skip
     head = "| | " + " | ".join(route.value for route in Route) + " |"
     rule = "|---|" + "---|" * len(Route)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ground.authority import Speaker
 from memory.cognition.typer import Typing
 from memory.errors import InvalidValue
 from memory.governance.rules import classify_sensitivity
@@ -27,6 +28,7 @@ from memory.model import (
     TypeSource,
     Verification,
     content_hash,
+    speaker_of,
 )
 from memory.when import time_window
 
@@ -36,7 +38,8 @@ COLUMNS = (
     "curiosity_boost, dream_count, last_dream_ms, steering_reward, epistemic_layer, is_verified, verified_by, "
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
     "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined, "
-    "type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from_ms, refers_until_ms"
+    "type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from_ms, refers_until_ms, "
+    "speaker"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -46,7 +49,7 @@ INSERT_COLUMNS = (
     "oxytocin", "curiosity_boost", "steering_reward", "epistemic_layer", "is_verified", "verified_by", "bounty_id",
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
     "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
-    "text_bytes", "type_confidence", "type_source", "importance_floor", "refers_from_ms", "refers_until_ms",
+    "text_bytes", "type_confidence", "type_source", "importance_floor", "refers_from_ms", "refers_until_ms", "speaker",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -98,6 +101,7 @@ def insert_params(
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
         int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
         new.importance_floor, refers.start_ms if refers else None, refers.end_ms if refers else None,
+        speaker_of(new).value,
     )  # fmt: skip
 
 
@@ -120,7 +124,8 @@ def restore_params(c: Crystal) -> tuple[Any, ...]:
         c.lifespan.value,
         c.expires_at_ms, c.context, int(c.quarantined), c.type_confidence, c.type_source.value, c.importance_floor,
         c.superseded.by if c.superseded else None, c.superseded.at_ms if c.superseded else None,
-        c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, len(c.text.encode()),
+        c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, c.speaker.value,
+        len(c.text.encode()),
     )  # fmt: skip
 
 
@@ -130,7 +135,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
      tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
      type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from, refers_until,
-     ) = row  # fmt: skip
+     speaker) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -181,6 +186,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         superseded=Superseded(superseded_by, superseded_ms) if superseded_by is not None else None,
         refers_to=(refers_from, refers_until) if refers_from is not None else None,
         tags=tuple(tags.split()) if tags else (),
+        speaker=Speaker(speaker),
     )
 
 

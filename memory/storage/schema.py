@@ -363,11 +363,40 @@ CREATE TABLE capture_files (
 """
 
 
+# v21: who said each crystal's words (``ground.authority``), which alone decides what they may do.
+# Earlier releases recorded only the road in (origin) and who called (the 'created' attribution), so
+# the speaker is read off both. Then what the table no
+# longer allows is taken back: a directive whose speaker may not direct becomes what its type is
+# (a preference of the agent's is a fact about the person, not an order). A captured piece is the
+# person's when no line of it is the assistant's (the extractor wrote 'assistant: ' before those).
+SCHEMA_V21 = """
+ALTER TABLE crystals ADD COLUMN speaker TEXT NOT NULL DEFAULT 'file';
+UPDATE crystals SET speaker = CASE
+    WHEN origin = 'user_input' THEN
+        CASE WHEN source = 'MEMORY.md (hand-written)' THEN 'agent' ELSE 'person' END
+    WHEN origin IN ('dream', 'inferred') THEN 'node'
+    WHEN origin = 'peer' THEN 'peer'
+    WHEN origin = 'indexed' THEN 'file'
+    WHEN origin = 'session' AND source LIKE 'capture:%' THEN
+        CASE WHEN char(10) || text LIKE '%' || char(10) || 'assistant: %' THEN 'agent_in_transcript'
+             ELSE 'person_in_transcript' END
+    ELSE 'agent'
+END;
+UPDATE crystals SET epistemic_layer = CASE
+    WHEN semantic_type IN ('fact', 'relationship', 'skill', 'preference') THEN 'world_fact'
+    WHEN semantic_type IN ('insight', 'task_pattern') THEN 'mental_model'
+    ELSE 'experience'
+END
+WHERE epistemic_layer = 'directive' AND speaker != 'person';
+CREATE INDEX crystals_speaker ON crystals (speaker);
+"""
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
-    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19, SCHEMA_V20,
+    SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19, SCHEMA_V20, SCHEMA_V21,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

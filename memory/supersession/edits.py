@@ -5,6 +5,7 @@ attribution chains say who edited what and when."""
 
 from __future__ import annotations
 
+from ground.authority import Speaker
 from memory.errors import EditRefused
 from memory.model import Crystal, Lifespan, NewCrystal, Origin, SemanticType, normalise_text
 from memory.storage.store import MemoryStore
@@ -45,6 +46,7 @@ async def edit_text(store: MemoryStore, crystal_id: str, text: str, *, actor: st
         ttl_ms=ttl_ms,
         parents=(old.id,),
         actor=actor,
+        speaker=Speaker.PERSON if by_person else old.speaker,
     )
     stored = await store.remember(new)
     await supersede(store, old.id, stored.crystal.id, reason="edited", actor=actor)

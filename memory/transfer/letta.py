@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ground.authority import Speaker
 from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
 from memory.transfer.foreign import Entry, ForeignSource, clean_tags, time_ms
 
@@ -64,6 +65,7 @@ def read_letta(doc: Any, path: str) -> ForeignSource:
             crystal = NewCrystal(
                 text[:MAX_TEXT_CHARS],
                 origin=Origin.INDEXED,
+                speaker=Speaker.FILE,
                 context=f"Letta {label} block",
                 source_path=path,
                 source=f"letta:{label}",
@@ -92,6 +94,7 @@ def _passages(doc: list[Any], path: str, source: ForeignSource) -> None:
         crystal = NewCrystal(
             text,
             origin=Origin.INDEXED,
+            speaker=Speaker.FILE,
             created_at_ms=time_ms(passage.get("created_at")),
             source_path=path,
             source=f"letta:{key}"[:200],

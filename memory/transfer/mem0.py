@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ground.authority import Speaker
 from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
 from memory.transfer.foreign import Entry, ForeignSource, clean_tags, time_ms
 
@@ -48,6 +49,7 @@ def read_mem0(doc: Any, path: str) -> ForeignSource:
         crystal = NewCrystal(
             text.strip(),
             origin=Origin.INDEXED,
+            speaker=Speaker.FILE,
             created_at_ms=time_ms(item.get("updated_at")) or time_ms(item.get("created_at")),
             source_path=path,
             source=f"mem0:{key}"[:200],

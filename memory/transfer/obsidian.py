@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ground.authority import Speaker
 from memory.importer import text_chunks
 from memory.model import MAX_CONTEXT_CHARS, MAX_TEXT_CHARS, NewCrystal, Origin
 from memory.transfer.foreign import Entry, ForeignSource, clean_tags, time_ms
@@ -121,6 +122,7 @@ def read_vault(vault: Path) -> ForeignSource:
             crystal = NewCrystal(
                 text[:MAX_TEXT_CHARS],
                 origin=Origin.INDEXED,
+                speaker=Speaker.FILE,
                 created_at_ms=when,
                 context=title[:MAX_CONTEXT_CHARS],
                 source_path=str(path),

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
+from ground.authority import Speaker
 from memory.errors import InvalidValue
 from memory.graph import Association, Attribution
 from memory.model import (
@@ -171,6 +172,8 @@ def _crystal(doc: dict[str, Any]) -> Crystal:
             superseded=_superseded(doc.get("superseded")),
             refers_to=_span(doc.get("refers_to")),
             tags=_words(doc.get("tags", []), "tags"),
+            # Files written before speakers were recorded say nothing: the weakest, until vouched for.
+            speaker=_enum(doc, "speaker", Speaker, Speaker.FILE),
         )
     except InvalidValue as exc:  # Hormones' own range check
         raise DamagedRecord(str(exc)) from None

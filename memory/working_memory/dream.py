@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ground.authority import Capability, Speaker, may, weakest
 from ground.clock import iso_utc
 from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
 from memory.dynamics.hormones import notable
@@ -130,7 +131,11 @@ async def directives(store: MemoryStore, limit: int = 20) -> list[str]:
     pinned and most important first (nothing held in quarantine, nothing confidential)."""
     found = await _select(
         store,
-        "c.epistemic_layer = 'directive'",
+        # Twice sure: the layer, and a speaker the authority table lets direct (a row that reached the
+        # layer some other way, an old import, still never tops the prompt).
+        "c.epistemic_layer = 'directive' AND c.speaker IN ("
+        + ", ".join(f"'{s.value}'" for s in Speaker if may(s, Capability.DIRECT))
+        + ")",
         {},
         "(c.lifespan = 'permanent') DESC, max(c.importance, c.importance_floor) DESC, c.stored_at_ms DESC",
         limit,
@@ -155,6 +160,8 @@ async def seed_from_hand_written(store: MemoryStore, files: WorkingMemoryFiles) 
             NewCrystal(
                 chunk,
                 origin=Origin.USER_INPUT,
+                # An agent writes its MEMORY.md as often as a person does: the agent's notes, no orders.
+                speaker=Speaker.AGENT,
                 source_path=str(files.memory_md),
                 source="MEMORY.md (hand-written)",
                 actor=ACTOR,
@@ -301,7 +308,14 @@ async def dream(
     # Index first: once a note is a crystal it is searchable whatever happens to this cycle.
     for note in snapshot.notes:
         await store.remember(
-            NewCrystal(note.text, origin=Origin.SESSION, importance=note.importance, source="scratch", actor=ACTOR)
+            NewCrystal(
+                note.text,
+                origin=Origin.SESSION,
+                importance=note.importance,
+                source="scratch",
+                actor=ACTOR,
+                speaker=Speaker.AGENT,  # the scratch file is the agent's; a person's note was stored when made
+            )
         )
     # A secret noted in scratch stays a (confidential) crystal; it never goes into MEMORY.md, the
     # bootstrap text or a chat endpoint's prompt.
@@ -393,7 +407,10 @@ _SOURCES = re.compile(r"\s*\[([0-9a-f,\s]+)\]\s*\.?$")
 async def _store_insights(store: MemoryStore, lines: tuple[str, ...], material: DreamInput) -> int:
     """Store each insight as an ``insight`` crystal derived from the crystals it names. Only ids of
     crystals the dream was given count: an insight that names none is not stored (no provenance)."""
-    known = {c.id for c in (*material.new_crystals, *material.replayed, *material.profile, *material.bonds)}
+    speakers = {
+        c.id: c.speaker for c in (*material.new_crystals, *material.replayed, *material.profile, *material.bonds)
+    }
+    known = set(speakers)
     stored = 0
     for line in lines:
         match = _SOURCES.search(line)
@@ -407,6 +424,8 @@ async def _store_insights(store: MemoryStore, lines: tuple[str, ...], material: 
                 text,
                 semantic_type=SemanticType.INSIGHT,
                 origin=Origin.DREAM,
+                # A synthesis stands no higher than the words it came from (a quoted page stays one).
+                speaker=weakest([Speaker.NODE, *(speakers[s] for s in sources)]),
                 parents=tuple(sources),
                 source="dream",
                 actor=ACTOR,
@@ -445,7 +464,12 @@ NOTE_IMPORTANCE = 0.7
 
 
 async def working_memory_note(
-    store: MemoryStore, files: WorkingMemoryFiles, note: str, importance: float | None = None
+    store: MemoryStore,
+    files: WorkingMemoryFiles,
+    note: str,
+    importance: float | None = None,
+    *,
+    speaker: Speaker = Speaker.AGENT,
 ) -> Crystal:
     """Append a note to scratch (durably, first) and make it a searchable crystal at once. A stated
     importance is also its crystal's floor: "deadline Friday" at 0.8 is not forgotten unused."""
@@ -457,7 +481,8 @@ async def working_memory_note(
             importance=written.importance,
             importance_floor=written.importance if importance is not None else 0.0,
             source="scratch",
-            actor="agent",
+            actor="agent" if speaker is Speaker.AGENT else "cli",
+            speaker=speaker,
         )
     )
     return remembered.crystal

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ground.authority import Speaker
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity
-from memory.model import Origin, Sensitivity
+from memory.model import Sensitivity
 from memory.storage.private_files import FILE_MODE, private_dir
 from memory.working_memory.scratch import ScratchLog, ScratchSnapshot, fsync_dir
 
@@ -209,7 +210,7 @@ CONFIDENTIAL_NOTE = "(a confidential note, kept out of the prompt: memory_search
 def _promptable(note: str) -> str:
     """A scratch note as the agent's prompt may carry it: never a secret."""
     confidential = classify_sensitivity(note) is Sensitivity.CONFIDENTIAL
-    passage = decide(Route.BOOTSTRAP, origin=Origin.SESSION, held=False, confidential=confidential, instructions=False)
+    passage = decide(Route.BOOTSTRAP, speaker=Speaker.AGENT, held=False, confidential=confidential, instructions=False)
     return note if passage is Passage.AS_IS else CONFIDENTIAL_NOTE
 
 

@@ -14,9 +14,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Protocol
 
+from ground.authority import Speaker
 from memory.cognition.curiosity import GAP_LINE_PREFIX
+from memory.cognition.epistemic import is_instruction
 from memory.errors import MemoryError_
-from memory.governance.prompt_gate import Passage, Route, decide
+from memory.governance.prompt_gate import MARKS, Passage, Route, decide
 from memory.llm import ChatEndpoint, LlmError
 from memory.model import Crystal, Hormones
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
@@ -84,17 +86,18 @@ def one_line(text: str, limit: int = BULLET_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-#: What a line from another node's text starts with, wherever it reaches the agent (MEMORY.md, the
-#: bootstrap, a dream prompt): data someone else wrote, never the person's words or instructions.
-PEER_MARK = "[from another node] "
+#: What a line from another node's text starts with, wherever it reaches the agent.
+PEER_MARK = MARKS[Speaker.PEER]
 
 
 def crystal_line(crystal: Crystal, limit: int = BULLET_CHARS) -> str:
-    """A crystal as one line of working memory, marked when another node wrote it (the gate's
-    decision for MEMORY.md and the dream prompt, ``memory.governance.prompt_gate``)."""
-    passage = decide(Route.MEMORY_MD, origin=crystal.origin, held=crystal.quarantined, confidential=False,
-                     instructions=False)  # fmt: skip
-    mark = "" if passage is Passage.AS_IS else PEER_MARK  # nothing held should come here; if it did, marked
+    """A crystal as one line of working memory, marked with its speaker when it is not words the
+    prompt takes as they are (the gate's decision for MEMORY.md and the dream prompt,
+    ``memory.governance.prompt_gate``)."""
+    passage = decide(Route.MEMORY_MD, speaker=crystal.speaker, held=crystal.quarantined, confidential=False,
+                     instructions=is_instruction(crystal.text))  # fmt: skip
+    # nothing held should come here; if it did, it is marked
+    mark = "" if passage is Passage.AS_IS else MARKS[crystal.speaker] or PEER_MARK
     return mark + one_line(crystal.text, limit - len(mark))
 
 

@@ -37,12 +37,12 @@ def command(name: str) -> Command[Any]:
 
 def table() -> str:
     """Every command and where it appears, as the README shows it (a test keeps the two the same)."""
-    rows = ["| command | CLI | API | MCP tool |", "| --- | --- | --- | --- |"]
+    rows = ["| command | CLI | API | MCP tool | needs (`ground/authority.py`) |", "| --- | --- | --- | --- | --- |"]
     for found in COMMANDS.values():
         cli = f"`{' '.join(found.cli.path)}`" if found.cli else "-"
         api = f"`{found.route.method} {found.route.path}`" if found.route else "-"
         mcp = f"`{found.mcp.tool}`" if found.mcp else ("never: the person's" if found.person_only else "-")
-        rows.append(f"| `{found.name}` | {cli} | {api} | {mcp} |")
+        rows.append(f"| `{found.name}` | {cli} | {api} | {mcp} | {found.needs.value} |")
     return "\n".join(rows)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ground.authority import Capability
 from node.commands.registry import CommandSet, HttpRoute, NoArgs
 
 if TYPE_CHECKING:
@@ -28,13 +29,13 @@ NODE = CommandSet("node")
 UI = CommandSet("ui")
 
 
-@NODE.command("status", NoArgs, route=HttpRoute("GET", "/v1/status", "node"))
+@NODE.command("status", NoArgs, route=HttpRoute("GET", "/v1/status", "node"), needs=Capability.READ)
 async def status(node: NodeHost, request: NoArgs) -> dict[str, Any]:
     """The node at a glance: identity, parts, memory, peers, weather, market."""
     return asdict(await node.status())
 
 
-@UI.command("ui.login", NoArgs, route=HttpRoute("POST", "/v1/ui/login", "ui"))
+@UI.command("ui.login", NoArgs, route=HttpRoute("POST", "/v1/ui/login", "ui"), needs=Capability.OPEN_DASHBOARD)
 async def login(dashboard: DashboardHost, request: NoArgs) -> dict[str, str]:
     """A login URL for the dashboard: it works once, within a minute, and sets a session cookie."""
     return {"url": dashboard.login_url()}

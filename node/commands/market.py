@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import Field, field_validator
 
+from ground.authority import Capability
 from marketplace.pricing import format_usdc, parse_usdc
 from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
@@ -81,6 +82,7 @@ commands = MARKET.command
     route=HttpRoute("POST", "/v1/skills/buy", "skills"),
     timeout_s=180,
     cli=CliSpec("skills", "buy", arguments=("listing",), render=text.bought, exit_code=text.bought_exit),
+    needs=Capability.SPEND_WITHIN_BUDGET,
 )
 async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
     """Buy a listed skill: LISTING is its skill id, or SELLER_PEER_ID/SKILL_ID when several sell it. Asks the
@@ -95,6 +97,7 @@ async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
     route=HttpRoute("GET", "/v1/wallet", "market"),
     cli=CliSpec("", "wallet", is_group=True, render=text.wallet),
     mcp=McpSpec("wallet_show", shape=agent.without_sellers_words),
+    needs=Capability.READ,
 )
 async def wallet(market: MarketHost, request: NoArgs) -> dict[str, Any]:
     """This node's USDC wallet and earnings ledger (through the running daemon)."""
@@ -120,6 +123,7 @@ def _deals(doc: dict[str, Any], _: Any) -> str:
     route=HttpRoute("GET", "/v1/skills/purchases", "skills"),
     cli=CliSpec("skills", "purchases", render=_deals),
     mcp=McpSpec("skills_purchases", shape=agent.without_sellers_words),
+    needs=Capability.READ,
 )
 async def purchases(market: MarketHost, request: DealsArgs) -> dict[str, Any]:
     """This node's purchases and sales: where each stands and what comes next."""
@@ -132,6 +136,7 @@ async def purchases(market: MarketHost, request: DealsArgs) -> dict[str, Any]:
     route=HttpRoute("POST", "/v1/wallet/fund", "market"),
     timeout_s=60,
     cli=CliSpec("wallet", "fund", arguments=("amount",), render=text.funded),
+    needs=Capability.RUN_NODE,
 )
 async def fund(market: MarketHost, request: FundArgs) -> dict[str, Any]:
     """Mint AMOUNT development USDC (and gas) to this wallet: development chains only."""
@@ -152,6 +157,7 @@ def _withdrawn(doc: dict[str, Any], _: Any) -> str:
     route=HttpRoute("POST", "/v1/wallet/withdraw", "market"),
     timeout_s=60,
     cli=CliSpec("wallet", "withdraw", options={"amount": "--usdc"}, render=_withdrawn),
+    needs=Capability.RUN_NODE,
 )
 async def withdraw(market: MarketHost, request: WithdrawArgs) -> dict[str, Any]:
     """Move paid sales the escrow holds into this wallet."""
@@ -166,6 +172,7 @@ async def withdraw(market: MarketHost, request: WithdrawArgs) -> dict[str, Any]:
     cli=CliSpec(
         "skills", "dispute", arguments=("purchase_id",), render=lambda doc, _: f"{doc['state']}: {doc['detail']}"
     ),
+    needs=Capability.WRITE,
 )
 async def dispute(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     """Contest a seller's committed delivery (the escrow's arbiter decides)."""
@@ -177,6 +184,7 @@ async def dispute(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     PurchaseArgs,
     route=HttpRoute("GET", "/v1/skills/evidence", "skills"),
     cli=CliSpec("skills", "evidence", arguments=("purchase_id",), render=lambda doc, _: str(doc["summary"])),
+    needs=Capability.READ,
 )
 async def evidence(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     """What the chain holds of a deal, and the arbiter's verdict it leads to."""
@@ -191,6 +199,7 @@ async def evidence(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     cli=CliSpec(
         "skills", "arbitrate", arguments=("purchase_id",), render=lambda doc, _: f"to the {doc['to']}: {doc['why']}"
     ),
+    needs=Capability.ADMINISTER,
 )
 async def arbitrate(market: MarketHost, request: PurchaseArgs) -> dict[str, Any]:
     """Decide an answered dispute from the chain, as the escrow's arbiter."""

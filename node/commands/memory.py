@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field
 
+from ground.authority import Capability
 from memory.model import Origin, SemanticType
 from node.actor import DASHBOARD, current_actor
 from node.commands.memory_requests import (
@@ -112,6 +113,7 @@ def text_or_stdin(given: str) -> str:
         ),
         shape=agent.hits,
     ),
+    needs=Capability.READ,
 )
 async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
     """Search memory (the local agent's view: everything not expired, nothing held in quarantine unless
@@ -150,6 +152,7 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
         ),
         shape=agent.remembered,
     ),
+    needs=Capability.WRITE,
 )
 async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
     """Remember TEXT (deduplicated: the same text is stored once). Untyped, the node types it."""
@@ -190,6 +193,7 @@ def file_or_stdin(given: str) -> str:
             "before stores only its new messages. Returns how many crystals were stored and their ids."
         ),
     ),
+    needs=Capability.WRITE,
 )
 async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
     """Capture a conversation (a FILE, or - for standard input): what is worth keeping becomes memories."""
@@ -214,6 +218,7 @@ async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
     route=HttpRoute("POST", "/v1/memory/{id}/pin", "memory"),
     local=True,
     cli=CliSpec("memory", "pin", arguments=("id",), render=lambda c, _: f"{c['id']} is pinned: {c['lifespan']}"),
+    needs=Capability.DIRECT,
 )
 async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Keep a stored crystal for good: a permanent lifespan, no decay and no expiry."""
@@ -242,6 +247,7 @@ async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
         ),
         shape=agent.steered,
     ),
+    needs=Capability.WRITE,
 )
 async def feedback(host: MemoryHost, request: FeedbackArgs) -> dict[str, Any]:
     """Say a crystal was useful, wrong or outdated: its steering reward moves, and with it its rank and life."""
@@ -279,6 +285,7 @@ def _gap_lines(gaps: list[dict[str, Any]], _: Any) -> str:
         ),
         shape=agent.gaps,
     ),
+    needs=Capability.READ,
 )
 async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
     """Curiosity gaps: searches memory could not answer, most asked first (or those since filled)."""
@@ -306,6 +313,7 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
             f"tags [{' '.join((c['skill'] or {}).get('tags', ()))}] category {(c['skill'] or {}).get('category')}"
         ),
     ),
+    needs=Capability.WRITE,
 )
 async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
     """Tag, categorise, version (a new text) or freeze a local skill."""
@@ -334,6 +342,7 @@ async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]
         description="How much is remembered (by type and lifecycle), the embedding backlog, and the hormonal state.",
         compose=agent.status,
     ),
+    needs=Capability.READ,
 )
 async def stats(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Counts by lifecycle, type, origin and sensitivity; embedding backlog; file size."""
@@ -350,6 +359,7 @@ class CountArgs(Request):
     route=HttpRoute("GET", "/v1/memory/count", "memory"),
     local=True,
     cli=CliSpec("memory", "count", render=lambda doc, _: f"{doc['count']} crystals"),
+    needs=Capability.READ,
 )
 async def count(host: MemoryHost, request: CountArgs) -> dict[str, Any]:
     """How many crystals memory holds (of one type, if given)."""
@@ -376,6 +386,7 @@ async def count(host: MemoryHost, request: CountArgs) -> dict[str, Any]:
         ),
         shape=agent.held,
     ),
+    needs=Capability.READ,
 )
 async def quarantine(host: MemoryHost, request: QuarantineArgs) -> list[dict[str, Any]]:
     """Peer content held back from the agent: list it (this), then approve or reject each."""
@@ -389,7 +400,7 @@ async def quarantine(host: MemoryHost, request: QuarantineArgs) -> list[dict[str
     ShowArgs,
     route=HttpRoute("POST", "/v1/memory/{id}/approve", "memory"),
     local=True,
-    person_only=True,
+    needs=Capability.DECIDE_QUARANTINE,
     cli=CliSpec("memory quarantine", "approve", arguments=("id",), render=text.approved),
 )
 async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
@@ -404,7 +415,7 @@ async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     ShowArgs,
     route=HttpRoute("POST", "/v1/memory/{id}/reject", "memory"),
     local=True,
-    person_only=True,
+    needs=Capability.DECIDE_QUARANTINE,
     cli=CliSpec("memory quarantine", "reject", arguments=("id",), render=text.rejected),
 )
 async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
@@ -434,6 +445,7 @@ async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
         description="Every memory, newest first, a page at a time (limit, offset), by type, tags, source or time.",
         shape=agent.listed,
     ),
+    needs=Capability.READ,
 )
 async def list_crystals(host: MemoryHost, request: ListArgs) -> dict[str, Any]:
     """Every crystal, newest first, a page at a time, by type, origin, tags, source or time."""
@@ -452,6 +464,7 @@ async def list_crystals(host: MemoryHost, request: ListArgs) -> dict[str, Any]:
     local=True,
     cli=CliSpec("memory", "show", arguments=("id",), render=text.shown),
     mcp=McpSpec("memory_show", description="One memory by id, with its links.", shape=agent.shown),
+    needs=Capability.READ,
 )
 async def show(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """One crystal with its links, provenance and audit trail."""
@@ -469,6 +482,7 @@ async def show(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
         "memory", "forget", arguments=("id",), defaults={"reason": "forgotten by the user"}, render=text.forgotten
     ),
     mcp=McpSpec("memory_forget", fixed={"erase": False}),  # erasing for good is the person's alone
+    needs=Capability.WRITE,
 )
 async def forget(host: MemoryHost, request: ForgetArgs) -> dict[str, Any]:
     """Forget a crystal: never returned again; the reason is kept in its audit trail."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ground.authority import Capability
 from node.actor import current_actor
 from node.commands.memory import MemoryHost, text_or_stdin
 from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SupersedeArgs
@@ -32,12 +33,14 @@ commands = HISTORY.command
         render=lambda c, _: f"{c['id']} is now {c['semantic_type']} ({c['epistemic_layer']}); the typer learned it",
     ),
     mcp=McpSpec("memory_retype", shape=agent.typed),
+    needs=Capability.WRITE,
 )
 async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
     """Correct a crystal's semantic type; the node keeps the correction as an example and learns from it."""
     from memory.cognition.retype import retype as correct
     from node.commands.memory_service import crystal_json
 
+    await refuse_unless_may_override(host.running_store(), request.id, "retyping it")
     return crystal_json(await correct(host.running_store(), request.id, request.type, actor=current_actor()))
 
 
@@ -48,6 +51,7 @@ async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
     local=True,
     cli=CliSpec("memory", "link", arguments=("id", "to", "type"), render=lambda d, _: f"linked {d['link']}"),
     mcp=McpSpec("memory_link", fields=("id", "to", "type")),
+    needs=Capability.WRITE,
 )
 async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
     """Link two crystals by hand: contradicts, caused_by, result_of, part_of (memory show lists links)."""
@@ -76,6 +80,7 @@ async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
         ),
         shape=agent.superseded,
     ),
+    needs=Capability.WRITE,
 )
 async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
     """Mark a crystal outdated by a newer one: search shows the newer in its place (undo: unsupersede)."""
@@ -94,13 +99,21 @@ async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
     local=True,
     cli=CliSpec("memory", "unsupersede", arguments=("id",), render=lambda c, _: f"{c['id']} is current again"),
     mcp=McpSpec("memory_unsupersede", shape=agent.current_again),
+    needs=Capability.WRITE,
 )
 async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Make a superseded crystal current again; the node never supersedes it by the same crystal again."""
     from memory.supersession.detect import unsupersede as undo
     from node.commands.memory_service import crystal_json
 
-    return crystal_json(await undo(host.running_store(), request.id, actor=current_actor()))
+    store = host.running_store()
+    # Bringing back what the person's words replaced undoes the person's correction, and the
+    # node never supersedes it again by the same crystal: both ends are the person's to decide.
+    await refuse_unless_may_override(store, request.id, "making it current again")
+    old = await store.get(request.id)
+    if old.superseded is not None:
+        await refuse_unless_may_override(store, old.superseded.by, f"undoing what it replaced ({request.id})")
+    return crystal_json(await undo(store, request.id, actor=current_actor()))
 
 
 @commands(
@@ -123,6 +136,7 @@ async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
         ),
         shape=agent.edited,
     ),
+    needs=Capability.WRITE,
 )
 async def edit(host: MemoryHost, request: EditArgs) -> dict[str, Any]:
     """Edit a crystal's text (`-` reads stdin): the new text replaces it, the old one is kept in its history."""
@@ -137,13 +151,17 @@ async def edit(host: MemoryHost, request: EditArgs) -> dict[str, Any]:
 
 
 async def _refuse_the_agent_the_persons(store: MemoryStore, crystal_id: str, doing: str) -> None:
-    """``PersonOnly`` when the caller is not the person and the crystal is the person's own: the agent
-    can be talked into anything, so it never changes the person's words (``memory.supersession.authority``)."""
-    from memory.supersession.authority import is_the_persons
-    from node.actor import PEOPLE
-    from node.errors import PersonOnly
+    """``NotAllowed`` unless the caller may override the person, when the crystal is the person's own:
+    the agent can be talked into anything, so it never changes the person's words (``ground.authority``)."""
+    await refuse_unless_may_override(store, crystal_id, doing)
 
-    if current_actor() not in PEOPLE and is_the_persons(await store.get(crystal_id)):
-        raise PersonOnly(
-            f"{crystal_id} is the person's own (their words, a directive or pinned): only the person {doing}"
-        )
+
+async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing: str) -> None:
+    """The authority table's ``OVERRIDE_PERSON``, asked for the crystal ``doing`` touches when the
+    person said it; refused, the audit line names the command's caller."""
+    from ground.authority import require
+    from memory.supersession.authority import is_the_persons
+    from node.actor import current_speaker
+
+    if is_the_persons(await store.get(crystal_id)):
+        require(current_speaker(), Capability.OVERRIDE_PERSON, f"{crystal_id} is the person's own; {doing}")

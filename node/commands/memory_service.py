@@ -11,6 +11,7 @@ import difflib
 from dataclasses import asdict
 from typing import Any
 
+from ground.authority import Capability, Speaker, require
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.governance import quarantine
@@ -23,9 +24,10 @@ from memory.retrieval.search import search
 from memory.skill_versions import skill_of
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
+from memory.supersession.authority import is_the_persons
 from memory.transfer.records import crystal_fields
 from memory.working_memory.memory_md import WorkingMemoryFiles
-from node.actor import PEOPLE
+from node.actor import speaker_of
 from node.commands.memory_requests import (
     Filters,
     ForgetArgs,
@@ -36,7 +38,6 @@ from node.commands.memory_requests import (
     SearchArgs,
     ShowArgs,
 )
-from node.errors import PersonOnly
 
 
 def crystal_json(crystal: Crystal) -> dict[str, Any]:
@@ -50,8 +51,11 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
             raise InvalidRequest("a pinned memory is kept for good: give --pin or --ttl, not both")
         skill = skill_of(args.text, args.type, args.tags, args.category)
         # The agent can be talked into anything: what it stores is never the person's own words,
-        # which alone outrank the person's statements (``memory.supersession.authority``).
-        origin = Origin.SESSION if actor not in PEOPLE and args.origin is Origin.USER_INPUT else args.origin
+        # which alone outrank the person's statements (``ground.authority``), whatever origin it names.
+        speaker = speaker_of(actor)
+        origin = Origin.SESSION if speaker is not Speaker.PERSON and args.origin is Origin.USER_INPUT else args.origin
+        if args.pin:
+            require(speaker, Capability.DIRECT, "memory.remember --pin")
         new = NewCrystal(
             args.text,
             semantic_type=args.type,
@@ -64,6 +68,7 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
             skill=skill,
             ttl_ms=ttl_ms,
             actor=actor,
+            speaker=speaker,
         )
     except ValueError as exc:  # InvalidQuery (the ttl) is one too
         raise InvalidRequest(str(exc)) from None
@@ -146,10 +151,11 @@ async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
 
 async def forget(store: MemoryStore, args: ForgetArgs, *, actor: str) -> dict[str, Any]:
     if args.erase:
-        if actor not in PEOPLE:
-            raise PersonOnly("memory.forget --erase: only the person erases for good, never the agent; ask the person")
+        require(speaker_of(actor), Capability.ERASE, "memory.forget --erase")
         erased = await erase(store, args.id, actor=actor, reason=args.reason)
         return {"forgotten": erased.crystal_id, "erased": True, "contexts_scrubbed": erased.contexts_scrubbed}
+    if is_the_persons(await store.get(args.id)):
+        require(speaker_of(actor), Capability.OVERRIDE_PERSON, f"{args.id} is the person's own; forgetting it")
     crystal = await store.forget(args.id, actor=actor, reason=args.reason)
     return {"forgotten": crystal.id, "erased": False}
 

@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
+from ground.authority import Capability
 from memory.errors import InvalidQuery
 from memory.retrieval.query import parse_since
 from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
@@ -62,6 +63,7 @@ def _seconds(given: str) -> int:
     route=HttpRoute("GET", "/v1/peers", "network"),
     cli=CliSpec("", "peers", render=text.peers),
     mcp=McpSpec("network_peers"),
+    needs=Capability.READ,
 )
 async def peers(p2p: NetworkHost, request: PeersArgs) -> list[dict[str, Any]]:
     """Connected and known peers: trust level, local/global/combined trust, penalties."""
@@ -73,6 +75,7 @@ async def peers(p2p: NetworkHost, request: PeersArgs) -> list[dict[str, Any]]:
     ConnectArgs,
     route=HttpRoute("POST", "/v1/peers/connect", "network"),
     cli=CliSpec("", "connect", arguments=("address",), render=text.connected),
+    needs=Capability.RUN_NODE,
 )
 async def connect(p2p: NetworkHost, request: ConnectArgs) -> dict[str, Any]:
     """Dial a peer now, by its full multiaddr (/ip4/…/tcp/…/p2p/12D3KooW…)."""
@@ -85,6 +88,7 @@ async def connect(p2p: NetworkHost, request: ConnectArgs) -> dict[str, Any]:
     route=HttpRoute("GET", "/v1/weather", "network"),
     cli=CliSpec("weather", "show", render=text.weather_now),
     mcp=McpSpec("network_weather"),
+    needs=Capability.READ,
 )
 async def weather(p2p: NetworkHost, request: NoArgs) -> dict[str, Any]:
     """The weather this node obeys now."""
@@ -102,6 +106,7 @@ async def weather(p2p: NetworkHost, request: NoArgs) -> dict[str, Any]:
         convert={"duration_s": _seconds},
         render=text.weather_sent,
     ),
+    needs=Capability.ADMINISTER,
 )
 async def broadcast(p2p: NetworkHost, request: WeatherArgs) -> dict[str, Any]:
     """Sign and gossip a weather event (management nodes only)."""

@@ -21,12 +21,14 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ground.authority import Capability, NotAllowed, require
 from ground.errors import WiringError
-from node.actor import PEOPLE, current_actor
+from ground.events import get_logger
+from node.actor import current_actor, current_speaker
 from node.commands.texts.cli_form import CliSpec
 from node.commands.texts.view import Caller
-from node.errors import PersonOnly
 
+log = get_logger("node.commands")
 R = TypeVar("R", bound=BaseModel)
 Handler = Callable[[Any, Any], Awaitable[Any]]
 
@@ -80,9 +82,16 @@ class Command(Generic[R]):
     local: bool = False  # may run in-process on the node's files when no daemon runs
     timeout_s: float = 30.0
     cli: CliSpec | None = None
-    #: Only the person may run it (it widens what reaches the agent's prompt): refused to the agent.
-    person_only: bool = False
+    #: What the caller must be allowed to do (``ground.authority``): asked before the handler runs.
+    needs: Capability = Capability.READ
     mcp: McpSpec | None = None
+
+    @property
+    def person_only(self) -> bool:
+        """Whether the agent is refused it (the authority table gives the agent less than ``needs``)."""
+        from ground.authority import Speaker, may
+
+        return not may(Speaker.AGENT, self.needs)
 
     def parse(self, args: Mapping[str, Any]) -> R:
         """The request from JSON-shaped arguments; pydantic's ValidationError names a bad field (400)."""
@@ -94,11 +103,12 @@ class Command(Generic[R]):
         return self.parse({k: v for k, v in options.items() if v is not None})
 
     async def run(self, host: Any, args: Mapping[str, Any] | BaseModel) -> Any:
-        if self.person_only and current_actor() not in PEOPLE:
-            raise PersonOnly(
-                f"{self.name}: only the person decides this (`bitterbot-node` on this machine, or the dashboard), "
-                "never the agent; ask the person"
-            )
+        try:
+            require(current_speaker(), self.needs, self.name)
+        except NotAllowed:
+            # The audit line: who asked for what the table does not give them (never the arguments).
+            log.warning("authority.refused", command=self.name, actor=current_actor(), needs=self.needs.name)
+            raise
         request = args if isinstance(args, self.request) else self.parse(_as_mapping(args))
         return await self.handler(host, request)
 
@@ -126,7 +136,7 @@ class CommandSet:
         timeout_s: float = 30.0,
         cli: CliSpec | None = None,
         summary: str | None = None,
-        person_only: bool = False,
+        needs: Capability,
         mcp: McpSpec | None = None,
     ) -> Callable[[Callable[[Any, R], Awaitable[Any]]], Command[R]]:
         """Register the decorated handler; its docstring's first paragraph is the summary unless given."""
@@ -143,7 +153,7 @@ class CommandSet:
                 local,
                 timeout_s,
                 cli,
-                person_only,
+                needs,
                 mcp,
             )
             self.commands.append(command)

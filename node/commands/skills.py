@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ground.authority import Capability
 from node.actor import current_actor
 from node.commands.registry import CommandSet, HttpRoute, McpSpec
 from node.commands.skills_requests import (
@@ -38,6 +39,7 @@ LEDGER = CommandSet("skills")
     ShareArgs,
     route=HttpRoute("POST", "/v1/skills/{crystal_id}/share", "skills"),
     cli=CliSpec("skills", "share", arguments=("crystal_id",), render=text.shared),
+    needs=Capability.CHANGE_SCOPE,
 )
 async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""
@@ -51,6 +53,7 @@ async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     PublishArgs,
     route=HttpRoute("POST", "/v1/skills/{crystal_id}/publish", "skills"),
     cli=CliSpec("skills", "publish", arguments=("crystal_id",), render=text.published),
+    needs=Capability.CHANGE_SCOPE,
 )
 async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     """List a proven skill for sale: the quality gate, the price, a signed listing on the network."""
@@ -75,6 +78,7 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
         ),
         compose=agent.skills_found,
     ),
+    needs=Capability.READ,
 )
 async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
     """What the network offers (or what matches QUERY): skill, price, seller and the seller's trust level.
@@ -95,6 +99,7 @@ async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, 
         defaults={"reason": "revoked by its publisher"},
         render=text.revoked,
     ),
+    needs=Capability.WRITE,
 )
 async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
     """Revoke a skill this node published: every node marks it deprecated."""
@@ -108,6 +113,7 @@ async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
     EndorseArgs,
     route=HttpRoute("POST", "/v1/skills/endorsements", "skills"),
     cli=CliSpec("skills", "endorse", arguments=("listing",), render=text.endorsed),
+    needs=Capability.WRITE,
 )
 async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
     """Vouch for a seller's listed skill as a management node: LISTING is SELLER_PEER_ID/SKILL_ID. Every node
@@ -128,6 +134,7 @@ async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
         options={"tags": "--tag", "bounty_id": "--id"},
         render=text.bounty_posted,
     ),
+    needs=Capability.WRITE,
 )
 async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
     """Ask the network for a skill: a signed bounty with the reward offered. Listings that answer it (same
@@ -143,6 +150,7 @@ async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
     PageArgs,
     route=HttpRoute("GET", "/v1/bounties", "skills"),
     cli=CliSpec("skills", "bounties", render=text.bounties),
+    needs=Capability.READ,
 )
 async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
     """Live bounties on the network: authors trusted here first, then the largest reward; with how many
@@ -165,6 +173,7 @@ async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, An
         render=ledger_text.recorded,
     ),
     mcp=McpSpec("skills_record"),
+    needs=Capability.WRITE,
 )
 async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]:
     """Record an execution of a skill by the local agent (the quality gate and price use these)."""
@@ -190,6 +199,7 @@ async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]
         render=ledger_text.priced,
     ),
     mcp=McpSpec("skills_price"),
+    needs=Capability.READ,
 )
 async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     """The USDC price this node would ask for a skill, and whether it may be listed (with every factor)."""
@@ -208,6 +218,7 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     local=True,
     cli=CliSpec("skills", "emerging", render=ledger_text.emerging),
     mcp=McpSpec("skills_emerging"),
+    needs=Capability.READ,
 )
 async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, Any]:
     """Tasks written down again and again (task patterns and skills, by meaning, with their recorded
@@ -224,6 +235,7 @@ async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, 
     local=True,
     cli=CliSpec("skills", "crystallise", arguments=("skill_id",), render=ledger_text.crystallised),
     mcp=McpSpec("skills_crystallise"),
+    needs=Capability.CRYSTALLISE_SKILL,
 )
 async def crystallise(ledger: SkillLedgerHost, request: CrystalliseArgs) -> dict[str, Any]:
     """Promote an emerging skill to a skill: a new skill crystal derived from its practices, each of

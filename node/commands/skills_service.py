@@ -56,7 +56,9 @@ async def emerging_report(store: MemoryStore, limit: int) -> dict[str, Any]:
 async def crystallise_report(store: MemoryStore, skill_id: str, text: str | None, *, actor: str) -> dict[str, Any]:
     """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen."""
     pattern = find(await emerging_skills(store, await executions_per_crystal(store)), skill_id)
-    skill, frozen = await crystallise(store, pattern, text=text, actor=actor)
+    from node.actor import speaker_of
+
+    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker_of(actor))
     return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen}
 
 

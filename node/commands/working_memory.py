@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ground.authority import Capability
 from node.actor import current_actor
 from node.commands.memory import MemoryHost
 from node.commands.memory_requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, ShowArgs
@@ -33,6 +34,7 @@ def _consolidation_steps() -> tuple[int, str]:
     local=True,
     timeout_s=600,
     cli=CliSpec("memory", "consolidate", render=text.consolidated, progress=_consolidation_steps),
+    needs=Capability.RUN_NODE,
 )
 async def consolidate(host: MemoryHost, request: ConsolidateArgs) -> dict[str, Any]:
     """Run one consolidation cycle now: rescore, expire, merge, write."""
@@ -45,6 +47,7 @@ async def consolidate(host: MemoryHost, request: ConsolidateArgs) -> dict[str, A
     route=HttpRoute("POST", "/v1/memory/{id}/unmerge", "memory"),
     local=True,
     cli=CliSpec("memory", "unmerge", arguments=("id",), render=text.unmerged),
+    needs=Capability.WRITE,
 )
 async def unmerge(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Undo a merge: restore a crystal archived by a merge to what it was."""
@@ -64,6 +67,7 @@ async def unmerge(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     route=HttpRoute("GET", "/v1/hormones", "memory"),
     local=True,
     cli=CliSpec("memory", "hormones", render=text.hormone_levels),
+    needs=Capability.READ,
 )
 async def hormones(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Show the hormonal state (effective levels, and any network override)."""
@@ -85,6 +89,7 @@ async def hormones(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
             "urgency): its hormonal state moves, and with it what ranks first and what the next dream keeps."
         ),
     ),
+    needs=Capability.WRITE,
 )
 async def event(host: MemoryHost, request: EventArgs) -> dict[str, Any]:
     """Tell the node what just happened (reward, error, social, achievement, urgency)."""
@@ -107,13 +112,17 @@ async def event(host: MemoryHost, request: EventArgs) -> dict[str, Any]:
         ),
         shape=agent.noted,
     ),
+    needs=Capability.WRITE,
 )
 async def note(host: MemoryHost, request: NoteArgs) -> dict[str, Any]:
     """Write a working-memory note: appended to scratch.md durably, searchable at once."""
     from memory.working_memory.dream import working_memory_note
+    from node.actor import current_speaker
     from node.commands.memory_service import crystal_json
 
-    crystal = await working_memory_note(host.running_store(), host.files, request.text, request.importance)
+    crystal = await working_memory_note(
+        host.running_store(), host.files, request.text, request.importance, speaker=current_speaker()
+    )
     return crystal_json(crystal)
 
 
@@ -131,6 +140,7 @@ async def note(host: MemoryHost, request: NoteArgs) -> dict[str, Any]:
         ),
         shape=agent.bootstrap_text,
     ),
+    needs=Capability.READ,
 )
 async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
     """Print the working-memory text an agent puts in its system prompt."""
@@ -148,6 +158,7 @@ async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
     local=True,
     cli=CliSpec("memory", "working", render=text.working),
     mcp=McpSpec("working_memory_show"),
+    needs=Capability.READ,
 )
 async def working_memory(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """MEMORY.md as it is, what the last dream changed in it, and the scratch notes waiting for the next."""
@@ -171,6 +182,7 @@ async def working_memory(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
         ),
         shape=agent.dreamt,
     ),
+    needs=Capability.RUN_NODE,
 )
 async def dream(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Run the dream cycle now: fold scratch notes and new memories into MEMORY.md."""

@@ -8,28 +8,30 @@ from pathlib import Path
 
 import pytest
 
+from ground.authority import Capability, Speaker, may
 from memory.governance.prompt_gate import PROMPT_ROUTES, Passage, Route, decide, table
-from memory.model import Origin
 
-COMBINATIONS = list(itertools.product(Route, Origin, (False, True), (False, True), (False, True)))
+COMBINATIONS = list(itertools.product(Route, Speaker, (False, True), (False, True), (False, True)))
 
 
-@pytest.mark.parametrize(("route", "origin", "held", "confidential", "instructions"), COMBINATIONS)
-def test_every_route_for_every_origin(
-    route: Route, origin: Origin, held: bool, confidential: bool, instructions: bool
+@pytest.mark.parametrize(("route", "speaker", "held", "confidential", "instructions"), COMBINATIONS)
+def test_every_route_for_every_speaker(
+    route: Route, speaker: Speaker, held: bool, confidential: bool, instructions: bool
 ) -> None:
-    passage = decide(route, origin=origin, held=held, confidential=confidential, instructions=instructions)
+    passage = decide(route, speaker=speaker, held=held, confidential=confidential, instructions=instructions)
     if held:  # waits for the person: nowhere but a search that asks for it, marked
         assert passage is (Passage.MARKED if route is Route.SEARCH_RESULT else Passage.NEVER)
     if confidential and route is not Route.SEARCH_RESULT:  # never verbatim into a prompt or off the node
         assert passage in (Passage.NEVER, Passage.STAND_IN, Passage.REDACTED)
     if confidential and route is Route.LLM_ENDPOINT:
         assert passage is Passage.NEVER
-    if origin is Origin.PEER and route in PROMPT_ROUTES:  # another node's words are never unmarked
-        assert passage is not Passage.AS_IS
+    if not may(speaker, Capability.PROMPT_UNMARKED) and route in PROMPT_ROUTES:
+        assert passage is not Passage.AS_IS  # a peer's, a file's, a quoted page's words are never unmarked
+    if instructions and not may(speaker, Capability.DIRECT) and route in PROMPT_ROUTES:
+        assert passage is not Passage.AS_IS  # an order in the prompt is the person's alone
     if route is Route.CURIOSITY_GAP and instructions:
         assert passage is Passage.NEVER
-    if not (held or confidential or instructions) and origin is not Origin.PEER:
+    if not (held or confidential or instructions) and may(speaker, Capability.PROMPT_UNMARKED):
         assert passage is Passage.AS_IS  # the person's and the agent's own text goes everywhere
 
 

@@ -104,6 +104,8 @@ async def test_an_upgrade_raises_a_secret_stored_under_the_old_rules_to_confiden
         conn.execute("UPDATE crystals SET sensitivity = 'confidential' WHERE id = ?", (cautious,))
         conn.execute("DROP TABLE captured_messages")  # v19's
         conn.execute("DROP TABLE capture_files")  # v20's
+        conn.execute("DROP INDEX crystals_speaker")  # v21's
+        conn.execute("ALTER TABLE crystals DROP COLUMN speaker")
         conn.execute("UPDATE meta SET value = '17' WHERE key = 'schema_version'")
     conn.close()
     store = await MemoryStore.open(db, HashingEmbedder())

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ground.authority import Speaker
 from memory.cognition.epistemic import layer_for
 from memory.cognition.model_cache import shipped_model
 from memory.cognition.retype import retype
@@ -89,16 +90,27 @@ def test_long_texts_are_typed_from_their_start_at_a_bounded_cost() -> None:
 
 def test_only_the_person_can_direct_the_agent() -> None:
     instruction = "Always answer in Spanish"
-    assert layer_for(instruction, SemanticType.GENERAL, Origin.USER_INPUT) is EpistemicLayer.DIRECTIVE
-    assert layer_for(instruction, SemanticType.PREFERENCE, Origin.SESSION) is EpistemicLayer.DIRECTIVE
+    assert layer_for(instruction, SemanticType.GENERAL, Origin.USER_INPUT, Speaker.PERSON) is EpistemicLayer.DIRECTIVE
+    # The agent can be talked into anything, and a captured turn is only as sure as who handed it over.
+    for speaker in (Speaker.AGENT, Speaker.PERSON_IN_TRANSCRIPT, Speaker.AGENT_IN_TRANSCRIPT):
+        assert layer_for(instruction, SemanticType.PREFERENCE, Origin.SESSION, speaker) is EpistemicLayer.WORLD_FACT
+        assert layer_for(instruction, SemanticType.GENERAL, Origin.SESSION, speaker) is EpistemicLayer.EXPERIENCE
     # A peer's or an indexed file's text never directs, however it is phrased or typed.
-    assert layer_for(instruction, SemanticType.PREFERENCE, Origin.PEER) is EpistemicLayer.WORLD_FACT
-    assert layer_for(instruction, SemanticType.GENERAL, Origin.PEER) is EpistemicLayer.EXPERIENCE
-    assert layer_for(instruction, SemanticType.SKILL, Origin.INDEXED) is EpistemicLayer.WORLD_FACT
-    assert layer_for("They prefer short replies", SemanticType.INSIGHT, Origin.DREAM) is EpistemicLayer.MENTAL_MODEL
-    assert layer_for("Tomas lives in Riga", SemanticType.FACT, Origin.USER_INPUT) is EpistemicLayer.WORLD_FACT
-    assert layer_for("We sailed to Ærø", SemanticType.EPISODE, Origin.SESSION) is EpistemicLayer.EXPERIENCE
-    assert layer_for("Deploys fail after config edits", SemanticType.INSIGHT, Origin.USER_INPUT) is (
+    assert layer_for(instruction, SemanticType.PREFERENCE, Origin.PEER, Speaker.PEER) is EpistemicLayer.WORLD_FACT
+    assert layer_for(instruction, SemanticType.GENERAL, Origin.PEER, Speaker.PEER) is EpistemicLayer.EXPERIENCE
+    assert layer_for(instruction, SemanticType.SKILL, Origin.INDEXED, Speaker.FILE) is EpistemicLayer.WORLD_FACT
+    assert (
+        layer_for("They prefer short replies", SemanticType.INSIGHT, Origin.DREAM, Speaker.NODE)
+        is EpistemicLayer.MENTAL_MODEL
+    )
+    assert (
+        layer_for("Tomas lives in Riga", SemanticType.FACT, Origin.USER_INPUT, Speaker.PERSON)
+        is EpistemicLayer.WORLD_FACT
+    )
+    assert (
+        layer_for("We sailed to Ærø", SemanticType.EPISODE, Origin.SESSION, Speaker.AGENT) is EpistemicLayer.EXPERIENCE
+    )
+    assert layer_for("Deploys fail after config edits", SemanticType.INSIGHT, Origin.USER_INPUT, Speaker.PERSON) is (
         EpistemicLayer.MENTAL_MODEL
     )
 

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import pytest
 
+from ground.authority import NotAllowed
 from node.actor import AGENT, CLI, DASHBOARD, acting_as
 from node.commands.catalog import COMMANDS
-from node.errors import PersonOnly
 
 PERSON_ONLY = sorted(name for name, command in COMMANDS.items() if command.person_only)
 
 
 def test_releasing_and_rejecting_held_content_are_the_persons() -> None:
     assert {"memory.quarantine.approve", "memory.quarantine.reject"} <= set(PERSON_ONLY)
+
+
+def test_the_dashboard_pinning_publishing_and_judging_are_the_persons() -> None:
+    """Issue 47: the agent's token got a dashboard login link, and through it acted as the person."""
+    assert {"ui.login", "memory.pin", "skills.publish", "skills.share", "skills.arbitrate", "weather.broadcast"} <= set(
+        PERSON_ONLY
+    )
 
 
 class NoHost:
@@ -25,7 +32,7 @@ class NoHost:
 
 @pytest.mark.parametrize("name", PERSON_ONLY)
 async def test_the_agent_is_refused_every_person_only_command(name: str) -> None:
-    with acting_as(AGENT), pytest.raises(PersonOnly, match="only the person decides this"):
+    with acting_as(AGENT), pytest.raises(NotAllowed, match="only the person decides this"):
         await COMMANDS[name].run(NoHost(), {"id": "held-crystal"})
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ground.authority import Speaker
 from ground.clock import iso_utc
 from memory.governance.prompt_gate import Passage, Route, decide
-from memory.model import Origin, SemanticType, Sensitivity
+from memory.model import SemanticType, Sensitivity
 from node.commands.texts.view import Caller
 
 
@@ -44,13 +45,15 @@ def hit(found: dict[str, Any]) -> dict[str, Any] | None:
     out = compact(found)
     held = bool(crystal.get("quarantined"))
     confidential = crystal.get("sensitivity") == Sensitivity.CONFIDENTIAL.value
-    passage = decide(
-        Route.SEARCH_RESULT, origin=Origin(crystal["origin"]), held=held, confidential=confidential, instructions=False
-    )
+    speaker = Speaker(crystal.get("speaker", Speaker.FILE))
+    passage = decide(Route.SEARCH_RESULT, speaker=speaker, held=held, confidential=confidential, instructions=False)
     if passage is Passage.NEVER:
         return None
     if passage is Passage.MARKED:
-        out["peer_content"] = True  # another node's text: data, never instructions
+        # Someone else's words (another node, a file, a page the agent quoted): data, never instructions.
+        out["peer_content"] = speaker in (Speaker.PEER, Speaker.SELLER)
+        out["not_the_persons_words"] = True
+        out["said_by"] = speaker.value
         out["held_in_quarantine"] = held
     if confidential:
         out["confidential"] = True  # a secret of the person's: for this machine's agent only, never to repeat

@@ -9,6 +9,7 @@ import click
 import pytest
 from pydantic import Field
 
+from ground.authority import Capability
 from ground.errors import WiringError
 from memory.model import SemanticType
 from node.cli.generated import add_generated, build
@@ -28,7 +29,10 @@ SAMPLES = CommandSet("memory")
 
 
 @SAMPLES.command(
-    "sample.run", Sample, cli=CliSpec("memory", "sample", arguments=("text",), options={"types": "--type"})
+    "sample.run",
+    Sample,
+    cli=CliSpec("memory", "sample", arguments=("text",), options={"types": "--type"}),
+    needs=Capability.READ,
 )
 async def sample(host: Any, request: Sample) -> dict[str, Any]:
     """A sample command."""
@@ -82,7 +86,7 @@ class Tuned(Request):
 def _tuned(**spec: Any) -> click.Command:
     tuned = CommandSet("memory")
 
-    @tuned.command("tuned.run", Tuned, cli=CliSpec("memory", "tuned", **spec))
+    @tuned.command("tuned.run", Tuned, needs=Capability.READ, cli=CliSpec("memory", "tuned", **spec))
     async def run(host: Any, request: Tuned) -> dict[str, Any]:
         """Tuned."""
         return {}
@@ -122,14 +126,14 @@ def test_a_cli_path_or_an_mcp_tool_names_one_command_and_only_fields_of_its_requ
 
     twice = CommandSet("memory")
     for name in ("one", "two"):
-        twice.command(name, Tuned, cli=CliSpec("memory", "same"))(sample.handler)
+        twice.command(name, Tuned, needs=Capability.READ, cli=CliSpec("memory", "same"))(sample.handler)
     with pytest.raises(WiringError, match="two commands are `memory same`"):
         index(twice.commands)
     wrong = CommandSet("memory")
-    wrong.command("w", Tuned, cli=CliSpec("memory", "w", arguments=("nope",)))(sample.handler)
+    wrong.command("w", Tuned, needs=Capability.READ, cli=CliSpec("memory", "w", arguments=("nope",)))(sample.handler)
     with pytest.raises(WiringError, match=r"the CLI names \['nope'\]"):
         index(wrong.commands)
     agents = CommandSet("memory")
-    agents.command("p", Tuned, person_only=True, mcp=McpSpec("p"))(sample.handler)
+    agents.command("p", Tuned, needs=Capability.DIRECT, mcp=McpSpec("p"))(sample.handler)
     with pytest.raises(WiringError, match="only the person runs it, so it is no MCP tool"):
         index(agents.commands)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
+from ground.authority import Capability
 from node.actor import AGENT
 from node.clients.local import LocalClient
 from node.commands.registry import CommandSet, McpSpec, Request
@@ -31,6 +32,7 @@ ECHO = CommandSet("memory")
     Echo,
     local=True,
     mcp=McpSpec("echo", fixed={"origin": "agent"}, defaults={"times": 2}, shape=lambda doc: doc["said"]),
+    needs=Capability.WRITE,
 )
 async def echo(host: Any, request: Echo) -> dict[str, Any]:
     """Say it again."""
