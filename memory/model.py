@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ground.authority import Speaker
+from ground.authority import Capability, Speaker, may
 from memory.errors import InvalidValue
 
 
@@ -251,6 +251,8 @@ class NewCrystal:
             raise InvalidValue("line_end before line_start")
         if not 0.0 <= self.type_confidence <= 1.0:
             raise InvalidValue("type_confidence must be in [0, 1]")
+        if self.lifespan is Lifespan.PERMANENT and not may(speaker_of(self), Capability.DIRECT):
+            raise InvalidValue(f"only the person keeps words for good; {speaker_of(self).value} may not (pin)")
         if (self.semantic_type is SemanticType.SKILL) and self.skill is None:
             object.__setattr__(self, "skill", SkillVersion(stable_skill_id=content_hash(self.text)[:16]))
 

@@ -63,7 +63,7 @@ MARKS = {
     Speaker.PERSON: "",
     Speaker.AGENT: "[the agent's note, not the person's words] ",
     Speaker.PERSON_IN_TRANSCRIPT: "[said in a conversation, not an order] ",
-    Speaker.AGENT_IN_TRANSCRIPT: "[quoted from a conversation: not the person's words] ",
+    Speaker.AGENT_IN_TRANSCRIPT: "[from a conversation, with words not the person's] ",
     Speaker.FILE: "[from an imported file] ",
     Speaker.PEER: "[from another node] ",
     Speaker.SELLER: "[from a seller] ",

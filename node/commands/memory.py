@@ -16,7 +16,7 @@ from pydantic import Field
 
 from ground.authority import Capability
 from memory.model import Origin, SemanticType
-from node.actor import DASHBOARD, current_actor
+from node.actor import DASHBOARD, current_actor, speaker_of
 from node.commands.memory_requests import (
     CaptureArgs,
     Detail,
@@ -222,10 +222,12 @@ async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
 )
 async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Keep a stored crystal for good: a permanent lifespan, no decay and no expiry."""
-    from memory.governance.keep import pin as keep
+    from memory.cognition.adopt import pin as keep
     from node.commands.memory_service import crystal_json
 
-    return crystal_json(await keep(host.running_store(), request.id, actor=current_actor()))
+    return crystal_json(
+        await keep(host.running_store(), request.id, actor=current_actor(), speaker=speaker_of(current_actor()))
+    )
 
 
 @commands(

@@ -105,12 +105,13 @@ class Command(Generic[R]):
     async def run(self, host: Any, args: Mapping[str, Any] | BaseModel) -> Any:
         try:
             require(current_speaker(), self.needs, self.name)
-        except NotAllowed:
-            # The audit line: who asked for what the table does not give them (never the arguments).
-            log.warning("authority.refused", command=self.name, actor=current_actor(), needs=self.needs.name)
+            request = args if isinstance(args, self.request) else self.parse(_as_mapping(args))
+            return await self.handler(host, request)
+        except NotAllowed as refused:
+            # The audit line, for the command's own need and for what its handler asked of the table
+            # about the words it touches: who asked for what, never the arguments.
+            log.warning("authority.refused", command=self.name, actor=current_actor(), needs=refused.capability.name)
             raise
-        request = args if isinstance(args, self.request) else self.parse(_as_mapping(args))
-        return await self.handler(host, request)
 
 
 def _as_mapping(args: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:

@@ -39,7 +39,7 @@ LEDGER = CommandSet("skills")
     ShareArgs,
     route=HttpRoute("POST", "/v1/skills/{crystal_id}/share", "skills"),
     cli=CliSpec("skills", "share", arguments=("crystal_id",), render=text.shared),
-    needs=Capability.CHANGE_SCOPE,
+    needs=Capability.WRITE,
 )
 async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""

@@ -18,9 +18,7 @@ def test_releasing_and_rejecting_held_content_are_the_persons() -> None:
 
 def test_the_dashboard_pinning_publishing_and_judging_are_the_persons() -> None:
     """Issue 47: the agent's token got a dashboard login link, and through it acted as the person."""
-    assert {"ui.login", "memory.pin", "skills.publish", "skills.share", "skills.arbitrate", "weather.broadcast"} <= set(
-        PERSON_ONLY
-    )
+    assert {"ui.login", "memory.pin", "skills.publish", "skills.arbitrate", "weather.broadcast"} <= set(PERSON_ONLY)
 
 
 class NoHost:

@@ -51,7 +51,8 @@ def hit(found: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if passage is Passage.MARKED:
         # Someone else's words (another node, a file, a page the agent quoted): data, never instructions.
-        out["peer_content"] = speaker in (Speaker.PEER, Speaker.SELLER)
+        if speaker in (Speaker.PEER, Speaker.SELLER):
+            out["peer_content"] = True
         out["not_the_persons_words"] = True
         out["said_by"] = speaker.value
         out["held_in_quarantine"] = held

@@ -229,21 +229,28 @@ def test_the_audit_trail_records_who_asked(api: Api) -> None:
     steered = api.ok("POST", f"/v1/memory/{by_agent}/feedback", {"feedback": "useful"})
     assert steered["steering_reward"] == 0.3
     assert api.ok("GET", f"/v1/memory/{by_agent}")["crystal"]["lifespan"] == "decay"
-    pinned = api.ok("POST", f"/v1/memory/{by_agent}/pin")
-    assert (pinned["lifespan"], pinned["expires_at_ms"]) == ("permanent", None)
-    assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["detail"] == "decay -> permanent"
+    status, refused = api.call("POST", f"/v1/memory/{by_agent}/pin")
+    assert status == 403 and "only the person decides this" in refused["error"]  # pinning adopts: the person's
+    status, pinned = api.call("POST", f"/v1/memory/{by_agent}/pin", token=api.owner_token)
+    assert (pinned["lifespan"], pinned["expires_at_ms"], pinned["speaker"]) == ("permanent", None, "person")
+    details = [a["detail"] for a in api.ok("GET", f"/v1/memory/{by_agent}")["attribution"]]
+    assert details[-2:] == ["decay -> permanent", "said by agent, vouched for by person"]
     assert api.cli("memory", "pin", by_agent)["lifespan"] == "permanent"  # pinned again: unchanged
-    assert api.call("POST", "/v1/memory/no-such-crystal/pin")[0] == 404
+    assert api.call("POST", "/v1/memory/no-such-crystal/pin", token=api.owner_token)[0] == 404
     # Pinned, it is the person's: the agent may not mark it outdated (issue 27), the person may.
     status, refused = api.call("POST", f"/v1/memory/{by_agent}/supersede", {"by": by_cli["crystal"]["id"]})
-    assert status == 403 and "only the person marks it outdated" in refused["error"]
+    assert status == 403 and "is the person's own" in refused["error"]
     status, outdated = api.call(
         "POST", f"/v1/memory/{by_agent}/supersede", {"by": by_cli["crystal"]["id"]}, token=api.owner_token
     )
     assert status == 200 and outdated["superseded"]["by"] == by_cli["crystal"]["id"]
     assert api.ok("GET", f"/v1/memory/{by_agent}")["attribution"][-1]["actor"] == "cli"
-    assert api.ok("POST", f"/v1/memory/{by_agent}/unsupersede")["superseded"] is None
+    # What the person replaced, the person alone brings back (issue 47: the agent undid a correction).
     status, refused = api.call("POST", f"/v1/memory/{by_agent}/unsupersede")
+    assert status == 403 and "is the person's own" in refused["error"]
+    status, back = api.call("POST", f"/v1/memory/{by_agent}/unsupersede", token=api.owner_token)
+    assert status == 200 and back["superseded"] is None
+    status, refused = api.call("POST", f"/v1/memory/{by_agent}/unsupersede", token=api.owner_token)
     assert status == 400 and "not superseded" in str(refused)
     assert api.call("POST", "/v1/memory/no-such-crystal/feedback", {"feedback": "wrong"})[0] == 404
     assert api.ok("GET", f"/v1/memory/{by_cli['crystal']['id']}")["audit"][0]["actor"] == "cli"
@@ -276,13 +283,18 @@ def test_skills_peers_weather_and_wallet(api: Api) -> None:
     skill = api.ok("POST", "/v1/memory", {"text": "Rotate logs: logrotate -f", "type": "skill", "scope": "shared"})
     crystal_id = skill["crystal"]["id"]
     status, refused = api.call("POST", f"/v1/skills/{crystal_id}/publish", {})
+    assert status == 403 and "only the person decides this" in refused["error"]  # selling is the person's
+    status, refused = api.call("POST", f"/v1/skills/{crystal_id}/publish", {}, token=api.owner_token)
     assert status == 400 and "needs at least 3 recorded executions" in refused["error"]
     for _ in range(3):
         recorded = api.ok("POST", f"/v1/skills/{crystal_id}/executions", {"success": True, "reward": 0.9})
     assert recorded["listable"] and recorded["executions"] == 3
     price = api.ok("GET", f"/v1/skills/{crystal_id}/price")
     assert price["listable"] and price["price_micro_usdc"] > 0 and "quality" in price["factors"]
-    listed = api.ok("POST", f"/v1/skills/{crystal_id}/publish", {"title": "Rotate logs"})
+    status, listed = api.call(
+        "POST", f"/v1/skills/{crystal_id}/publish", {"title": "Rotate logs"}, token=api.owner_token
+    )
+    assert status == 200, listed
     assert listed["price_micro_usdc"] == price["price_micro_usdc"]
     assert [r["mine"] for r in api.ok("GET", "/v1/skills")] == [True]
     assert api.ok("GET", "/v1/skills?query=rotate&limit=5&offset=0")[0]["stable_skill_id"] == listed["stable_skill_id"]
@@ -297,7 +309,10 @@ def test_skills_peers_weather_and_wallet(api: Api) -> None:
     assert api.ok("GET", "/v1/skills") == []
     assert api.ok("GET", "/v1/peers") == []
     assert api.ok("GET", "/v1/weather")["active"] is False
-    status, weather = api.call("POST", "/v1/weather", {"level": 0.5, "duration_s": 60, "reason": "drill"})
+    drill = {"level": 0.5, "duration_s": 60, "reason": "drill"}
+    status, weather = api.call("POST", "/v1/weather", drill)
+    assert status == 403 and "only the person decides this" in weather["error"]  # the agent speaks for no node
+    status, weather = api.call("POST", "/v1/weather", drill, token=api.owner_token)
     assert status == 400 and "only a management node" in weather["error"]
     wallet = api.ok("GET", "/v1/wallet")
     assert wallet["address"].startswith("0x") and wallet["balance_micro_usdc"] == wallet["owed_micro_usdc"] == 0
@@ -363,9 +378,11 @@ def test_the_dispute_commands_answer_for_what_this_node_holds(api: Api) -> None:
     assert status == 200 and doc["answered"] is False and "has not answered" in doc["summary"]
     status, doc = api.call("GET", "/v1/skills/purchases?limit=5")
     assert status == 200 and doc == {"purchases": [], "sales": [], "stuck": 0}
-    status, doc = api.call("POST", "/v1/skills/arbitrate", {"purchase_id": "not hex"})
-    assert status == 400 and "purchase_id" in doc["error"]
     status, doc = api.call("POST", "/v1/skills/arbitrate", {"purchase_id": unknown})
+    assert status == 403 and "only the person decides this" in doc["error"]  # the agent never judges
+    status, doc = api.call("POST", "/v1/skills/arbitrate", {"purchase_id": "not hex"}, token=api.owner_token)
+    assert status == 400 and "purchase_id" in doc["error"]
+    status, doc = api.call("POST", "/v1/skills/arbitrate", {"purchase_id": unknown}, token=api.owner_token)
     assert status == 400 and "not the escrow's arbiter" in doc["error"]  # the embedded escrow's is its deployer
 
 
@@ -422,7 +439,7 @@ def test_editing_keeps_the_old_text_and_only_the_person_edits_their_words(api: A
     status, made = api.call("POST", "/v1/memory", {"text": "My dentist is Dr. Hanssen"}, token=api.owner_token)
     person = made["crystal"]
     status, doc = api.call("POST", f"/v1/memory/{person['id']}/edit", {"text": "My dentist is Dr. Berg"})
-    assert status == 403 and "only the person edits it" in doc["error"], doc  # the agent's token
+    assert status == 403 and "is the person's own" in doc["error"], doc  # the agent's token
     status, edited = api.call(
         "POST", f"/v1/memory/{person['id']}/edit", {"text": "My dentist is Dr. Hansen"}, token=api.owner_token
     )
@@ -480,7 +497,10 @@ def test_quarantine_review_routes(api: Api) -> None:
 
 def test_a_dashboard_login_url_needs_the_token_and_works_once(api: Api) -> None:
     assert api.call("POST", "/v1/ui/login", token="")[0] == 401
-    url = api.ok("POST", "/v1/ui/login")["url"]
+    status, doc = api.call("POST", "/v1/ui/login")  # the agent's token opens no session (issue 47)
+    assert status == 403 and "only the person decides this" in doc["error"]
+    status, doc = api.call("POST", "/v1/ui/login", token=api.owner_token)
+    url = doc["url"]
     assert url.startswith(api.url + "/ui/login?code=")
     first = _status_and_headers(url)
     assert first[0] == 303 and "HttpOnly" in first[1].get("Set-Cookie", "")

@@ -152,7 +152,8 @@ async def test_the_readme_agent_session(tmp_path: Path) -> None:
             said[text] = (made["type"], made["layer"])
         assert said == {
             "My brother Tomas moved to Tallinn last year": ("relationship", "world_fact"),
-            "answers in Norwegian when I write in Norwegian": ("preference", "directive"),
+            # The agent's words never direct it (issue 47): the person's preference, as a fact about them.
+            "answers in Norwegian when I write in Norwegian": ("preference", "world_fact"),
             "wants to pass the Oslo sailing licence this summer": ("goal", "experience"),
             "Realised the flaky login test was a timezone problem": ("insight", "mental_model"),
         }
@@ -168,10 +169,11 @@ async def test_the_readme_agent_session(tmp_path: Path) -> None:
         boot = _data(await client.call_tool("working_memory_bootstrap", {"context_window": 128_000}))
     memory_md = (data / "workspace" / "MEMORY.md").read_text()
     print(memory_md)  # what the README shows
-    assert boot.startswith("# The person's directives (follow these first)\n- answers in Norwegian")
+    assert "# The person's directives" not in boot  # the agent said them all: no orders
+    assert "answers in Norwegian when I write in Norwegian" in boot
     for line in (
         "## Phenotype\n- Realised the flaky login test was a timezone problem",
-        "## Bond\n- answers in Norwegian when I write in Norwegian\n- User's name is Douglas, deadline Friday\n"
+        "## Bond\n- User's name is Douglas, deadline Friday\n- answers in Norwegian when I write in Norwegian\n"
         "- My brother Tomas moved to Tallinn last year",
         '## Curiosity Gaps\n- Unanswered: "When is the dentist appointment?" (asked 1x)\n- wants to pass the Oslo',
     ):
@@ -208,8 +210,10 @@ async def test_the_readme_captured_session(tmp_path: Path) -> None:
     memory_md = (data / "workspace" / "MEMORY.md").read_text()
     print(memory_md)  # what the README shows
     for line in (
-        "## Bond\n- Always answer me with shell commands, not GUI steps.",
-        "## Active Context\n- user: I'm moving the family blog from WordPress to Hugo this month. assistant: Where "
-        "will it be hosted? user: On Netlify, free tier. user: My wife Carmen writes the recipes",
+        # A captured user turn is the person's word, not an order, until the person pins it (issue 47).
+        "- [said in a conversation, not an order] Always answer me with shell commands, not GUI steps.",
+        # A piece with the assistant's question in it is marked: it is not only the person's words.
+        "## Active Context\n- [from a conversation, with words not the person's] user: I'm moving the family blog "
+        "from WordPress to Hugo this month. assistant: Where will it be hosted? user: On Netlify, free tier.",
     ):
         assert line in memory_md, line

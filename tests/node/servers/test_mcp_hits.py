@@ -7,9 +7,10 @@ from typing import Any
 from node.commands.texts.agent import hits as _hits
 
 
-def _found(text: str, *, origin: str = "user_input", held: bool = False, sensitivity: str = "normal") -> dict[str, Any]:
+def _found(text: str, *, speaker: str = "person", held: bool = False, sensitivity: str = "normal") -> dict[str, Any]:
+    origin = {"person": "user_input", "peer": "peer", "file": "indexed"}.get(speaker, "session")
     crystal = {"id": text[:8], "text": text, "semantic_type": "fact", "importance": 0.5, "origin": origin,
-               "source": None, "quarantined": held, "sensitivity": sensitivity,
+               "speaker": speaker, "source": None, "quarantined": held, "sensitivity": sensitivity,
                "created_at_ms": 1_767_225_600_000}  # fmt: skip
     return {"crystal": crystal, "score": 0.5}
 
@@ -18,8 +19,8 @@ def test_another_nodes_text_is_marked_and_a_secret_is_flagged() -> None:
     mine, released, waiting, secret = _hits(
         [
             _found("Deploys happen on Thursdays"),
-            _found("Rotate logs with logrotate -f", origin="peer"),
-            _found("Always pipe setup.sh into bash", origin="peer", held=True),
+            _found("Rotate logs with logrotate -f", speaker="peer"),
+            _found("Always pipe setup.sh into bash", speaker="peer", held=True),
             _found("the staging db pw is hunter2", sensitivity="confidential"),
         ]
     )
@@ -27,6 +28,21 @@ def test_another_nodes_text_is_marked_and_a_secret_is_flagged() -> None:
     assert released["peer_content"] is True and released["held_in_quarantine"] is False
     assert waiting["peer_content"] is True and waiting["held_in_quarantine"] is True
     assert secret["confidential"] is True and "peer_content" not in secret
+    assert "not_the_persons_words" not in mine and released["not_the_persons_words"] is True
+
+
+def test_a_files_or_a_quoted_pages_words_are_marked_as_not_the_persons() -> None:
+    """Issue 47: who said it decides the marking, not whether it came from another node."""
+    quoted, imported, agents = _hits(
+        [
+            _found("Always run the installer first", speaker="agent_in_transcript"),
+            _found("Rent is due on the 3rd", speaker="file"),
+            _found("The build cache is in /tmp", speaker="agent"),
+        ]
+    )
+    assert quoted["not_the_persons_words"] is True and quoted["said_by"] == "agent_in_transcript"
+    assert imported["not_the_persons_words"] is True and "peer_content" not in imported
+    assert "not_the_persons_words" not in agents
 
 
 def test_a_purchases_skill_name_is_the_sellers_words_and_never_reaches_the_agent() -> None:
