@@ -6,6 +6,11 @@ conversation again stores nothing new, and capturing it after it grew stores onl
 piece whose text memory already holds is merged into that crystal (deduplicated by content), and
 it is embedded, linked and checked for supersession like anything saved (the store's hook runs on
 each new vector, under the authority rules).
+
+Each piece records who said it (``ground.authority``): the person's own turns are
+``PERSON_IN_TRANSCRIPT``, every other turn ``AGENT_IN_TRANSCRIPT``, a piece of several the weakest
+of them, and a piece the [llm] extractor failed on no more than its road allows. Instruction-like
+words from a turn that is not the person's are held in quarantine (``memory.capture.tripwire``).
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ground.authority import Speaker, weakest
-from memory.capture.extract import extract
+from ground.authority import ROADS, Road, Speaker, weakest
+from memory.capture.extract import Piece, extract
 from memory.capture.formats import Conversation, ConversationFormat, Message, read_conversations, read_messages
 from memory.capture.llm_extract import LlmExtractor
 from memory.capture.sources import captured_keys, message_key, record_captured
+from memory.capture.tripwire import hold_reason
 from memory.errors import CaptureFormatError
 from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
 from memory.storage.store import MemoryStore
@@ -66,6 +72,7 @@ async def capture(
         extraction = extract(conversation, only=fresh)
     pieces = extraction.pieces
     source = f"capture:{conversation.session}"
+    by_position = {m.position: m for m in conversation.messages}
     items = [
         NewCrystal(
             piece.text[:MAX_TEXT_CHARS],
@@ -77,7 +84,8 @@ async def capture(
             line_end=piece.positions[-1] + 1,
             actor=actor,
             context=piece.context,
-            speaker=piece_speaker(conversation, piece.positions),
+            speaker=piece_speaker(conversation, piece.positions, piece.road),
+            quarantine=hold_reason(said(piece, by_position)),
         )
         for piece in pieces
     ]
@@ -134,17 +142,29 @@ async def capture_conversations(
     }
 
 
-def turn_speaker(message: Message) -> Speaker:
-    """Who a transcript's turn speaks for (``ground.authority``): the user's turns are the person's
-    words in a transcript; every other turn (the assistant's, a tool's, a sub-agent's) is not."""
-    return Speaker.PERSON_IN_TRANSCRIPT if message.role == "user" else Speaker.AGENT_IN_TRANSCRIPT
+def turn_speaker(message: Message, road: Road | None = None) -> Speaker:
+    """Who a transcript's turn speaks for (``ground.authority``): the person's own turns are the
+    person's words in a transcript; every other turn (the assistant's, a tool's, a sub-agent's, a
+    command's output) is not. A road that allows less (``Road.CAPTURE_EXTRACTOR_FAILED``) caps it."""
+    own = Speaker.PERSON_IN_TRANSCRIPT if message.person else Speaker.AGENT_IN_TRANSCRIPT
+    capped = ROADS[road] if road is not None else None
+    return weakest((own, capped)) if capped is not None else own
 
 
-def piece_speaker(conversation: Conversation, positions: Sequence[int]) -> Speaker:
+def piece_speaker(conversation: Conversation, positions: Sequence[int], road: Road | None = None) -> Speaker:
     """A piece of several turns carries no more authority than its weakest turn. Positions are the
     conversation's own (a watched file's chunk starts past 0): messages are found by position."""
     by_position = {m.position: m for m in conversation.messages}
-    return weakest(turn_speaker(by_position[p]) for p in positions)
+    return weakest(turn_speaker(by_position[p], road) for p in positions)
+
+
+def said(piece: Piece, by_position: Mapping[int, Message]) -> list[tuple[Speaker, str]]:
+    """What the tripwire reads of a piece: each of its turns with its speaker, and a model's
+    statement (its own words, not the turns') with the piece's."""
+    turns = [(turn_speaker(by_position[p], piece.road), by_position[p].text) for p in piece.positions]
+    if piece.inferred:
+        turns.append((weakest(s for s, _ in turns), piece.text))
+    return turns
 
 
 def default_session(conversation: Conversation) -> str:

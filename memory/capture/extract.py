@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ground.authority import Road
 from memory.capture.formats import Conversation, Message
 
 _WORD = re.compile(r"[a-z0-9']+")
@@ -64,6 +65,9 @@ class Piece:
     ts_ms: int | None
     context: str | None  # the message before the piece
     inferred: bool = False  # a model's statement (the [llm] extractor), not the messages' own words
+    # The road it came by when that, not its turns, decides its speaker: pieces of a window the
+    # [llm] extractor failed on (``Road.CAPTURE_EXTRACTOR_FAILED``), whatever their turns' roles.
+    road: Road | None = None
 
 
 @dataclass(frozen=True, slots=True)

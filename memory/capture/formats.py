@@ -6,8 +6,13 @@ Four formats, told apart by their shape (``detect``) or named by the caller:
   ``content`` a string or a list of ``{"type": "text", "text"}`` parts), or ``{"messages": [...]}``
   with an optional ``"id"``/``"session"``;
 - ``claude-code``: a Claude Code session file, one JSON object per line (``{"type": "user" |
-  "assistant", "message": {"role", "content"}, "uuid", "sessionId", "timestamp"}``); tool calls,
-  tool results and meta lines are no one's words and are left out;
+  "assistant", "message": {"role", "content"}, "uuid", "sessionId", "timestamp"}``). Claude Code
+  writes much under the user's name that the person never typed, so only the person's typing is
+  read as theirs (``Message.person``); left out are tool calls and results (``toolUseResult``), meta
+  and compacted-summary lines (``isMeta``, ``isCompactSummary``), a sub-agent's side of the session
+  (``isSidechain``: the prompts the agent wrote to it and its answers), and the output of shell and
+  slash commands (``<bash-stdout>``, ``<command-name>`` ... wrappers, ``COMMAND_WRAPPERS``);
+  ``<system-reminder>`` blocks the tool inserted are cut out of any turn;
 - ``chatgpt``: a ChatGPT data export's ``conversations.json``, a list of conversations whose
   messages form a tree (``mapping``); the thread that ends at ``current_node`` is the one read;
 - ``jsonl``: the project's own message log, one ``{"text"|"content", "speaker"|"role"?,
@@ -21,8 +26,9 @@ JSONL importer does, except a last line cut short, which is reported: the writer
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -47,6 +53,9 @@ class Message:
     text: str
     message_id: str | None = None  # the format's own id, where it has one
     ts_ms: int | None = None
+    # Typed by the person, as far as the format can tell (a user turn that is no tool's or command's
+    # output): only these turns are the person's words in a transcript (``ground.authority``).
+    person: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +142,7 @@ def _openai(doc: Any, session: str) -> Conversation:
                 text,
                 _id(item.get("id")),
                 _ms(item.get("timestamp", item.get("created_at"))),
+                person=role == "user",
             )
         )
     return Conversation(session, _spoken(messages))
@@ -148,16 +158,43 @@ def _claude_code(raw: str, session: str) -> Conversation:
             raise CaptureFormatError(f"line {number} is not a JSON object")
         session = str(entry.get("sessionId") or session)
         inner = entry.get("message")
-        if entry.get("type") not in ("user", "assistant") or entry.get("isMeta") or not isinstance(inner, dict):
+        if entry.get("type") not in ("user", "assistant") or _not_a_turn(entry) or not isinstance(inner, dict):
             skipped += 1
             continue
         text = _text_of(inner.get("content"), only_text_parts=True)
-        if not text:  # a tool call or a tool result: no one's words
-            skipped += 1
+        text = _REMINDER.sub("", text).strip() if text else text
+        if not text or (entry["type"] == "user" and COMMAND_WRAPPERS.search(text)):
+            skipped += 1  # a tool call or result, a reminder, a command's output: no one's words
             continue
         role = str(inner.get("role") or entry["type"])
-        messages.append(Message(len(messages), role, role, text, _id(entry.get("uuid")), _ms(entry.get("timestamp"))))
+        messages.append(
+            Message(
+                len(messages),
+                role,
+                role,
+                text,
+                _id(entry.get("uuid")),
+                _ms(entry.get("timestamp")),
+                person=role == "user" and entry["type"] == "user",
+            )
+        )
     return Conversation(session, _spoken(messages), skipped=skipped)
+
+
+#: Claude Code's wrappers around what a shell or slash command printed or was given, written as a
+#: user turn: the person typed none of it (a command's output can hold any page's words).
+COMMAND_WRAPPERS = re.compile(
+    r"<(?:bash-input|bash-stdout|bash-stderr|local-command-stdout|local-command-stderr|command-name"
+    r"|command-message|command-args|command-stdout|command-stderr|user-prompt-submit-hook)>"
+)
+#: What Claude Code inserts into turns for the model (file changes, reminders): the tool's words.
+_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
+
+
+def _not_a_turn(entry: dict[str, Any]) -> bool:
+    """A line that is no one's turn in the main conversation: a sub-agent's side of it, a meta line,
+    a compacted summary, or a tool's result."""
+    return any(entry.get(key) for key in ("isSidechain", "isMeta", "isCompactSummary")) or "toolUseResult" in entry
 
 
 def is_chatgpt_export(doc: Any) -> bool:
@@ -198,7 +235,7 @@ def _chatgpt(doc: Any) -> list[Conversation]:
                 continue
             created = message.get("create_time")
             ts = int(created * 1000) if isinstance(created, int | float) and not isinstance(created, bool) else None
-            messages.append(Message(len(messages), role, role, text, _id(message.get("id")), ts))
+            messages.append(Message(len(messages), role, role, text, _id(message.get("id")), ts, person=role == "user"))
         session = str(item.get("conversation_id") or item.get("id") or f"chatgpt-{index}")
         title = item.get("title") if isinstance(item.get("title"), str) else None
         conversations.append(Conversation(session, _spoken(messages), title, skipped))
@@ -231,7 +268,8 @@ def _jsonl(raw: str, session: str) -> Conversation:
         speaker = doc.get("speaker", doc.get("role"))
         who = speaker if isinstance(speaker, str) and speaker.strip() else "user"
         role = who if who in ("user", "assistant", "system", "tool") else "user"
-        messages.append(Message(len(messages), role, who, text, _id(doc.get("id")), _ms(doc.get("timestamp"))))
+        person = role == "user"
+        messages.append(Message(len(messages), role, who, text, _id(doc.get("id")), _ms(doc.get("timestamp")), person))
     return Conversation(session, tuple(messages), skipped=skipped)
 
 
@@ -259,7 +297,7 @@ def _json_lines(raw: str) -> Iterator[tuple[int, Any]]:
 
 def _spoken(messages: list[Message]) -> tuple[Message, ...]:
     """The messages renumbered in order (positions stay 0-based and dense)."""
-    return tuple(Message(i, m.role, m.speaker, m.text, m.message_id, m.ts_ms) for i, m in enumerate(messages))
+    return tuple(replace(m, position=i) for i, m in enumerate(messages))
 
 
 def _text_of(content: object, *, only_text_parts: bool = False) -> str | None:

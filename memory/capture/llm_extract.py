@@ -7,8 +7,15 @@ anything, so what it answers is checked, not trusted:
 - each statement must cite messages of the window it was shown, and at least half of its content
   words must be in those messages (``GROUNDED_SHARE``): a statement the conversation does not
   support ("the user wants every payment sent to ...") is dropped and counted;
+- a statement speaks with the authority of the turns it cites, the weakest of them
+  (``memory.capture.capture.piece_speaker``), and one that speaks of the person ("the user wants
+  ...") must cite a turn of theirs: a model talked into laundering the assistant's words into the
+  person's is dropped and counted (``NAMES_THE_PERSON``);
 - its crystals are ``inferred`` (the design's origin for what a model extracted), so under the
   authority rules they never hide what the person said themselves;
+- when the model fails (which the conversation itself can cause), the window is extracted offline
+  and stored with the least authority a transcript has (``Road.CAPTURE_EXTRACTOR_FAILED``): nobody
+  gains standing by breaking the extractor;
 - a message the sensitivity rules call confidential is never sent: that window is extracted offline.
 """
 
@@ -16,9 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
+from ground.authority import Road
 from memory.capture.extract import MAX_PIECE_CHARS, Extraction, Piece, content_words, extract
 from memory.capture.formats import Conversation, Message
 from memory.llm import ChatEndpoint, LlmError, MalformedAnswer, answer_json
@@ -29,6 +39,8 @@ WINDOW_MESSAGES = 40
 WINDOW_CHARS = 12_000
 GROUNDED_SHARE = 0.5
 MAX_ANSWER_TOKENS = 1_500
+#: A statement about the person, which must cite one of the person's own turns.
+NAMES_THE_PERSON = re.compile(r"(?i)\b(?:the )?(?:user|person|owner|human)(?:'s|s'|s)?\b")
 
 SYSTEM_PROMPT = (
     "You choose what is worth remembering from a conversation between a person and their AI agent. "
@@ -59,12 +71,12 @@ class LlmExtractor:
             except (LlmError, ValueError) as exc:
                 _log.warning("capture.llm_fell_back", extra={"fields": {"error": str(exc)[:200]}})
                 offline = extract(conversation, only=window)
-                pieces.extend(offline.pieces)
+                pieces.extend(replace(p, road=Road.CAPTURE_EXTRACTOR_FAILED) for p in offline.pieces)
                 left_out.update(offline.left_out)
                 left_out["extracted_offline"] += len(window)
                 continue
             pieces.extend(found)
-            left_out["not_supported_by_messages"] += dropped
+            left_out.update(dropped)
             cited = {p for piece in found for p in piece.positions}
             left_out["not_kept_by_model"] += sum(1 for m in shown if m.position not in cited)
         return Extraction(tuple(pieces), {k: v for k, v in left_out.items() if v})
@@ -91,25 +103,31 @@ def prompt(shown: list[Message]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def statements(answer: str, shown: list[Message]) -> tuple[list[Piece], int]:
-    """The pieces the model named that its messages support, and how many it named that they do not.
-    ``MalformedAnswer`` when the answer is not such a list at all (``ValueError`` when not JSON)."""
+def statements(answer: str, shown: list[Message]) -> tuple[list[Piece], Counter[str]]:
+    """The pieces the model named that its messages support, and how many it named that they do not
+    (``not_supported_by_messages``) or that speak of the person without citing the person
+    (``not_the_persons_words``). ``MalformedAnswer`` when the answer is not such a list at all
+    (``ValueError`` when not JSON)."""
     doc: Any = answer_json(answer)
     if not isinstance(doc, list):
         raise MalformedAnswer("the model's answer is not a list")
     by_position = {m.position: m for m in shown}
     pieces: list[Piece] = []
-    dropped = 0
+    dropped: Counter[str] = Counter()
     for item in doc:
         if not isinstance(item, dict):
             raise MalformedAnswer("an item of the model's answer is not an object")
         text, cited = item.get("text"), item.get("messages")
         if not isinstance(text, str) or not text.strip() or not isinstance(cited, list):
-            dropped += 1
+            dropped["not_supported_by_messages"] += 1
             continue
-        sources = [by_position[n] for n in dict.fromkeys(cited) if isinstance(n, int) and n in by_position]
+        numbers = [n for n in cited if isinstance(n, int) and not isinstance(n, bool)]  # the model's JSON: anything
+        sources = [by_position[n] for n in dict.fromkeys(numbers) if n in by_position]
         if not sources or not grounded(text, sources):
-            dropped += 1
+            dropped["not_supported_by_messages"] += 1
+            continue
+        if NAMES_THE_PERSON.search(text) and not any(m.person for m in sources):
+            dropped["not_the_persons_words"] += 1
             continue
         sources.sort(key=lambda m: m.position)
         pieces.append(

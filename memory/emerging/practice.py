@@ -1,8 +1,10 @@
 """Reading the practices out of the store, and crystallising an emerging skill into one.
 
-Practices are the live ``task_pattern`` and ``skill`` crystals the person or the agent wrote (not a
-peer's, not held, not superseded, not already frozen into a skill, and not a crystallised skill
-itself), embedded by the active embedder, the newest ``MAX_PRACTICES``. How often each was executed
+Practices are the live ``task_pattern`` and ``skill`` crystals said by a speaker the authority
+table lets form a skill (``Capability.FORM_SKILL``: the person, the agent, the person's turns in a
+transcript; never a captured assistant turn, which may be a page the agent quoted, nor a file or a
+peer), not held, not superseded, not already frozen into a skill, and not a crystallised skill
+itself, embedded by the active embedder, the newest ``MAX_PRACTICES``. How often each was executed
 comes from the caller: the executions table is the marketplace's.
 
 Crystallising writes a new ``skill`` crystal (origin ``skill``) derived from every practice of the
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ground.authority import Speaker
+from ground.authority import Capability, NotAllowed, Speaker, may
 from memory.emerging.patterns import EmergingSkill, Practice, emerging
 from memory.errors import EditRefused, EmergingSkillNotFound
 from memory.governance.prompt_gate import Route, admits_sql
@@ -30,9 +32,15 @@ SKILL_PREFIX = "Skill: "
 #: How many of the newest practices a scan groups (each scan is O(practices x groups)).
 MAX_PRACTICES = 2_000
 
+#: The speakers whose practice counts towards a skill, as SQL, from the table (the values are the
+#: enum's own, never a caller's).
+FORMS_SKILLS_SQL = "c.speaker IN ({})".format(
+    ", ".join(f"'{s.value}'" for s in Speaker if may(s, Capability.FORM_SKILL))
+)
 _PRACTICES_SQL = (
     "SELECT c.rowid, c.id, c.text, c.created_at_ms FROM crystals c "
     "WHERE c.semantic_type IN ('task_pattern', 'skill') AND c.origin NOT IN ('peer', 'skill') "
+    f"AND {FORMS_SKILLS_SQL} "
     "AND c.lifecycle IN ('generated', 'activated', 'consolidated') AND c.superseded_by IS NULL "
     f"AND {admits_sql(Route.MEMORY_MD)} ORDER BY c.created_at_ms DESC LIMIT ?"  # its lines go to MEMORY.md
 )
@@ -62,7 +70,13 @@ async def emerging_skills(store: MemoryStore, executions: Mapping[str, tuple[int
 async def crystallise(
     store: MemoryStore, skill: EmergingSkill, *, text: str | None, actor: str, speaker: Speaker
 ) -> tuple[Crystal, int]:
-    """The new skill crystal and how many practices were frozen into it."""
+    """The new skill crystal and how many practices were frozen into it. ``NotAllowed`` when a
+    practice of the pattern was said by a speaker that may not form a skill (the pattern was found
+    before the table changed, or its id was made up)."""
+    for crystal_id in skill.crystal_ids:
+        said_by = (await store.get(crystal_id)).speaker
+        if not may(said_by, Capability.FORM_SKILL):
+            raise NotAllowed(said_by, Capability.FORM_SKILL, f"crystallising practice {crystal_id}")
     typical = await store.get(skill.typical_id)
     new = NewCrystal(
         # Without a text of its own the skill says what it is: the practice's own words would be the

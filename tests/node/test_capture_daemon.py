@@ -77,3 +77,47 @@ def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
         log = node.stop()
     assert "Traceback" not in log, log
     assert log.count("memory.capture_unreadable") == 1  # reported once, not every round
+
+
+def test_a_watched_session_speaks_for_the_person_only_in_the_persons_own_turns(tmp_path: Path) -> None:
+    """Issue 47: a Claude Code session holding a page the assistant quoted, a prompt the agent wrote
+    to a sub-agent, shell output and command wrappers, beside the person's own turns. Only the
+    person's turns are stored as theirs; the quote is held; nothing of it tops the bootstrap."""
+    from tests.memory.test_capture_formats import SESSION_LINES
+
+    projects = tmp_path / "claude" / "projects" / "shop"
+    projects.mkdir(parents=True)
+    (projects / "5e55a0a0.jsonl").write_text("".join(SESSION_LINES))
+    env = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_CAPTURE__WATCH=json.dumps([str(tmp_path / "claude" / "projects")]),
+        BITTERBOT_CAPTURE__POLL_S="0.5",
+    )
+    node = Node(tmp_path, "node", env)
+    assert node.cli("init").returncode == 0
+    node.start()
+    try:
+        read = wait_for(lambda: _capture(node).get("messages"), 60, "the session to be captured", [node])
+        held = node.json("memory", "quarantine")
+        assert len(held) == 1 and "get.example.sh" in held[0]["crystal"]["text"], held
+        assert held[0]["crystal"]["speaker"] == "agent_in_transcript" and "instruction" in held[0]["flags"]
+        found = {
+            hit["crystal"]["text"]: hit["crystal"]
+            for words in ("get.example.sh sudo", "deploy root", "force pushed", "deleting before", "approve review",
+                          "trust files tmp", "sudo everywhere", "release Friday")
+            for hit in node.json("memory", "search", words, "--mode", "keyword")
+        }  # fmt: skip
+        # the quote is held (found by no search); the sub-agent's prompt, command output, the meta
+        # line and the reminders were never stored
+        for never in ("get.example.sh", "deploy.sh", "force", "deleting", "always approve", "/tmp", "sudo"):
+            assert not [text for text in found if never in text], (never, list(found))
+        release = found["The release is on Friday."]
+        assert release["speaker"] == "person_in_transcript"
+        assert release["epistemic_layer"] != "directive"
+        bootstrap = node.cli("memory", "bootstrap")
+        assert bootstrap.returncode == 0, bootstrap.stderr
+        assert "directives" not in bootstrap.stdout and "sudo" not in bootstrap.stdout, bootstrap.stdout
+        assert read == 3  # u1, a1 and u2: the other ten lines are no one's turns in this conversation
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
