@@ -157,11 +157,13 @@ async def _write_demoted(
     path: Path,
 ) -> None:
     """An unvouched-for file's crystals, as imported text (``memory.transfer.demote``)."""
-    kept = []
+    kept: list[Crystal] = []
+    seen = set(ids)
     for crystal, _ in batch:
-        if crystal.id in ids:  # the same id twice in the file: the first one stands
+        if crystal.id in seen:  # the same id twice in the file: the first one stands
             done.duplicates += 1
         else:
+            seen.add(crystal.id)
             kept.append(crystal)
     stored = await store_demoted(store, kept, path)
     for crystal, cid in zip(kept, stored.ids, strict=True):
