@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crypto.errors import KeyFileError, KeyFileMissing
+from crypto.errors import KeyFileMissing
 from crypto.identity import Identity, load_identity, read_key_file_info
 from node.cli.common import read_passphrase, resolve
 from node.errors import UsageError
@@ -17,11 +17,13 @@ from node.errors import UsageError
 
 def trusted_signers(config_path: Path | None, data_dir: Path | None) -> frozenset[bytes]:
     """The public keys whose exports restore as they were here. Only the public half is read: no
-    passphrase is asked for. No key file (a node never initialised): none, every export is a file."""
+    passphrase is asked for. No key file (a node never initialised): none, every export is a file.
+    A key file that cannot be used (open to others, corrupt) is a ``KeyFileError`` saying how to fix
+    it, rather than this node's own export quietly taken for a stranger's."""
     _, paths = resolve(config_path, data_dir)
     try:
         return frozenset({read_key_file_info(paths.key_file).public_key})
-    except KeyFileError:
+    except KeyFileMissing:
         return frozenset()
 
 

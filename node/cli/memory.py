@@ -68,7 +68,7 @@ def memory_import(
         from memory.transfer.restore import is_export_file, restore_export
         from node.cli.export_keys import trusted_signers
 
-        trusted = trusted_signers(config_path, data_dir)
+        trusted: frozenset[bytes] | None = None  # read at the first export file: a folder of notes needs no key
 
         totals = progress_so_far  # what Ctrl-C reports: the store keeps every batch already written
         sources = find_sources(source)
@@ -78,6 +78,8 @@ def memory_import(
                 if await imported_file_hash(store, key) == item.content_hash:
                     totals["skipped_files"] += 1
                 elif is_export_file(item.path):  # a `memory export`: restored as it was, not as messages
+                    if trusted is None:
+                        trusted = trusted_signers(config_path, data_dir)
                     restored = await restore_export(store, item.path, trusted=trusted)
                     await mark_imported(store, key, item.content_hash, restored.created + restored.duplicates)
                     totals["files"] += 1
