@@ -89,6 +89,16 @@ class Identity:
         return f"Identity({self.peer_id})"
 
 
+def verifies(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    """Whether ``signature`` is ``public_key``'s Ed25519 signature of ``message``; a key or a
+    signature of the wrong shape is simply not a valid one (untrusted input never raises here)."""
+    try:
+        nacl.signing.VerifyKey(public_key).verify(message, signature)
+    except (nacl.exceptions.BadSignatureError, nacl.exceptions.CryptoError, ValueError, TypeError):
+        return False
+    return True
+
+
 def seal_to(public_key: bytes, data: bytes) -> bytes:
     """Encrypt ``data`` so that only the holder of the Ed25519 ``public_key`` can read it."""
     recipient = nacl.signing.VerifyKey(public_key).to_curve25519_public_key()

@@ -1,5 +1,6 @@
 """``memory export``: every live crystal, then the links and derivations between the crystals written,
-as the JSONL ``memory.transfer.records`` describes."""
+as the JSONL ``memory.transfer.records`` describes, signed by the node (``memory.transfer.signature``)
+so that restoring it here gives each crystal back the authority it was recorded with."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from memory.transfer.records import (
     header,
     link_record,
 )
+from memory.transfer.signature import Signer, SigningHash
 
 _BATCH = 500
 
@@ -29,16 +31,24 @@ class Exported:
     skipped_confidential: int
     links: int
     derivations: int
+    signed: bool
 
 
-async def export_memory(store: MemoryStore, sink: TextIO, *, include_confidential: bool = False) -> Exported:
+async def export_memory(
+    store: MemoryStore, sink: TextIO, *, include_confidential: bool = False, signer: Signer | None = None
+) -> Exported:
     """Write the header, each live crystal (archived ones too: they carry provenance), then every link
-    and derivation whose two ends were written. Confidential crystals only when asked."""
+    and derivation whose two ends were written, then ``signer``'s signature over all of it (none
+    without a signer: the file then restores as a stranger's). ``sink`` must write UTF-8 as given
+    (no newline translation): the signature is over those bytes. Confidential crystals only when asked."""
+    signing = SigningHash()
 
     def write(doc: object) -> None:
-        sink.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        line = json.dumps(doc, ensure_ascii=False) + "\n"
+        signing.update(line.encode("utf-8"))
+        sink.write(line)
 
-    write(header(store.now_ms()))
+    write(header(store.now_ms(), signer.public_key if signer is not None else None))
     written: set[str] = set()
     skipped = 0
     batch: list[Crystal] = []
@@ -64,7 +74,9 @@ async def export_memory(store: MemoryStore, sink: TextIO, *, include_confidentia
             if child in written and parent in written:
                 write(derivation_record(Derivation(child, parent, relation)))
                 derivations += 1
-    return Exported(len(written), skipped, links, derivations)
+    if signer is not None:
+        sink.write(json.dumps(signing.signature_line(signer)) + "\n")
+    return Exported(len(written), skipped, links, derivations, signer is not None)
 
 
 async def _write_crystals(store: MemoryStore, batch: list[Crystal], write: Callable[[object], None]) -> None:

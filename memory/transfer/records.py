@@ -1,9 +1,11 @@
 """The export format, as pure functions: a crystal, a link and a derivation as JSON objects, and back.
 
-A file is JSONL. Its first line is a header (``{"format": "bitterbot-memory", "version": 2, …}``);
+A file is JSONL. Its first line is a header (``{"format": "bitterbot-memory", "version": 3, …}``);
 each later line has a ``kind``: ``crystal`` (every field of ``memory.model.Crystal`` plus its
 attribution ``history``), ``link`` (a typed ``Association``) or ``derived`` (a provenance edge). Version 1
-files, written before the header existed, hold bare crystal objects and are read as crystals.
+files, written before the header existed, hold bare crystal objects and are read as crystals. Version 3
+adds the node's signature: the header names the signer, a last ``signature`` line signs the rest
+(``memory.transfer.signature``); version 1 and 2 files read as unsigned.
 
 Everything read back is checked as if hostile: a field of the wrong type or out of range makes that
 line a ``DamagedRecord`` naming the field; the content hash is recomputed from the text, never trusted.
@@ -42,7 +44,7 @@ from memory.model import (
 
 E = TypeVar("E", bound=Enum)
 FORMAT = "bitterbot-memory"
-VERSION = 2
+VERSION = 3
 _ID = re.compile(r"^[0-9A-Za-z_.:-]{1,128}$")
 _SHORT = 1_000  # a source, a path, an actor, a relation: anything but the text and its context
 MAX_HISTORY = 1_000  # attribution entries restored per crystal
@@ -66,8 +68,12 @@ class Derivation:
 Record = tuple[Crystal, tuple[Attribution, ...]] | Association | Derivation
 
 
-def header(now_ms: int) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "exported_at_ms": now_ms}
+def header(now_ms: int, signer: bytes | None = None) -> dict[str, Any]:
+    """The first line; ``signer``: the public key whose signature ends the file."""
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "exported_at_ms": now_ms}
+    if signer is not None:
+        doc["signer"] = signer.hex()
+    return doc
 
 
 def crystal_fields(crystal: Crystal) -> dict[str, Any]:

@@ -1,12 +1,22 @@
-"""``memory import`` of an export file: the crystals come back as they were exported.
+"""``memory import`` of an export file: this node's own export comes back as it was; any other as text.
 
-Each crystal keeps its id, type, origin, times, lifecycle, counts and attribution history. One it
-already holds (the same id or the same text) is not written twice. Its supersession, links and
-derivations are restored once every crystal of the file is in: they may point forward in the file.
-Each needs both of its ends in this store, and an end that was the same text under another id is
-followed to that id. The vectors are not in the file: the importing node embeds with its own
-embedder, and keyword search finds the crystals meanwhile. A damaged line is skipped and reported with
-its number and why; every other line is restored.
+The file's signature decides (``memory.transfer.signature``), before anything of it is written.
+Signed by a trusted key (this node's own; paired devices will add theirs), each crystal keeps its
+id, type, origin, speaker, layer, lifespan, times, lifecycle, quarantine flag, counts and attribution
+history, and its supersession, links and derivations are restored once every crystal of the file is
+in: they may point forward in the file. Each needs both of its ends in this store, and an end that
+was the same text under another id is followed to that id.
+
+Any other file (unsigned, an older format, another node's, altered, cut short) is a stranger's
+(``Road.FOREIGN_EXPORT``): its crystals come in as imported text with a file's authority
+(``memory.transfer.demote``), under new ids; its supersessions, links and derivations are kept
+only between crystals it created here now, never touching one that was here before. ``Restored``
+says how many were taken so, and why.
+
+Either way a crystal already held (the same id or the same text) is not written twice. The vectors
+are not in the file: the importing node embeds with its own embedder, and keyword search finds the
+crystals meanwhile. A damaged line is skipped and reported with its number and why; every other
+line is restored.
 """
 
 from __future__ import annotations
@@ -15,17 +25,18 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 import aiosqlite
 
 from memory.governance.injection import instruction_flags
-from memory.governance.rules import classify_sensitivity
 from memory.graph import Association, Attribution
-from memory.model import Crystal, Sensitivity
+from memory.model import Crystal
 from memory.storage.connection import select_in
 from memory.storage.row_writes import insert_indexed
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.store import MemoryStore
+from memory.transfer.demote import store_demoted, stricter
 from memory.transfer.records import (
     DamagedRecord,
     Derivation,
@@ -36,6 +47,7 @@ from memory.transfer.records import (
     looks_like_crystal,
     parse_record,
 )
+from memory.transfer.signature import Vouched, check_file, is_signature
 
 _BATCH = 500
 MAX_REPORTED = 20  # damaged lines named one by one; the rest are counted
@@ -51,6 +63,27 @@ class Restored:
     dangling: int = 0  # supersessions, links and derivations whose other end is in neither file nor store
     damaged: list[str] = field(default_factory=list)  # "line N: why", the first MAX_REPORTED
     damaged_count: int = 0
+    vouched: Vouched = Vouched.UNSIGNED  # what the file's signature check found
+    # Crystal records taken as imported text, without the authority they claimed (0 when trusted).
+    demoted: int = 0
+    # Supersessions, links and derivations of an unvouched-for file naming a crystal that was here
+    # before: not applied.
+    refused: int = 0
+
+    @property
+    def trusted(self) -> bool:
+        return self.vouched is Vouched.TRUSTED
+
+    def summary(self) -> str | None:
+        """One line for the person when the file was not taken at its word; None when it was."""
+        if self.trusted:
+            return None
+        return (
+            f"{self.demoted} memories came in as imported text, without the authority the file claims "
+            f"(not a directive, not pinned, not the person's words): the file is {self.vouched.value}"
+            + (f"; {self.refused} supersessions and links to memories already here were not applied" if self.refused
+               else "")
+        )  # fmt: skip
 
 
 def is_export_file(path: Path) -> bool:
@@ -68,54 +101,100 @@ def is_export_file(path: Path) -> bool:
     return False
 
 
-async def restore_export(store: MemoryStore, path: Path, progress: Callable[[int], None] | None = None) -> Restored:
-    """Restore every crystal, supersession, link and derivation of the export at ``path``."""
+async def restore_export(
+    store: MemoryStore,
+    path: Path,
+    progress: Callable[[int], None] | None = None,
+    *,
+    trusted: frozenset[bytes],
+) -> Restored:
+    """Restore every crystal, supersession, link and derivation of the export at ``path``: as they
+    were when one of the ``trusted`` public keys signed the file, as imported text otherwise."""
     done = Restored()
     ids: dict[str, str] = {}  # id in the file -> id in this store (differs for a text already held)
+    fresh: set[str] | None = None  # untrusted: the crystals this file created (its edges stay among them)
     pending: list[tuple[str, str, int]] = []  # (crystal, superseded by, at)
     links: list[Association] = []
     derivations: list[Derivation] = []
     batch: list[tuple[Crystal, tuple[Attribution, ...]]] = []
-    for record in _records(path, done):
-        if isinstance(record, Association):
-            links.append(record)
-        elif isinstance(record, Derivation):
-            derivations.append(record)
-        else:
-            batch.append(record)
-            if record[0].superseded is not None:
-                pending.append((record[0].id, record[0].superseded.by, record[0].superseded.at_ms))
-            if len(batch) == _BATCH:
+    # One handle for the check and the restore: what is restored is the file that was checked.
+    with path.open("rb") as handle:
+        done.vouched = check_file(handle, trusted).vouched
+        if not done.trusted:
+            fresh = set()
+
+        async def write() -> None:
+            if fresh is None:
                 await _write(store, batch, ids, done, path)
-                if progress:
-                    progress(len(batch))
-                batch = []
-    await _write(store, batch, ids, done, path)
-    if progress:
-        progress(len(batch))
-    await _connect(store, ids, pending, links, derivations, done)
+            else:
+                await _write_demoted(store, batch, ids, fresh, done, path)
+            if progress:
+                progress(len(batch))
+
+        for record in _records(handle, done):
+            if isinstance(record, Association):
+                links.append(record)
+            elif isinstance(record, Derivation):
+                derivations.append(record)
+            else:
+                batch.append(record)
+                if record[0].superseded is not None:
+                    pending.append((record[0].id, record[0].superseded.by, record[0].superseded.at_ms))
+                if len(batch) == _BATCH:
+                    await write()
+                    batch = []
+        await write()
+    await _connect(store, ids, fresh, pending, links, derivations, done)
     return done
 
 
-def _records(path: Path, done: Restored) -> Iterator[Record]:
+async def _write_demoted(
+    store: MemoryStore,
+    batch: list[tuple[Crystal, tuple[Attribution, ...]]],
+    ids: dict[str, str],
+    fresh: set[str],
+    done: Restored,
+    path: Path,
+) -> None:
+    """An unvouched-for file's crystals, as imported text (``memory.transfer.demote``)."""
+    kept: list[Crystal] = []
+    seen = set(ids)
+    for crystal, _ in batch:
+        if crystal.id in seen:  # the same id twice in the file: the first one stands
+            done.duplicates += 1
+        else:
+            seen.add(crystal.id)
+            kept.append(crystal)
+    stored = await store_demoted(store, kept, path)
+    for crystal, cid in zip(kept, stored.ids, strict=True):
+        ids[crystal.id] = cid
+    fresh.update(stored.fresh)
+    done.created += len(stored.fresh)
+    done.duplicates += len(kept) - len(stored.fresh)
+    done.demoted += len(kept)
+
+
+def _records(handle: BinaryIO, done: Restored) -> Iterator[Record]:
     """The file's records in order; a damaged line is counted in ``done`` and skipped. A file from a
     newer release is refused whole (``NewerFormat``): guessing at its fields could restore them wrong."""
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    for number, raw in enumerate(handle, start=1):
+        line = raw.decode("utf-8", errors="replace")
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            if is_header(doc):
+                check_header(doc)
                 continue
-            try:
-                doc = json.loads(line)
-                if is_header(doc):
-                    check_header(doc)
-                    continue
-                yield parse_record(doc)
-            except NewerFormat:
-                raise
-            except DamagedRecord as exc:
-                _damaged(done, number, str(exc))
-            except ValueError:
-                _damaged(done, number, "not JSON (a cut or edited line?)")
+            if is_signature(doc):  # checked before the first record was read
+                continue
+            yield parse_record(doc)
+        except NewerFormat:
+            raise
+        except DamagedRecord as exc:
+            _damaged(done, number, str(exc))
+        except ValueError:
+            _damaged(done, number, "not JSON (a cut or edited line?)")
 
 
 def _damaged(done: Restored, number: int, why: str) -> None:
@@ -184,28 +263,26 @@ async def _write(
     done.created += len(fresh)
 
 
-_STRICTNESS = [Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.CONFIDENTIAL]
-
-
 def _as_restored(crystal: Crystal) -> Crystal:
     """The row as it goes in: current for now (``_connect`` sets its supersession once both ends are
     in), and never less private than this node's own rules call its text. The file's word is taken
     for everything else, but a secret the file calls "normal" would reach MEMORY.md and the remote
     endpoints, which confidential text never does."""
-    ours = classify_sensitivity(crystal.text)
-    stricter = max(crystal.sensitivity, ours, key=_STRICTNESS.index)
-    return replace(crystal, superseded=None, sensitivity=stricter)
+    return replace(crystal, superseded=None, sensitivity=stricter(crystal.sensitivity, crystal.text))
 
 
 async def _connect(
     store: MemoryStore,
     ids: dict[str, str],
+    fresh: set[str] | None,
     pending: list[tuple[str, str, int]],
     links: list[Association],
     derivations: list[Derivation],
     done: Restored,
 ) -> None:
-    """Supersession, links and derivations between crystals that are both here now."""
+    """Supersession, links and derivations between crystals that are both here now; for an
+    unvouched-for file (``fresh`` given), only between crystals it created: a stranger's file never
+    hides, links or derives from what was here before it."""
     ends = set(ids.values()) | {by for _, by, _ in pending} | {e for ln in links for e in (ln.src_id, ln.dst_id)}
     ends |= {e for d in derivations for e in (d.child, d.parent)}
     present = {
@@ -213,8 +290,13 @@ async def _connect(
     }
 
     def here(cid: str) -> str | None:
+        if fresh is not None:
+            return mapped if (mapped := ids.get(cid)) in fresh else None
         mapped = ids.get(cid, cid)
         return mapped if mapped in present else None
+
+    def named(cid: str) -> bool:  # an end this store holds, that an unvouched-for file may not touch
+        return fresh is not None and here(cid) is None and (ids.get(cid) in present or cid in present)
 
     supersede = [
         (by, at, old) for cid, by_id, at in pending if (old := here(cid)) and (by := here(by_id)) and by != old
@@ -227,7 +309,11 @@ async def _connect(
     parents = [
         (child, parent, d.relation) for d in derivations if (child := here(d.child)) and (parent := here(d.parent))
     ]
-    done.dangling = len(pending) - len(supersede) + len(links) - len(edges) + len(derivations) - len(parents)
+    ends_named = [(cid, by) for cid, by, _ in pending] + [(ln.src_id, ln.dst_id) for ln in links]
+    ends_named += [(d.child, d.parent) for d in derivations]
+    done.refused = sum(1 for a, b in ends_named if named(a) or named(b))
+    unapplied = len(pending) - len(supersede) + len(links) - len(edges) + len(derivations) - len(parents)
+    done.dangling = unapplied - done.refused
     async with store.transaction() as db:
         done.superseded = await _apply(
             db,

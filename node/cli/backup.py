@@ -178,11 +178,16 @@ def memory_export(
         _export_foreign(config_path, data_dir, out, kind, include_confidential, as_json)
         return
     from memory.transfer.export import Exported, export_memory
+    from node.cli.export_keys import export_signer
 
-    # Personal data: 0600 whatever the umask, and never over a file that appeared since the check.
-    with open(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as sink:
+    signer = export_signer(config_path, data_dir)  # before the file is made: a refusal leaves none
+    # Personal data: 0600 whatever the umask, and never over a file that appeared since the check. No
+    # newline translation: the signature is over the bytes as written.
+    with open(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8", newline="") as sink:
         done: Exported = with_store(
-            config_path, data_dir, lambda store: export_memory(store, sink, include_confidential=include_confidential)
+            config_path,
+            data_dir,
+            lambda store: export_memory(store, sink, include_confidential=include_confidential, signer=signer),
         )
     if as_json:
         click.echo(json.dumps({"path": str(out), **asdict(done)}, indent=2))
@@ -190,4 +195,11 @@ def memory_export(
     click.echo(
         f"exported {done.crystals} memories, {done.links} links and {done.derivations} derivations to {out}"
         + (f" ({done.skipped_confidential} confidential left out)" if done.skipped_confidential else "")
+        + (", signed by this node" if done.signed else "")
     )
+    if not done.signed:
+        click.echo(
+            "not signed: this node has no identity yet (`bitterbot-node init`); the file restores as an "
+            "imported file, without pins, directives or whose words they were",
+            err=True,
+        )

@@ -66,6 +66,9 @@ def memory_import(
         from memory.importer import crystals_from_file, find_sources
         from memory.storage.imported_files import imported_file_hash, mark_imported
         from memory.transfer.restore import is_export_file, restore_export
+        from node.cli.export_keys import trusted_signers
+
+        trusted: frozenset[bytes] | None = None  # read at the first export file: a folder of notes needs no key
 
         totals = progress_so_far  # what Ctrl-C reports: the store keeps every batch already written
         sources = find_sources(source)
@@ -75,14 +78,20 @@ def memory_import(
                 if await imported_file_hash(store, key) == item.content_hash:
                     totals["skipped_files"] += 1
                 elif is_export_file(item.path):  # a `memory export`: restored as it was, not as messages
-                    restored = await restore_export(store, item.path)
+                    if trusted is None:
+                        trusted = trusted_signers(config_path, data_dir)
+                    restored = await restore_export(store, item.path, trusted=trusted)
                     await mark_imported(store, key, item.content_hash, restored.created + restored.duplicates)
                     totals["files"] += 1
-                    for name in ("created", "duplicates", "superseded", "links", "derivations"):
+                    for name in ("created", "duplicates", "superseded", "links", "derivations", "demoted", "refused"):
                         totals[name] += getattr(restored, name)
                     totals["damaged_lines"] += restored.damaged_count
                     for line in restored.damaged:
                         click.echo(f"{item.path}: skipped {line}", err=True)
+                    if (demoted := restored.summary()) is not None:
+                        click.echo(f"{item.path}: {demoted}", err=True)
+                        notes.append({"path": str(item.path), "vouched": restored.vouched.name.lower(),
+                                      "why": restored.vouched.value, "demoted": restored.demoted})  # fmt: skip
                 else:
                     result = await store.remember_many(list(crystals_from_file(item)))
                     await mark_imported(store, key, item.content_hash, result.created + result.duplicates)
@@ -108,7 +117,8 @@ def memory_import(
     progress_so_far = dict.fromkeys(
         ("files", "skipped_files", "created", "duplicates", "embedded", "superseded", "links", "derivations"), 0
     )
-    progress_so_far["damaged_lines"] = 0
+    progress_so_far.update(damaged_lines=0, demoted=0, refused=0)
+    notes: list[dict[str, Any]] = []  # each export file not taken at its word, and why
     try:
         totals = with_store(config_path, data_dir, go)
     except KeyboardInterrupt:
@@ -123,7 +133,12 @@ def memory_import(
     if as_json:
         click.echo(
             json.dumps(
-                {**totals, "embedding": "here" if embed_here else "daemon" if daemon_embeds else "later"}, indent=2
+                {
+                    **totals,
+                    "embedding": "here" if embed_here else "daemon" if daemon_embeds else "later",
+                    "not_vouched_for": notes,
+                },
+                indent=2,
             )
         )
     else:
@@ -137,6 +152,11 @@ def memory_import(
                 else ""
             )
             + (f"; skipped {totals['damaged_lines']} damaged lines" if totals["damaged_lines"] else "")
+            + (
+                f"; {totals['demoted']} from export files not signed by this node came in as imported text"
+                if totals["demoted"]
+                else ""
+            )
         )
         if not embed_here and totals["created"]:
             who = "the running daemon embeds them" if daemon_embeds else "`memory embed` or the daemon embeds them"

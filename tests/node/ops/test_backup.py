@@ -255,22 +255,36 @@ def test_memory_files_and_folders_are_the_owners_alone_and_old_ones_are_tightene
 def test_memory_export_then_import_elsewhere_keeps_types_origins_and_supersession(
     tmp_path: Path, template: tuple[Path, Path]
 ) -> None:
-    """Issue 32: an imported export came back as episodes from a session, and the outdated fact first."""
+    """Issue 32: an imported export came back as episodes from a session, and the outdated fact first.
+    Issue 47: as it was only on a node of the same identity (the file is signed by it); on another
+    node it is imported text, and the import says so."""
     data, _ = node_copy(template, tmp_path)
     ids = {hit[1]: hit[0] for hit in search(data, "staging database VPN endpoint Spanish Tuesdays")}
     newer = cli(data, "memory", "add", "The staging database moved to db5", "--type", "fact", "--json")
     old = ids["The staging database lives on db2"]
     cli(data, "memory", "supersede", old, json.loads(newer.stdout)["crystal"]["id"])
     out = tmp_path / "memories.jsonl"
-    cli(data, "memory", "export", str(out))
+    assert "signed by this node" in cli(data, "memory", "export", str(out)).stdout
 
-    fresh = tmp_path / "b"
+    fresh = tmp_path / "b"  # this node again, on a new machine: its key came along (`backup --include-keys`)
+    fresh.mkdir(mode=0o700)
+    shutil.copy2(data / "identity.key", fresh / "identity.key")
     cli(fresh, "init")
     done = cli(fresh, "memory", "import", str(out))
-    assert "restored 1 supersessions" in done.stdout
+    assert "restored 1 supersessions" in done.stdout and "imported text" not in done.stdout + done.stderr
     for text, kind in MEMORIES:
         shown = json.loads(cli(fresh, "memory", "show", ids[text], "--json").stdout)
         assert (shown["crystal"]["semantic_type"], shown["crystal"]["origin"]) == (kind, "user_input"), text
+        assert shown["crystal"]["speaker"] == "person", text
     assert search(fresh, "staging database")[0][1] == "The staging database moved to db5"
     again = cli(fresh, "memory", "import", str(out))
     assert "imported 0 new crystals from 0 files" in again.stdout and "1 files unchanged" in again.stdout
+
+    stranger = tmp_path / "c"  # another node: the file vouches for nothing there
+    cli(stranger, "init")
+    done = cli(stranger, "memory", "import", str(out))
+    assert "signed by a key this node does not trust" in done.stderr and "came in as imported text" in done.stdout
+    assert search(stranger, "staging database")[0][1] == "The staging database moved to db5"  # its own order
+    for hit in search(stranger, "staging database VPN endpoint Spanish Tuesdays"):
+        shown = json.loads(cli(stranger, "memory", "show", hit[0], "--json").stdout)["crystal"]
+        assert (shown["speaker"], shown["origin"]) == ("file", "indexed") and hit[0] not in ids.values()
