@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from ground.authority import Capability, NotAllowed, Speaker, may
-from memory.embedders.base import Embedder
 from memory.cognition.adopt import pin
+from memory.embedders.base import Embedder
 from memory.model import Lifecycle, Lifespan, NewCrystal, SemanticType
 from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession
@@ -46,6 +48,7 @@ TEXTS = [
 ]
 
 _EMBEDDER: list[Embedder] = []
+T = TypeVar("T")
 
 
 def _embedder() -> Embedder:
@@ -70,7 +73,7 @@ class Speakers(RuleBasedStateMachine):
         self.persons: set[str] = set()  # what the person said and has neither replaced nor forgotten
         self.speaker_of: dict[str, Speaker] = {}
 
-    def run(self, coroutine):  # type: ignore[no-untyped-def]
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coroutine)
 
     @rule(speaker=st.sampled_from(Speaker), text=st.sampled_from(TEXTS), kind=st.sampled_from([None, "preference"]))
