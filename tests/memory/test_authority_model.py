@@ -111,6 +111,7 @@ class Speakers(RuleBasedStateMachine):
         target = data.draw(st.sampled_from(sorted(self.persons)))
         self.run(self.store.forget(target, actor="cli"))
         self.persons.discard(target)
+        del self.speaker_of[target]  # forgotten: no one finds it to pin again
 
     @invariant()
     def directives_are_the_persons_alone(self) -> None:
