@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ground.authority import Speaker
 from memory.errors import InvalidValue, StoreError
 from memory.model import (
     KNOWLEDGE_TYPES,
@@ -62,14 +63,17 @@ async def edit_skill(
     category: str | None = None,
     text: str | None = None,
     actor: str,
+    speaker: Speaker,
 ) -> Crystal:
-    """Set tags and category, and with ``text`` make a new version; returns the current version."""
+    """Set tags and category, and with ``text`` make a new version, said by ``speaker`` (who wrote the
+    new text); returns the current version."""
     crystal = await _own_skill(store, crystal_id)
     skill = crystal.skill or SkillVersion(stable_skill_id=crystal.content_hash[:16])
     new_tags = clean_tags(tags) if tags is not None else skill.tags
     new_category = (category.strip().lower() or None) if category is not None else skill.category
     if text is not None:
-        return await _new_version(store, crystal, replace(skill, tags=new_tags, category=new_category), text, actor)
+        version = replace(skill, tags=new_tags, category=new_category)
+        return await _new_version(store, crystal, version, text, actor, speaker)
     if crystal.lifecycle is Lifecycle.FROZEN:
         raise StoreError(f"skill {crystal_id} is frozen: its tags and category stay as they are")
     now = store.now_ms()
@@ -86,7 +90,9 @@ async def edit_skill(
     return await crystal_any(store.reader(), crystal_id)
 
 
-async def _new_version(store: MemoryStore, old: Crystal, skill: SkillVersion, text: str, actor: str) -> Crystal:
+async def _new_version(
+    store: MemoryStore, old: Crystal, skill: SkillVersion, text: str, actor: str, speaker: Speaker
+) -> Crystal:
     if old.skill is not None and old.skill.deprecated:
         raise InvalidValue(f"{old.id} was replaced by {old.skill.deprecated_by}: edit the current version")
     version = SkillVersion(
@@ -95,7 +101,7 @@ async def _new_version(store: MemoryStore, old: Crystal, skill: SkillVersion, te
     )  # fmt: skip
     new = NewCrystal(
         text, semantic_type=old.semantic_type, origin=old.origin, skill=version, scope=old.scope,
-        parents=(old.id,), actor=actor, source=old.source, speaker=old.speaker,
+        parents=(old.id,), actor=actor, source=old.source, speaker=speaker,
     )  # fmt: skip
     made = await store.remember(new)
     if not made.created:

@@ -25,6 +25,7 @@ from typing import Any
 
 import aiosqlite
 
+from ground.authority import STANDING, Speaker
 from memory.dynamics.hormones import consolidation_modulation
 from memory.dynamics.importance import DAY_MS, DECAYING_SQL, IMPORTANCE_SQL, STRENGTH_SQL, DecaySettings
 from memory.embedders.base import cosine
@@ -230,13 +231,16 @@ class _Side:
     access_count: int
     lifecycle: str
     created_at_ms: int
+    speaker: str
 
-    def strength(self) -> tuple[float, int, int, str]:
-        """Who wins a merge: more important, then more used, then older, then a stable tie-break."""
-        return (self.importance, self.access_count, -self.created_at_ms, self.id)
+    def strength(self) -> tuple[int, float, int, int, str]:
+        """Who wins a merge: the speaker who stands higher (the agent's near-copy of the person's words
+        never archives them), then more important, more used, older, and a stable tie-break."""
+        standing = STANDING[Speaker(self.speaker)]
+        return (standing, self.importance, self.access_count, -self.created_at_ms, self.id)
 
 
-_SIDE_COLUMNS = "{t}.rowid, {t}.id, {t}.importance, {t}.access_count, {t}.lifecycle, {t}.created_at_ms"
+_SIDE_COLUMNS = "{t}.rowid, {t}.id, {t}.importance, {t}.access_count, {t}.lifecycle, {t}.created_at_ms, {t}.speaker"
 
 
 async def _merge(
@@ -260,7 +264,7 @@ async def _merge(
         rows = list(await cursor.fetchall())
     if not rows:
         return []
-    pairs = [(_Side(*r[:6]), _Side(*r[6:])) for r in rows]
+    pairs = [(_Side(*r[:7]), _Side(*r[7:])) for r in rows]
     vectors = await store.vectors.vectors_of(db, [side.rowid for pair in pairs for side in pair])
     scored: list[tuple[float, _Side, _Side]] = []
     for a, b in pairs:

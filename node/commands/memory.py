@@ -254,9 +254,13 @@ async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 async def feedback(host: MemoryHost, request: FeedbackArgs) -> dict[str, Any]:
     """Say a crystal was useful, wrong or outdated: its steering reward moves, and with it its rank and life."""
     from memory.cognition.steering import give_feedback
-    from node.commands.memory_service import crystal_json
+    from memory.model import Feedback
+    from node.commands.memory_service import crystal_json, refuse_unless_may_override
 
-    return crystal_json(await give_feedback(host.running_store(), request.id, request.feedback, actor=current_actor()))
+    store, actor = host.running_store(), current_actor()
+    if request.feedback is not Feedback.USEFUL:  # it ranks the words lower and lets them fade: the person's
+        await refuse_unless_may_override(store, request.id, f"calling it {request.feedback.value}", speaker_of(actor))
+    return crystal_json(await give_feedback(store, request.id, request.feedback, actor=actor))
 
 
 class GapsArgs(Request):
@@ -320,13 +324,20 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
 async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
     """Tag, categorise, version (a new text) or freeze a local skill."""
     from memory import skill_versions
-    from node.commands.memory_service import crystal_json
+    from node.commands.memory_service import crystal_json, refuse_unless_may_override
 
     store, actor = host.running_store(), current_actor()
+    await refuse_unless_may_override(store, request.id, "editing the skill", speaker_of(actor))
     crystal = await store.get(request.id)
     if request.tags is not None or request.category is not None or request.text is not None:
         crystal = await skill_versions.edit_skill(
-            store, request.id, tags=request.tags, category=request.category, text=request.text, actor=actor
+            store,
+            request.id,
+            tags=request.tags,
+            category=request.category,
+            text=request.text,
+            actor=actor,
+            speaker=speaker_of(actor),
         )
     if request.freeze:
         crystal = await skill_versions.freeze(store, crystal.id, actor=actor)

@@ -157,11 +157,7 @@ async def _refuse_the_agent_the_persons(store: MemoryStore, crystal_id: str, doi
 
 
 async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing: str) -> None:
-    """The authority table's ``OVERRIDE_PERSON``, asked for the crystal ``doing`` touches when the
-    person said it; refused, the audit line names the command's caller."""
-    from ground.authority import require
-    from memory.supersession.authority import is_the_persons
     from node.actor import current_speaker
+    from node.commands.memory_service import refuse_unless_may_override as refuse
 
-    if is_the_persons(await store.get(crystal_id)):
-        require(current_speaker(), Capability.OVERRIDE_PERSON, f"{crystal_id} is the person's own; {doing}")
+    await refuse(store, crystal_id, doing, current_speaker())

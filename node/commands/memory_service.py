@@ -154,10 +154,16 @@ async def forget(store: MemoryStore, args: ForgetArgs, *, actor: str) -> dict[st
         require(speaker_of(actor), Capability.ERASE, "memory.forget --erase")
         erased = await erase(store, args.id, actor=actor, reason=args.reason)
         return {"forgotten": erased.crystal_id, "erased": True, "contexts_scrubbed": erased.contexts_scrubbed}
-    if is_the_persons(await store.get(args.id)):
-        require(speaker_of(actor), Capability.OVERRIDE_PERSON, f"{args.id} is the person's own; forgetting it")
+    await refuse_unless_may_override(store, args.id, "forgetting it", speaker_of(actor))
     crystal = await store.forget(args.id, actor=actor, reason=args.reason)
     return {"forgotten": crystal.id, "erased": False}
+
+
+async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing: str, speaker: Speaker) -> None:
+    """The authority table's ``OVERRIDE_PERSON``, asked for the crystal ``doing`` touches when the
+    person said it (``NotAllowed``: the command's audit line names the caller)."""
+    if is_the_persons(await store.get(crystal_id)):
+        require(speaker, Capability.OVERRIDE_PERSON, f"{crystal_id} is the person's own; {doing}")
 
 
 async def quarantine_list(store: MemoryStore, args: QuarantineArgs) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from ground.authority import Speaker
 from memory.design import (
     DECAY_RATE_PER_MS,
     EMOTION_DECAY_RESISTANCE,
@@ -124,6 +125,18 @@ async def test_merge_archives_the_weaker_with_a_parent_link_and_unmerge_restores
     assert {weak.id, strong.id} <= found
     with pytest.raises(StoreError, match="was not merged"):
         await unmerge(store, weak.id)
+
+
+async def test_a_near_copy_by_another_speaker_never_archives_the_persons_words(store: MemoryStore) -> None:
+    """Issue 47: the agent's near-copy, more used than the person's own words, won the merge and
+    archived them; now the speaker who stands higher wins whatever the use counts say."""
+    persons = (await store.remember(NewCrystal(NEAR_A, speaker=Speaker.PERSON))).crystal
+    agents = (await store.remember(NewCrystal(NEAR_B, speaker=Speaker.AGENT))).crystal
+    await store.touch([agents.id] * 12 + [persons.id] * 2)
+    report = await consolidate(store, settings=LOOSE, levels=Hormones())
+    assert report.merged == 1
+    assert (report.merges[0].winner_id, report.merges[0].loser_id) == (persons.id, agents.id)
+    assert (await store.get(persons.id)).lifecycle is not Lifecycle.ARCHIVED
 
 
 async def test_a_superseded_fact_is_never_merged_into_its_superseder(store: MemoryStore) -> None:

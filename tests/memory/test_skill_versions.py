@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ground.authority import Speaker
 from memory.errors import StoreError
 from memory.graph import associations, attribution_chain, link
 from memory.model import AssociationType, Lifecycle, NewCrystal, Origin, SemanticType, SkillVersion
@@ -12,12 +13,15 @@ from memory.retrieval.search import search
 from memory.skill_versions import clean_tags, edit_skill, freeze, skill_of
 from memory.storage.store import MemoryStore
 
+PERSON = Speaker.PERSON
 ROTATE = "Rotate nginx logs without downtime: logrotate -f, then nginx -s reopen"
 
 
 async def test_tags_and_category_are_set_in_place_and_searchable(store: MemoryStore) -> None:
     skill = (await store.remember(NewCrystal(ROTATE, semantic_type=SemanticType.SKILL))).crystal
-    edited = await edit_skill(store, skill.id, tags=["Ops", "nginx", " log rotation "], category="Sysadmin", actor="x")
+    edited = await edit_skill(
+        store, skill.id, tags=["Ops", "nginx", " log rotation "], category="Sysadmin", actor="x", speaker=Speaker.PERSON
+    )
     assert edited.skill is not None
     assert (edited.skill.tags, edited.skill.category, edited.skill.version) == (
         ("ops", "nginx", "log-rotation"), "sysadmin", 1,
@@ -29,14 +33,16 @@ async def test_tags_and_category_are_set_in_place_and_searchable(store: MemorySt
 
 async def test_a_new_text_is_a_new_version_and_the_old_one_is_deprecated(store: MemoryStore) -> None:
     first = (await store.remember(NewCrystal(ROTATE, semantic_type=SemanticType.SKILL))).crystal
-    second = await edit_skill(store, first.id, text=ROTATE + " (and check disk space first)", tags=["ops"], actor="x")
+    second = await edit_skill(
+        store, first.id, text=ROTATE + " (and check disk space first)", tags=["ops"], actor="x", speaker=Speaker.PERSON
+    )
     assert second.skill is not None and first.skill is not None
     assert second.skill.stable_skill_id == first.skill.stable_skill_id
     assert (second.skill.version, second.skill.previous_version_id, second.skill.tags) == (2, first.id, ("ops",))
     old = await store.get(first.id)
     assert old.skill is not None and old.skill.deprecated and old.skill.deprecated_by == second.id
     with pytest.raises(ValueError, match="replaced by"):
-        await edit_skill(store, first.id, text="yet another text for the old one", actor="x")
+        await edit_skill(store, first.id, text="yet another text for the old one", actor="x", speaker=PERSON)
 
 
 async def test_a_frozen_skill_is_immutable_in_place(store: MemoryStore) -> None:
@@ -44,15 +50,17 @@ async def test_a_frozen_skill_is_immutable_in_place(store: MemoryStore) -> None:
     frozen = await freeze(store, skill.id, actor="local")
     assert frozen.lifecycle is Lifecycle.FROZEN
     with pytest.raises(StoreError, match="frozen"):
-        await edit_skill(store, skill.id, tags=["x"], actor="local")
-    newer = await edit_skill(store, skill.id, text=ROTATE + " on every host", actor="local")  # a new crystal
+        await edit_skill(store, skill.id, tags=["x"], actor="local", speaker=PERSON)
+    newer = await edit_skill(
+        store, skill.id, text=ROTATE + " on every host", actor="local", speaker=Speaker.PERSON
+    )  # a new crystal
     assert newer.skill is not None and newer.skill.version == 2
 
 
 async def test_only_own_skills_are_edited(store: MemoryStore) -> None:
     fact = (await store.remember(NewCrystal("Tomas lives in Tallinn", semantic_type=SemanticType.FACT))).crystal
     with pytest.raises(ValueError, match="only skills"):
-        await edit_skill(store, fact.id, tags=["x"], actor="local")
+        await edit_skill(store, fact.id, tags=["x"], actor="local", speaker=PERSON)
     peers = NewCrystal("Flush DNS: resolvectl flush-caches", semantic_type=SemanticType.SKILL, origin=Origin.PEER)
     theirs = (await store.remember(peers)).crystal
     with pytest.raises(ValueError, match="author's"):
