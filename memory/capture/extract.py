@@ -4,11 +4,15 @@ The offline extractor is deterministic and reads only the words:
 
 - **Left out:** system and tool messages; small talk and acknowledgements (a message made only of
   words like "thanks", "ok", "sounds good", "haha"); an assistant repeating what the user just said
-  (most of its content words are the user's).
+  (most of its content words are the user's); a short question from a side that is not the person
+  (it travels as the context of the answer after it).
 - **Pieces:** a message that says something starts a piece; the speaker's own follow-ups and a
   short reply from the other side join it ("Where did you go?" / "Lisbon, last May"), up to
   ``max_chars``. A reply is what makes a question findable, and a piece of two turns keeps the
   store smaller than one crystal per message (issue 30: at most 60 % as many crystals as messages).
+  But a piece is one authority's words (``ground.authority``): the person's turns never join the
+  assistant's, a tool's or a quoted page's, so the person's words are never marked, held or
+  outranked for what someone else said beside them.
 - **Each piece** keeps the positions and ids of the messages it came from, its speakers and its
   time; the message before it travels as context, so a short piece stays findable by meaning.
 """
@@ -81,7 +85,7 @@ def extract(
 ) -> Extraction:
     """The pieces of ``conversation`` worth keeping, from ``only`` its messages when given (the
     others, captured before, still give context)."""
-    left_out = {"system": 0, "small_talk": 0, "echo": 0}
+    left_out = {"system": 0, "small_talk": 0, "echo": 0, "question": 0}
     kept: list[Message] = []
     previous_user: Message | None = None
     asked = False  # the message before was a question
@@ -97,19 +101,30 @@ def extract(
         if message.role == "assistant" and previous_user is not None and repeats(message.text, previous_user.text):
             left_out["echo"] += 1
             continue
+        if not message.person and asked_now(message) and len(message.text) <= SHORT_REPLY_CHARS:
+            # The other side's short question holds no fact: it travels as the context of the answer
+            # after it, so the person's answer is a piece of the person's words alone.
+            left_out["question"] += 1
+            continue
         if message.role == "user":
             previous_user = message
         kept.append(message)
     pieces: list[Piece] = []
     group: list[Message] = []
+    # By position, not by index: a watched file's new chunk starts past its first message.
+    by_position = {m.position: m for m in conversation.messages}
     for message in kept:
         if group and not _joins(group, message, max_chars):
-            pieces.append(_piece(group, conversation.messages))
+            pieces.append(_piece(group, by_position))
             group = []
         group.append(message)
     if group:
-        pieces.append(_piece(group, conversation.messages))
+        pieces.append(_piece(group, by_position))
     return Extraction(tuple(pieces), left_out)
+
+
+def asked_now(message: Message) -> bool:
+    return message.text.rstrip().endswith("?")
 
 
 def is_small_talk(text: str) -> bool:
@@ -143,6 +158,8 @@ def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
     last = group[-1]
     if message.position != last.position + 1:
         return False  # something was left out between them (an echo, small talk): a new piece
+    if message.person != group[0].person:
+        return False  # a piece is one authority's words (ground.authority): the person's never mix with others'
     if last.ts_ms is not None and message.ts_ms is not None and message.ts_ms - last.ts_ms > MAX_GAP_MS:
         return False
     speakers = {m.speaker for m in group}
@@ -155,9 +172,9 @@ def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
     return short and (len(speakers) == 1 or answers)
 
 
-def _piece(group: list[Message], every: tuple[Message, ...]) -> Piece:
+def _piece(group: list[Message], by_position: dict[int, Message]) -> Piece:
     first = group[0]
-    before = every[first.position - 1] if first.position > 0 else None
+    before = by_position.get(first.position - 1)
     context = f"{before.speaker}: {before.text}"[:1_900] if before is not None else None
     # The person's own words alone read as they were said; a piece with others says who said what.
     alone = all(m.role == "user" and m.speaker == "user" for m in group)

@@ -95,15 +95,14 @@ def test_messages_without_a_role_are_refused() -> None:
 def test_small_talk_echoes_and_system_messages_are_left_out() -> None:
     (conversation,) = read_conversations(raw("openai_chat.json"))
     extraction = extract(conversation)
-    assert extraction.left_out == {"system": 1, "small_talk": 3, "echo": 1}  # hey, hello-how-can-I-help, ok thanks
-    kept = [p for piece in extraction.pieces for p in piece.positions]
-    assert kept == [3, 5, 6]
-    # the person's words alone read as said; a piece of several speakers says who said what
+    assert extraction.left_out == {"system": 1, "small_talk": 3, "echo": 1, "question": 0}  # hey, hello, ok thanks
+    assert [piece.positions for piece in extraction.pieces] == [(3,), (5,), (6,)]
+    # the person's words alone read as said; the assistant's say who said them, in a piece of their own
+    # (issue 47: a piece is one authority's words, so the person's are never marked for the assistant's)
     assert extraction.pieces[0].text.startswith("My NAS is a Synology DS920+")
-    assert (
-        extraction.pieces[1].text.startswith("user: The restore test")
-        and "\nassistant: That works" in extraction.pieces[1].text
-    )
+    assert extraction.pieces[1].text.startswith("The restore test last Sunday")
+    assert extraction.pieces[2].text.startswith("assistant: That works out")
+    assert extraction.pieces[2].context is not None and "The restore test" in extraction.pieces[2].context
 
 
 def test_small_talk_is_judged_on_its_words() -> None:
@@ -115,13 +114,29 @@ def test_small_talk_is_judged_on_its_words() -> None:
     assert not repeats("Lisbon is lovely in May; try the Feira da Ladra.", "I moved to Lisbon last month")
 
 
-def test_a_yes_that_answers_a_question_is_kept_with_it() -> None:
+def test_a_yes_that_answers_a_question_is_kept_with_the_question_as_its_context() -> None:
     conversation = read_messages(
         [{"role": "user", "content": "Did the 1.3 deploy go out?"}, {"role": "assistant", "content": "Yes"}],
         session="s",
     )
-    (piece,) = extract(conversation).pieces
-    assert piece.positions == (0, 1) and piece.text.endswith("assistant: Yes")
+    asked, answered = extract(conversation).pieces
+    assert asked.positions == (0,) and answered.positions == (1,) and answered.text == "assistant: Yes"
+    assert answered.context == "user: Did the 1.3 deploy go out?"
+
+
+def test_the_persons_answer_to_an_assistants_question_is_the_persons_words_alone() -> None:
+    conversation = read_messages(
+        [
+            {"role": "user", "content": "I'm moving the blog to Hugo."},
+            {"role": "assistant", "content": "Where will it be hosted?"},
+            {"role": "user", "content": "On Netlify, free tier."},
+        ],
+        session="s",
+    )
+    extraction = extract(conversation)
+    moving, hosted = extraction.pieces
+    assert extraction.left_out["question"] == 1
+    assert hosted.text == "On Netlify, free tier." and hosted.context == "assistant: Where will it be hosted?"
 
 
 def test_a_short_reply_and_the_answer_to_it_join_the_statement_and_a_long_one_starts_its_own_piece() -> None:
@@ -143,9 +158,9 @@ def test_a_short_reply_and_the_answer_to_it_join_the_statement_and_a_long_one_st
 async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore) -> None:
     (conversation,) = read_conversations(raw("openai_chat.json"))
     report = await capture(store, conversation)
-    assert (report.messages, report.new_messages, report.stored, report.merged) == (8, 8, 2, 0)
+    assert (report.messages, report.new_messages, report.stored, report.merged) == (8, 8, 3, 0)
     sources = await captured_from(store, report.crystal_ids)
-    assert [s.messages for c in report.crystal_ids for s in sources[c]] == [("u2",), ("u3", "a3")]
+    assert [s.messages for c in report.crystal_ids for s in sources[c]] == [("u2",), ("u3",), ("a3",)]
     crystal = await store.get(report.crystal_ids[1])
     assert crystal.origin is Origin.SESSION and crystal.source == "capture:support-2026-03-02"
     assert crystal.created_at_ms == 1_772_442_960_000  # when u3 was said, not when it was captured
@@ -161,7 +176,7 @@ async def test_the_same_conversation_twice_stores_nothing_new_and_a_grown_one_on
     ]
     first = await capture_conversations(store, messages=messages)
     again = await capture_conversations(store, messages=messages)
-    assert first["stored"] == 1 and (again["stored"], again["new_messages"]) == (0, 0)
+    assert first["stored"] == 2 and (again["stored"], again["new_messages"]) == (0, 0)
     grown = [*messages, {"role": "user", "content": "The door code is on the fridge note, not in chat."}]
     later = await capture_conversations(store, messages=grown)
     assert (later["new_messages"], later["stored"]) == (1, 1)

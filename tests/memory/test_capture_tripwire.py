@@ -34,7 +34,12 @@ async def test_a_quoted_page_is_held_and_only_the_persons_turns_are_theirs(store
     assert quote.quarantined and quote.speaker is Speaker.AGENT_IN_TRANSCRIPT
     assert [h.crystal.id for h in await held(store)] == [quote.id]
     person = [c for c in crystals if c.speaker is Speaker.PERSON_IN_TRANSCRIPT]
-    assert {c.text for c in person} == {"The release is on Friday."}, [(c.text, c.speaker) for c in crystals]
+    # The person's own turns are theirs alone, never held for the quote the assistant made beside them.
+    assert {c.text for c in person} == {
+        "Our staging database is Postgres 16 on db-stage.internal.",
+        "The release is on Friday.",
+    }, [(c.text, c.speaker) for c in crystals]
+    assert not any(c.quarantined for c in person)
     stored = "\n".join(c.text for c in crystals)
     for never in ("--force", "deploy.sh", "deleting", "always approve", "trust files", "sudo everywhere"):
         assert never not in stored  # the sub-agent's side, command output, meta lines and reminders
