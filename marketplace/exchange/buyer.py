@@ -42,9 +42,9 @@ from marketplace.exchange.protocol import (
     readable_quote,
 )
 from marketplace.exchange.spending import Spending, SpendLimits
+from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import LISTING, SkillListing
 from marketplace.gossip.peer_content import hold_reason, peer_source
-from marketplace.wallet_proof import wallet_proof
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
 

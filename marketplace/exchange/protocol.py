@@ -27,7 +27,7 @@ from ground.fields import field, raw_bytes, text
 from ground.wire import Spec, Wire, blob, digest, eth_address, ident, key, whole
 from marketplace.chain_types import Commitment, DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
-from marketplace.wallet_proof import PROOF_BYTES
+from marketplace.exchange.wallet_proof import PROOF_BYTES
 
 PROTOCOL = "/bitterbot/market/1"
 KIND_QUOTE_REQUEST = "market.quote_request"
@@ -63,7 +63,7 @@ class QuoteRequest:
     stable_skill_id: str
     version: int
     buyer_address: str
-    #: The wallet's signature that it buys for the request's node key (``marketplace.wallet_proof``):
+    #: The wallet's signature that it buys for the request's node key (``marketplace.exchange.wallet_proof``):
     #: without it the address is only claimed, and earns the request neither standing nor a
     #: funded stranger's quote slot. Optional on the wire: an earlier release's buyer sends none.
     wallet_proof: bytes | None = None

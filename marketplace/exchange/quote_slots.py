@@ -5,7 +5,7 @@ A quote is a row and a chain call, and node keys cost nothing, so a seller keeps
 three pools, each bounded by ``[marketplace]`` keys (``SellerLimits``):
 
 - **standing**: buyers trusted here, or who paid this node before, as their node key (the request is
-  signed by it) or their wallet, *proven* by the wallet's signature (``marketplace.wallet_proof``),
+  signed by it) or their wallet, *proven* by the wallet's signature (``marketplace.exchange.wallet_proof``),
   never merely named: a request naming a past buyer's address without that signature is a stranger;
 - **funded strangers** (``max_open_quotes_strangers``): new buyers whose proven wallet holds the
   price now (read from the chain, kept ``quote_funds_cache_s``), one open quote per wallet

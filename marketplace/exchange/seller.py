@@ -47,8 +47,8 @@ from marketplace.exchange.protocol import (
     seal_skill,
 )
 from marketplace.exchange.quote_slots import FundsCache, Slot, quote_refusal, slot_of
+from marketplace.exchange.wallet_proof import proven_wallet
 from marketplace.gossip.listing import LISTING
-from marketplace.wallet_proof import proven_wallet
 from memory.model import Lifecycle
 from memory.storage.crystal_queries import by_content_hash, content_hash_of
 

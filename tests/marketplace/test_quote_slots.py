@@ -21,7 +21,7 @@ from marketplace.chain_types import Account
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
 from marketplace.exchange.quote_slots import OpenQuotes, Slot, quote_refusal
 from marketplace.exchange.seller import SellerLimits
-from marketplace.wallet_proof import proven_wallet, wallet_proof
+from marketplace.exchange.wallet_proof import proven_wallet, wallet_proof
 from tests.marketplace.test_purchase import PRICE, Side, close, trade
 
 FLOOD = 40
