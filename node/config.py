@@ -267,8 +267,8 @@ class MarketplaceSection(_Section):
     # trusted) may hold at once: fresh keys cost nothing and must not lock out known buyers.
     max_open_quotes_strangers: int = Field(default=40, ge=1, le=100_000)
     # Strangers must prove their wallet (it signs the request) holds the price, read from the chain
-    # and kept quote_funds_cache_s; one open quote per such wallet. Strangers without the proof
-    # (an earlier release) share max_open_quotes_unproven.
+    # (a balance that covers it is kept quote_funds_cache_s); one open quote per such wallet.
+    # Strangers without the proof (an earlier release) share max_open_quotes_unproven.
     max_open_quotes_per_stranger_wallet: int = Field(default=1, ge=1, le=1_000)
     max_open_quotes_unproven: int = Field(default=10, ge=0, le=100_000)
     quote_funds_cache_s: float = Field(default=30.0, ge=0, le=3_600)

@@ -8,7 +8,7 @@ three pools, each bounded by ``[marketplace]`` keys (``SellerLimits``):
   signed by it) or their wallet, *proven* by the wallet's signature (``marketplace.exchange.wallet_proof``),
   never merely named: a request naming a past buyer's address without that signature is a stranger;
 - **funded strangers** (``max_open_quotes_strangers``): new buyers whose proven wallet holds the
-  price now (read from the chain, kept ``quote_funds_cache_s``), one open quote per wallet
+  price now (read from the chain; a balance that covered it is kept ``quote_funds_cache_s``), one open quote per wallet
   (``max_open_quotes_per_stranger_wallet``). To take these slots a flood needs as many wallets
   each holding the price as there are slots, not fresh keys: 40 slots at 1 USDC ask 40 USDC held
   in 40 wallets, while a genuine new buyer holds the price anyway, since it is about to pay it.
@@ -83,8 +83,10 @@ def quote_refusal(
 
 
 class FundsCache:
-    """Wallet balances read from the chain, each kept ``ttl_ms`` (at most ``max_wallets`` of them):
-    a flood naming one wallet costs one chain read per ``ttl_ms``."""
+    """Wallet balances read from the chain, a balance that covered a price kept ``ttl_ms`` (at most
+    ``max_wallets`` of them): a flood naming one funded wallet costs one chain read per ``ttl_ms``.
+    A balance short of the price is read again next time, so a buyer that was refused and then
+    funded its wallet is served at once; those reads are bounded by each peer's request rate."""
 
     def __init__(self, ttl_ms: int, clock: Clock, max_wallets: int = 10_000) -> None:
         self._ttl_ms = ttl_ms
@@ -92,11 +94,12 @@ class FundsCache:
         self._max = max_wallets
         self._seen: dict[str, tuple[int, int]] = {}  # address: (read at, balance)
 
-    async def balance(self, address: str, read: Callable[[str], Awaitable[int]]) -> int:
+    async def balance(self, address: str, price: int, read: Callable[[str], Awaitable[int]]) -> int:
+        """The wallet's balance: kept, when it covered ``price`` within ``ttl_ms``; else read now."""
         now = self._now_ms()
         key = address.lower()
         kept = self._seen.get(key)
-        if kept is not None and now - kept[0] < self._ttl_ms:
+        if kept is not None and now - kept[0] < self._ttl_ms and kept[1] >= price:
             return kept[1]
         value = await read(address)
         if len(self._seen) >= self._max:

@@ -163,7 +163,7 @@ class Seller:
                 "this seller cannot sell it through the escrow"
             )
         if slot is Slot.FUNDED:  # last: the one check that reads the chain
-            balance = await self._funds.balance(request.buyer_address, self._chain.balance)
+            balance = await self._funds.balance(request.buyer_address, listing.price_micro_usdc, self._chain.balance)
             if balance < listing.price_micro_usdc:
                 raise PurchaseError(
                     f"insufficient funds: the skill costs {listing.price_micro_usdc} micro-USDC, the wallet holds "

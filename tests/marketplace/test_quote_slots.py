@@ -19,7 +19,7 @@ from crypto.identity import Identity
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
-from marketplace.exchange.quote_slots import OpenQuotes, Slot, quote_refusal
+from marketplace.exchange.quote_slots import FundsCache, OpenQuotes, Slot, quote_refusal
 from marketplace.exchange.seller import SellerLimits
 from marketplace.exchange.wallet_proof import proven_wallet, wallet_proof
 from tests.marketplace.test_purchase import PRICE, Side, close, trade
@@ -60,6 +60,24 @@ def test_each_pool_is_bounded_on_its_own() -> None:
     strangers_full = OpenQuotes(total=40, yours=0, strangers=40, unproven=0, wallet=0)
     assert "buyers new to it" in str(quote_refusal(Slot.FUNDED, strangers_full, **limits))
     assert quote_refusal(Slot.STANDING, strangers_full, **limits) is None
+
+
+async def test_a_balance_that_covers_the_price_is_kept_and_one_short_of_it_is_read_again() -> None:
+    now, reads, balances = [0], [], {"0xa": 5}
+
+    async def read(address: str) -> int:
+        reads.append(address)
+        return balances[address]
+
+    cache = FundsCache(ttl_ms=30_000, clock=lambda: now[0])
+    assert await cache.balance("0xa", 10, read) == 5
+    balances["0xa"] = 50  # the refused buyer funds its wallet: served at once
+    assert await cache.balance("0xa", 10, read) == 50
+    balances["0xa"] = 0
+    assert await cache.balance("0xa", 10, read) == 50  # kept: a flood naming it costs no read
+    now[0] = 30_000
+    assert await cache.balance("0xa", 10, read) == 0
+    assert len(reads) == 3
 
 
 @pytest.mark.slow
