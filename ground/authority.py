@@ -195,12 +195,13 @@ def spend_allowance(speaker: Speaker, *, price: int, ceiling: int, spent_today: 
     if price > ceiling:
         return (
             f"{price / 1e6:.6f} USDC is past the purchase ceiling of {ceiling / 1e6:.6f} USDC, "
-            "which only the person may lift"
+            "([marketplace] max_purchase_micro_usdc), which only the person may lift"
         )
     if spent_today + price > budget:
         return (
             f"{price / 1e6:.6f} USDC would take today's spending to {(spent_today + price) / 1e6:.6f} USDC, "
-            f"past the agent's daily budget of {budget / 1e6:.6f} USDC (market.agent_daily_budget); ask the person"
+            f"past the agent's daily budget of {budget / 1e6:.6f} USDC ([marketplace] "
+            "agent_daily_budget_micro_usdc); ask the person"
         )
     return None
 

@@ -8,11 +8,13 @@ MarketError (a ``ground.errors.BitterbotError``)
 │   └── TransactionReverted
 │       └── InsufficientFunds
 ├── PurchaseError          a purchase (or a sale) could not go on; says what happened to the money
+├── SpendRefused           the caller may not spend this much (also ``ground.authority.NotAllowed``: 403)
 └── WalletError            the wallet file is missing, unreadable or not ours
 """
 
 from __future__ import annotations
 
+from ground.authority import Capability, NotAllowed, Speaker
 from ground.errors import BitterbotError, Invalid, Unavailable
 
 
@@ -55,6 +57,16 @@ class InsufficientFunds(TransactionReverted):
 
 class PurchaseError(MarketError):
     """A purchase could not go on; the message says why and what happened to the money."""
+
+
+class SpendRefused(MarketError, NotAllowed):
+    """The authority table does not let the caller spend this (past the purchase ceiling, or past
+    the agent's daily budget): the person may; nothing was asked of the seller or paid."""
+
+    def __init__(self, speaker: Speaker, why: str) -> None:
+        BitterbotError.__init__(self, f"{why} (nothing was paid)")
+        self.speaker = speaker
+        self.capability = Capability.SPEND_PAST_CEILING
 
 
 class WalletError(MarketError):

@@ -166,6 +166,19 @@ CREATE INDEX sales_state_updated ON sales (state, updated_ms);
 """
 
 
+# 10: who asked for each purchase and what it cost, when (issue 47): the agent's purchases of the
+# last day count against its daily budget, across restarts. Earlier purchases read as the person's.
+# A sale keeps whether its buyer proved a wallet that holds the price (the strangers' quote slots
+# are for such buyers; those without proof share a few of their own).
+_WHO_SPENT = """
+ALTER TABLE purchases ADD COLUMN speaker TEXT NOT NULL DEFAULT 'person';
+ALTER TABLE purchases ADD COLUMN price_micro_usdc INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE purchases ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX purchases_speaker_created ON purchases (speaker, created_ms);
+ALTER TABLE sales ADD COLUMN funded INTEGER NOT NULL DEFAULT 0;
+"""
+
+
 async def _adopt(db: aiosqlite.Connection) -> int:
     """The version of the marketplace tables an older release created under the memory's migrations."""
     if await table_exists(db, "listings_fts"):
@@ -181,6 +194,6 @@ async def _adopt(db: aiosqlite.Connection) -> int:
 #: MIGRATIONS[n] takes the marketplace's tables from version n to n+1.
 MIGRATIONS = [
     _EXECUTIONS, _LISTINGS, _PURCHASES_AND_SALES, _BOUNTIES_AND_ENDORSEMENTS, _PAYMENT, _INDEXES, _SIGNED_AT,
-    _DELIVERIES, _STANDING,
+    _DELIVERIES, _STANDING, _WHO_SPENT,
 ]  # fmt: skip
 MARKET_SCHEMA = SchemaSet("marketplace", "schema_version:marketplace", MIGRATIONS, adopt=_adopt)

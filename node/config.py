@@ -250,8 +250,11 @@ class MarketplaceSection(_Section):
     base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)
     min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)
     max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
-    # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC).
+    # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC);
+    # only the person may pass a --max-price above it (the agent never spends past it).
     max_purchase_micro_usdc: int = Field(default=1_000_000, ge=1, le=10**12)
+    # What the agent's purchases of the last 24 hours may add up to; the person's do not count.
+    agent_daily_budget_micro_usdc: int = Field(default=3_000_000, ge=0, le=10**12)
     # Sales are paid into the escrow (one storage write, not a transfer); the node withdraws them
     # to its wallet once they reach this much, in one transaction. 0: only on `wallet withdraw`.
     withdraw_at_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
@@ -263,6 +266,12 @@ class MarketplaceSection(_Section):
     # Of max_open_quotes, how many buyers without standing here (never paid this node, not
     # trusted) may hold at once: fresh keys cost nothing and must not lock out known buyers.
     max_open_quotes_strangers: int = Field(default=40, ge=1, le=100_000)
+    # Strangers must prove their wallet (it signs the request) holds the price, read from the chain
+    # (a balance that covers it is kept quote_funds_cache_s); one open quote per such wallet.
+    # Strangers without the proof (an earlier release) share max_open_quotes_unproven.
+    max_open_quotes_per_stranger_wallet: int = Field(default=1, ge=1, le=1_000)
+    max_open_quotes_unproven: int = Field(default=10, ge=0, le=100_000)
+    quote_funds_cache_s: float = Field(default=30.0, ge=0, le=3_600)
 
     @model_validator(mode="after")
     def _range(self) -> MarketplaceSection:

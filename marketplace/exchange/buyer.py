@@ -41,6 +41,8 @@ from marketplace.exchange.protocol import (
     quote_of,
     readable_quote,
 )
+from marketplace.exchange.spending import Spending, SpendLimits
+from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import LISTING, SkillListing
 from marketplace.gossip.peer_content import hold_reason, peer_source
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
@@ -88,7 +90,7 @@ def _listing_of(quote: Quote) -> SkillListing:
 
 
 class Buyer:
-    def __init__(self, party: Party, *, payment: str) -> None:
+    def __init__(self, party: Party, *, payment: str, spend_limits: SpendLimits | None = None) -> None:
         self._identity = party.identity
         self._wallet = party.wallet
         self._store = party.store
@@ -99,6 +101,7 @@ class Buyer:
         self._standing = party.standing
         self._payment = payment
         self._purchases = Purchases(party.store, party.clock)
+        self.spending = Spending(self._purchases, spend_limits or SpendLimits(), party.clock)
         self._escrow = party.escrow
         #: A first lock's permit allows this much, so later locks need no permit (only this
         #: node's own locks can draw on it: the escrow takes from the buyer that sends the lock).
@@ -107,16 +110,34 @@ class Buyer:
         self.stuck = StuckDeals()
 
     async def buy(
-        self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None
-    ) -> PurchaseResult:
+        self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None,
+        speaker: Speaker = Speaker.PERSON,
+    ) -> PurchaseResult:  # fmt: skip
+        """Buy a listed skill for ``speaker``, who asked for it: the ceiling, ``max_price`` and the
+        agent's daily budget are checked first (``spending``), and the quote is held to the same cap."""
         wire = await listing_envelope(self._store, seller_key.hex(), stable_skill_id)
         if wire is None:
             raise PurchaseError(f"no live listing of {stable_skill_id} from that seller")
         listing = LISTING.parse(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
-        if max_price is not None and listing.price_micro_usdc > max_price:
-            raise PurchaseError(f"the listing asks {listing.price_micro_usdc} micro-USDC, more than {max_price}")
+        price = listing.price_micro_usdc
+        async with self.spending.allow(speaker, skill=stable_skill_id, price=price, max_price=max_price):
+            # Priced as listed: ``_check_quote`` refuses a quote at any other price.
+            quote, seller_wire, permit_nonce = await self._quoted(seller_peer, seller_key, listing)
+            await self._purchases.add(quote.purchase_id, seller_key, seller_peer, seller_wire, self._payment,
+                                      speaker=speaker, price_micro_usdc=quote.price_micro_usdc)  # fmt: skip
+        self._in_flight.add(quote.purchase_id)
+        try:
+            return await self._continue(Deal(quote, seller_peer, seller_key, listing), fresh=True,
+                                        permit_nonce=permit_nonce)  # fmt: skip
+        finally:
+            self._in_flight.discard(quote.purchase_id)
+
+    async def _quoted(self, seller_peer: str, seller_key: bytes, listing: SkillListing) -> tuple[Quote, bytes, int]:
+        """The seller's quote for ``listing``, checked (and its signed envelope), and the wallet's permit nonce."""
+        proof = wallet_proof(self._wallet.private_key, self._identity.public_key)
         request = self._messenger.seal(
-            KIND_QUOTE_REQUEST, QuoteRequest(stable_skill_id, listing.version, self._wallet.address).body()
+            KIND_QUOTE_REQUEST,
+            QuoteRequest(listing.stable_skill_id, listing.version, self._wallet.address, proof).body(),
         )
         # The chain reads (on the chain's thread) overlap the quote's round trip; a buyer that cannot
         # pay has asked for a quote, nothing more (the seller's quote lapses).
@@ -136,13 +157,7 @@ class Buyer:
             raise PurchaseError(f"quote refused: {why}; nothing was paid")
         if await self._purchases.get(quote.purchase_id) is not None:
             raise PurchaseError("quote refused: its purchase id was already used (a replayed quote)")
-        await self._purchases.add(quote.purchase_id, seller_key, seller_peer, quote_wire, self._payment)
-        self._in_flight.add(quote.purchase_id)
-        try:
-            return await self._continue(Deal(quote, seller_peer, seller_key, listing), fresh=True,
-                                        permit_nonce=permit_nonce)  # fmt: skip
-        finally:
-            self._in_flight.discard(quote.purchase_id)
+        return quote, quote_wire, permit_nonce
 
     async def resume(self) -> list[PurchaseResult]:
         """After a restart: carry every purchase left quoted or locked to its end, and refund what is due."""

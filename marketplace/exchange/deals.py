@@ -15,8 +15,10 @@ from enum import StrEnum
 
 import aiosqlite
 
+from ground.authority import Speaker
 from ground.clock import Clock
 from marketplace.errors import MarketError
+from marketplace.exchange.quote_slots import OpenQuotes
 from memory.storage.store import MemoryStore
 
 
@@ -154,13 +156,30 @@ class Purchases:
         self._store = store
         self._now_ms = clock or store.now_ms
 
-    async def add(self, purchase_id: bytes, seller: bytes, seller_peer: str, quote: bytes, payment: str) -> None:
+    async def add(
+        self, purchase_id: bytes, seller: bytes, seller_peer: str, quote: bytes, payment: str, *,
+        speaker: Speaker = Speaker.PERSON, price_micro_usdc: int = 0,
+    ) -> None:  # fmt: skip
+        """Record a quoted purchase, who asked for it and its price (the agent's daily budget counts them)."""
+        now = self._now_ms()
         async with self._store.transaction(durable=True) as db:
             await db.execute(
-                "INSERT INTO purchases (purchase_id, seller, seller_peer, quote, state, payment, updated_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (purchase_id.hex(), seller.hex(), seller_peer, quote, _P.QUOTED, payment, self._now_ms()),
-            )
+                "INSERT INTO purchases (purchase_id, seller, seller_peer, quote, state, payment, updated_ms, "
+                "speaker, price_micro_usdc, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (purchase_id.hex(), seller.hex(), seller_peer, quote, _P.QUOTED, payment, now, speaker,
+                 price_micro_usdc, now),
+            )  # fmt: skip
+
+    async def spent_by(self, speaker: Speaker, since_ms: int) -> int:
+        """Micro-USDC ``speaker``'s purchases recorded since ``since_ms`` took or may still take: all
+        but those that ended with nothing paid (expired, failed, refunded, set aside)."""
+        async with self._store.reader().execute(
+            "SELECT coalesce(sum(price_micro_usdc), 0) FROM purchases WHERE speaker = ? AND created_ms > ? "
+            "AND state NOT IN ('expired', 'failed', 'refunded', 'stale')",
+            (speaker, since_ms),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
 
     async def get(self, purchase_id: bytes) -> PurchaseRecord | None:
         async with self._store.reader().execute(
@@ -256,13 +275,6 @@ def _sale(row: tuple[object, ...]) -> SaleRecord:
     )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class OpenQuotes:
-    total: int  # to everyone
-    yours: int  # to the buyer asking now
-    strangers: int  # to buyers without standing here when quoted
-
-
 class Sales:
     """This node's sales, one row per purchase id it quoted."""
 
@@ -272,14 +284,15 @@ class Sales:
 
     async def add_quote(
         self, purchase_id: bytes, buyer: bytes, crystal_id: str, quote: bytes, *, buyer_address: str = "",
-        standing: bool = False,
+        standing: bool = False, funded: bool = False,
     ) -> None:  # fmt: skip
+        """Record a signed quote; ``standing``/``funded``: the quote slot it took (``quote_slots``)."""
         async with self._store.transaction(durable=True) as db:
             await db.execute(
-                "INSERT INTO sales (purchase_id, buyer, crystal_id, quote, state, updated_ms, buyer_address, standing) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO sales (purchase_id, buyer, crystal_id, quote, state, updated_ms, buyer_address, standing, "
+                "funded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (purchase_id.hex(), buyer.hex(), crystal_id, quote, _S.QUOTED, self._now_ms(), buyer_address.lower(),
-                 int(standing)),
+                 int(standing), int(funded)),
             )  # fmt: skip
 
     async def get(self, purchase_id: bytes) -> SaleRecord | None:
@@ -315,22 +328,25 @@ class Sales:
         return None if row is None else bytes.fromhex(str(row[0]))
 
     async def paid_by(self, buyer: bytes, buyer_address: str = "") -> bool:
-        """Whether ``buyer`` (its node key or its wallet) ever paid this node for a sale: standing here."""
+        """Whether ``buyer`` (its node key or its wallet) ever paid this node for a sale: standing here.
+        Pass ``buyer_address`` only once the wallet proved it speaks for ``buyer``."""
         async with self._store.reader().execute(
             "SELECT 1 FROM sales WHERE state = 'paid' AND (buyer = ? OR buyer_address = ?) LIMIT 1",
             (buyer.hex(), buyer_address.lower() or None),
         ) as cursor:
             return await cursor.fetchone() is not None
 
-    async def open_quotes(self, buyer: bytes, since_ms: int) -> OpenQuotes:
-        """Quotes signed since ``since_ms`` and not yet paid."""
+    async def open_quotes(self, buyer: bytes, since_ms: int, buyer_address: str = "") -> OpenQuotes:
+        """Quotes signed since ``since_ms`` and not yet paid, by pool (``quote_slots``)."""
         async with self._store.reader().execute(
-            "SELECT count(*), coalesce(sum(buyer = ?), 0), coalesce(sum(standing = 0), 0) FROM sales "
+            "SELECT count(*), coalesce(sum(buyer = ?), 0), coalesce(sum(standing = 0 AND funded = 1), 0), "
+            "coalesce(sum(standing = 0 AND funded = 0), 0), "
+            "coalesce(sum(standing = 0 AND funded = 1 AND buyer_address = ?), 0) FROM sales "
             "WHERE state = 'quoted' AND updated_ms > ?",
-            (buyer.hex(), since_ms),
+            (buyer.hex(), buyer_address.lower(), since_ms),
         ) as cursor:
             row = await cursor.fetchone()
-        return OpenQuotes(int(row[0]), int(row[1]), int(row[2])) if row else OpenQuotes(0, 0, 0)
+        return OpenQuotes(*(int(v) for v in row)) if row else OpenQuotes(0, 0, 0, 0, 0)
 
     async def to_settle(self, quoted_before_ms: int) -> list[SaleRecord]:
         """Delivered sales, quotes older than ``quoted_before_ms``, and quotes whose commit-first

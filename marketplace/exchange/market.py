@@ -7,6 +7,7 @@ for every signed market message it receives; the clock is injected (tests move i
 from __future__ import annotations
 
 from crypto.identity import Identity
+from ground.authority import Speaker
 from ground.clock import Clock, wall_clock_ms
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
@@ -17,6 +18,7 @@ from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
 from marketplace.exchange.party import DeadlineBounds, Party, Standing, no_standing
 from marketplace.exchange.seller import Seller, SellerLimits
+from marketplace.exchange.spending import SpendLimits
 from marketplace.pricing import format_usdc
 from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
@@ -36,6 +38,7 @@ class Market:
         escrow_window_s: int = ESCROW_WINDOW_S,
         payment: str = "escrow",
         limits: SellerLimits | None = None,
+        spend_limits: SpendLimits | None = None,
         clock: Clock = wall_clock_ms,
         bounds: DeadlineBounds | None = None,
         round_interval_s: float = 30.0,
@@ -54,7 +57,7 @@ class Market:
         if not bounds.min_s <= escrow_window_s <= bounds.max_s:
             raise InvalidValue(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
         party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds, standing)
-        self._buyer = buyer_class(party, payment=payment)
+        self._buyer = buyer_class(party, payment=payment, spend_limits=spend_limits)
         self._seller = seller_class(
             party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits(), round_interval_s=round_interval_s,
         )  # fmt: skip
@@ -70,9 +73,15 @@ class Market:
         return self._chain
 
     async def buy(
-        self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None
-    ) -> PurchaseResult:
-        return await self._buyer.buy(seller_peer, seller_key, stable_skill_id, max_price=max_price)
+        self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None,
+        speaker: Speaker = Speaker.PERSON,
+    ) -> PurchaseResult:  # fmt: skip
+        """Buy for ``speaker`` (the node passes who asked; ``Buyer.buy`` says what each may spend)."""
+        return await self._buyer.buy(seller_peer, seller_key, stable_skill_id, max_price=max_price, speaker=speaker)
+
+    async def spending(self) -> dict[str, int]:
+        """The purchase ceiling, and the agent's daily budget with what it spent in the last 24 hours."""
+        return await self._buyer.spending.report()
 
     async def resume(self) -> list[PurchaseResult]:
         return await self._buyer.resume()

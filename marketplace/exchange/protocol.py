@@ -27,6 +27,7 @@ from ground.fields import field, raw_bytes, text
 from ground.wire import Spec, Wire, blob, digest, eth_address, ident, key, whole
 from marketplace.chain_types import Commitment, DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
+from marketplace.exchange.wallet_proof import PROOF_BYTES
 
 PROTOCOL = "/bitterbot/market/1"
 KIND_QUOTE_REQUEST = "market.quote_request"
@@ -62,13 +63,30 @@ class QuoteRequest:
     stable_skill_id: str
     version: int
     buyer_address: str
+    #: The wallet's signature that it buys for the request's node key (``marketplace.exchange.wallet_proof``):
+    #: without it the address is only claimed, and earns the request neither standing nor a
+    #: funded stranger's quote slot. Optional on the wire: an earlier release's buyer sends none.
+    wallet_proof: bytes | None = None
 
     def body(self) -> dict[str, Any]:
         return QUOTE_REQUEST_WIRE.body(self)
 
 
+def _proof(doc: dict[str, Any], name: str) -> bytes | None:
+    value = field(doc, name, bytes, optional=True)
+    if value is not None and len(value) != PROOF_BYTES:
+        raise FieldError(f"{name!r} must be {PROOF_BYTES} bytes")
+    return None if value is None else bytes(value)
+
+
 QUOTE_REQUEST_WIRE = Wire(
-    QuoteRequest, {"stable_skill_id": ident(), "version": whole(1, 10**6), "buyer_address": eth_address()}
+    QuoteRequest,
+    {
+        "stable_skill_id": ident(),
+        "version": whole(1, 10**6),
+        "buyer_address": eth_address(),
+        "wallet_proof": Spec(_proof, omitted=True),
+    },
 )
 
 

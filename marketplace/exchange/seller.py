@@ -46,6 +46,8 @@ from marketplace.exchange.protocol import (
     readable_quote,
     seal_skill,
 )
+from marketplace.exchange.quote_slots import FundsCache, Slot, quote_refusal, slot_of
+from marketplace.exchange.wallet_proof import proven_wallet
 from marketplace.gossip.listing import LISTING
 from memory.model import Lifecycle
 from memory.storage.crystal_queries import by_content_hash, content_hash_of
@@ -69,9 +71,15 @@ class SellerLimits:
     request_burst: int = 5
     max_open_quotes: int = 100  # quotes not yet expired and not delivered, from everyone
     max_open_quotes_per_buyer: int = 3
-    #: Of ``max_open_quotes``, how many buyers without standing here may hold at once: fresh keys
-    #: cost nothing, so they must never take the slots of buyers who paid before or are trusted.
+    #: Of ``max_open_quotes``, how many buyers without standing here whose wallet proved it holds
+    #: the price may hold at once, one per wallet (``quote_slots``): fresh keys cost nothing, so
+    #: they must never take the slots of buyers who paid before, are trusted, or can pay.
     max_open_quotes_strangers: int = 40
+    max_open_quotes_per_stranger_wallet: int = 1
+    #: Of ``max_open_quotes``, how many strangers that prove no wallet may hold at once.
+    max_open_quotes_unproven: int = 10
+    #: How long a stranger's wallet balance read from the chain is trusted.
+    quote_funds_cache_s: float = 30.0
 
 
 class Seller:
@@ -94,6 +102,7 @@ class Seller:
         self._standing = party.standing
         self._sales = Sales(party.store, party.clock)
         self._escrow = party.escrow
+        self._funds = FundsCache(int(limits.quote_funds_cache_s * 1000), party.clock)
         self._requests = TokenBuckets(RateLimit(limits.requests_per_min / 60, limits.request_burst), max_keys=10_000)
         #: A delivery is committed once the deadline is this near (a round may pass in between).
         self.commit_margin_s = int(round_interval_s) + COMMIT_SLACK_S
@@ -125,20 +134,20 @@ class Seller:
                 f"this seller no longer sells to you: you took back the payment for a skill it had delivered "
                 f"(purchase {defaulted.hex()[:16]}…)"
             )
-        standing = self._standing(buyer) or await self._sales.paid_by(buyer, request.buyer_address)
+        # The address is only claimed until its wallet signs for this node key: a claim earns nothing.
+        proven = proven_wallet(request.wallet_proof, buyer, request.buyer_address)
+        standing = self._standing(buyer) or await self._sales.paid_by(buyer, request.buyer_address if proven else "")
+        slot = slot_of(standing=standing, proven=proven)
         since = self._now_ms() - QUOTE_VALID_MS
-        open_quotes = await self._sales.open_quotes(buyer, since)
-        if open_quotes.yours >= self._limits.max_open_quotes_per_buyer:
-            raise PurchaseError(
-                f"you have {open_quotes.yours} open quotes here; pay one or let them expire (2 minutes)"
-            )
-        if open_quotes.total >= self._limits.max_open_quotes:
-            raise PurchaseError("this seller has too many open quotes; try again in a few minutes")
-        if not standing and open_quotes.strangers >= self._limits.max_open_quotes_strangers:
-            raise PurchaseError(
-                "this seller has too many open quotes to buyers new to it; try again in a few minutes "
-                "(buyers it knows are still served)"
-            )
+        limits = self._limits
+        why = quote_refusal(
+            slot, await self._sales.open_quotes(buyer, since, request.buyer_address),
+            max_open_quotes=limits.max_open_quotes, per_buyer=limits.max_open_quotes_per_buyer,
+            strangers=limits.max_open_quotes_strangers, per_stranger_wallet=limits.max_open_quotes_per_stranger_wallet,
+            unproven=limits.max_open_quotes_unproven,
+        )  # fmt: skip
+        if why is not None:
+            raise PurchaseError(why)
         wire = await listing_envelope(self._store, self._identity.public_key.hex(), skill_id)
         if wire is None:
             raise PurchaseError(f"{skill_id} is not listed here")
@@ -153,6 +162,13 @@ class Seller:
                 f"{skill_id} is larger than an escrow commitment holds ({MAX_SEALED_BYTES} bytes sealed): "
                 "this seller cannot sell it through the escrow"
             )
+        if slot is Slot.FUNDED:  # last: the one check that reads the chain
+            balance = await self._funds.balance(request.buyer_address, listing.price_micro_usdc, self._chain.balance)
+            if balance < listing.price_micro_usdc:
+                raise PurchaseError(
+                    f"insufficient funds: the skill costs {listing.price_micro_usdc} micro-USDC, the wallet holds "
+                    f"{balance} (this seller quotes a buyer new to it only when its wallet holds the price)"
+                )
         quote = Quote(
             salt=os.urandom(32),
             stable_skill_id=skill_id,
@@ -167,7 +183,13 @@ class Seller:
         )
         sealed = self._messenger.seal(KIND_QUOTE, quote.body()).encode()
         await self._sales.add_quote(
-            quote.purchase_id, buyer, crystal.id, sealed, buyer_address=request.buyer_address, standing=standing
+            quote.purchase_id,
+            buyer,
+            crystal.id,
+            sealed,
+            buyer_address=request.buyer_address,
+            standing=standing,
+            funded=slot is Slot.FUNDED,
         )
         return sealed
 

@@ -6,8 +6,9 @@ from typing import Any, Protocol
 
 from pydantic import Field, field_validator
 
-from ground.authority import Capability
+from ground.authority import Capability, Speaker
 from marketplace.pricing import format_usdc, parse_usdc
+from node.actor import current_speaker
 from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
 from node.commands.texts import market as text
@@ -17,7 +18,7 @@ from node.commands.texts.cli_form import CliSpec
 class MarketHost(Protocol):
     """What the market commands need of the market part (``node.parts.market.MarketPart``)."""
 
-    async def buy_listing(self, listing: str, max_price: str | None) -> dict[str, Any]: ...
+    async def buy_listing(self, listing: str, max_price: str | None, speaker: Speaker) -> dict[str, Any]: ...
 
     async def wallet_report(self) -> dict[str, Any]: ...
 
@@ -44,7 +45,12 @@ def _usdc(text: str | None) -> str | None:
 class BuyArgs(Request):
     listing: str = Field(min_length=1, max_length=200, description="A skill id, or SELLER_PEER_ID/SKILL_ID.")
     max_price: str | None = Field(
-        default=None, max_length=32, description="Refuse a listing dearer than this many USDC, e.g. 0.05."
+        default=None,
+        max_length=32,
+        description=(
+            "Refuse a listing dearer than this many USDC, e.g. 0.05. "
+            "Above [marketplace] max_purchase_micro_usdc: the person's alone."
+        ),
     )
 
     @field_validator("max_price")
@@ -88,7 +94,7 @@ async def buy(market: MarketHost, request: BuyArgs) -> dict[str, Any]:
     """Buy a listed skill: LISTING is its skill id, or SELLER_PEER_ID/SKILL_ID when several sell it. Asks the
     seller for a signed quote, locks the price in escrow, receives the skill encrypted to this node, checks it
     against the signed listing, stores it, and releases the payment."""
-    return await market.buy_listing(request.listing, request.max_price)
+    return await market.buy_listing(request.listing, request.max_price, current_speaker())
 
 
 @commands(

@@ -16,6 +16,7 @@ from typing import Any
 
 from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
+from ground.authority import Speaker
 from ground.events import get_logger
 from marketplace.catalog.listings import ListingRow, listed_title, listing_envelope, live_listings
 from marketplace.chain import Chain
@@ -27,6 +28,7 @@ from marketplace.exchange.market import Market
 from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import PROTOCOL, readable_quote
 from marketplace.exchange.seller import SellerLimits
+from marketplace.exchange.spending import SpendLimits
 from marketplace.gossip.kinds import register_market_gossip
 from marketplace.gossip.listing import LISTING
 from marketplace.gossip.received_quota import bounties_bound, listings_bound
@@ -65,6 +67,12 @@ class MarketPart:
         self._chain_error = ""
         self._connecting = asyncio.Lock()  # two first commands at once build one embedded chain
         self._last_round: dict[str, Any] = {}
+        market = ctx.config.marketplace
+        #: What ``status`` shows of the agent's daily budget, read by ``refresh``.
+        self._spending: dict[str, int] = {
+            "ceiling_micro_usdc": market.max_purchase_micro_usdc,
+            "agent_daily_budget_micro_usdc": market.agent_daily_budget_micro_usdc,
+        }
         p2p.add_service(PROTOCOL, self._answer)
         register_market_gossip(p2p.gossip, market_sink(p2p, ctx.config))  # the market's kinds, consumed here
 
@@ -80,6 +88,11 @@ class MarketPart:
             chain, self.market = self.market.chain, None
             await chain.close()
 
+    async def refresh(self) -> None:
+        """Read the agent's spending anew for ``status`` (``details`` must not wait on the database)."""
+        if self.market is not None:
+            self._spending = await self.market.spending()
+
     def details(self) -> dict[str, Any]:
         cfg = self._ctx.config.chain
         where = cfg.url or "embedded development chain (this process only)"
@@ -94,7 +107,8 @@ class MarketPart:
             "address": self._wallet.address,
             "state": state,
             "last_round": dict(self._last_round),
-            "summary": f"wallet {self._wallet.address} on {where}, {state}",
+            "spending": dict(self._spending),
+            "summary": f"wallet {self._wallet.address} on {where}, {state}{_spent(self._spending)}",
         }
 
     # --- chain and rounds ----------------------------------------------------------------
@@ -145,7 +159,11 @@ class MarketPart:
                 max_open_quotes=market.max_open_quotes,
                 max_open_quotes_per_buyer=market.max_open_quotes_per_buyer,
                 max_open_quotes_strangers=market.max_open_quotes_strangers,
+                max_open_quotes_per_stranger_wallet=market.max_open_quotes_per_stranger_wallet,
+                max_open_quotes_unproven=market.max_open_quotes_unproven,
+                quote_funds_cache_s=market.quote_funds_cache_s,
             ),
+            spend_limits=SpendLimits(market.max_purchase_micro_usdc, market.agent_daily_budget_micro_usdc),
             round_interval_s=cfg.resume_interval_s,
             standing=self._p2p.trust.has_standing,
         )
@@ -205,29 +223,26 @@ class MarketPart:
             raise MarketUnavailable(f"the marketplace has no chain: {self._chain_error}")
         return self.market
 
-    async def buy_listing(self, listing: str, max_price: str | None) -> dict[str, Any]:
-        """Buy a listed skill: ``listing`` is a stable skill id, or ``<seller peer id>/<skill id>``."""
+    async def buy_listing(self, listing: str, max_price: str | None, speaker: Speaker) -> dict[str, Any]:
+        """Buy a listed skill for ``speaker``: ``listing`` is a stable skill id, or ``<seller peer id>/<skill id>``.
+        What it may cost is the buyer's to check (``marketplace.exchange.spending``)."""
         market = await self._ready()
         if not self._ctx.config.chain.url:
             raise InvalidValue(EMBEDDED_CANNOT_TRADE)
         row = await self._find_listing(listing)
-        ceiling = self._ctx.config.marketplace.max_purchase_micro_usdc
-        if max_price is None and row.price_micro_usdc > ceiling:  # a listing may ask up to 10^12
-            raise InvalidValue(
-                f"{row.stable_skill_id} asks {format_usdc(row.price_micro_usdc)}, above this node's ceiling of "
-                f"{format_usdc(ceiling)} ([marketplace] max_purchase_micro_usdc); pass --max-price to pay more"
-            )
         await self._learn_seller_addrs(row)
         try:
             result = await market.buy(
                 peer_id_from_ed25519(bytes.fromhex(row.seller)),
                 bytes.fromhex(row.seller),
                 row.stable_skill_id,
-                # without --max-price the ceiling holds at the quote too: the listing may change meanwhile
-                max_price=parse_usdc(max_price) if max_price else ceiling,
+                max_price=parse_usdc(max_price) if max_price else None,
+                speaker=speaker,
             )
         except PurchaseError as exc:
             raise InvalidValue(str(exc)) from None
+        finally:
+            await self.refresh()
         return {
             "purchase_id": result.purchase_id,
             "state": result.state,
@@ -289,6 +304,7 @@ class MarketPart:
             "recent_purchases": purchases,
             "recent_sales": sales,
             "stuck": self.market.stuck() if self.market is not None else {},
+            "spending": await self.market.spending() if self.market is not None else dict(self._spending),
         }
 
     async def _deals(self, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -393,6 +409,13 @@ class MarketPart:
         except ChainError as exc:
             raise InvalidValue(f"{exc} (set [chain] dev = true only for a local development chain)") from None
         return {"address": self._wallet.address, "balance_micro_usdc": await market.chain.balance(self._wallet.address)}
+
+
+def _spent(spending: dict[str, int]) -> str:
+    spent = spending.get("agent_spent_today_micro_usdc")
+    if spent is None:
+        return ""
+    return f"; the agent spent {format_usdc(spent)} of {format_usdc(spending['agent_daily_budget_micro_usdc'])} today"
 
 
 def _purchase_id(text: str) -> bytes:

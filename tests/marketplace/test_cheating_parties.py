@@ -185,7 +185,7 @@ async def test_fresh_keys_cannot_take_the_quote_slots_of_a_buyer_with_standing(t
             for _ in range(3):
                 answers.append(await quote_answer(seller, f"flood-{i}", key, "0x" + f"{i:02x}" * 20))
         quoted = sum(kind == KIND_QUOTE for kind, _ in answers)
-        assert quoted == SellerLimits().max_open_quotes_strangers
+        assert quoted == SellerLimits().max_open_quotes_unproven  # no wallet proof: the smallest pool
         assert all("buyers new to it" in why for kind, why in answers if kind == KIND_ERROR)
         kind, why = await quote_answer(seller, buyer.host.peer_id, buyer.identity, buyer.wallet.address)
         assert kind == KIND_QUOTE, why  # the buyer with standing is still served

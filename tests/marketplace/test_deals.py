@@ -9,13 +9,13 @@ from marketplace.exchange.deals import (
     PURCHASE_MOVES,
     SALE_MOVES,
     IllegalTransition,
-    OpenQuotes,
     Purchases,
     PurchaseState,
     Sales,
     SaleState,
 )
 from marketplace.exchange.party import DeadlineBounds
+from marketplace.exchange.quote_slots import OpenQuotes
 from memory.storage.store import MemoryStore
 
 PID = bytes(range(32))
@@ -72,7 +72,9 @@ async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_no
 async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(store: MemoryStore) -> None:
     sales = Sales(store)
     await sales.add_quote(PID, b"b" * 32, "crystal-1", b"quote", buyer_address="0xAB" + "00" * 19)
-    assert await sales.open_quotes(b"b" * 32, since_ms=0) == OpenQuotes(total=1, yours=1, strangers=1)
+    assert await sales.open_quotes(b"b" * 32, since_ms=0) == OpenQuotes(
+        total=1, yours=1, strangers=0, unproven=1, wallet=0
+    )
     await sales.move(PID, SaleState.DELIVERED)
     await sales.drop_unpaid_quote(PID)  # delivered: kept
     await sales.move(PID, SaleState.DEFAULTED)

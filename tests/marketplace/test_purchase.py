@@ -123,11 +123,12 @@ async def trade(
     payment: str = "escrow",
     limits: SellerLimits | None = None,
     seller_options: dict[str, Any] | None = None,
+    buyer_options: dict[str, Any] | None = None,
 ) -> tuple[Side, Side]:
     """A seller listing one skill and a funded buyer connected to it; ``seller_options`` go to the
     seller's ``Market`` (its escrow window, deadline bounds)."""
     seller = await make_side(tmp, "seller", chain, seller_class=seller_class, limits=limits, **(seller_options or {}))
-    buyer = await make_side(tmp, "buyer", chain, buyer_class=buyer_class, payment=payment)
+    buyer = await make_side(tmp, "buyer", chain, buyer_class=buyer_class, payment=payment, **(buyer_options or {}))
     await chain.fund(seller.wallet.address, 0)
     await chain.fund(buyer.wallet.address, funds)
     await seller.store.remember(NewCrystal(SKILL, semantic_type=SemanticType.SKILL, scope=Scope.SHARED))
@@ -206,7 +207,7 @@ async def test_insufficient_funds_is_a_clear_error_and_nothing_moves(tmp_path: P
             await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
         assert await chain.balance(buyer.wallet.address) == PRICE - 1
         async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
-            assert [r[0] for r in await cursor.fetchall()] == ["quoted"]  # asked for, never delivered
+            assert [r[0] for r in await cursor.fetchall()] == []  # a stranger whose wallet cannot pay gets no quote
         async with buyer.store.reader().execute("SELECT count(*) FROM purchases") as cursor:
             assert (await cursor.fetchone()) == (0,)  # nothing to resume
     finally:

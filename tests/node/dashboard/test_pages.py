@@ -41,3 +41,25 @@ def test_the_search_form_becomes_the_search_commands_arguments() -> None:
     }  # fmt: skip
     assert search_args({}, lambda k: []) is None  # an empty page asks nothing
     assert search_args({"mode": "recent"}, lambda k: [])["mode"] == "recent"  # type: ignore[index]
+
+
+def test_the_market_page_shows_the_agents_budget() -> None:
+    """Issue 47: the person sees what the agent spent of its daily budget, and the ceiling."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from node.dashboard import pages
+
+    env = Environment(loader=PackageLoader("node.dashboard", "templates"), autoescape=select_autoescape(default=True))
+    env.filters["when"] = pages.when
+    env.filters["usdc"] = pages.usdc
+    spending = {"ceiling_micro_usdc": 1_000_000, "agent_daily_budget_micro_usdc": 3_000_000,
+                "agent_spent_today_micro_usdc": 1_250_000, "agent_left_today_micro_usdc": 1_750_000}  # fmt: skip
+    wallet = {"address": "0xabc", "chain": "embedded", "balance_micro_usdc": 5, "owed_micro_usdc": 0,
+              "chain_error": None, "recent_purchases": [], "recent_sales": [], "spending": spending}  # fmt: skip
+    ledger = {"earned_micro_usdc": 0, "pending_micro_usdc": 0, "spent_micro_usdc": 0, "sales": 0, "purchases": 0}
+    html = env.get_template("market.html").render(
+        page="market", wallet=wallet, ledger=ledger, earnings_chart=None, listings=[], own_listings=[], bounties=[],
+        csrf="",
+    )  # fmt: skip
+    budget = html.split("The agent's budget", 1)[1].split("</dd>", 1)[0]
+    assert pages.usdc(1_250_000) in budget and pages.usdc(3_000_000) in budget and pages.usdc(1_000_000) in budget
