@@ -29,6 +29,7 @@ from typing import Any
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, Commitment, DealTerms, GasSpent
 from marketplace.escrow import Escrow
@@ -102,7 +103,7 @@ async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
             mode, market = ("escrow", b_market) if i % 2 == 0 else ("direct", direct)
             before = {a: GasSpent(g.transactions, g.gas) for a, g in chain.sent.items()}
             started = time.perf_counter()
-            result = await market.buy(s_host.peer_id, s_id.public_key, f"bench.{i}")
+            result = await market.buy(s_host.peer_id, s_id.public_key, f"bench.{i}", speaker=Speaker.PERSON)
             buys[mode].append(time.perf_counter() - started)
             assert result.state == "completed", result
             await market.settle_sales()  # whatever the seller sends to be paid counts too

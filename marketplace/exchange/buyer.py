@@ -111,7 +111,7 @@ class Buyer:
 
     async def buy(
         self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None,
-        speaker: Speaker = Speaker.PERSON,
+        speaker: Speaker,
     ) -> PurchaseResult:  # fmt: skip
         """Buy a listed skill for ``speaker``, who asked for it: the ceiling, ``max_price`` and the
         agent's daily budget are checked first (``spending``), and the quote is held to the same cap."""

@@ -74,7 +74,7 @@ class Market:
 
     async def buy(
         self, seller_peer: str, seller_key: bytes, stable_skill_id: str, *, max_price: int | None = None,
-        speaker: Speaker = Speaker.PERSON,
+        speaker: Speaker,
     ) -> PurchaseResult:  # fmt: skip
         """Buy for ``speaker`` (the node passes who asked; ``Buyer.buy`` says what each may spend)."""
         return await self._buyer.buy(seller_peer, seller_key, stable_skill_id, max_price=max_price, speaker=speaker)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, Commitment, DealTerms, Receipt
 from marketplace.errors import PurchaseError
@@ -54,7 +55,9 @@ async def test_a_bad_faith_dispute_of_a_good_delivery_loses_and_the_seller_is_pa
     raised IllegalTransition on every round. Now the arbiter reads only the chain."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed"  # it has the skill and does not pay
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}
@@ -82,7 +85,9 @@ async def test_a_seller_that_delivered_and_committed_something_else_loses_the_di
 ) -> None:
     seller, buyer = await trade(tmp_path, chain, seller_class=TamperingSeller)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused"
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}  # it claims to have delivered
@@ -124,7 +129,9 @@ async def test_a_seller_that_delivered_other_content_is_paid_only_for_what_it_co
     because the listed skill is on chain, sealed to the buyer, who takes it from there."""
     seller, buyer = await trade(tmp_path, chain, seller_class=SwitchingSeller)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused" and result.crystal_id is None
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}
@@ -175,7 +182,9 @@ async def test_a_seller_that_commits_without_delivering_delivers_through_the_cha
     """Attack "seller paid without delivering": the buyer's record said completed with no crystal."""
     seller, buyer = await trade(tmp_path, chain, seller_class=SellerThatCommitsWithoutDelivering)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "locked" and "unreachable" in result.detail
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}
@@ -192,7 +201,9 @@ async def test_a_seller_that_commits_garbage_without_delivering_is_disputed_and_
 ) -> None:
     seller, buyer = await trade(tmp_path, chain, seller_class=SellerThatCommitsGarbage)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}
         assert await buyer.market.settle_purchases() == {"disputed": 1}
@@ -215,7 +226,9 @@ async def test_a_dispute_the_seller_never_answers_is_refunded_and_one_the_arbite
     decision; the seller never claimed a disputed deal. And the mirror: a seller that never answers."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}
         await Escrow(chain).dispute(buyer.wallet, await terms_of(buyer, result.purchase_id))
@@ -234,7 +247,9 @@ async def test_the_verdict_depends_on_the_chain_alone(tmp_path: Path, chain: Cha
     buyer did not lock for, goes to the buyer."""
     seller, buyer = await trade(tmp_path, chain)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         quote = quote_of((await Purchases(buyer.store).get(bytes.fromhex(result.purchase_id))).quote)  # type: ignore[union-attr]
         terms, secret = quote.terms(), b"\5" * 32
         good = seal_skill(SKILL, quote, secret)

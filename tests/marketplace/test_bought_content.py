@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ground.authority import Speaker
 from marketplace.chain import Chain
 from memory.governance.quarantine import held
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
@@ -41,7 +42,9 @@ async def sell(tmp_path: Path, chain: Chain, text: str, *, seller_has_standing: 
     await buyer.host.start()
     await buyer.host.connect(seller.host.listen_addrs[0])
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "ops.skill")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "ops.skill", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and result.crystal_id is not None
         waiting = {h.crystal.id: h.reason for h in await held(buyer.store)}
         return waiting, result.crystal_id

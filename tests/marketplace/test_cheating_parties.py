@@ -13,6 +13,7 @@ from web3 import Web3
 
 from crypto.envelope import decode_envelope, pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Commitment, DealTerms, Receipt
 from marketplace.errors import ChainError
@@ -50,7 +51,9 @@ async def test_a_delivery_asked_for_after_the_deadline_reveals_nothing(tmp_path:
     commit then failed, and the buyer refunded and kept the skill."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatAsksLate)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused" and "too late to deliver" in result.detail
         assert (await buyer.store.stats())["total"] == 0  # nothing reached the buyer
         settled = await buyer.market.settle_purchases()
@@ -66,7 +69,9 @@ async def test_a_delivery_asked_for_just_before_the_deadline_is_committed_first_
 ) -> None:
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatAsksJustBefore)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and result.crystal_id is not None
         pid = bytes.fromhex(result.purchase_id)
         sale = await Sales(seller.store).get(pid)
@@ -84,7 +89,9 @@ async def test_a_seller_stops_selling_to_a_defaulting_wallet_under_any_node_key(
     """The ban was per node key: the same wallet under a fresh key was quoted again."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed"
         # The seller is offline past the deadline (it never commits); the buyer takes its money back.
         await chain.advance_time(601)
@@ -104,9 +111,13 @@ async def test_a_sale_past_its_deadline_stops_no_other_sale(tmp_path: Path, chai
     made every settle round fail on it, so no later sale was ever committed or claimed."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        first = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        first = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         await chain.advance_time(601)  # the seller slept through the first deal's deadline
-        second = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        second = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert (first.state, second.state) == ("completed", "completed")
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}  # the second goes on
@@ -125,7 +136,9 @@ async def test_a_buyer_down_through_the_dispute_window_records_the_loss_and_stop
     delivery it refused failed its dispute every round, and its own sales never settled."""
     seller, buyer = await trade(tmp_path, chain, seller_class=SellerThatCommitsGarbage)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
         assert await seller.market.settle_sales() == {"committed": 1}
         await chain.advance_time(ESCROW_RULES.dispute_window_s + 1)  # the buyer's node was down all that time
@@ -155,7 +168,9 @@ async def test_a_used_nonce_is_no_proof_of_a_direct_payment(tmp_path: Path, chai
     """Attack "direct payment replay": the seller took the used nonce as proof of payment."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatSpendsTheNonceFirst, payment="direct")
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state in ("refused", "failed") and "already spent on another transfer" in result.detail
         assert (await buyer.store.stats())["total"] == 0
         assert await funds(chain, seller.wallet.address) == 0
@@ -176,7 +191,9 @@ async def test_fresh_keys_cannot_take_the_quote_slots_of_a_buyer_with_standing(t
     honest buyers were refused for 2 minutes, renewable forever."""
     seller, buyer = await trade(tmp_path, chain, limits=SellerLimits())
     try:
-        bought = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        bought = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert bought.state == "completed"
         assert await seller.market.settle_sales() == {"paid": 1}  # the buyer has paid here: standing
         answers = []
@@ -254,7 +271,9 @@ class EscrowThatCommitsForTheBuyer:
 async def test_no_third_party_moves_a_deal(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         outsider = type(buyer.wallet).create()
         await chain.fund(outsider.address, 0)
         refused = await EscrowThatCommitsForTheBuyer(Escrow(chain)).every_move(
@@ -269,7 +288,9 @@ async def test_no_third_party_moves_a_deal(tmp_path: Path, chain: Chain) -> None
 async def test_a_deal_whose_step_fails_is_shown_stuck_with_what_comes_next(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         await chain.close()  # the chain goes away under the seller's round
         assert await seller.market.settle_sales() == {"failed": 1}  # recorded on the deal; the round ends well
         (why,) = seller.market.stuck().values()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from crypto.envelope import decode_envelope
+from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.chain_types import DealTerms
 from marketplace.escrow import Escrow
@@ -136,7 +137,7 @@ def test_a_seller_daemon_delivers_nothing_against_a_lock_nearer_than_its_quote(
             await cheat.host.start()
             seller_peer = await cheat.host.connect(seller.address())
             seller_key = bytes.fromhex(seller.json("status")["identity"]["public_key"])
-            result = await cheat.market.buy(seller_peer, seller_key, skill_id)
+            result = await cheat.market.buy(seller_peer, seller_key, skill_id, speaker=Speaker.PERSON)
             assert result.state == "refused" and "no open deal on the quoted terms" in result.detail, result
             assert (await cheat.store.stats())["total"] == 0  # nothing arrived
             terms, state = _sale(seller)

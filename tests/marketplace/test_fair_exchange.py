@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from crypto.envelope import pack_body, seal_envelope
+from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, DealTerms, Receipt
 from marketplace.errors import PurchaseError
@@ -54,7 +55,9 @@ async def test_a_lock_nearer_than_the_quoted_deadline_gets_nothing_delivered(tmp
     """Finding 1: the seller checked the lock's amount, seller and buyer, not its deadline."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatLocksShort)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused" and result.crystal_id is None
         assert "no open deal on the quoted terms, deadline included: it says none" in result.detail
         assert (await buyer.store.stats())["total"] == 0  # the skill never reached the buyer
@@ -81,7 +84,9 @@ async def test_a_quote_locking_money_for_millennia_is_refused_before_anything_is
         with pytest.raises(
             PurchaseError, match=r"quote refused: its escrow deadline is \d+ s away, more than the 86400"
         ):
-            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+            await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
         assert await chain.balance(buyer.wallet.address) == 1_000_000
         assert await buyer.market.resume() == []  # nothing was recorded as under way
     finally:
@@ -98,7 +103,9 @@ async def test_a_slow_receipt_leaves_the_purchase_pending_and_resume_finishes_it
     try:
         chain.receipt_timeout_s = 1
         await chain.set_automine(False)
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "pending" and "outcome is not known yet" in result.detail
         assert "revert" not in result.detail
         await chain.set_automine(True)
@@ -119,7 +126,7 @@ async def test_a_purchase_an_earlier_release_stored_failed_is_carried_on_when_it
     try:
         chain.receipt_timeout_s = 1
         await chain.set_automine(False)
-        await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON)
         await chain.set_automine(True)
         await chain.mine()
         async with buyer.store.transaction() as db:  # as the release before `pending` left it
@@ -137,7 +144,9 @@ async def test_a_seller_withdraws_its_paid_sales_once_they_reach_the_threshold(t
     nothing is sent; at it, everything owed moves to the wallet in one transaction."""
     seller, buyer = await trade(tmp_path, chain)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and await seller.market.owed() == PRICE
         sent = chain.sent.get(seller.wallet.address)
         assert await seller.market.withdraw(at_least=PRICE + 1) == 0
@@ -168,7 +177,9 @@ async def test_a_deal_an_earlier_release_left_unfinished_is_set_aside_and_stops_
         await sales.add_quote(old_id, buyer.identity.public_key, skill.id, old_quote)
         await sales.move(old_id, SaleState.DELIVERED, delivery_key=b"\1" * 32)
 
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed"  # the new deal: delivered, not released
         assert await buyer.market.resume() == []  # no error: the old one is set aside
         old = await purchases.get(old_id)

@@ -37,6 +37,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, Commitment, DealState, DealTerms
 from marketplace.errors import ChainError, PurchaseError
@@ -214,7 +215,7 @@ class FairExchange(RuleBasedStateMachine):
             self.cheat_buyer.nearer = buyer_nearer
         try:
             result = self.run(self.buyer.market.buy(self.seller.host.peer_id, self.seller.identity.public_key,
-                                                    "k8s.drain"))  # fmt: skip
+                                                    "k8s.drain", speaker=Speaker.PERSON))  # fmt: skip
         except PurchaseError:
             result = None
         record = self.run(Purchases(self.buyer.store).recent(1))

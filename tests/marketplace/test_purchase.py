@@ -12,6 +12,7 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import ESCROW_RULES, Chain
 from marketplace.chain_types import Account, DealTerms
 from marketplace.errors import PurchaseError, TransactionReverted
@@ -167,7 +168,9 @@ async def deal_state(chain: Chain, buyer: Side, purchase_id: str) -> str:
 async def test_a_purchase_pays_once_and_delivers_exactly_the_listed_skill(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and result.price_micro_usdc == PRICE and result.crystal_id
         bought = await buyer.store.get(result.crystal_id)
         assert (
@@ -204,7 +207,9 @@ async def test_insufficient_funds_is_a_clear_error_and_nothing_moves(tmp_path: P
         with pytest.raises(
             PurchaseError, match="insufficient funds: the skill costs 25000 micro-USDC, the wallet holds 24999"
         ):
-            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+            await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
         assert await chain.balance(buyer.wallet.address) == PRICE - 1
         async with seller.store.reader().execute("SELECT state FROM sales") as cursor:
             assert [r[0] for r in await cursor.fetchall()] == []  # a stranger whose wallet cannot pay gets no quote
@@ -220,7 +225,9 @@ async def test_a_bad_or_missing_delivery_is_refused_and_refunded_after_the_deadl
 ) -> None:
     seller, buyer = await trade(tmp_path, chain, seller_class)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused" and result.crystal_id is None
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE  # locked, not paid
         assert await buyer.market.settle_purchases() == {}  # not before the deadline
@@ -267,7 +274,9 @@ async def test_a_seller_that_delivered_is_paid_without_the_buyers_cooperation(tm
     claims the payment after the dispute window; the buyer can no longer refund itself."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and result.crystal_id is not None  # it has the skill, unpaid
         assert await seller.market.settle_sales() == {}  # the buyer may still release: not yet
         seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
@@ -293,7 +302,9 @@ async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and
     the buyer, and quotes it no more."""
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatNeverReleases)
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and result.crystal_id is not None  # it has the skill
         await chain.advance_time(601)
         await Escrow(chain).refund(buyer.wallet, await terms_of(buyer, result.purchase_id))  # straight to the escrow
@@ -302,7 +313,9 @@ async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and
         assert await sale_defaults_by_buyer(seller.store) == {buyer.identity.public_key: 1}
         assert (await ledger(seller.store, None)).earned_micro_usdc == 0
         with pytest.raises(PurchaseError, match="no longer sells to you: you took back the payment"):
-            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+            await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
         assert await chain.balance(buyer.wallet.address) == 1_000_000  # refused at the quote: nothing locked
     finally:
         await close(buyer, seller)
@@ -311,10 +324,14 @@ async def test_a_buyer_that_keeps_the_skill_and_refunds_itself_is_remembered_and
 async def test_a_replayed_quote_is_refused_and_never_paid_twice(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, ReplayingSeller)
     try:
-        first = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        first = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert first.state == "completed"
         with pytest.raises(PurchaseError, match=r"unusable answer|already used"):
-            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+            await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
     finally:
         await close(buyer, seller)
@@ -372,7 +389,9 @@ async def test_a_buyer_killed_after_paying_resumes_and_never_pays_twice(tmp_path
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerKilledAfterLock)
     try:
         with pytest.raises(Killed):
-            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+            await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
         async with buyer.store.reader().execute("SELECT state FROM purchases") as cursor:
             assert [r[0] for r in await cursor.fetchall()] == ["locked"]
         buyer = await restart(buyer, chain, seller.host.listen_addrs[0])
@@ -388,7 +407,9 @@ async def test_a_buyer_killed_after_paying_resumes_and_never_pays_twice(tmp_path
 async def test_a_seller_killed_before_delivering_delivers_after_its_restart(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, SellerKilledBeforeDelivery)
     try:
-        waiting = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        waiting = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert waiting.state == "locked" and "seller unreachable" in waiting.detail
         seller = await restart(seller, chain, "", same_port=True)
         (resumed,) = await buyer.market.resume()  # its old connection is dead: the request redials
@@ -411,7 +432,9 @@ async def test_a_quote_that_expired_before_payment_is_never_paid(
     seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerKilledBeforeLock)
     try:
         with pytest.raises(Killed):
-            await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+            await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
         buyer = await restart(buyer, chain, seller.host.listen_addrs[0])
         buyer.clock.ahead_ms = QUOTE_VALID_MS + 1_000  # the restart came after the quote expired
         (resumed,) = await buyer.market.resume()
@@ -429,7 +452,9 @@ async def test_a_quote_that_expired_before_payment_is_never_paid(
 async def test_a_direct_payment_is_collected_once_and_the_skill_delivered(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, payment="direct")
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "completed" and (await buyer.store.get(str(result.crystal_id))).text == SKILL
         assert await funds(chain, seller.wallet.address) == PRICE
         assert await chain.balance(buyer.wallet.address) == 1_000_000 - PRICE
@@ -445,7 +470,9 @@ async def test_a_tampered_direct_delivery_is_refused_and_counts_against_the_sell
 ) -> None:
     seller, buyer = await trade(tmp_path, chain, TamperingSeller, payment="direct")
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused" and "paid directly, so there is no refund" in result.detail
         assert (await buyer.store.stats())["total"] == 0
         assert await funds(chain, seller.wallet.address) == PRICE
@@ -467,7 +494,9 @@ class SellerCollectsThenDies(Seller):
 async def test_a_direct_payment_is_never_collected_twice_across_a_seller_restart(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, SellerCollectsThenDies, payment="direct")
     try:
-        waiting = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        waiting = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert waiting.state == "authorized" and "collected at most once" in waiting.detail
         assert await funds(chain, seller.wallet.address) == PRICE  # collected, not delivered
         seller = await restart(seller, chain, "", same_port=True)
@@ -494,7 +523,9 @@ class CheapBuyer(Buyer):
 async def test_an_authorization_for_less_than_the_quote_gets_nothing(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, buyer_class=CheapBuyer, payment="direct")
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "failed" and "amount differs from the quote" in result.detail
         assert "nothing was paid" in result.detail
         assert await funds(chain, seller.wallet.address) == 0

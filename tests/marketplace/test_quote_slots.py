@@ -16,6 +16,7 @@ import pytest
 
 from crypto.envelope import decode_envelope, pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
@@ -100,7 +101,9 @@ async def test_forty_fresh_keys_do_not_keep_a_new_buyer_with_funds_from_its_quot
         assert quoted == SellerLimits().max_open_quotes_unproven + 1  # the claims' pool, and one for the rich wallet
         assert sum("insufficient funds" in why for _, why in answers) == FLOOD  # empty wallets: no quote at all
         assert sum("your wallet has 1 open quotes" in why for _, why in answers) == FLOOD - 1
-        bought = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        bought = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert bought.state == "completed", bought.detail  # the new buyer proved its wallet, which holds the price
     finally:
         await close(buyer, seller)
@@ -110,7 +113,9 @@ async def test_forty_fresh_keys_do_not_keep_a_new_buyer_with_funds_from_its_quot
 async def test_a_past_buyers_wallet_gives_standing_only_with_its_signature(tmp_path: Path, chain: Chain) -> None:
     seller, buyer = await trade(tmp_path, chain, limits=SellerLimits())
     try:
-        bought = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        bought = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert bought.state == "completed"
         assert await seller.market.settle_sales() == {"paid": 1}  # the buyer's wallet has paid here: standing
         for i in range(SellerLimits().max_open_quotes_unproven):  # strangers without proof fill their pool

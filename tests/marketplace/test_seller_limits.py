@@ -10,6 +10,7 @@ import pytest
 
 from crypto.envelope import decode_envelope, pack_body, seal_envelope
 from crypto.identity import Identity
+from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.exchange.market import ESCROW_WINDOW_S
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
@@ -100,7 +101,9 @@ async def test_a_quote_the_buyer_locked_is_kept_past_the_lapse_and_settled_when_
     """Money locked for a quote is the buyer's to resume with; only a quote nobody paid goes."""
     seller, buyer = await trade(tmp_path, chain, SilentSeller)  # takes the lock, never delivers
     try:
-        result = await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade")
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
         assert result.state == "refused"
         assert await seller.market.settle_sales() == {}  # young: not even looked at
         seller.clock.ahead_ms = QUOTE_VALID_MS + 2 * ESCROW_WINDOW_S * 1000 + 1_000

@@ -135,6 +135,7 @@ def test_the_persons_answer_to_an_assistants_question_is_the_persons_words_alone
     )
     extraction = extract(conversation)
     moving, hosted = extraction.pieces
+    assert moving.text == "I'm moving the blog to Hugo."
     assert extraction.left_out["question"] == 1
     assert hosted.text == "On Netlify, free tier." and hosted.context == "assistant: Where will it be hosted?"
 
