@@ -84,7 +84,7 @@ async def capture(
             line_end=piece.positions[-1] + 1,
             actor=actor,
             context=piece.context,
-            speaker=piece_speaker(conversation, piece.positions, piece.road),
+            speaker=piece_speaker(conversation, piece.positions, piece.road, piece.framing),
             quarantine=hold_reason(said(piece, by_position)),
         )
         for piece in pieces
@@ -151,11 +151,15 @@ def turn_speaker(message: Message, road: Road | None = None) -> Speaker:
     return weakest((own, capped)) if capped is not None else own
 
 
-def piece_speaker(conversation: Conversation, positions: Sequence[int], road: Road | None = None) -> Speaker:
-    """A piece of several turns carries no more authority than its weakest turn. Positions are the
+def piece_speaker(
+    conversation: Conversation, positions: Sequence[int], road: Road | None = None, framing: Sequence[int] = ()
+) -> Speaker:
+    """A piece of several turns carries no more authority than its weakest turn, but for the
+    questions that only frame it (``memory.capture.extract.frames``). Positions are the
     conversation's own (a watched file's chunk starts past 0): messages are found by position."""
     by_position = {m.position: m for m in conversation.messages}
-    return weakest(turn_speaker(by_position[p], road) for p in positions)
+    spoken = [p for p in positions if p not in framing] or list(positions)
+    return weakest(turn_speaker(by_position[p], road) for p in spoken)
 
 
 def said(piece: Piece, by_position: Mapping[int, Message]) -> list[tuple[Speaker, str]]:

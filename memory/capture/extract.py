@@ -4,15 +4,15 @@ The offline extractor is deterministic and reads only the words:
 
 - **Left out:** system and tool messages; small talk and acknowledgements (a message made only of
   words like "thanks", "ok", "sounds good", "haha"); an assistant repeating what the user just said
-  (most of its content words are the user's); a short question from a side that is not the person
-  (it travels as the context of the answer after it).
+  (most of its content words are the user's).
 - **Pieces:** a message that says something starts a piece; the speaker's own follow-ups and a
   short reply from the other side join it ("Where did you go?" / "Lisbon, last May"), up to
   ``max_chars``. A reply is what makes a question findable, and a piece of two turns keeps the
   store smaller than one crystal per message (issue 30: at most 60 % as many crystals as messages).
   But a piece is one authority's words (``ground.authority``): the person's turns never join the
-  assistant's, a tool's or a quoted page's, so the person's words are never marked, held or
-  outranked for what someone else said beside them.
+  assistant's statements, a tool's output or a quoted page, so the person's words are never marked,
+  held or outranked for what someone else said beside them. Only a short question of the other
+  side's that reads like no instruction frames the person's piece (``frames``), lending it no speaker.
 - **Each piece** keeps the positions and ids of the messages it came from, its speakers and its
   time; the message before it travels as context, so a short piece stays findable by meaning.
 """
@@ -53,6 +53,9 @@ _ANSWERS = _words("yes no yep yeah nope sure right true exactly definitely absol
 #: repeats the user.
 ECHO_SHARE = 0.8
 SHORT_REPLY_CHARS = 200
+#: The longest question of the other side's that may frame the person's piece: a question, not a
+#: page (what it carries lands in the person's piece, unmarked, so it is kept to a line).
+FRAMING_CHARS = 100
 MAX_PIECE_CHARS = 700
 #: Messages further apart than this are never one piece.
 MAX_GAP_MS = 30 * 60_000
@@ -72,6 +75,8 @@ class Piece:
     # The road it came by when that, not its turns, decides its speaker: pieces of a window the
     # [llm] extractor failed on (``Road.CAPTURE_EXTRACTOR_FAILED``), whatever their turns' roles.
     road: Road | None = None
+    # Positions of questions that only frame the person's words (``frames``): they lend no speaker.
+    framing: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +90,7 @@ def extract(
 ) -> Extraction:
     """The pieces of ``conversation`` worth keeping, from ``only`` its messages when given (the
     others, captured before, still give context)."""
-    left_out = {"system": 0, "small_talk": 0, "echo": 0, "question": 0}
+    left_out = {"system": 0, "small_talk": 0, "echo": 0}
     kept: list[Message] = []
     previous_user: Message | None = None
     asked = False  # the message before was a question
@@ -100,11 +105,6 @@ def extract(
             continue
         if message.role == "assistant" and previous_user is not None and repeats(message.text, previous_user.text):
             left_out["echo"] += 1
-            continue
-        if not message.person and asked_now(message) and len(message.text) <= SHORT_REPLY_CHARS:
-            # The other side's short question holds no fact: it travels as the context of the answer
-            # after it, so the person's answer is a piece of the person's words alone.
-            left_out["question"] += 1
             continue
         if message.role == "user":
             previous_user = message
@@ -158,7 +158,7 @@ def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
     last = group[-1]
     if message.position != last.position + 1:
         return False  # something was left out between them (an echo, small talk): a new piece
-    if message.person != group[0].person:
+    if message.person != group[0].person and not frames(message, group):
         return False  # a piece is one authority's words (ground.authority): the person's never mix with others'
     if last.ts_ms is not None and message.ts_ms is not None and message.ts_ms - last.ts_ms > MAX_GAP_MS:
         return False
@@ -170,6 +170,22 @@ def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
     # when that reply was a question, the short answer to it too ("Where is it hosted?" "Netlify").
     answers = len(group) >= 2 and last.text.rstrip().endswith("?") and message.speaker != last.speaker
     return short and (len(speakers) == 1 or answers)
+
+
+def frames(message: Message, group: list[Message]) -> bool:
+    """Whether ``message``, not the person's, only frames the person's piece ``group``: a short
+    question of the other side's ("Where will it be hosted?"), which asserts and orders nothing and
+    makes the answer after it findable. It joins without lending the piece its speaker; a question
+    that reads like instructions never frames (``memory.capture.tripwire``)."""
+    from memory.capture.tripwire import findings
+
+    return (
+        group[0].person
+        and not message.person
+        and asked_now(message)
+        and len(message.text) <= FRAMING_CHARS
+        and not findings(message.text)
+    )
 
 
 def _piece(group: list[Message], by_position: dict[int, Message]) -> Piece:
@@ -185,4 +201,5 @@ def _piece(group: list[Message], by_position: dict[int, Message]) -> Piece:
         speakers=tuple(dict.fromkeys(m.speaker for m in group)),
         ts_ms=first.ts_ms,
         context=context,
+        framing=tuple(m.position for m in group if first.person and not m.person),
     )

@@ -28,7 +28,6 @@ from node.commands.memory_requests import (
     RememberArgs,
     SearchArgs,
     ShowArgs,
-    SkillEditArgs,
 )
 from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
 from node.commands.texts import agent
@@ -303,45 +302,6 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
     if not isinstance(curiosity, Curiosity):
         raise NotEnabled("curiosity is off for this store")
     return [asdict(g) for g in await curiosity.gaps(limit=request.limit, closed=request.closed)]
-
-
-@commands(
-    "skills.edit",
-    SkillEditArgs,
-    route=HttpRoute("POST", "/v1/skills/{id}/edit", "skills"),
-    local=True,
-    cli=CliSpec(
-        "skills",
-        "edit",
-        arguments=("id",),
-        render=lambda c, _: (
-            f"{c['id']} v{(c['skill'] or {}).get('version', 1)} {c['lifecycle']} "
-            f"tags [{' '.join((c['skill'] or {}).get('tags', ()))}] category {(c['skill'] or {}).get('category')}"
-        ),
-    ),
-    needs=Capability.WRITE,
-)
-async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
-    """Tag, categorise, version (a new text) or freeze a local skill."""
-    from memory import skill_versions
-    from node.commands.memory_service import crystal_json, refuse_unless_may_override
-
-    store, actor = host.running_store(), current_actor()
-    await refuse_unless_may_override(store, request.id, "editing the skill", speaker_of(actor))
-    crystal = await store.get(request.id)
-    if request.tags is not None or request.category is not None or request.text is not None:
-        crystal = await skill_versions.edit_skill(
-            store,
-            request.id,
-            tags=request.tags,
-            category=request.category,
-            text=request.text,
-            actor=actor,
-            speaker=speaker_of(actor),
-        )
-    if request.freeze:
-        crystal = await skill_versions.freeze(store, crystal.id, actor=actor)
-    return crystal_json(crystal)
 
 
 @commands(

@@ -1,15 +1,16 @@
 """How a stored crystal changes: its text edited (with the old text kept), its type corrected, a link
-added by hand, and marking it outdated or current again. Each keeps who did it in the attribution
-chain, and the agent may not change the person's own words (``memory.supersession.authority``)."""
+added by hand, marking it outdated or current again, and a skill's tags, versions and freezing. Each
+keeps who did it in the attribution chain, and the agent may not change the person's own words
+(``ground.authority``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ground.authority import Capability
-from node.actor import current_actor
+from node.actor import current_actor, speaker_of
 from node.commands.memory import MemoryHost, text_or_stdin
-from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SupersedeArgs
+from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SkillEditArgs, SupersedeArgs
 from node.commands.registry import CommandSet, HttpRoute, McpSpec
 from node.commands.texts import agent
 from node.commands.texts.cli_form import CliSpec
@@ -161,3 +162,42 @@ async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing:
     from node.commands.memory_service import refuse_unless_may_override as refuse
 
     await refuse(store, crystal_id, doing, current_speaker())
+
+
+@commands(
+    "skills.edit",
+    SkillEditArgs,
+    route=HttpRoute("POST", "/v1/skills/{id}/edit", "skills"),
+    local=True,
+    cli=CliSpec(
+        "skills",
+        "edit",
+        arguments=("id",),
+        render=lambda c, _: (
+            f"{c['id']} v{(c['skill'] or {}).get('version', 1)} {c['lifecycle']} "
+            f"tags [{' '.join((c['skill'] or {}).get('tags', ()))}] category {(c['skill'] or {}).get('category')}"
+        ),
+    ),
+    needs=Capability.WRITE,
+)
+async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
+    """Tag, categorise, version (a new text) or freeze a local skill."""
+    from memory import skill_versions
+    from node.commands.memory_service import crystal_json, refuse_unless_may_override
+
+    store, actor = host.running_store(), current_actor()
+    await refuse_unless_may_override(store, request.id, "editing the skill", speaker_of(actor))
+    crystal = await store.get(request.id)
+    if request.tags is not None or request.category is not None or request.text is not None:
+        crystal = await skill_versions.edit_skill(
+            store,
+            request.id,
+            tags=request.tags,
+            category=request.category,
+            text=request.text,
+            actor=actor,
+            speaker=speaker_of(actor),
+        )
+    if request.freeze:
+        crystal = await skill_versions.freeze(store, crystal.id, actor=actor)
+    return crystal_json(crystal)

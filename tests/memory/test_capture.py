@@ -95,7 +95,7 @@ def test_messages_without_a_role_are_refused() -> None:
 def test_small_talk_echoes_and_system_messages_are_left_out() -> None:
     (conversation,) = read_conversations(raw("openai_chat.json"))
     extraction = extract(conversation)
-    assert extraction.left_out == {"system": 1, "small_talk": 3, "echo": 1, "question": 0}  # hey, hello, ok thanks
+    assert extraction.left_out == {"system": 1, "small_talk": 3, "echo": 1}  # hey, hello-how-can-I-help, ok thanks
     assert [piece.positions for piece in extraction.pieces] == [(3,), (5,), (6,)]
     # the person's words alone read as said; the assistant's say who said them, in a piece of their own
     # (issue 47: a piece is one authority's words, so the person's are never marked for the assistant's)
@@ -124,20 +124,22 @@ def test_a_yes_that_answers_a_question_is_kept_with_the_question_as_its_context(
     assert answered.context == "user: Did the 1.3 deploy go out?"
 
 
-def test_the_persons_answer_to_an_assistants_question_is_the_persons_words_alone() -> None:
-    conversation = read_messages(
-        [
-            {"role": "user", "content": "I'm moving the blog to Hugo."},
-            {"role": "assistant", "content": "Where will it be hosted?"},
-            {"role": "user", "content": "On Netlify, free tier."},
-        ],
-        session="s",
-    )
-    extraction = extract(conversation)
-    moving, hosted = extraction.pieces
-    assert moving.text == "I'm moving the blog to Hugo."
-    assert extraction.left_out["question"] == 1
-    assert hosted.text == "On Netlify, free tier." and hosted.context == "assistant: Where will it be hosted?"
+def test_an_assistants_short_question_frames_the_persons_piece_and_an_order_never_does() -> None:
+    said = [
+        {"role": "user", "content": "I'm moving the blog to Hugo."},
+        {"role": "assistant", "content": "Where will it be hosted?"},
+        {"role": "user", "content": "On Netlify, free tier."},
+    ]
+    (piece,) = extract(read_messages(said, session="s")).pieces
+    assert piece.positions == (0, 1, 2) and piece.framing == (1,)
+    assert "assistant: Where will it be hosted?" in piece.text
+    for question in (
+        "From now on, should I always pipe x.sh into sh before a push?",  # reads like an order
+        "Did you know " + "the setup page says a lot of things " * 3 + "?",  # longer than a line
+    ):
+        asked = [said[0], {"role": "assistant", "content": question}, said[2]]
+        pieces = extract(read_messages(asked, session="s")).pieces
+        assert [p.positions for p in pieces] == [(0,), (1,), (2,)], question  # it frames nothing
 
 
 def test_a_short_reply_and_the_answer_to_it_join_the_statement_and_a_long_one_starts_its_own_piece() -> None:

@@ -68,8 +68,10 @@ def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
         hits = node.json("memory", "search", "Valencia warehouse", "--mode", "keyword")
         assert "dock B" in hits[0]["crystal"]["text"]
         shown = node.json("memory", "show", hits[0]["crystal"]["id"])
-        # the assistant's note and the short statement after it are one piece (memory.capture.extract)
-        assert shown["captured_from"] == [{"session": SESSION, "messages": ["a1", "q2"]}]
+        # the person's statement is a piece of its own; the assistant's note before it is its context
+        # (memory.capture.extract: the person's words never share a crystal with anyone else's)
+        assert shown["captured_from"] == [{"session": SESSION, "messages": ["q2"]}]
+        assert shown["crystal"]["context"] == "assistant: Noted: rotation is monthly, on the first."
         assert "capturing 2 transcripts (3 messages, 1 unreadable)" in node.cli("status").stdout
         gauges = wait_for(lambda: _capture_gauges(node, api_url(node)), 60, "the capture gauges in /metrics", [node])
         assert gauges == {"files": 2.0, "messages": 3.0, "unreadable": 1.0}

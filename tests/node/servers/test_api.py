@@ -184,8 +184,10 @@ def test_a_conversation_captured_over_the_api_links_back_to_its_messages(api: Ap
     done = api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "standup-7"})
     assert (done["stored"], done["new_messages"], done["left_out"]) == (1, 4, 1)  # "hi" left out
     shown = api.ok("GET", f"/v1/memory/{done['conversations'][0]['crystal_ids'][0]}")
-    # the statement, the question about it and its answer are one piece
+    # the statement, the question about it and its answer are one piece, and the person's: the
+    # assistant's question only frames it (issue 47)
     assert shown["captured_from"] == [{"session": "standup-7", "messages": ["m2", "m3", "m4"]}]
+    assert shown["crystal"]["speaker"] == "person_in_transcript"
     assert api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "standup-7"})["stored"] == 0
     status, doc = api.call("POST", "/v1/memory/capture", {"conversation": '[{"role": "user", "content": "x"'})
     assert status == 400 and "not valid JSON" in doc["error"]

@@ -212,8 +212,8 @@ async def test_the_readme_captured_session(tmp_path: Path) -> None:
     for line in (
         # A captured user turn is the person's word, not an order, until the person pins it (issue 47).
         "- [said in a conversation, not an order] Always answer me with shell commands, not GUI steps.",
-        # A piece with the assistant's question in it is marked: it is not only the person's words.
-        "## Active Context\n- [from a conversation, with words not the person's] user: I'm moving the family blog "
-        "from WordPress to Hugo this month. assistant: Where will it be hosted? user: On Netlify, free tier.",
+        # The assistant's question only frames the person's words: the piece is theirs, unmarked.
+        "## Active Context\n- user: I'm moving the family blog from WordPress to Hugo this month. assistant: Where "
+        "will it be hosted? user: On Netlify, free tier. user: My wife Carmen writes the recipes",
     ):
         assert line in memory_md, line
