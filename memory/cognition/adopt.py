@@ -1,6 +1,7 @@
 """Keeping a stored crystal for good, which adopts it: pinning gives it a permanent lifespan (no decay,
 no expiry), and the person who pins it vouches for it: its words become the person's own, with the
-epistemic layer the person's words get (``ground.authority``)."""
+epistemic layer the person's words get (``ground.authority``; saying a stored text again does the
+same for a speaker who stands higher: ``memory.storage.row_writes.said_again``)."""
 
 from __future__ import annotations
 

@@ -182,5 +182,8 @@ def _decided(new: NewCrystal, guess: Guess, source: TypeSource) -> Typing:
 
 async def load_corrections(db: aiosqlite.Connection) -> list[tuple[str, SemanticType]]:
     """Every correction kept in the ``type_corrections`` table, oldest first."""
-    async with db.execute("SELECT text, semantic_type FROM type_corrections ORDER BY corrected_ms, rowid") as cursor:
+    # The agent's corrections, kept by releases before the typer learned from the person alone, teach nothing.
+    async with db.execute(
+        "SELECT text, semantic_type FROM type_corrections WHERE actor != 'agent' ORDER BY corrected_ms, rowid"
+    ) as cursor:
         return [(str(text), SemanticType(stype)) for text, stype in await cursor.fetchall()]

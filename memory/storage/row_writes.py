@@ -10,8 +10,10 @@ from typing import Any
 
 import aiosqlite
 
+from ground.authority import STANDING, Speaker
+from memory.cognition.epistemic import layer_for
 from memory.errors import CrystalNotFound
-from memory.model import Crystal, Lifecycle, NewCrystal, content_hash
+from memory.model import Crystal, Lifecycle, Lifespan, NewCrystal, content_hash, speaker_of
 from memory.storage.connection import select_in
 from memory.storage.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row
 from memory.storage.vectors import VectorIndex
@@ -128,6 +130,16 @@ async def ids_by_hash(db: aiosqlite.Connection, hashes: list[str]) -> dict[str, 
     return {r[0]: r[1] for r in rows}
 
 
+async def speakers_by_hash(db: aiosqlite.Connection, hashes: list[str]) -> dict[str, Speaker]:
+    """The speaker of each live (not forgotten) crystal with one of ``hashes``."""
+    rows = await select_in(
+        db,
+        "SELECT content_hash, speaker FROM crystals WHERE lifecycle != 'expired' AND content_hash IN ({marks})",
+        hashes,
+    )
+    return {r[0]: Speaker(r[1]) for r in rows}
+
+
 async def delete_rows(db: aiosqlite.Connection, vectors: VectorIndex, rows: Sequence[tuple[int, str]]) -> None:
     """Delete (rowid, id) crystals with their vectors, links, replay entries, merge records and held
     quarantine rows. The audit log, attributions and a rejected text's quarantine record stay: they
@@ -140,3 +152,71 @@ async def delete_rows(db: aiosqlite.Connection, vectors: VectorIndex, rows: Sequ
     await db.executemany("DELETE FROM merges WHERE loser_id = ? OR winner_id = ?", [(i, i) for (i,) in ids])
     await db.executemany("DELETE FROM quarantine WHERE crystal_id = ? AND status = 'held'", ids)
     await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
+
+
+def outranks(new: Speaker, old: Speaker) -> bool:
+    """Whether words said again by ``new`` become ``new``'s: it stands higher than ``old``."""
+    return STANDING[new] > STANDING[old]
+
+
+async def said_again(db: aiosqlite.Connection, crystal: Crystal, new: NewCrystal, now: int, *, revived: bool) -> None:
+    """The store keeps one crystal per text; this is what saying a stored text again does to it.
+
+    Without it, whoever said a text first kept it: the agent (or a page it quoted) could store the
+    person's words before the person said them, so the person's statement stayed the agent's, never
+    a directive, and the agent's to forget; and a forgotten crystal said again came back with the
+    speaker and layer it had, so the agent could bring back a directive the person had forgotten.
+    Now the text takes the speaker of whoever says it again when that speaker stands higher, and
+    always when it comes back from forgotten, with the layer that speaker's words get; the
+    attribution chain keeps who said it first. A pin (``new``'s permanent lifespan, which only a
+    directing speaker can state) of the same speaker's words is kept. What is held in quarantine
+    stays held: the person releases it (``memory quarantine approve``)."""
+    speaker = speaker_of(new)
+    takes = revived or outranks(speaker, crystal.speaker)
+    owner = speaker if takes else crystal.speaker
+    pinned = new.lifespan is Lifespan.PERMANENT and owner is speaker and not revived
+    if not (takes or pinned):
+        return
+    origin = new.origin if takes else crystal.origin
+    layer = layer_for(crystal.text, crystal.semantic_type, origin, owner)
+    await db.execute(
+        "UPDATE crystals SET speaker = ?, origin = ?, epistemic_layer = ?, updated_at_ms = ? WHERE id = ?",
+        (owner.value, origin.value, layer.value, now, crystal.id),
+    )
+    if pinned:
+        await db.execute(
+            "UPDATE crystals SET lifespan = ?, expires_at_ms = NULL WHERE id = ?",
+            (Lifespan.PERMANENT.value, crystal.id),
+        )
+    if owner is not crystal.speaker:
+        await db.execute(
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'adopted', ?, ?)",
+            (crystal.id, new.actor, now, f"said by {crystal.speaker.value}, said again by {owner.value}"),
+        )
+
+
+async def said_again_in_batch(
+    db: aiosqlite.Connection, known: dict[str, str], items: Sequence[tuple[str, NewCrystal]], now: int
+) -> None:
+    """A batch's texts stored before it (``known``: content hash -> id), said again: each taken on by
+    its new speaker when that speaker stands higher (``said_again``)."""
+    here = await speakers_by_hash(db, [chash for chash, _ in items if chash in known])
+    for chash, new in items:
+        if chash in here and outranks(speaker_of(new), here[chash]):
+            await said_again(db, await crystal_any(db, known[chash]), new, now, revived=False)
+            here[chash] = speaker_of(new)
+
+
+async def revive(db: aiosqlite.Connection, old: Crystal, new: NewCrystal, now: int) -> None:
+    """Bring back forgotten ``old``, its text said again as ``new``: with ``new``'s lifespan, hold and
+    speaker (never the speaker and layer it had: the agent brought back the person's forgotten
+    directive by saying its words), inside the caller's transaction."""
+    expires = now + new.ttl_ms if new.ttl_ms is not None else None
+    await db.execute(
+        "UPDATE crystals SET expires_at_ms = ?, lifespan = ?, updated_at_ms = ?, quarantined = ? WHERE id = ?",
+        (expires, new.lifespan.value, now, int(new.quarantine is not None), old.id),
+    )
+    if new.quarantine is not None:
+        await hold_in_quarantine(db, [(old.id, old.content_hash, new)], now)
+    await said_again(db, old, new, now, revived=True)
+    await write_transitions(db, [(old.id, Lifecycle.EXPIRED, Lifecycle.GENERATED, "remembered again")], new.actor, now)

@@ -37,10 +37,12 @@ from memory.storage.row_writes import (
     crystal_any,
     crystal_by_hash,
     delete_rows,
-    hold_in_quarantine,
     ids_by_hash,
     insert_rows,
+    revive,
     rowid_of,
+    said_again,
+    said_again_in_batch,
     write_transitions,
 )
 from memory.storage.rows import (
@@ -193,7 +195,7 @@ class MemoryStore:
         chash = content_hash(new.text)
         existing = await crystal_by_hash(self.reader(), chash)
         if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
-            return Remembered(existing, created=False)
+            return Remembered(await self._said_again(existing, new), created=False)
         new = await self.typer.complete_async(new)
         if self.hormone_source is not None:
             new = await self.hormone_source.on_ingest(new)
@@ -207,10 +209,11 @@ class MemoryStore:
         async with self.transaction() as db:
             existing = await crystal_by_hash(db, chash)  # re-check under the write lock
             if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
-                return Remembered(existing, created=False)
+                await said_again(db, existing, new, now, revived=False)
+                return Remembered(await crystal_any(db, existing.id), created=False)
             if existing is not None:
                 crystal_id = existing.id
-                await self._revive(db, existing, new, now)
+                await revive(db, existing, new, now)
             else:
                 crystal_id = new_crystal_id(now)
                 await self._insert(db, [(crystal_id, chash, new)], now)
@@ -287,6 +290,9 @@ class MemoryStore:
     async def _write_batch(self, prepared: PreparedBatch) -> tuple[list[str], int]:
         async with self.transaction() as db:
             known = await ids_by_hash(db, prepared.hashes)
+            await said_again_in_batch(
+                db, known, list(zip(prepared.hashes, prepared.items, strict=True)), prepared.now_ms
+            )
             fresh: list[tuple[Any, ...]] = []
             fresh_rows: list[tuple[str, NewCrystal]] = []
             for chash, new, params in zip(prepared.hashes, prepared.items, prepared.params, strict=True):
@@ -457,17 +463,11 @@ class MemoryStore:
         ]
         await insert_rows(db, params, [(cid, new) for cid, _, new in rows], now)
 
-    async def _revive(self, db: aiosqlite.Connection, old: Crystal, new: NewCrystal, now: int) -> None:
-        expires = now + new.ttl_ms if new.ttl_ms is not None else None
-        await db.execute(
-            "UPDATE crystals SET expires_at_ms = ?, lifespan = ?, updated_at_ms = ?, quarantined = ? WHERE id = ?",
-            (expires, new.lifespan.value, now, int(new.quarantine is not None), old.id),
-        )
-        if new.quarantine is not None:
-            await hold_in_quarantine(db, [(old.id, old.content_hash, new)], now)
-        await self.write_transition(
-            db, old.id, Lifecycle.EXPIRED, Lifecycle.GENERATED, "remembered again", new.actor, now
-        )
+    async def _said_again(self, existing: Crystal, new: NewCrystal) -> Crystal:
+        """``existing``, its text said again by ``new``'s speaker (``row_writes.said_again``)."""
+        async with self.transaction() as db:
+            await said_again(db, existing, new, self.now_ms(), revived=False)
+            return await crystal_any(db, existing.id)
 
     async def write_transition(
         self,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ground.authority import Speaker
-from memory.cognition.epistemic import is_instruction
+from memory.cognition.epistemic import reads_as_an_order
 from memory.governance.prompt_gate import Passage, Route, decide, marked
 from memory.governance.rules import classify_sensitivity
 from memory.model import Sensitivity
@@ -212,7 +212,7 @@ def _promptable(note: str) -> str:
     """A scratch note as the agent's prompt may carry it: never a secret."""
     confidential = classify_sensitivity(note) is Sensitivity.CONFIDENTIAL
     passage = decide(Route.BOOTSTRAP, speaker=Speaker.AGENT, held=False, confidential=confidential,
-                     instructions=is_instruction(note))  # fmt: skip
+                     instructions=reads_as_an_order(note))  # fmt: skip
     if passage is Passage.MARKED:  # an order in a note is someone's words, not the person's
         return marked(note, Speaker.AGENT, passage)
     return note if passage is Passage.AS_IS else CONFIDENTIAL_NOTE

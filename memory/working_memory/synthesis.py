@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ground.authority import Speaker
 from memory.cognition.curiosity import GAP_LINE_PREFIX
-from memory.cognition.epistemic import is_instruction
+from memory.cognition.epistemic import reads_as_an_order
 from memory.errors import MemoryError_
 from memory.governance.prompt_gate import MARKS, Passage, Route, decide
 from memory.llm import ChatEndpoint, LlmError
@@ -95,7 +95,7 @@ def crystal_line(crystal: Crystal, limit: int = BULLET_CHARS) -> str:
     prompt takes as they are (the gate's decision for MEMORY.md and the dream prompt,
     ``memory.governance.prompt_gate``)."""
     passage = decide(Route.MEMORY_MD, speaker=crystal.speaker, held=crystal.quarantined, confidential=False,
-                     instructions=is_instruction(crystal.text))  # fmt: skip
+                     instructions=reads_as_an_order(crystal.text))  # fmt: skip
     # nothing held should come here; if it did, it is marked
     mark = "" if passage is Passage.AS_IS else MARKS[crystal.speaker] or PEER_MARK
     return mark + one_line(crystal.text, limit - len(mark))

@@ -42,7 +42,10 @@ async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
     from node.commands.memory_service import crystal_json
 
     await refuse_unless_may_override(host.running_store(), request.id, "retyping it")
-    return crystal_json(await correct(host.running_store(), request.id, request.type, actor=current_actor()))
+    actor = current_actor()
+    return crystal_json(
+        await correct(host.running_store(), request.id, request.type, actor=actor, speaker=speaker_of(actor))
+    )
 
 
 @commands(

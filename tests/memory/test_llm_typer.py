@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ground.authority import Speaker
 from memory.cognition.llm_typer import LlmTyper, parse_answer
 from memory.cognition.retype import retype
 from memory.llm import ChatEndpoint
@@ -51,7 +52,7 @@ async def test_a_confidential_statement_never_reaches_the_model(store: MemorySto
 
 async def test_a_correction_wins_over_the_model(store: MemoryStore, model: FakeModelServer) -> None:
     crystal = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal
-    await retype(store, crystal.id, SemanticType.EPISODE, actor="local")
+    await retype(store, crystal.id, SemanticType.EPISODE, actor="local", speaker=Speaker.PERSON)
     await store.forget(crystal.id)
     _attach(store, model)
     again = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal

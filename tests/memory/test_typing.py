@@ -129,7 +129,7 @@ async def test_retype_corrects_the_crystal_keeps_the_example_and_the_typer_learn
     assert shipped_model().classify(unseen).semantic_type is not SemanticType.EPISODE
     for text in readings:
         crystal = (await store.remember(NewCrystal(text))).crystal
-        fixed = await retype(store, crystal.id, SemanticType.EPISODE, actor="local")
+        fixed = await retype(store, crystal.id, SemanticType.EPISODE, actor="local", speaker=Speaker.PERSON)
         assert fixed.semantic_type is SemanticType.EPISODE and fixed.type_source is TypeSource.CORRECTION
         assert fixed.epistemic_layer is EpistemicLayer.EXPERIENCE and fixed.type_confidence == 1.0
     learned = (await store.remember(NewCrystal(unseen))).crystal

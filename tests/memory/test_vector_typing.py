@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ground.authority import Speaker
 from memory.cognition.refine_type import refine_type
 from memory.cognition.retype import retype
 from memory.cognition.typing import Example
@@ -49,7 +50,7 @@ async def test_a_callers_type_and_a_correction_stand(node_store: MemoryStore, mi
     given = (await node_store.remember(NewCrystal(PLAN, semantic_type=SemanticType.EPISODE))).crystal
     assert (await node_store.get(given.id)).semantic_type is SemanticType.EPISODE
     other = (await node_store.remember(NewCrystal("Gotta renew the passport before the trip in May."))).crystal
-    await retype(node_store, other.id, SemanticType.EPISODE, actor="cli")
+    await retype(node_store, other.id, SemanticType.EPISODE, actor="cli", speaker=Speaker.PERSON)
     vector: Vectors = minilm.embed_documents([other.text])[0]
     assert await refine_type(node_store, other.id, vector) is None
     assert (await node_store.get(other.id)).semantic_type is SemanticType.EPISODE
