@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,10 @@ SESSION = "0b7f3c1d-2222-4e4e-8f8f-001122334455"
 def claude_line(uuid: str, role: str, text: str) -> str:
     return json.dumps({"type": role, "sessionId": SESSION, "uuid": uuid, "timestamp": "2026-06-01T08:00:00Z",
                        "message": {"role": role, "content": text}}) + "\n"  # fmt: skip
+
+
+def _holds(node: Node, messages: int) -> bool:
+    return _capture(node).get("messages") == messages
 
 
 def _capture(node: Node) -> dict[str, object]:
@@ -120,6 +125,55 @@ def test_a_watched_session_speaks_for_the_person_only_in_the_persons_own_turns(t
         assert bootstrap.returncode == 0, bootstrap.stderr
         assert "directives" not in bootstrap.stdout and "sudo" not in bootstrap.stdout, bootstrap.stdout
         assert read == 3  # u1, a1 and u2: the other ten lines are no one's turns in this conversation
+    finally:
+        log = node.stop()
+    assert "Traceback" not in log, log
+
+
+#: Twelve turns, each a fact of its own: the person's and the assistant's never share a crystal.
+GROWING = [
+    ("u1", "user", "The staging database lives on host pg-stage-3 in Frankfurt."),
+    ("a1", "assistant", "I will point the migration scripts at the Frankfurt replica first."),
+    ("u2", "user", "Our on-call rotation hands over every Tuesday at noon."),
+    ("a2", "assistant", "The pager schedule in Opsgenie now shows the Tuesday handover."),
+    ("u3", "user", "Invoices go out from billing@example.org on the 25th."),
+    ("a3", "assistant", "Drafted the reminder job for the monthly invoice run."),
+    ("u4", "user", "The iOS build needs Xcode 16.2, not the beta toolchain."),
+    ("a4", "assistant", "Pinned the CI image to the stable compiler release."),
+    ("u5", "user", "Marta owns the design system; ask her before renaming tokens."),
+    ("a5", "assistant", "Added a CODEOWNERS entry so token renames request a review."),
+    ("u6", "user", "Backups are kept for 35 days in the Glacier bucket."),
+    ("a6", "assistant", "The lifecycle rule now expires archive objects after five weeks."),
+]
+
+
+def test_a_transcript_growing_by_a_few_turns_at_a_time_keeps_the_daemon_running(tmp_path: Path) -> None:
+    """Issue 48: an agent appends several turns at a time to a session that already holds more.
+    Capture once indexed the new chunk by the turns' positions in the whole file and raised
+    IndexError, which stopped the daemon (and stopped it again at every restart). Every turn must be
+    captured, each exactly once, and the daemon must go on running."""
+    projects = tmp_path / "claude" / "projects" / "ops"
+    projects.mkdir(parents=True)
+    transcript = projects / f"{SESSION}.jsonl"
+    transcript.write_text("".join(claude_line(*turn) for turn in GROWING[:6]))
+    env = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_CAPTURE__WATCH=json.dumps([str(tmp_path / "claude" / "projects")]),
+        BITTERBOT_CAPTURE__POLL_S="0.5",
+    )
+    node = Node(tmp_path, "node", env)
+    assert node.cli("init").returncode == 0
+    node.start()
+    try:
+        wait_for(lambda: _capture(node).get("messages") == 6, 60, "the first six turns to be captured", [node])
+        for count, batch in ((9, GROWING[6:9]), (12, GROWING[9:])):  # fewer new turns than the file holds
+            with transcript.open("a") as handle:
+                handle.write("".join(claude_line(*turn) for turn in batch))
+            wait_for(partial(_holds, node, count), 60, f"{count} turns captured", [node])
+        assert node.proc is not None and node.proc.poll() is None, "the daemon stopped"
+        texts = [c["text"] for c in node.json("memory", "list", "--limit", "100")["crystals"]]
+        for _, _, said in GROWING:
+            assert sum(said in text for text in texts) == 1, (said, texts)
     finally:
         log = node.stop()
     assert "Traceback" not in log, log
