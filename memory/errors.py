@@ -9,7 +9,8 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── ExportRefused           governance forbids a crystal leaving the node
 ├── EmbedderError           an embedder failed or is misconfigured
 ├── InvalidQuery            a search request that cannot be run (bad filter, empty query)
-└── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
+├── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
+└── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
 """
 
 from __future__ import annotations
@@ -84,3 +85,13 @@ class ForeignFormatError(MemoryError_, Invalid):
 
 class InvalidValue(MemoryError_, Invalid):
     """A value given to ``memory`` is wrong (also a ValueError): the message says which and why."""
+
+
+class FileRefused(MemoryError_, Invalid):
+    """A file that is not read (``memory.safe_files``): a symlink, a special file (a FIFO, a device,
+    a socket) or a file over its size cap. The message names the file and the reason."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason

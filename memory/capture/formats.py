@@ -19,8 +19,10 @@ Four formats, told apart by their shape (``detect``) or named by the caller:
   "timestamp"?, "id"?}`` per line.
 
 A damaged input raises ``CaptureFormatError`` naming what is wrong and where; nothing is stored
-from it. A line of a JSONL file that is not a message is skipped and counted (``skipped``), as the
-JSONL importer does, except a last line cut short, which is reported: the writer may still be at it.
+from it. A line of a JSONL file or a Claude Code session that is not a message is skipped and counted
+(``skipped``), as the JSONL importer does; a line that is not a JSON object at all is also named
+(``damaged``: its line number), so one damaged line never holds back the lines after it. A last line
+cut short is reported instead: the writer may still be at it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Conversation:
     messages: tuple[Message, ...]
     title: str | None = None
     skipped: int = 0  # lines or entries that were not messages
+    damaged: tuple[int, ...] = ()  # numbers (from 1) of lines that were not a JSON object: skipped
 
 
 def detect(raw: str) -> ConversationFormat:
@@ -151,11 +154,12 @@ def _openai(doc: Any, session: str) -> Conversation:
 def _claude_code(raw: str, session: str) -> Conversation:
     messages: list[Message] = []
     skipped = 0
+    damaged: list[int] = []
     for number, entry in _json_lines(raw):
-        if entry is _NOT_JSON:
-            raise CaptureFormatError(f"line {number} is not JSON")
-        if not isinstance(entry, dict):
-            raise CaptureFormatError(f"line {number} is not a JSON object")
+        if not isinstance(entry, dict):  # not JSON, or not an object: a damaged line, skipped and named
+            damaged.append(number)
+            skipped += 1
+            continue
         session = str(entry.get("sessionId") or session)
         inner = entry.get("message")
         if entry.get("type") not in ("user", "assistant") or _not_a_turn(entry) or not isinstance(inner, dict):
@@ -178,7 +182,7 @@ def _claude_code(raw: str, session: str) -> Conversation:
                 person=role == "user" and entry["type"] == "user",
             )
         )
-    return Conversation(session, _spoken(messages), skipped=skipped)
+    return Conversation(session, _spoken(messages), skipped=skipped, damaged=tuple(damaged))
 
 
 #: Claude Code's wrappers around what a shell or slash command printed or was given, written as a
@@ -260,7 +264,10 @@ def _thread(mapping: dict[str, Any], current: object) -> list[Any]:
 def _jsonl(raw: str, session: str) -> Conversation:
     messages: list[Message] = []
     skipped = 0
-    for _, doc in _json_lines(raw):
+    damaged: list[int] = []
+    for number, doc in _json_lines(raw):
+        if not isinstance(doc, dict):
+            damaged.append(number)
         text = doc.get("text", doc.get("content")) if isinstance(doc, dict) else None
         if not isinstance(text, str) or not text.strip():  # not JSON, or not a message
             skipped += 1
@@ -270,7 +277,7 @@ def _jsonl(raw: str, session: str) -> Conversation:
         role = who if who in ("user", "assistant", "system", "tool") else "user"
         person = role == "user"
         messages.append(Message(len(messages), role, who, text, _id(doc.get("id")), _ms(doc.get("timestamp")), person))
-    return Conversation(session, tuple(messages), skipped=skipped)
+    return Conversation(session, tuple(messages), skipped=skipped, damaged=tuple(damaged))
 
 
 _NOT_JSON = object()

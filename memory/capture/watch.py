@@ -8,13 +8,19 @@ Each file has a watermark (``capture_files``) that survives restarts:
 - a file that was rewritten (its first bytes differ) or truncated is read again from its start, as a
   new version of the conversation (messages it still holds are not stored twice: same ids, same text);
 - a file that cannot be read is reported once (``errors``, the log) and skipped until it changes;
-- a file over ``max_file_bytes`` is reported and skipped.
+- a line that is not JSON (a damaged line, not the last one being written) is skipped and logged with
+  its file and line number (``capture.line_skipped``); the lines after it are captured;
+- at most ``max_file_bytes`` are read in a round: a file of lines from its watermark (a longer file is
+  read on in the next rounds), a JSON file whole (a longer one is reported and skipped);
+- only regular files inside the folders are read (``memory.safe_files``): a symlink, to a file or a
+  folder, is skipped, and a FIFO or device is never opened for a blocking read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -24,8 +30,11 @@ from pathlib import Path
 from memory.capture.capture import capture, default_session
 from memory.capture.formats import Conversation, ConversationFormat, detect, read_conversations
 from memory.capture.llm_extract import LlmExtractor
-from memory.errors import CaptureFormatError
+from memory.errors import CaptureFormatError, FileRefused
+from memory.safe_files import open_regular, read_bounded, regular_files
 from memory.storage.store import MemoryStore
+
+_log = logging.getLogger("memory.capture.watch")
 
 LINE_FORMATS = (ConversationFormat.CLAUDE_CODE, ConversationFormat.JSONL)
 SUFFIXES = (".jsonl", ".json")
@@ -64,17 +73,19 @@ class WatchRound:
     new_messages: int = 0
     stored: int = 0
     new_errors: list[tuple[str, str]] = field(default_factory=list)  # (path, why): reported once each
+    skipped_lines: list[tuple[str, int]] = field(default_factory=list)  # (path, line from 1): damaged, skipped
     forgotten: int = 0  # watermarks of files deleted since: dropped (what they gave stays in memory)
 
 
 def transcript_files(settings: WatchSettings) -> Iterator[Path]:
-    """The files under the watched folders, in name order, at most ``max_files``."""
+    """The regular files under the watched folders, in name order, at most ``max_files``; no
+    symlink is followed (``memory.safe_files``)."""
     count = 0
     for folder in settings.folders:
         if not folder.is_dir():
             continue
-        for path in sorted(folder.rglob("*")):
-            if path.suffix in SUFFIXES and path.is_file():
+        for path in regular_files(folder):
+            if path.suffix in SUFFIXES:
                 yield path
                 count += 1
                 if count >= settings.max_files:
@@ -121,22 +132,34 @@ async def _read(
     actor: str,
     result: WatchRound,
 ) -> FileMark:
-    if size > settings.max_file_bytes:
-        return replace(mark, size=size, mtime_ns=mtime_ns, error=f"over {settings.max_file_bytes:,} bytes; skipped")
-    data = await _read_bytes(path)
-    if not mark.head or len(data) < mark.offset or _head(data, _head_length(mark.head)) != mark.head:
-        # A new file, or a rewritten or truncated one: read from the start, as a conversation of its own.
-        head = _head(data, min(len(data), HEAD_BYTES))
-        mark = FileMark(mark.path, head=head, session=f"{mark.session}~{head[-8:]}" if mark.session else "")
-    text = data.decode("utf-8", errors="replace")
+    cap = settings.max_file_bytes
+    try:
+        first = await asyncio.to_thread(read_bounded, path, HEAD_BYTES)
+        if not mark.head or size < mark.offset or _head(first, _head_length(mark.head)) != mark.head:
+            # A new file, or a rewritten or truncated one: read from the start, as a conversation of its own.
+            head = _head(first, len(first))
+            mark = FileMark(mark.path, head=head, session=f"{mark.session}~{head[-8:]}" if mark.session else "")
+        if mark.fmt and ConversationFormat(mark.fmt) in LINE_FORMATS:  # from the watermark, at most the cap
+            data = await asyncio.to_thread(read_bounded, path, cap, mark.offset)
+            return await _read_lines(store, path, data, mark, size, mtime_ns, actor, result, settings)
+        data = await asyncio.to_thread(read_bounded, path, cap + 1)  # one past the cap: a whole document's size
+    except FileRefused as exc:  # swapped for a symlink or a FIFO since the walk
+        return replace(mark, size=size, mtime_ns=mtime_ns, error=exc.reason)
+    over = f"over {cap:,} bytes; skipped"
+    if len(data) > cap and path.suffix == ".json":
+        return replace(mark, size=size, mtime_ns=mtime_ns, error=over)  # a document is read whole or not at all
+    text = data[:cap].decode("utf-8", errors="replace")
     try:
         fmt = ConversationFormat(mark.fmt) if mark.fmt else detect(text)
     except CaptureFormatError as exc:
-        return replace(mark, size=size, mtime_ns=mtime_ns, error=str(exc))
+        return replace(mark, size=size, mtime_ns=mtime_ns, error=over if len(data) > cap else str(exc))
     if path.suffix == ".json" and fmt in LINE_FORMATS:
         fmt = ConversationFormat.OPENAI  # a .json file is one document: it is read whole, once it parses
     if fmt in LINE_FORMATS:
-        return await _read_lines(store, data, mark, fmt, size, mtime_ns, actor, result, settings.extractor)
+        mark = replace(mark, fmt=fmt.value)
+        return await _read_lines(store, path, data[:cap], mark, size, mtime_ns, actor, result, settings)
+    if len(data) > cap:
+        return replace(mark, size=size, mtime_ns=mtime_ns, error=over)
     try:
         conversations = read_conversations(text, fmt, session=mark.session)
     except CaptureFormatError as exc:
@@ -149,37 +172,57 @@ async def _read(
 
 async def _read_lines(
     store: MemoryStore,
+    path: Path,
     data: bytes,
     mark: FileMark,
-    fmt: ConversationFormat,
     size: int,
     mtime_ns: int,
     actor: str,
     result: WatchRound,
-    extractor: LlmExtractor | None,
+    settings: WatchSettings,
 ) -> FileMark:
+    """Capture the complete lines of ``data``, the bytes of ``path`` from ``mark.offset`` on."""
+    fmt = ConversationFormat(mark.fmt)
     end = data.rfind(b"\n") + 1  # complete lines only: a half-written last line waits
-    if end <= mark.offset:
-        return replace(mark, size=size, mtime_ns=mtime_ns, fmt=fmt.value)
-    chunk = data[mark.offset : end].decode("utf-8", errors="replace")
+    if end == 0:
+        if len(data) >= settings.max_file_bytes:
+            why = f"a line over {settings.max_file_bytes:,} bytes at byte {mark.offset:,}; skipped"
+            return replace(mark, size=size, mtime_ns=mtime_ns, error=why)
+        return replace(mark, size=size, mtime_ns=mtime_ns)
+    chunk = data[:end].decode("utf-8", errors="replace")
     try:
         (conversation,) = read_conversations(chunk, fmt, session=mark.session)
     except CaptureFormatError as exc:
-        return replace(mark, size=size, mtime_ns=mtime_ns, fmt=fmt.value, error=str(exc))
+        return replace(mark, size=size, mtime_ns=mtime_ns, error=str(exc))
+    if conversation.damaged:
+        first = await asyncio.to_thread(_lines_before, path, mark.offset)
+        for number in conversation.damaged:
+            result.skipped_lines.append((str(path), first + number))
+            _log.warning("capture.line_skipped", extra={"fields": {"file": str(path), "line": first + number}})
     messages = tuple(replace(m, position=m.position + mark.messages) for m in conversation.messages)
     session = mark.session or conversation.session or default_session(conversation)
     conversation = replace(conversation, session=session, messages=messages)
-    await _capture(store, [conversation], actor, result, extractor)
+    await _capture(store, [conversation], actor, result, settings.extractor)
+    offset = mark.offset + end
     return replace(
         mark,
-        size=size,
+        size=size if offset >= size else -1,  # more past the cap: read on next round, changed or not
         mtime_ns=mtime_ns,
-        fmt=fmt.value,
-        offset=end,
+        offset=offset,
         messages=mark.messages + len(messages),
         session=session,
         error=None,
     )
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    """How many lines the first ``offset`` bytes of ``path`` hold (read in blocks, never whole)."""
+    count = 0
+    with open_regular(path) as handle:
+        while offset > 0 and (block := handle.read(min(offset, 1 << 20))):
+            count += block.count(b"\n")
+            offset -= len(block)
+    return count
 
 
 async def _capture(
@@ -205,10 +248,6 @@ def _head(data: bytes, length: int) -> str:
 
 def _head_length(head: str) -> int:
     return int(head.split(":", 1)[0])
-
-
-async def _read_bytes(path: Path) -> bytes:
-    return await asyncio.to_thread(path.read_bytes)
 
 
 # --- the watermarks ----------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+"""Continuous capture against broken and hostile folders (issue 48): a symlink out of the watched
+folder, a FIFO, a damaged line, a file longer than the cap, a file truncated and written again."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from memory.capture.watch import WatchSettings, load_marks, watch_round, watch_summary
+from memory.storage.counts import crystal_total
+from memory.storage.store import MemoryStore
+from tests.memory.test_capture_watch import SESSION, line, settings
+
+SECRET = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+async def texts(store: MemoryStore) -> list[str]:
+    return [c.text async for c in store.iter_live()]
+
+
+async def test_a_symlink_out_of_the_watched_folder_is_never_followed(store: MemoryStore, tmp_path: Path) -> None:
+    """A link to ``~/.aws/credentials`` (or ``/proc/self/environ``) in a watched folder became crystals
+    the agent's searches return. Links to a file and to a folder are skipped, and a FIFO is not opened."""
+    outside = tmp_path / "home"
+    (outside / "project").mkdir(parents=True)
+    (outside / "credentials.jsonl").write_text(json.dumps({"speaker": "user", "text": SECRET}) + "\n")
+    (outside / "project" / "other.jsonl").write_text(json.dumps({"speaker": "user", "text": SECRET + " 2"}) + "\n")
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    (watched / f"{SESSION}.jsonl").write_text(line("u1", "user", "The wiki moved to wiki.example.test last week."))
+    (watched / "credentials.jsonl").symlink_to(outside / "credentials.jsonl")
+    (watched / "linked").symlink_to(outside / "project", target_is_directory=True)
+    os.mkfifo(watched / "pipe.jsonl")  # a read of it would wait for a writer for ever
+    done = await watch_round(store, settings(watched))
+    assert (done.files_seen, done.stored, done.new_errors) == (1, 1, [])
+    assert not [t for t in await texts(store) if "wJalrXUtnFEMI" in t]
+    assert list(await load_marks(store)) == [str(watched / f"{SESSION}.jsonl")]
+
+
+async def test_a_damaged_line_is_skipped_and_named_and_the_lines_after_it_are_captured(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """One damaged line stopped a session for good: the watermark never passed it."""
+    session = tmp_path / f"{SESSION}.jsonl"
+    session.write_text(
+        line("u1", "user", "The release train leaves every second Thursday.")
+        + '{"type": "user", "message": {"role": "us\n'  # a line a crash cut, the session went on
+        + line("u2", "user", "Hotfixes need two approvals from the platform team.")
+    )
+    first = await watch_round(store, settings(tmp_path))
+    assert (first.new_messages, first.new_errors) == (2, [])
+    assert first.skipped_lines == [(str(session), 2)]
+    with session.open("a") as handle:
+        handle.write("not json at all\n" + line("u3", "user", "The staging cluster is called kestrel."))
+    later = await watch_round(store, settings(tmp_path))
+    assert (later.new_messages, later.skipped_lines) == (1, [(str(session), 4)])  # numbered in the whole file
+    said = " ".join(await texts(store))
+    assert all(fact in said for fact in ("second Thursday", "two approvals", "kestrel")), said
+    assert (await watch_summary(store))["errors"] == {}
+
+
+async def test_a_file_of_lines_is_read_at_most_the_cap_at_a_time_from_its_watermark(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """The cap was checked against the file's size and the whole file read into memory: a session
+    that grew past it was skipped for good. Now at most the cap is read, from the watermark on."""
+    said = [line(f"u{i}", "user", f"Fact number {i}: the rack {i} fuse is rated {10 + i} amps.") for i in range(6)]
+    cap = len(said[0]) * 2 + 10  # two lines fit, three do not
+    capped = WatchSettings(folders=(tmp_path,), max_file_bytes=cap)
+    session = tmp_path / f"{SESSION}.jsonl"
+    session.write_text(said[0])
+    rounds = [await watch_round(store, capped)]
+    session.write_text("".join(said))  # the file grows past the cap: five lines after the watermark
+    rounds += [await watch_round(store, capped) for _ in range(3)]
+    assert [r.new_messages for r in rounds] == [1, 2, 2, 1]  # at most two lines (the cap) a round
+    assert all(r.new_errors == [] for r in rounds)
+    (mark,) = (await load_marks(store)).values()
+    assert (mark.messages, mark.offset) == (6, session.stat().st_size)
+    assert (await watch_round(store, capped)).files_read == 0  # all read: nothing to do until it changes
+    document = tmp_path / "chat.json"
+    document.write_text(json.dumps([{"role": "user", "content": "x" * cap}]))
+    refused = await watch_round(store, capped)
+    assert refused.new_errors == [(str(document), f"over {cap:,} bytes; skipped")]  # a JSON file is read whole
+
+
+async def test_a_file_truncated_and_written_again_stores_nothing_twice(store: MemoryStore, tmp_path: Path) -> None:
+    """Rotation (copy, truncate, write again): the messages it still holds are not stored twice."""
+    session = tmp_path / f"{SESSION}.jsonl"
+    old = [
+        line("u1", "user", "Door code for the lab is kept in 1Password."),
+        line("a1", "assistant", "The spare key hangs in the server room cabinet."),
+    ]
+    session.write_text("".join(old))
+    assert (await watch_round(store, settings(tmp_path))).stored == 2
+    session.write_text("")
+    await watch_round(store, settings(tmp_path))
+    session.write_text("".join(old) + line("u2", "user", "The lab closes at 19:00 on Fridays."))
+    again = await watch_round(store, settings(tmp_path))
+    assert again.stored == 1 and await crystal_total(store.reader()) == 3
