@@ -3,22 +3,32 @@
 Pure functions: they read files and yield ``NewCrystal`` values; the store
 writes them. Re-importing is incremental: the same chunk text is deduplicated
 by content hash, and whole files already imported unchanged are skipped.
+
+Only regular files are read, and no symlink below the folder is followed (``memory.safe_files``): a
+link to a credentials file is skipped, a FIFO never waited on. A text file is read whole to be
+chunked, so it is refused past ``MAX_TEXT_FILE_BYTES``; a message's time in the future or before 1970
+is clamped and tagged (``memory.given_time``).
 """
 
 from __future__ import annotations
 
-import hashlib
+import io
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ground.authority import Speaker
+from memory.given_time import with_given_time
 from memory.model import MAX_CONTEXT_CHARS, NewCrystal, Origin, SemanticType
+from memory.safe_files import file_sha256, open_regular, read_capped, regular_files
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
 MAX_CHUNK_CHARS = 1_500
+#: A markdown or text file is read whole to be chunked: past this it is refused (``FileRefused``).
+MAX_TEXT_FILE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,25 +38,24 @@ class SourceFile:
 
 
 def find_sources(root: Path) -> list[SourceFile]:
-    """Every importable file under ``root`` (or ``root`` itself), in a stable order."""
-    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    return [
-        SourceFile(p, hashlib.sha256(p.read_bytes()).hexdigest())
-        for p in paths
-        if p.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}
-    ]
+    """Every importable file under ``root`` (or ``root`` itself), in a stable order: regular files
+    only, found without following a symlink below ``root``."""
+    paths = [root] if root.is_file() else regular_files(root) if root.is_dir() else []
+    return [SourceFile(p, file_sha256(p)) for p in paths if p.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}]
 
 
-def crystals_from_file(source: SourceFile) -> Iterator[NewCrystal]:
-    if source.path.suffix.lower() == ".jsonl":
-        yield from _from_jsonl(source.path)
-    else:
-        yield from _from_text(source.path)
+def crystals_from_file(source: SourceFile, now_ms: int | None = None) -> Iterator[NewCrystal]:
+    """The crystals of one file; its times held between 1970 and ``now_ms`` (default: the clock)."""
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    items = _from_jsonl(source.path) if source.path.suffix.lower() == ".jsonl" else _from_text(source.path)
+    for item in items:
+        yield with_given_time(item, now)
 
 
 def _from_text(path: Path) -> Iterator[NewCrystal]:
     """Chunks split at headings and blank lines, at most MAX_CHUNK_CHARS, with their line ranges."""
-    for start, chunk in text_chunks(path.read_text(encoding="utf-8", errors="replace").splitlines()):
+    text = read_capped(path, MAX_TEXT_FILE_BYTES, "a text file to import").decode("utf-8", errors="replace")
+    for start, chunk in text_chunks(text.splitlines()):
         text = "\n".join(chunk).strip()
         if text:
             yield NewCrystal(
@@ -89,7 +98,7 @@ def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
     reply stays findable. Lines that are not such an object are skipped.
     """
     messages: list[tuple[int, str, int | None]] = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             message = parse_message(line)
             if message is not None:

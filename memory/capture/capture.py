@@ -27,6 +27,7 @@ from memory.capture.llm_extract import LlmExtractor
 from memory.capture.sources import captured_keys, message_key, record_captured
 from memory.capture.tripwire import hold_reason
 from memory.errors import CaptureFormatError
+from memory.given_time import all_with_given_time
 from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
 from memory.storage.store import MemoryStore
 
@@ -89,6 +90,7 @@ async def capture(
         )
         for piece in pieces
     ]
+    items = all_with_given_time(items, store.now_ms())  # a turn's time in the future or before 1970: clamped
     result = await store.remember_many(items) if items else None
     ids = result.ids if result is not None else ()
     into: dict[int, str] = {

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from memory.capture.formats import Conversation
+from memory.given_time import all_with_given_time
 from memory.graph import add_links
 from memory.importer import iso_time_ms
 from memory.model import MAX_TAG_CHARS, MAX_TAGS, AssociationType, NewCrystal
@@ -91,7 +92,7 @@ async def store_entries(
     ids: dict[str, str] = {}
     for start in range(0, len(source.entries), _BATCH):
         batch = source.entries[start : start + _BATCH]
-        result = await store.remember_many([e.crystal for e in batch])
+        result = await store.remember_many(all_with_given_time((e.crystal for e in batch), store.now_ms()))
         done.stored += result.created
         done.known += result.duplicates
         ids.update(zip((e.key for e in batch), result.ids, strict=True))

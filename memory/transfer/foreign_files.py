@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from memory.capture.formats import chatgpt_conversations, is_chatgpt_export
-from memory.errors import CaptureFormatError, ForeignFormatError
+from memory.errors import CaptureFormatError, FileRefused, ForeignFormatError
+from memory.safe_files import read_bounded
 from memory.transfer.foreign import ForeignSource
 from memory.transfer.letta import is_agent_file, is_passage_list, read_letta
 from memory.transfer.mem0 import memories_of, read_mem0
@@ -20,8 +21,9 @@ from memory.transfer.obsidian import is_vault, read_vault
 
 FOREIGN_KINDS = ("mem0", "letta", "obsidian", "chatgpt")
 _JSON_SUFFIXES = frozenset({".json", ".af"})
-#: A JSON export is read whole: past this it is refused, with the reason (a vault is read note by note).
-MAX_JSON_BYTES = 512 * 1024 * 1024
+#: A JSON export is parsed whole, and parsing takes several times its size in memory: past this it
+#: is refused, with the reason (a vault is read note by note). The read stops one byte past it.
+MAX_JSON_BYTES = 256 * 1024 * 1024
 
 
 def read_foreign(path: Path, kind: str | None) -> ForeignSource | None:
@@ -59,10 +61,15 @@ def read_foreign(path: Path, kind: str | None) -> ForeignSource | None:
 
 
 def _json(path: Path) -> Any:
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise ForeignFormatError(f"{path} is {size // 2**20} MB; a JSON export is read whole, at most 512 MB")
+    try:  # a regular file only (a FIFO would wait for a writer for ever), and never past the cap
+        data = read_bounded(path, MAX_JSON_BYTES + 1)
+    except FileRefused as exc:
+        raise ForeignFormatError(f"{path} was not read: {exc.reason}") from None
+    if len(data) > MAX_JSON_BYTES:
+        raise ForeignFormatError(
+            f"{path} is over {MAX_JSON_BYTES // 2**20} MB; a JSON export is read whole, at most that: split it"
+        )
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ForeignFormatError(f"{path} is not JSON ({exc}); nothing was imported") from None

@@ -10,7 +10,8 @@ crystal:
   matter's ``links`` (a property Obsidian shows, and ``memory export --to obsidian`` writes).
 
 Other front matter keys, embedded files (``![[…]]``), and the vault's settings have no counterpart
-here and are named in the summary.
+here and are named in the summary. Notes are read as any imported folder is (``memory.safe_files``:
+regular files, no symlink followed); a note over ``MAX_NOTE_BYTES`` is left out and named.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ import re
 from pathlib import Path
 
 from ground.authority import Speaker
+from memory.errors import FileRefused
 from memory.importer import text_chunks
 from memory.model import MAX_CONTEXT_CHARS, MAX_TEXT_CHARS, NewCrystal, Origin
+from memory.safe_files import read_capped, regular_files
 from memory.transfer.foreign import Entry, ForeignSource, clean_tags, time_ms
+
+#: A note is read whole to be chunked; one past this is left out (a vault's notes are pages, not dumps).
+MAX_NOTE_BYTES = 8 * 1024 * 1024
 
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#]*)(#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
 _INLINE_TAG = re.compile(r"(?<![\w/&#])#([A-Za-z_][\w/-]*)")
@@ -35,11 +41,11 @@ def is_vault(folder: Path) -> bool:
 
 def note_paths(vault: Path) -> list[Path]:
     """Every note, in a stable order, outside hidden folders (``.obsidian``, ``.trash``)."""
-    return sorted(
+    return [
         p
-        for p in vault.rglob("*.md")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(vault).parts)
-    )
+        for p in regular_files(vault)
+        if p.suffix == ".md" and not any(part.startswith(".") for part in p.relative_to(vault).parts)
+    ]
 
 
 def front_matter(lines: list[str]) -> tuple[dict[str, object], int]:
@@ -83,7 +89,11 @@ def read_vault(vault: Path) -> ForeignSource:
     left_out: set[str] = set()
     for path in note_paths(vault):
         relative = path.relative_to(vault).as_posix()
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:
+            lines = read_capped(path, MAX_NOTE_BYTES, "a note").decode("utf-8", errors="replace").splitlines()
+        except FileRefused as exc:  # over the cap, or swapped for a link or a FIFO since the walk
+            left_out.add(f"{relative}: {exc.reason}")
+            continue
         meta, body_start = front_matter(lines)
         left_out.update(f"front matter: {k}" for k in meta if k not in _USED_KEYS)
         note_tags = clean_tags([*clean_tags(meta.get("tags")), *clean_tags(meta.get("tag"))])

@@ -16,6 +16,7 @@ from memory.errors import CaptureFormatError
 from memory.model import Origin
 from memory.storage.counts import crystal_total
 from memory.storage.store import MemoryStore
+from tests.memory.conftest import FakeClock
 
 DATA = Path(__file__).parent / "data" / "capture"
 
@@ -158,7 +159,8 @@ def test_a_short_reply_and_the_answer_to_it_join_the_statement_and_a_long_one_st
     assert pieces[1].context == "Dana: Next to the water tap."  # the message before travels as context
 
 
-async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore) -> None:
+async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore, clock: FakeClock) -> None:
+    clock.now = 1_772_500_000_000  # the day after the chat: its times are not in the future (memory.given_time)
     (conversation,) = read_conversations(raw("openai_chat.json"))
     report = await capture(store, conversation)
     assert (report.messages, report.new_messages, report.stored, report.merged) == (8, 8, 3, 0)

@@ -1,0 +1,128 @@
+"""Importing against broken and hostile inputs (issue 48): a symlink out of the folder, a FIFO named
+as an export, a note or text file too big to read whole, and times in the future or before 1970."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from memory.capture.capture import capture_conversations
+from memory.errors import FileRefused, ForeignFormatError
+from memory.given_time import CLAMPED_TAG
+from memory.importer import MAX_TEXT_FILE_BYTES, crystals_from_file, find_sources
+from memory.storage.store import MemoryStore
+from memory.transfer.foreign import store_entries
+from memory.transfer.foreign_files import read_foreign
+from memory.transfer.obsidian import MAX_NOTE_BYTES
+
+SECRET = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def _outside(root: Path) -> Path:
+    """A home folder beside the imported one, holding a secret in a file and in a folder."""
+    home = root / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials.md").write_text(f"[default]\n{SECRET}\n")
+    return home
+
+
+def _links_out(folder: Path, home: Path) -> None:
+    (folder / "credentials.md").symlink_to(home / ".aws" / "credentials.md")
+    (folder / "aws").symlink_to(home / ".aws", target_is_directory=True)
+    os.mkfifo(folder / "pipe.md")
+
+
+def test_a_folder_import_follows_no_symlink_out_of_the_folder(tmp_path: Path) -> None:
+    home = _outside(tmp_path)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plants.md").write_text("The fig tree needs water twice a week in July.\n")
+    _links_out(notes, home)
+    sources = find_sources(notes)
+    assert [s.path for s in sources] == [notes / "plants.md"]
+    assert not [c for s in sources for c in crystals_from_file(s) if "wJalrXUtnFEMI" in c.text]
+
+
+def test_an_obsidian_vault_follows_no_symlink_out_of_the_vault(tmp_path: Path) -> None:
+    home = _outside(tmp_path)
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "Garden.md").write_text("The fig tree needs water twice a week in July.\n")
+    _links_out(vault, home)
+    source = read_foreign(vault, None)
+    assert source is not None and [e.crystal.text for e in source.entries] == [
+        "The fig tree needs water twice a week in July."
+    ]
+
+
+def test_a_fifo_named_as_an_export_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO passed the size check (0 bytes) and the read waited for a writer for ever."""
+    fifo = tmp_path / "mem0.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ForeignFormatError, match="not a regular file"):
+        read_foreign(fifo, "mem0")
+
+
+def test_a_note_too_big_to_read_whole_is_left_out_and_named(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "Garden.md").write_text("The fig tree needs water twice a week in July.\n")
+    (vault / "Dump.md").write_text(("x" * 99 + "\n") * (MAX_NOTE_BYTES // 100 + 1))
+    source = read_foreign(vault, "obsidian")
+    assert source is not None and [e.crystal.source_path for e in source.entries] == [str(vault / "Garden.md")]
+    assert [why for why in source.left_out if why.startswith("Dump.md: over")], source.left_out
+
+
+def test_a_text_file_too_big_to_read_whole_is_refused_naming_the_cap(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_text(("y" * 99 + "\n") * (MAX_TEXT_FILE_BYTES // 100 + 1))
+    (source,) = find_sources(big)
+    with pytest.raises(FileRefused, match=f"over {MAX_TEXT_FILE_BYTES:,} bytes"):
+        list(crystals_from_file(source))
+
+
+FUTURE = "2999-01-01T00:00:00Z"
+BEFORE_1970 = "1901-06-01T00:00:00Z"
+
+
+def test_an_imported_message_dated_in_the_future_or_before_1970_is_clamped_and_tagged(tmp_path: Path) -> None:
+    log = tmp_path / "chat.jsonl"
+    log.write_text(
+        json.dumps({"speaker": "Ana", "text": "The bins go out on Tuesday nights.", "timestamp": FUTURE}) + "\n"
+        + json.dumps({"speaker": "Ana", "text": "The gas meter is in the cellar.", "timestamp": BEFORE_1970}) + "\n"
+        + json.dumps({"speaker": "Ana", "text": "The cat eats at six.", "timestamp": "2025-03-01T18:00:00Z"}) + "\n"
+    )  # fmt: skip
+    (source,) = find_sources(log)
+    before = int(time.time() * 1000)
+    future, early, plain = crystals_from_file(source)  # the clock's time by default, as `memory import` reads
+    assert future.created_at_ms is not None and before <= future.created_at_ms <= int(time.time() * 1000)
+    assert early.created_at_ms == 0
+    assert CLAMPED_TAG in future.tags and CLAMPED_TAG in early.tags
+    assert plain.created_at_ms == 1_740_852_000_000 and CLAMPED_TAG not in plain.tags
+
+
+async def test_captured_and_foreign_times_out_of_range_are_clamped_and_tagged(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    await capture_conversations(
+        store,
+        messages=[
+            {"role": "user", "content": "The boat is moored at pier 7 in Vigo.", "timestamp": FUTURE},
+        ],
+        session="s",
+        embed=False,
+    )
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([{"memory": "Allergic to penicillin", "created_at": BEFORE_1970}]))
+    source = read_foreign(export, "mem0")
+    assert source is not None
+    await store_entries(store, source)
+    crystals = {c.text: c async for c in store.iter_live()}
+    moored = crystals["The boat is moored at pier 7 in Vigo."]
+    assert moored.created_at_ms <= store.now_ms() and CLAMPED_TAG in moored.tags
+    allergy = crystals["Allergic to penicillin"]
+    assert allergy.created_at_ms == 0 and CLAMPED_TAG in allergy.tags
