@@ -21,6 +21,7 @@ line is restored.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ import aiosqlite
 from memory.governance.injection import instruction_flags
 from memory.graph import Association, Attribution
 from memory.model import Crystal
+from memory.safe_files import open_regular
 from memory.storage.connection import select_in
 from memory.storage.row_writes import insert_indexed
 from memory.storage.rows import RESTORE_SQL, restore_params
@@ -90,7 +92,7 @@ def is_export_file(path: Path) -> bool:
     """Whether ``path`` was written by ``memory export`` (any version): its first line says so."""
     if path.suffix.lower() != ".jsonl":
         return False
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             if line.strip():
                 try:
@@ -118,7 +120,7 @@ async def restore_export(
     derivations: list[Derivation] = []
     batch: list[tuple[Crystal, tuple[Attribution, ...]]] = []
     # One handle for the check and the restore: what is restored is the file that was checked.
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a regular file: a FIFO or a link swapped in is refused
         done.vouched = check_file(handle, trusted).vouched
         if not done.trusted:
             fresh = set()
