@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from memory.capture.formats import ConversationFormat, read_conversations, read_messages
+from memory.errors import CaptureFormatError
 
 SESSION = "5e55a0a0-0000-4000-8000-000000000047"
 PAGE_QUOTE = (
@@ -82,3 +85,13 @@ def test_in_chat_forms_a_user_turn_is_the_persons_and_no_other_is() -> None:
     lines = '{"role": "user", "text": "Hi"}\n{"role": "assistant", "text": "Hello"}\n'
     (log,) = read_conversations(lines, ConversationFormat.JSONL, session="log")
     assert [m.person for m in log.messages] == [True, False]
+
+
+def test_a_damaged_line_of_a_session_is_skipped_and_named_but_a_last_line_cut_short_is_refused() -> None:
+    """Issue 48: a line that was not JSON refused the whole session, so a watched one never got past it."""
+    good = claude("u1", "user", "The deploy key lives in the team vault.")
+    (conversation,) = read_conversations(good + "{not json\n" + "[1, 2]\n" + good.replace("u1", "u2"))
+    assert [m.message_id for m in conversation.messages] == ["u1", "u2"]
+    assert conversation.damaged == (2, 3)
+    with pytest.raises(CaptureFormatError, match="line 2 is cut short"):  # its writer is still at it
+        read_conversations(good + good[:40], ConversationFormat.CLAUDE_CODE)
