@@ -7,7 +7,8 @@ Each file has a watermark (``capture_files``) that survives restarts:
 - a JSON file (OpenAI chat, a ChatGPT export) is read whole when it changed, once it parses;
 - a file that was rewritten (its first bytes differ) or truncated is read again from its start, as a
   new version of the conversation (messages it still holds are not stored twice: same ids, same text);
-- a file that cannot be read is reported once (``errors``, the log) and skipped until it changes;
+- a file that cannot be read (not even opened: permission denied) is reported once (``errors``, the
+  log) and skipped until it changes; the other files are still read;
 - a line that is not JSON (a damaged line, not the last one being written) is skipped and logged with
   its file and line number (``capture.line_skipped``); the lines after it are captured;
 - at most ``max_file_bytes`` are read in a round: a file of lines from its watermark (a longer file is
@@ -145,6 +146,8 @@ async def _read(
         data = await asyncio.to_thread(read_bounded, path, cap + 1)  # one past the cap: a whole document's size
     except FileRefused as exc:  # swapped for a symlink or a FIFO since the walk
         return replace(mark, size=size, mtime_ns=mtime_ns, error=exc.reason)
+    except OSError as exc:  # one file the daemon may not read must not stop the round for the others
+        return replace(mark, size=size, mtime_ns=mtime_ns, error=f"cannot be read: {exc.strerror or exc}")
     over = f"over {cap:,} bytes; skipped"
     if len(data) > cap and path.suffix == ".json":
         return replace(mark, size=size, mtime_ns=mtime_ns, error=over)  # a document is read whole or not at all

@@ -7,7 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from memory.capture import watch
 from memory.capture.watch import WatchSettings, load_marks, watch_round, watch_summary
+from memory.safe_files import read_bounded
 from memory.storage.counts import crystal_total
 from memory.storage.store import MemoryStore
 from tests.memory.test_capture_watch import SESSION, line, settings
@@ -98,3 +102,24 @@ async def test_a_file_truncated_and_written_again_stores_nothing_twice(store: Me
     session.write_text("".join(old) + line("u2", "user", "The lab closes at 19:00 on Fridays."))
     again = await watch_round(store, settings(tmp_path))
     assert again.stored == 1 and await crystal_total(store.reader()) == 3
+
+
+async def test_a_file_the_daemon_may_not_read_is_reported_and_the_others_are_still_captured(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that failed (permission denied; the tests run as root, so the refusal is injected at
+    the read) ended the whole round, every round: the files after it in name order were never read."""
+    locked = tmp_path / "a-locked.jsonl"
+    locked.write_text(line("u1", "user", "This file belongs to another user."))
+    (tmp_path / "b-open.jsonl").write_text(line("u2", "user", "The router admin page is at 192.168.8.1."))
+    real = read_bounded
+
+    def refuse_locked(path: Path, limit: int, offset: int = 0) -> bytes:
+        if path == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, limit, offset)
+
+    monkeypatch.setattr(watch, "read_bounded", refuse_locked)
+    done = await watch_round(store, settings(tmp_path))
+    assert done.new_errors == [(str(locked), "cannot be read: Permission denied")]
+    assert done.stored == 1 and "192.168.8.1" in " ".join(await texts(store))
