@@ -198,7 +198,10 @@ async def _read_lines(
     except CaptureFormatError as exc:
         return replace(mark, size=size, mtime_ns=mtime_ns, error=str(exc))
     if conversation.damaged:
-        first = await asyncio.to_thread(_lines_before, path, mark.offset)
+        try:
+            first = await asyncio.to_thread(_lines_before, path, mark.offset)
+        except (OSError, FileRefused):  # changed under us: the lines are numbered from the watermark
+            first = 0
         for number in conversation.damaged:
             result.skipped_lines.append((str(path), first + number))
             _log.warning("capture.line_skipped", extra={"fields": {"file": str(path), "line": first + number}})
