@@ -39,8 +39,12 @@ class SourceFile:
 
 def find_sources(root: Path) -> list[SourceFile]:
     """Every importable file under ``root`` (or ``root`` itself), in a stable order: regular files
-    only, found without following a symlink below ``root``."""
-    paths = [root] if root.is_file() else regular_files(root) if root.is_dir() else []
+    only, found without following a symlink below ``root``. ``root`` itself may be a link: the person
+    named it (a file so named is read where it points)."""
+    if root.is_file():
+        paths = [root.resolve() if root.is_symlink() else root]
+    else:
+        paths = regular_files(root) if root.is_dir() else []
     return [SourceFile(p, file_sha256(p)) for p in paths if p.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}]
 
 

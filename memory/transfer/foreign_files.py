@@ -62,7 +62,7 @@ def read_foreign(path: Path, kind: str | None) -> ForeignSource | None:
 
 def _json(path: Path) -> Any:
     try:  # a regular file only (a FIFO would wait for a writer for ever), and never past the cap
-        data = read_bounded(path, MAX_JSON_BYTES + 1)
+        data = read_bounded(path.resolve(), MAX_JSON_BYTES + 1)  # a link the person named is theirs to follow
     except FileRefused as exc:
         raise ForeignFormatError(f"{path} was not read: {exc.reason}") from None
     if len(data) > MAX_JSON_BYTES:

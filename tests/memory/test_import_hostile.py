@@ -126,3 +126,15 @@ async def test_captured_and_foreign_times_out_of_range_are_clamped_and_tagged(
     assert moored.created_at_ms <= store.now_ms() and CLAMPED_TAG in moored.tags
     allergy = crystals["Allergic to penicillin"]
     assert allergy.created_at_ms == 0 and CLAMPED_TAG in allergy.tags
+
+
+def test_a_file_the_person_names_may_be_a_link(tmp_path: Path) -> None:
+    """Links below a folder are skipped; a link the person names on the command line is theirs."""
+    (tmp_path / "real.md").write_text("The fig tree needs water twice a week in July.\n")
+    (tmp_path / "named.md").symlink_to(tmp_path / "real.md")
+    (source,) = find_sources(tmp_path / "named.md")
+    assert [c.text for c in crystals_from_file(source)] == ["The fig tree needs water twice a week in July."]
+    (tmp_path / "real.json").write_text(json.dumps([{"memory": "Allergic to penicillin"}]))
+    (tmp_path / "named.json").symlink_to(tmp_path / "real.json")
+    named = read_foreign(tmp_path / "named.json", "mem0")
+    assert named is not None and [e.crystal.text for e in named.entries] == ["Allergic to penicillin"]
