@@ -102,7 +102,10 @@ class Traversal:
         self._transport = CircuitV2Transport(host, self._protocol, RelayConfig(roles=roles, limits=limits))
         self._autonat = AutoNATService(host, serve=True)
         self._dcutr = DCUtRProtocol(host)  # over a relayed connection, both ends try to punch through
-        host.set_stream_handler(PROTOCOL_ID, self._protocol._handle_hop_stream)
+        # The library's HOP handler grants a reservation whatever ``allow_hop`` says: registered only
+        # on a node that relays, a stranger's HOP stream to any other is refused at negotiation.
+        if settings.offer:
+            host.set_stream_handler(PROTOCOL_ID, self._protocol._handle_hop_stream)
         host.set_stream_handler(STOP_PROTOCOL_ID, self._protocol._handle_stop_stream)
         self._hop = PROTOCOL_ID
         self.reachability: Reachability = "unknown" if settings.reachability == "auto" else settings.reachability
