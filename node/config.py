@@ -202,6 +202,8 @@ class P2PSection(_Section):
     target_peers: int = Field(default=8, ge=0, le=1_000)
     discover_s: float = Field(default=15.0, ge=1, le=3_600)
     peer_store_size: int = Field(default=1_000, ge=10, le=100_000)
+    # peers one neighbour may have told of and not yet proven by a handshake, dialled but not kept
+    peer_store_per_source: int = Field(default=64, ge=1, le=100_000)
     peers_file: str = Field(default="p2p/peers.json", min_length=1)
     # Through NAT (p2p.network.relay): a reachable node may relay for nodes behind NATs, within these bounds.
     relay_service: bool = False

@@ -67,6 +67,7 @@ class PeerSnapshot:
     penalty_points: float
     banned_until_ms: int | None = None
     relayed: bool = False  # every connection to it goes through a relay
+    seen_at: tuple[str, ...] = ()  # the far ends of its direct connections: where a handshake proved it
 
 
 @dataclass
@@ -183,12 +184,20 @@ class P2PHost:
                 except Exception:  # noqa: BLE001 - PeerStoreError: it disconnected while we looked
                     addrs = ()
                 relayed = self._traversal is not None and self._traversal.is_relayed(peer)
-                out.append(PeerSnapshot(pid, addrs, round(self.penalties.points(pid, now), 1), relayed=relayed))
+                points = round(self.penalties.points(pid, now), 1)
+                out.append(PeerSnapshot(pid, addrs, points, relayed=relayed, seen_at=self._seen_at(peer)))
             for pid, until in self.penalties.banned(now).items():
                 out.append(PeerSnapshot(pid, (), 0.0, until))
             return out
 
         return await self._call(snapshot)
+
+    def _seen_at(self, peer: Any) -> tuple[str, ...]:
+        seen: list[str] = []
+        for connection in self._host.get_network().get_connections(peer):
+            with contextlib.suppress(Exception):  # a connection closing while we look
+                seen.extend(str(a) for a in connection.get_transport_addresses() if "/p2p-circuit" not in str(a))
+        return tuple(seen)
 
     def limits(self) -> dict[str, Any]:
         """What remote peers hold of this node now and what it refused them (``p2p.limits``); empty before start."""

@@ -34,6 +34,10 @@ from p2p.verdicts import Reason
 
 KIND_WEATHER = "weather"
 MAX_WEATHER_S = 7 * 86_400
+#: How far from now the issue time of a weather may lie when this node holds no sequence of its issuer.
+#: A broadcast is issued at its sending and a renewal within a second before it, and gossip crosses a
+#: fleet in well under the rest; the remainder allows for clocks a few seconds apart.
+FIRST_WEATHER_WINDOW_MS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +104,17 @@ def weather_kind(sequences: WeatherSequences) -> GossipKind[Weather]:
             return Refusal(Reason.NOT_MANAGEMENT, "weather from a key that is not a configured management key")
         if message.issued_ms != envelope.ts_ms:
             return Refusal(Reason.SCHEMA, "weather issue time differs from the envelope's timestamp")
-        if message.seq <= sequences.last(envelope.author):
+        last = sequences.last(envelope.author)
+        if message.seq <= last:
             return Refusal(Reason.STALE_WEATHER, f"sequence {message.seq} already superseded")
+        # With no sequence of this issuer (a new node, or its first weather), any signed weather within
+        # the envelope's age window passed: a stranger replaying a storm's renewal after its end was
+        # obeyed until the end's next renewal. Its current sequence is learnt from a weather it issued
+        # just now: the issuer sends one at least every renewal period while anything it announced
+        # lasts, so one that missed this window is obeyed at the next renewal, and a replay must come
+        # within seconds of its capture and of an end the node also missed.
+        if not last and abs(now_ms - message.issued_ms) > FIRST_WEATHER_WINDOW_MS:
+            return Refusal(Reason.STALE_WEATHER, "a first weather from this issuer that was not issued just now")
         return None
 
     return GossipKind(KIND_WEATHER, WEATHER_TOPIC, WEATHER, Lane.WEATHER, admit_weather)

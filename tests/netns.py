@@ -1,8 +1,10 @@
 """Real NATs for tests (issue 31): Linux network namespaces joined by veth pairs.
 
-One namespace is the public internet with a public host in it (10.1.0.1). Each edge sits on its own
-LAN (192.168.<i>.2) behind a router namespace that masquerades (iptables) onto the public side
-(10.<i>.0.2): an edge can dial the public host, but nothing outside its LAN can dial the edge.
+One namespace is the public internet with a public host in it (100.64.1.1: carrier space, which a
+node dials as public; a private range there would be a network the edges are not on, whose addresses
+they refuse from strangers). Each edge sits on its own LAN (192.168.<i>.2) behind a router namespace
+that masquerades (iptables) onto the public side (100.64.<i>.2): an edge can dial the public host,
+but nothing outside its LAN can dial the edge.
 Every namespace has its own loopback, so a daemon's local API in one is unseen from the others.
 
 Two kinds of router, as found on home and carrier networks:
@@ -23,7 +25,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-PUBLIC_IP = "10.1.0.1"
+PUBLIC_IP = "100.64.1.1"
 
 
 @dataclass
@@ -85,10 +87,10 @@ def nat_lab(kinds: Sequence[str] = ("home", "home")) -> Iterator[NatLab]:
             lab.edges.append(edge)
             _namespace(router)
             _namespace(edge)
-            _link(lab.public, f"p{i}{tag}", f"10.{i}.0.1/24", router, f"w{i}{tag}", f"10.{i}.0.2/24")
+            _link(lab.public, f"p{i}{tag}", f"100.64.{i}.1/24", router, f"w{i}{tag}", f"100.64.{i}.2/24")
             _link(router, f"l{i}{tag}", f"192.168.{i}.1/24", edge, f"e{i}{tag}", f"192.168.{i}.2/24")
             _sysctl(router, "net.ipv4.ip_forward=1")
-            _run(router, "ip", "route", "add", "default", "via", f"10.{i}.0.1")
+            _run(router, "ip", "route", "add", "default", "via", f"100.64.{i}.1")
             wan = f"w{i}{tag}"
             ports = ["--random-fully"] if kind == "symmetric" else []
             _run(router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan, "-j", "MASQUERADE", *ports)

@@ -165,11 +165,16 @@ class P2PPart:
 
         route_library_logs(debug=self._ctx.config.log.level == "debug")
         self.host.on_reject = self._rejected
-        store = PeerStore(self._ctx.paths.data_dir / cfg.peers_file, cfg.peer_store_size)
+        store = PeerStore(self._ctx.paths.data_dir / cfg.peers_file, cfg.peer_store_size, cfg.peer_store_per_source)
         store.load()
         self.discovery = PeerDiscovery(
             self.host,
-            DiscoverySettings(target_peers=cfg.target_peers, discover_s=cfg.discover_s, store_size=cfg.peer_store_size),
+            DiscoverySettings(
+                target_peers=cfg.target_peers,
+                discover_s=cfg.discover_s,
+                store_size=cfg.peer_store_size,
+                peers_per_source=cfg.peer_store_per_source,
+            ),
             store,
             me=self._ctx.identity.peer_id,
             now_ms=self._ctx.now_ms,

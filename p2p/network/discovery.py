@@ -13,6 +13,13 @@ do is bounded: an answer holds at most 32 peers of at most 8 addresses (32 KB in
 refused whole); a peer is answered at most once per 10 s; the store keeps at most
 ``peer_store_size`` peers, the least recently seen going first; and a learned address is only
 dialled, never trusted: the noise handshake proves the peer id before anything is exchanged.
+
+What others tell is heard, not known (issue 48). An address on a network this node is not on
+(private, link-local, loopback, multicast: ``p2p.network.scope``) is dropped as it arrives; what is
+left is dialled this run, at most ``peers_per_source`` peers of it per neighbour that told it, so
+one neighbour cannot crowd out the rest. Only an address a handshake proved is kept for the next
+start: one this node dialled and found the peer there, or one on the IP a connected peer's
+connection comes from (the peer proved its key from that IP; a port there reaches that machine only).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 
 from ground.events import get_logger
 from p2p.errors import InvalidValue, ProtocolRefused
+from p2p.network.scope import LocalNetworks, dialable_from, host_ip, interface_networks
 
 log = get_logger("p2p.discovery")
 PROTOCOL = "/bitterbot/peers/1"
@@ -47,6 +55,7 @@ class DiscoverySettings:
     discover_s: float = 15.0
     store_size: int = 1_000
     dial_timeout_s: float = 10.0
+    peers_per_source: int = 64  # peers heard of from one neighbour and not yet proven ([p2p] peer_store_per_source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +100,22 @@ def decode(raw: bytes, now_ms: int) -> list[KnownPeer]:
 
 
 class PeerStore:
-    """Peers known by id with their addresses and when they were last seen, bounded, kept in a file."""
+    """Peers known by id with their addresses and when they were last seen, bounded, kept in a file:
+    those at an address a handshake proved (``learn``), kept across restarts; and those only heard of
+    from a neighbour (``hear``), dialled this run and never saved, at most ``per_source`` per neighbour."""
 
-    def __init__(self, path: Path | None, size: int) -> None:
+    def __init__(self, path: Path | None, size: int, per_source: int = 64) -> None:
         self._path = path
         self._size = size
+        self._per_source = per_source
         self._peers: dict[str, KnownPeer] = {}
+        self._heard: dict[str, tuple[str, KnownPeer]] = {}  # peer id -> (who told, what it told)
 
     def __len__(self) -> int:
-        return len(self._peers)
+        return len(self._peers) + len(self._heard)
+
+    def heard_from(self, source: str) -> int:
+        return sum(1 for told_by, _ in self._heard.values() if told_by == source)
 
     def load(self) -> None:
         """What the last run kept; a missing or damaged file is an empty store (logged), never a stop."""
@@ -131,14 +147,32 @@ class PeerStore:
             known = self._peers.get(peer.peer_id)
             if known is None or known.last_seen_ms <= peer.last_seen_ms:
                 self._peers[peer.peer_id] = peer
+            self._heard.pop(peer.peer_id, None)
         if len(self._peers) > self._size:  # the least recently seen go first
             keep = sorted(self._peers.values(), key=lambda p: p.last_seen_ms, reverse=True)[: self._size]
             self._peers = {p.peer_id: p for p in keep}
 
+    def hear(self, source: str, peers: Iterable[KnownPeer]) -> None:
+        """Peers ``source`` told of (addresses already in scope): dialled, not kept across a restart. A
+        source holds at most ``per_source`` of them, its earliest told forgotten first, and all sources
+        together at most the store's size."""
+        for peer in peers:
+            if not peer.addrs or peer.peer_id in self._peers:
+                continue
+            self._heard.pop(peer.peer_id, None)
+            self._heard[peer.peer_id] = (source, peer)
+            told = [pid for pid, (by, _) in self._heard.items() if by == source]
+            for pid in told[: max(0, len(told) - self._per_source)]:
+                del self._heard[pid]
+        while len(self._heard) > self._size:
+            del self._heard[next(iter(self._heard))]
+
     def candidates(self, exclude: set[str], limit: int) -> list[KnownPeer]:
-        """Known peers not in ``exclude``, the most recently seen first."""
-        found = [p for p in self._peers.values() if p.peer_id not in exclude]
-        return sorted(found, key=lambda p: p.last_seen_ms, reverse=True)[:limit]
+        """Known peers, then heard of ones, not in ``exclude``, the most recently seen first."""
+        known = [p for p in self._peers.values() if p.peer_id not in exclude]
+        heard = [p for _, p in self._heard.values() if p.peer_id not in exclude]
+        by_recency = sorted(known, key=lambda p: p.last_seen_ms, reverse=True)
+        return [*by_recency, *sorted(heard, key=lambda p: p.last_seen_ms, reverse=True)][:limit]
 
 
 class AskLimiter:
@@ -171,6 +205,7 @@ class PeerDiscovery:
         me: str,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         rng: random.Random | None = None,
+        interfaces: Callable[[], list[tuple[str, str]]] = interface_networks,
     ) -> None:
         self._host = host
         self.settings = settings
@@ -179,6 +214,7 @@ class PeerDiscovery:
         self._now_ms = now_ms
         self._rng = rng or random.Random()  # noqa: S311 - which neighbour to ask: no secret in it
         self._limiter = AskLimiter(4 * settings.store_size)
+        self._interfaces = interfaces
         self.learned = 0  # peers first heard of through an exchange, since start
         self.dialled = 0  # connections this loop made
 
@@ -205,7 +241,7 @@ class PeerDiscovery:
         now = self._now_ms()
         snaps = [s for s in await self._host.peers() if s.banned_until_ms is None]
         connected = {s.peer_id for s in snaps}
-        self.store.learn(KnownPeer(s.peer_id, _dialable_parts(s.addrs), now) for s in snaps)
+        self.store.learn(KnownPeer(s.peer_id, proven_addrs(s.addrs, s.seen_at), now) for s in snaps)
         wanted = self.settings.target_peers - len(connected)
         if wanted <= 0:
             self.store.save()
@@ -232,7 +268,9 @@ class PeerDiscovery:
             log.info("p2p.peer_exchange_failed", peer=neighbour, error=str(exc))
             return
         before = len(self.store)
-        self.store.learn(p for p in sample if p.peer_id != self._me)
+        local = LocalNetworks.of(self._interfaces(), self._host.listen_addrs)
+        in_scope = (KnownPeer(p.peer_id, dialable_from(p.addrs, local), p.last_seen_ms) for p in sample)
+        self.store.hear(neighbour, (p for p in in_scope if p.peer_id != self._me))
         self.learned += max(0, len(self.store) - before)
         # the neighbour is connected to each: a way to one behind a NAT that holds a slot there
         await self._host.note_relays(neighbour, [p.peer_id for p in sample if p.peer_id != self._me])
@@ -241,6 +279,7 @@ class PeerDiscovery:
         for addr in peer.addrs:
             try:
                 await asyncio.wait_for(self._host.connect(f"{addr}/p2p/{peer.peer_id}"), self.settings.dial_timeout_s)
+                self.store.learn([KnownPeer(peer.peer_id, (addr,), self._now_ms())])  # the handshake proved it there
                 return True
             except Exception as exc:  # noqa: BLE001 - gone, moved or behind a NAT: the next address, or peer
                 log.debug("p2p.discovery_dial_failed", peer=peer.peer_id, addr=addr, error=str(exc))
@@ -253,6 +292,13 @@ def _dialable(addr: str) -> bool:
 
 def _dialable_parts(addrs: Iterable[str]) -> tuple[str, ...]:
     return tuple(_transport_part(a) for a in addrs if _dialable(a))
+
+
+def proven_addrs(claimed: Iterable[str], seen_at: Iterable[str]) -> tuple[str, ...]:
+    """Of the addresses a connected peer claims, those on an IP one of its connections comes from (or
+    goes to): there a handshake proved its key."""
+    ips = {ip for ip in map(host_ip, seen_at) if ip is not None}
+    return tuple(a for a in _dialable_parts(claimed) if host_ip(a) in ips)
 
 
 def _transport_part(addr: str) -> str:

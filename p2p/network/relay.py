@@ -9,7 +9,8 @@
 - A peer this node cannot dial directly (it is behind a NAT too) is dialled through the relays it
   knows: the circuit's far end is the peer id asked for, and noise runs end to end through it.
 - Over a relayed connection both ends try to punch through to a direct one (DCUtR); where the NATs
-  do not let it through, the connection stays on the relay.
+  do not let it through, the connection stays on the relay. A punch dials public addresses only, at
+  most 8, a few times per peer (``p2p.network.punch``).
 
 The relay is someone we do not trust. It sees who talks to whom and how much, never what. It can
 refuse or cut a circuit (the request fails, as a peer going offline does), and it can lie about
@@ -26,6 +27,8 @@ from typing import Any, Literal
 
 import multiaddr
 import trio
+
+from p2p.network.punch import guarded_dcutr
 
 _log = logging.getLogger("p2p.relay")
 Reachability = Literal["unknown", "public", "private"]
@@ -83,7 +86,6 @@ class Traversal:
         """``relay_candidates()``: the ``PeerInfo`` of peers that may relay for us (the bootstrap peers)."""
         from libp2p.host.autonat.autonat import AutoNATService
         from libp2p.relay.circuit_v2.config import RelayConfig, RelayRole
-        from libp2p.relay.circuit_v2.dcutr import DCUtRProtocol
         from libp2p.relay.circuit_v2.protocol import PROTOCOL_ID, STOP_PROTOCOL_ID, CircuitV2Protocol
         from libp2p.relay.circuit_v2.resources import RelayLimits
         from libp2p.relay.circuit_v2.transport import CircuitV2Transport
@@ -101,8 +103,12 @@ class Traversal:
         self._protocol = CircuitV2Protocol(host, limits=limits, allow_hop=settings.offer)
         self._transport = CircuitV2Transport(host, self._protocol, RelayConfig(roles=roles, limits=limits))
         self._autonat = AutoNATService(host, serve=True)
-        self._dcutr = DCUtRProtocol(host)  # over a relayed connection, both ends try to punch through
-        host.set_stream_handler(PROTOCOL_ID, self._protocol._handle_hop_stream)
+        # over a relayed connection, both ends try to punch through, to public addresses only
+        self._dcutr = guarded_dcutr(host)
+        # The library's HOP handler grants a reservation whatever ``allow_hop`` says: registered only
+        # on a node that relays, a stranger's HOP stream to any other is refused at negotiation.
+        if settings.offer:
+            host.set_stream_handler(PROTOCOL_ID, self._protocol._handle_hop_stream)
         host.set_stream_handler(STOP_PROTOCOL_ID, self._protocol._handle_stop_stream)
         self._hop = PROTOCOL_ID
         self.reachability: Reachability = "unknown" if settings.reachability == "auto" else settings.reachability

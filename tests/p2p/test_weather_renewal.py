@@ -32,7 +32,7 @@ from p2p.kinds import GossipKind
 from p2p.topics import WEATHER_TOPIC
 from p2p.validation import MessageValidator
 from p2p.verdicts import Reason
-from p2p.weather import Announced, Applied, NetworkWeather, WeatherSequences, renewal_of
+from p2p.weather import WEATHER, Announced, Applied, NetworkWeather, WeatherSequences, renewal_of
 from tests.conftest import clean_env
 from tests.daemons import Node, management_node, wait_for
 from tests.p2p.conftest import NOW
@@ -282,3 +282,26 @@ def test_a_node_starting_during_a_storm_obeys_it_and_one_offline_at_its_end_clea
         logs = {node.data.name: node.stop() for node in nodes}
     for name, log in logs.items():
         assert "Traceback" not in log, f"{name}:\n{log}"
+
+
+async def test_a_node_without_the_issuers_sequence_refuses_a_replayed_renewal_and_obeys_the_next(
+    stations: tuple[Station, Station, Station], clock: Clock
+) -> None:
+    """A storm's renewal, captured and replayed after the storm was called off, to a node that holds no
+    sequence of the manager's (new, and it missed the end): refused, as not issued just now; the end's
+    next renewal is obeyed."""
+    manager, _, newcomer = stations
+    await manager.broadcast(900, 600, NOW)
+    captured = await manager.renew(NOW + 30_000)
+    assert captured is not None
+    await manager.broadcast(0, 1, NOW + 31_000)  # the end, which the newcomer never hears
+
+    replayed_at = NOW + 50_000  # well within the envelope's age window
+    outcome = newcomer.validator.validate(WEATHER_TOPIC, captured.encode(), MANAGER.peer_id, replayed_at)
+    assert outcome.reason is Reason.STALE_WEATHER
+    assert newcomer.override is None and newcomer.validator.halted_until_ms == 0
+
+    renewed_end = await manager.renew(NOW + 60_000)
+    assert renewed_end is not None
+    assert await newcomer.receive(renewed_end, NOW + 60_000) is Applied.SAME  # nothing to clear, seq learnt
+    assert newcomer.weather.sequences.last(MANAGER.public_key) > WEATHER.parse(captured.body_map()).seq
