@@ -1,8 +1,9 @@
 """The daemon: owns the lifecycle of every part of the node.
 
 Start order is the order of ``build_parts``; stop is the reverse, within the
-configured shutdown budget. A background task that crashes stops the daemon
-with exit 1 rather than leaving it running half-dead.
+configured shutdown budget. A background loop that fails is restarted by the
+supervisor and counted in ``status`` (issue 48); only a part that cannot start
+stops the daemon.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ log = get_logger("node.daemon")
 class Daemon:
     def __init__(self, ctx: NodeContext, parts: list[Part] | None = None) -> None:
         self.ctx = ctx
-        self.supervisor = TaskSupervisor(self._task_failed)
+        self.supervisor = TaskSupervisor()
         self._parts = parts if parts is not None else build_parts(ctx, self.supervisor, self.fresh_status)
         self._stack = PartStack()
         self._stop = asyncio.Event()
@@ -50,10 +51,6 @@ class Daemon:
             log.info("node.stop_requested", reason=reason)
             self._stop.set()
 
-    def _task_failed(self, name: str, exc: BaseException) -> None:
-        self._failure = f"background task {name} failed: {exc!r}"
-        self.request_stop("task_failed")
-
     def status(self) -> DaemonStatus:
         cfg = self.ctx.loaded.config
         started = set(self._stack.started)
@@ -66,7 +63,11 @@ class Daemon:
             role=cfg.node.role,
             peer_id=self.ctx.identity.peer_id,
             parts={p.name: ("running" if p.name in started else "stopped") for p in self._parts},
-            details={"tasks": self.supervisor.names, **_part_details(self._parts)},
+            details={
+                "tasks": self.supervisor.names,
+                "restarts": {name: h.as_dict() for name, h in self.supervisor.health().items()},
+                **_part_details(self._parts),
+            },
         )
 
     async def fresh_status(self) -> DaemonStatus:
@@ -120,7 +121,7 @@ class Daemon:
         if not self._stop.is_set():
             self._state = "running"
             self._running.set()
-            self.supervisor.spawn("status-reporter", self._report_status(cfg.node.status_interval_s))
+            self.supervisor.spawn("status-reporter", lambda: self._report_status(cfg.node.status_interval_s))
             log.info(
                 "node.started",
                 name=cfg.node.name,

@@ -51,7 +51,11 @@ def build_parts(
     else:  # recording and pricing a skill still work: peers' ratings come from the trust file
         hosts = file_hosts(memory, ctx.config, ctx.paths)
     hosts["node"] = _StatusHost(status)
-    metrics.watch(p2p=p2p_details, store=lambda: memory.store)
+    metrics.watch(
+        p2p=p2p_details,
+        store=lambda: memory.store,
+        restarts=lambda: {name: h.restarts for name, h in supervisor.health().items()},
+    )
     parts.append(MetricsPart(metrics, supervisor.spawn))
     parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))
     api = ctx.config.api

@@ -81,7 +81,7 @@ class MarketPart:
     async def start(self) -> None:
         if self._ctx.config.chain.url:
             await self._try_connect()
-        self._supervisor.spawn("market-rounds", self._rounds())
+        self._supervisor.spawn("market-rounds", self._rounds)
 
     async def stop(self) -> None:
         if self.market is not None:

@@ -286,16 +286,17 @@ class MemoryPart:
         )
         self._crystals = int(stats["total"])
         self.embedding.backlog = int(stats["embedding_backlog"])
-        self._supervisor.spawn("memory-warm-vectors", self._warm_vectors())
-        self._supervisor.spawn("memory-embedder", self._drain_backlog())
-        if isinstance(self.store.embedder, HeldModel) and self._config.memory.embedder_idle_s > 0:
-            self._supervisor.spawn("memory-embedder-release", self._release_idle_model(self.store.embedder))
+        self._supervisor.spawn("memory-warm-vectors", self._warm_vectors)
+        self._supervisor.spawn("memory-embedder", self._drain_backlog)
+        embedder = self.store.embedder
+        if isinstance(embedder, HeldModel) and self._config.memory.embedder_idle_s > 0:
+            self._supervisor.spawn("memory-embedder-release", lambda: self._release_idle_model(embedder))
         self._supervisor.spawn(
-            "memory-consolidation", self._every(self._config.consolidation.interval_min, self._consolidate)
+            "memory-consolidation", lambda: self._every(self._config.consolidation.interval_min, self._consolidate)
         )
-        self._supervisor.spawn("memory-dream", self._every(self._config.dream.interval_min, self._dream))
+        self._supervisor.spawn("memory-dream", lambda: self._every(self._config.dream.interval_min, self._dream))
         if self._config.capture.watch:
-            self._supervisor.spawn("memory-capture-watch", self._watch_transcripts())
+            self._supervisor.spawn("memory-capture-watch", self._watch_transcripts)
 
     async def _warm_vectors(self) -> None:
         """Load the search's vector codes in the background, so the first search does not wait."""

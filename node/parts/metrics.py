@@ -50,11 +50,21 @@ class NodeMetrics(Collector):
         self.registry.register(self)
         self._p2p: Callable[[], dict[str, Any]] | None = None
         self._store: Callable[[], MemoryStore | None] | None = None
+        self._restarts: Callable[[], dict[str, int]] | None = None
         self._counts: dict[str, dict[str, int]] = {"crystals": {}, "purchases": {}, "sales": {}}
 
-    def watch(self, *, p2p: Callable[[], dict[str, Any]] | None, store: Callable[[], MemoryStore | None]) -> None:
+    def watch(
+        self,
+        *,
+        p2p: Callable[[], dict[str, Any]] | None,
+        store: Callable[[], MemoryStore | None],
+        restarts: Callable[[], dict[str, int]] | None = None,
+    ) -> None:
+        """Where the scrape reads from: the p2p part's details, the store, and the restarts of the
+        background tasks by name (the supervisor's)."""
         self._p2p = p2p
         self._store = store
+        self._restarts = restarts
 
     def observe_api_request(self, command: str, status: int) -> None:
         self.api_requests.labels(command, str(status)).inc()
@@ -118,6 +128,13 @@ class NodeMetrics(Collector):
         for state, n in sorted(self._counts["sales"].items()):
             sales.add_metric([state], n)
         yield sales
+        restarts = CounterMetricFamily(
+            "bitterbot_task_restarts", "Background tasks restarted after a failure, by task (see status).",
+            labels=["task"],
+        )  # fmt: skip
+        for task, n in sorted((self._restarts() if self._restarts else {}).items()):
+            restarts.add_metric([task], n)
+        yield restarts
         details = self._p2p() if self._p2p else None
         if not details:
             return
@@ -150,12 +167,12 @@ class MetricsPart:
 
     name = "metrics"
 
-    def __init__(self, metrics: NodeMetrics, spawn: Callable[[str, Any], object]) -> None:
+    def __init__(self, metrics: NodeMetrics, spawn: Callable[[str, Callable[[], Any]], object]) -> None:
         self._metrics = metrics
         self._spawn = spawn
 
     async def start(self) -> None:
-        self._spawn("metrics-refresh", self._metrics.refresh_forever())
+        self._spawn("metrics-refresh", self._metrics.refresh_forever)
 
     async def stop(self) -> None:
         return None

@@ -185,12 +185,12 @@ class P2PPart:
         refuse_busy_listen(cfg.listen)
         await self.host.start()
         log.info("p2p.listening", peer_id=self._ctx.identity.peer_id, addrs=",".join(self.host.listen_addrs))
-        self._supervisor.spawn("p2p-deliveries", self._consume())
-        self._supervisor.spawn("p2p-trust", self._trust_loop())
-        self._supervisor.spawn("p2p-peers", self._watch_peers())
-        self._supervisor.spawn("p2p-discovery", self.discovery.run())
+        self._supervisor.spawn("p2p-deliveries", self._consume)
+        self._supervisor.spawn("p2p-trust", self._trust_loop)
+        self._supervisor.spawn("p2p-peers", self._watch_peers)
+        self._supervisor.spawn("p2p-discovery", self.discovery.run)
         if self._ctx.config.node.role == "management" and cfg.weather_renew_s > 0:
-            self._supervisor.spawn("p2p-weather-renewal", self.station.renew_every(cfg.weather_renew_s))
+            self._supervisor.spawn("p2p-weather-renewal", lambda: self.station.renew_every(cfg.weather_renew_s))
 
     async def stop(self) -> None:
         if self.discovery is not None:

@@ -62,4 +62,6 @@ def status_text(report: dict[str, Any]) -> str:
         summary = details.get(name, {}).get("summary")
         lines.append(f"  {name:<10}{state}{'  ' + summary if summary else ''}")
     lines.extend(f"listening   {address}" for address in details.get("p2p", {}).get("listen", []))
+    for task, health in sorted(details.get("restarts", {}).items()):  # issue 48: restarted, not stopped
+        lines.append(f"restarted   {task} {health['restarts']}x, last error {health['last_error']}")
     return "\n".join(lines)

@@ -81,18 +81,31 @@ async def test_a_part_that_hangs_on_stop_is_abandoned_within_the_budget(tmp_path
     assert loop.time() - started < 3
 
 
-async def test_a_crashed_background_task_stops_the_daemon_with_exit_1(tmp_path: Path) -> None:
+async def test_a_failed_background_loop_is_restarted_and_counted_and_the_daemon_keeps_running(
+    tmp_path: Path,
+) -> None:
+    """Issue 48: a loop that raised stopped the daemon with exit 1; now it runs again and status counts it."""
     daemon = make_daemon(tmp_path, [])
+    runs = 0
+    second_run = asyncio.Event()
 
-    async def crash() -> None:
-        await asyncio.sleep(0.05)
-        raise RuntimeError("boom")
+    async def crash_once() -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            raise RuntimeError("boom")
+        second_run.set()
+        await asyncio.sleep(3600)
 
     task = asyncio.create_task(daemon.run())
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(10):
         await daemon.wait_running()
-        daemon.supervisor.spawn("crasher", crash())
-        assert await task == 1
+        daemon.supervisor.spawn("crasher", crash_once)
+        await second_run.wait()  # after the first restart's wait (1 s)
+        assert daemon.state == "running" and not task.done()
+        assert daemon.status().details["restarts"] == {"crasher": {"restarts": 1, "last_error": "RuntimeError('boom')"}}
+        daemon.request_stop("test")
+        assert await task == 0
 
 
 async def test_background_tasks_are_named_unique_and_awaited_at_stop(tmp_path: Path) -> None:
@@ -108,9 +121,9 @@ async def test_background_tasks_are_named_unique_and_awaited_at_stop(tmp_path: P
     task = asyncio.create_task(daemon.run())
     async with asyncio.timeout(5):
         await daemon.wait_running()
-        daemon.supervisor.spawn("worker", worker())
+        daemon.supervisor.spawn("worker", worker)
         with pytest.raises(WiringError, match="already running"):
-            daemon.supervisor.spawn("worker", worker())
+            daemon.supervisor.spawn("worker", worker)
         assert "worker" in daemon.status().details["tasks"]
         daemon.request_stop("test")
         assert await task == 0
