@@ -1,0 +1,51 @@
+"""Issue 48, in a real daemon: one part's loop that fails at runtime is restarted and counted; the
+node goes on serving. The failure is a real input: a transcript in the watched folder whose
+timestamp is JSON's ``Infinity`` (Python's json reads it; turning it into milliseconds raises
+OverflowError, which the capture watcher does not expect), so the watcher's round raises each time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import clean_env
+from tests.daemons import Node, wait_for
+
+pytestmark = pytest.mark.slow  # a real daemon process
+
+
+def _restarts(node: Node) -> dict[str, Any] | None:
+    result = node.cli("status", "--json")
+    if result.returncode != 0:
+        return None
+    restarts = json.loads(result.stdout)["daemon"].get("details", {}).get("restarts", {})
+    return restarts.get("memory-capture-watch") if restarts else None
+
+
+def test_a_capture_watcher_that_fails_is_restarted_and_counted_while_the_node_keeps_serving(tmp_path: Path) -> None:
+    watched = tmp_path / "transcripts"
+    watched.mkdir()
+    (watched / "broken.jsonl").write_text('{"text": "the rota changes on Monday", "timestamp": Infinity}\n')
+    env = clean_env(
+        BITTERBOT_MEMORY__EMBEDDER="hashing",
+        BITTERBOT_CAPTURE__WATCH=json.dumps([str(watched)]),
+        BITTERBOT_CAPTURE__POLL_S="0.5",
+    )
+    node = Node(tmp_path, "node", env)
+    assert node.cli("init").returncode == 0
+    node.start()
+    try:
+        # Before the fix the daemon stopped (exit 1) at the watcher's first failure: no status answered.
+        health = wait_for(lambda: (_restarts(node) or {}).get("restarts", 0) >= 2 and _restarts(node), 60,
+                          "the capture watcher to be restarted twice", [node])  # fmt: skip
+        assert "OverflowError" in health["last_error"]
+        assert node.proc is not None and node.proc.poll() is None, "the daemon stopped"
+        status = node.cli("status")
+        assert status.returncode == 0 and "restarted   memory-capture-watch" in status.stdout, status.stdout
+        assert node.json("memory", "stats")["total"] == 0  # still serving commands
+    finally:
+        log = node.stop()
+    assert '"task.failed"' in log or "task.failed" in log, log[-2000:]
