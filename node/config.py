@@ -359,6 +359,9 @@ class ApiSection(_Section):
 
 
 class DoctorSection(_Section):
+    #: Off: `doctor` checks the clock with local sources only (the system's NTP state); a node
+    #: contacts an outside host only when the person asked (this, or `doctor --clock-online`).
+    clock_online: bool = False
     time_url: str = "https://pypi.org/simple/"
 
     @field_validator("time_url")

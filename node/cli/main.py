@@ -215,15 +215,18 @@ def config_show(config_path: Path | None, data_dir: Path | None) -> None:
 @cli.command("doctor")
 @location_options
 @click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--clock-online", is_flag=True, help="Also compare the clock with [doctor] time_url (contacts that host)."
+)
 @handles_errors
-def doctor(config_path: Path | None, data_dir: Path | None, as_json: bool) -> None:
+def doctor(config_path: Path | None, data_dir: Path | None, as_json: bool, clock_online: bool) -> None:
     """Check what usually goes wrong in the first hour, and say how to fix each (exit 1 if any fails)."""
     from dataclasses import asdict
 
     from node.ops.doctor import FAIL, run_checks
 
     loaded, paths = resolve(config_path, data_dir)  # a broken config is the first finding (exit 2)
-    checks = run_checks(loaded.config, paths)
+    checks = run_checks(loaded.config, paths, clock_online=clock_online)
     if as_json:
         click.echo(json.dumps([asdict(c) for c in checks], indent=2))
     else:

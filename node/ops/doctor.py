@@ -12,6 +12,7 @@ import email.utils
 import shutil
 import socket
 import stat
+import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
@@ -164,7 +165,35 @@ def check_chain(config: Config, wallet_file: Path | None = None) -> list[Check]:
     return checks
 
 
+def ntp_synchronized() -> bool | None:
+    """Whether the system says its clock is synchronised (``timedatectl``), None when it cannot say."""
+    if shutil.which("timedatectl") is None:
+        return None
+    try:
+        answer = subprocess.run(
+            ["timedatectl", "show", "--property=NTPSynchronized", "--value"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = answer.stdout.strip()
+    return {"yes": True, "no": False}.get(value) if answer.returncode == 0 else None
+
+
+def check_clock_locally(synchronized: bool | None) -> Check:
+    """The clock as the system itself reports it; no outside host is contacted."""
+    online = "or run `bitterbot-node doctor --clock-online` to compare it with [doctor] time_url"
+    if synchronized is None:
+        return Check("clock", WARN, "not compared with another clock (the system does not say whether it is synced)",
+                     f"check it by hand (timedatectl), {online}")  # fmt: skip
+    if not synchronized:
+        return Check("clock", WARN, "the system says its clock is not synchronised; peers refuse messages "
+                     "more than a minute off", f"sync the clock: timedatectl set-ntp true, {online}")  # fmt: skip
+    return Check("clock", OK, "synchronised, as the system reports (timedatectl)")
+
+
 def check_clock(url: str, now: Callable[[], float] = time.time) -> Check:
+    """The clock against ``url``'s HTTP Date header: contacts that host (only when the person asked)."""
     if not url:
         return Check("clock", WARN, "not checked ([doctor] time_url is empty)", "set [doctor] time_url")
     try:
@@ -221,7 +250,10 @@ def check_bootstrap(config: Config) -> list[Check]:
     return out
 
 
-def run_checks(config: Config, paths: NodePaths) -> list[Check]:
+def run_checks(config: Config, paths: NodePaths, *, clock_online: bool = False) -> list[Check]:
+    """Every check; the clock is compared with an outside host only with ``clock_online`` or
+    ``[doctor] clock_online``."""
+    online = clock_online or config.doctor.clock_online
     ours = probe_daemon(paths.data_dir).running
     return [
         *check_data_dir(paths),
@@ -229,7 +261,7 @@ def run_checks(config: Config, paths: NodePaths) -> list[Check]:
         check_sqlite(),
         check_embedder(config),
         *check_chain(config, paths.data_dir / "wallet.key"),
-        check_clock(config.doctor.time_url),
+        check_clock(config.doctor.time_url) if online else check_clock_locally(ntp_synchronized()),
         check_disk(paths),
         *check_bootstrap(config),
     ]

@@ -6,13 +6,14 @@ OverflowError, which the capture watcher does not expect), so the watcher's roun
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import clean_env
-from tests.daemons import Node, wait_for
+from tests.daemons import Node, api_url, wait_for
 
 pytestmark = pytest.mark.slow  # a real daemon process
 
@@ -23,6 +24,17 @@ def _restarts(node: Node) -> dict[str, Any] | None:
         return None
     restarts = json.loads(result.stdout)["daemon"].get("details", {}).get("restarts", {})
     return restarts.get("memory-capture-watch") if restarts else None
+
+
+def _restart_counter(node: Node) -> float:
+    """``bitterbot_task_restarts_total{task="memory-capture-watch"}`` in the daemon's /metrics."""
+    url = wait_for(lambda: api_url(node), 60, "the API to listen", [node])
+    request = urllib.request.Request(url + "/metrics")
+    request.add_header("Authorization", f"Bearer {(node.data / 'api.token').read_text().strip()}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        lines = response.read().decode().splitlines()
+    wanted = 'bitterbot_task_restarts_total{task="memory-capture-watch"}'
+    return next(float(line.split()[-1]) for line in lines if line.startswith(wanted))
 
 
 def test_a_capture_watcher_that_fails_is_restarted_and_counted_while_the_node_keeps_serving(tmp_path: Path) -> None:
@@ -46,6 +58,7 @@ def test_a_capture_watcher_that_fails_is_restarted_and_counted_while_the_node_ke
         status = node.cli("status")
         assert status.returncode == 0 and "restarted   memory-capture-watch" in status.stdout, status.stdout
         assert node.json("memory", "stats")["total"] == 0  # still serving commands
+        assert _restart_counter(node) >= 2
     finally:
         log = node.stop()
     assert '"task.failed"' in log or "task.failed" in log, log[-2000:]

@@ -23,11 +23,14 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 
 
 @contextmanager
-def time_server(skew_s: float) -> Iterator[str]:
-    """A loopback HTTP server whose Date header is ``skew_s`` seconds off this machine's clock."""
+def time_server(skew_s: float, asked: list[str] | None = None) -> Iterator[str]:
+    """A loopback HTTP server whose Date header is ``skew_s`` seconds off this machine's clock; each
+    request's path is added to ``asked``."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_HEAD(self) -> None:
+            if asked is not None:
+                asked.append(self.path)
             self.send_response(200)
             self.end_headers()
 
@@ -67,7 +70,7 @@ def test_a_fresh_node_is_healthy(tmp_path: Path) -> None:
     data = tmp_path / "d"
     assert run_cli("init", "--data-dir", str(data)).returncode == 0
     with time_server(0) as url:
-        code, checks = doctor(data, BITTERBOT_DOCTOR__TIME_URL=url)
+        code, checks = doctor(data, BITTERBOT_DOCTOR__TIME_URL=url, BITTERBOT_DOCTOR__CLOCK_ONLINE="true")
     assert code == 0, checks
     for name in ("data dir", "identity key", "api token", "sqlite", "embedder", "chain", "clock", "disk"):
         assert checks[name][0]["status"] == "ok", checks[name]
@@ -86,6 +89,7 @@ def test_each_problem_is_found_with_its_fix(tmp_path: Path) -> None:
         code, checks = doctor(
             data,
             BITTERBOT_DOCTOR__TIME_URL=url,
+            BITTERBOT_DOCTOR__CLOCK_ONLINE="true",
             BITTERBOT_P2P__LISTEN=json.dumps([f"/ip4/127.0.0.1/tcp/{busy_port}"]),
             BITTERBOT_P2P__BOOTSTRAP=json.dumps([f"/ip4/127.0.0.1/tcp/{closed_port}/p2p/12D3KooWAbc"]),
             BITTERBOT_CHAIN__URL=f"http://127.0.0.1:{closed_chain}",
@@ -105,6 +109,34 @@ def test_each_problem_is_found_with_its_fix(tmp_path: Path) -> None:
     assert chain["status"] == "fail" and "no chain answers" in chain["detail"] and "anvil" in chain["fix"]
     text = run_cli("doctor", "--data-dir", str(data), env=clean_env(BITTERBOT_DOCTOR__TIME_URL="")).stdout
     assert "FAIL  identity key" in text and "fix: chmod 600" in text
+
+
+def test_the_clock_is_compared_with_an_outside_host_only_when_asked(tmp_path: Path) -> None:
+    """Issue 48: `doctor` asked [doctor] time_url (pypi.org by default) every time it ran. By default
+    it now asks only the system; `--clock-online` compares with the host."""
+    data = tmp_path / "d"
+    assert run_cli("init", "--data-dir", str(data)).returncode == 0
+    asked: list[str] = []
+    with time_server(-600, asked) as url:
+        _, checks = doctor(data, BITTERBOT_DOCTOR__TIME_URL=url)
+        assert asked == []  # before: the server was asked, and the clock failed as 600 s ahead
+        assert url not in checks["clock"][0]["detail"]
+        env = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_DOCTOR__TIME_URL=url)
+        result = run_cli("doctor", "--json", "--clock-online", "--data-dir", str(data), env=env)
+        assert asked == ["/"]
+    clock = next(c for c in json.loads(result.stdout) if c["name"] == "clock")
+    assert clock["status"] == "fail" and "ahead of" in clock["detail"]
+
+
+def test_the_local_clock_check_says_what_the_system_reports() -> None:
+    from node.ops.doctor import FAIL, OK, WARN, check_clock_locally
+
+    assert check_clock_locally(True).status == OK
+    unsynced = check_clock_locally(False)
+    assert unsynced.status == WARN and "set-ntp" in unsynced.fix and "--clock-online" in unsynced.fix
+    unknown = check_clock_locally(None)
+    assert unknown.status == WARN and "--clock-online" in unknown.fix
+    assert FAIL not in {check_clock_locally(s).status for s in (True, False, None)}  # never fails unasked
 
 
 @pytest.mark.skipif(shutil.which("anvil") is None, reason="anvil is not installed")
