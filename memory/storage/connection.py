@@ -108,7 +108,11 @@ async def close_connections(readers: Sequence[aiosqlite.Connection], writer: aio
             if any(row[0] for row in rows):  # busy: a reader held on past the busy timeout
                 _log.warning("memory store closed with the WAL not folded (a read was still open)")
         except sqlean.Error as exc:
-            _log.warning("memory store closed without a checkpoint: %s", exc)
+            # A statement cut off by Ctrl-C leaves "database table is locked" for a moment: nothing is
+            # wrong (the next open folds the WAL), and a warning was a stray line under the import's
+            # "stopped:" report. Any other error is worth the warning.
+            log = _log.debug if is_transient_lock(exc) else _log.warning
+            log("memory store closed without a checkpoint: %s", exc)
         finally:
             await writer.close()
 
