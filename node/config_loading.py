@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ground import failpoints
 from node.config import Config
 from node.errors import ConfigError
 
@@ -26,7 +27,7 @@ ENV_SEPARATOR = "__"
 ENV_CONFIG_FILE = "BITTERBOT_CONFIG"
 ENV_DATA_DIR = "BITTERBOT_DATA_DIR"
 ENV_KEY_PASSPHRASE = "BITTERBOT_KEY_PASSPHRASE"  # noqa: S105 - a variable name, not a secret
-ENV_NON_OVERRIDES = frozenset({ENV_CONFIG_FILE, ENV_DATA_DIR, ENV_KEY_PASSPHRASE})
+ENV_NON_OVERRIDES = frozenset({ENV_CONFIG_FILE, ENV_DATA_DIR, ENV_KEY_PASSPHRASE, failpoints.ENV})
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,9 @@ def _id(value: object) -> str | None:
 
 
 def _ms(value: object) -> int | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+    # JSON's Infinity and huge numbers read as numbers too: no time (int(inf) raised OverflowError,
+    # which stopped the watcher's every round, and a number past SQLite's integers stops a write).
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < _NO_LATER_THAN:
         return int(value * 1000) if value < 10**11 else int(value)  # seconds or milliseconds
     if isinstance(value, str):
         try:
@@ -337,6 +339,10 @@ def _ms(value: object) -> int | None:
             return None
         return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
     return None
+
+
+#: Past any time in milliseconds (the year 285,000): a number this large is no timestamp.
+_NO_LATER_THAN = 2**53
 
 
 def _bounded(count: int) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ground import failpoints
 from ground.errors import WiringError
 from ground.events import get_logger
 
@@ -116,6 +117,7 @@ class TaskSupervisor:
         while True:
             started = self._clock()
             try:
+                failpoints.check(f"task:{name}")  # a test's way to fail this loop in a real daemon
                 await run()
                 return
             except Exception as exc:  # any part's failure is logged and retried, never fatal

@@ -95,3 +95,15 @@ def test_a_damaged_line_of_a_session_is_skipped_and_named_but_a_last_line_cut_sh
     assert conversation.damaged == (2, 3)
     with pytest.raises(CaptureFormatError, match="line 2 is cut short"):  # its writer is still at it
         read_conversations(good + good[:40], ConversationFormat.CLAUDE_CODE)
+
+
+def test_a_time_that_is_no_time_is_read_as_none() -> None:
+    """Issue 48: JSON's Infinity as a timestamp raised OverflowError out of the reader, and the watcher
+    failed at every round on such a file; a number past any millisecond time would stop a write."""
+    lines = [
+        '{"text": "the rota changes on Monday", "timestamp": Infinity}',
+        '{"text": "the rota changes on Tuesday", "timestamp": NaN}',
+        '{"text": "the rota changes on Friday", "timestamp": 1e300}',
+    ]
+    (conversation,) = read_conversations("\n".join(lines) + "\n", ConversationFormat.JSONL, session="s")
+    assert [m.ts_ms for m in conversation.messages] == [None, None, None]

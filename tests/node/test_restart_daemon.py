@@ -1,7 +1,8 @@
 """Issue 48, in a real daemon: one part's loop that fails at runtime is restarted and counted; the
-node goes on serving. The failure is a real input: a transcript in the watched folder whose
-timestamp is JSON's ``Infinity`` (Python's json reads it; turning it into milliseconds raises
-OverflowError, which the capture watcher does not expect), so the watcher's round raises each time."""
+node goes on serving. The failure was first a real input (a transcript whose timestamp is JSON's
+``Infinity``: the watcher raised OverflowError at every round, and the daemon stopped); that input is
+now read as having no time (tests/memory/test_capture_formats.py), so the failure is asked for by a
+failpoint (``ground.failpoints``): the watcher's loop fails at every run."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ def _restart_counter(node: Node) -> float:
 def test_a_capture_watcher_that_fails_is_restarted_and_counted_while_the_node_keeps_serving(tmp_path: Path) -> None:
     watched = tmp_path / "transcripts"
     watched.mkdir()
-    (watched / "broken.jsonl").write_text('{"text": "the rota changes on Monday", "timestamp": Infinity}\n')
+    (watched / "infinite.jsonl").write_text('{"text": "the rota changes on Monday", "timestamp": Infinity}\n')
     env = clean_env(
+        BITTERBOT_FAILPOINTS="task:memory-capture-watch",
         BITTERBOT_MEMORY__EMBEDDER="hashing",
         BITTERBOT_CAPTURE__WATCH=json.dumps([str(watched)]),
         BITTERBOT_CAPTURE__POLL_S="0.5",
@@ -53,7 +55,7 @@ def test_a_capture_watcher_that_fails_is_restarted_and_counted_while_the_node_ke
         # Before the fix the daemon stopped (exit 1) at the watcher's first failure: no status answered.
         health = wait_for(lambda: (_restarts(node) or {}).get("restarts", 0) >= 2 and _restarts(node), 60,
                           "the capture watcher to be restarted twice", [node])  # fmt: skip
-        assert "OverflowError" in health["last_error"]
+        assert "FailpointHit" in health["last_error"]
         assert node.proc is not None and node.proc.poll() is None, "the daemon stopped"
         status = node.cli("status")
         assert status.returncode == 0 and "restarted   memory-capture-watch" in status.stdout, status.stdout
