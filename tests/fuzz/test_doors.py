@@ -4,6 +4,7 @@ same doors with many more inputs."""
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -32,6 +33,22 @@ def test_every_door_has_seeds(doors: dict[str, Door]) -> None:
 def test_the_corpus_gets_a_result_or_a_typed_error(doors: dict[str, Door], name: str) -> None:
     for data in doors[name].seeds():
         knock(doors[name], data)
+
+
+def test_no_door_allocates_much_more_than_its_input(doors: dict[str, Door]) -> None:
+    """An input of a few bytes once cost 256 MB: a JSON export was read with ``read(cap)``."""
+    greedy = {}
+    tracemalloc.start()
+    try:
+        for name, door in doors.items():
+            for data in door.seeds():
+                tracemalloc.reset_peak()
+                knock(door, data)
+                if (peak := tracemalloc.get_traced_memory()[1]) > 32 * 2**20 + 100 * len(data):
+                    greedy[name] = f"{peak / 2**20:.0f} MB on {len(data)} bytes"
+    finally:
+        tracemalloc.stop()
+    assert greedy == {}
 
 
 @pytest.mark.parametrize("name", NAMES)
