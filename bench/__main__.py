@@ -34,6 +34,7 @@ BENCHMARKS = {
     "foreign_import": "bench.memory.foreign_import",
     "emerging": "bench.memory.emerging",
     "footprint": "bench.node.footprint",
+    "fuzz": "bench.fuzz.campaign",
 }
 
 

@@ -13,13 +13,13 @@ is clamped and tagged (``memory.given_time``).
 from __future__ import annotations
 
 import io
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ground import json_text
 from ground.authority import Speaker
 from memory.given_time import with_given_time
 from memory.model import MAX_CONTEXT_CHARS, NewCrystal, Origin, SemanticType
@@ -139,7 +139,7 @@ def parse_message(line: str) -> tuple[str, str | None, int | None] | None:
     if not line.strip():
         return None
     try:
-        doc = json.loads(line)
+        doc = json_text.loads(line)
     except ValueError:
         return None
     if not isinstance(doc, dict):

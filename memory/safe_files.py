@@ -65,10 +65,15 @@ def open_regular(path: Path) -> Iterator[io.BufferedReader]:
 
 
 def read_bounded(path: Path, limit: int, offset: int = 0) -> bytes:
-    """At most ``limit`` bytes of the regular file ``path``, from ``offset``."""
+    """At most ``limit`` bytes of the regular file ``path``, from ``offset``. Read in blocks:
+    ``read(limit)`` allocates ``limit`` bytes first, 256 MB for a 50-byte JSON export."""
+    blocks = []
     with open_regular(path) as handle:
         handle.seek(offset)
-        return handle.read(limit)
+        while limit > 0 and (block := handle.read(min(limit, _BLOCK))):
+            blocks.append(block)
+            limit -= len(block)
+    return b"".join(blocks)
 
 
 def read_capped(path: Path, cap: int, what: str) -> bytes:

@@ -72,6 +72,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), f"is not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(str(path), "is not valid TOML (arrays or inline tables nest too deeply)") from None
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
@@ -100,7 +102,7 @@ def _parse_env_value(raw: str) -> Any:
     an address like 0x5FbD… is text, not a hexadecimal integer."""
     try:
         return tomllib.loads(f"value = {raw}")["value"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # nested past the stack: not a literal we take
         return raw
 
 

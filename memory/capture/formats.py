@@ -27,7 +27,6 @@ cut short is reported instead: the writer may still be at it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -35,6 +34,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from ground import json_text
 from memory.errors import CaptureFormatError
 
 MAX_MESSAGES = 200_000  # one conversation; past this the input is refused, not cut silently
@@ -78,14 +78,14 @@ def detect(raw: str) -> ConversationFormat:
         doc = _json(text)
         return ConversationFormat.CHATGPT if is_chatgpt_export(doc) else ConversationFormat.OPENAI
     try:
-        whole = json.loads(text)
+        whole = json_text.loads(text)
     except ValueError:
         whole = None
     if isinstance(whole, dict) and "messages" in whole:
         return ConversationFormat.OPENAI
     for line in text.splitlines()[:5]:  # a session may open with a summary line
         try:
-            head = json.loads(line)
+            head = json_text.loads(line)
         except ValueError:
             continue
         if isinstance(head, dict) and ("sessionId" in head or ("message" in head and "type" in head)):
@@ -115,7 +115,7 @@ def read_messages(items: Iterable[Mapping[str, Any]], *, session: str) -> Conver
 
 def _json(raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return json_text.loads(raw)
     except ValueError as exc:
         raise CaptureFormatError(f"not valid JSON: {exc}") from None
 
@@ -292,7 +292,7 @@ def _json_lines(raw: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, json_text.loads(line)
         except ValueError:
             if number == len(lines) and not raw.endswith("\n") and line.lstrip().startswith("{"):
                 raise CaptureFormatError(f"line {number} is cut short (is the file still being written?)") from None

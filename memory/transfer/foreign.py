@@ -57,6 +57,10 @@ class ForeignImported:
     messages_left_out: int = 0  # small talk, echoes, system messages (capture's reasons)
 
 
+#: The year 10,000: a later "time" is a wrong number, not a date (and would not fit a database integer).
+MAX_TIME_MS = 253_402_300_800_000
+
+
 def clean_tags(raw: object) -> tuple[str, ...]:
     """A source's tags as this node's: a list, or a string split on commas and spaces; '#' dropped,
     other characters outside a tag's alphabet become '-'; empty and duplicate ones dropped."""
@@ -79,7 +83,8 @@ def time_ms(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return int(value if value > 1e11 else value * 1000)
+        ms = value if value > 1e11 else value * 1000
+        return int(ms) if 0 <= ms <= MAX_TIME_MS else None  # NaN, infinities, 10**400: no time
     return iso_time_ms(value) if isinstance(value, str) and value.strip() else None
 
 

@@ -7,10 +7,10 @@ ordinary importer (markdown, text, JSONL, ``memory export`` files).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from ground import json_text
 from memory.capture.formats import chatgpt_conversations, is_chatgpt_export
 from memory.errors import CaptureFormatError, FileRefused, ForeignFormatError
 from memory.safe_files import read_bounded
@@ -70,6 +70,6 @@ def _json(path: Path) -> Any:
             f"{path} is over {MAX_JSON_BYTES // 2**20} MB; a JSON export is read whole, at most that: split it"
         )
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json_text.loads(data.decode("utf-8"))
+    except ValueError as exc:  # not UTF-8, not JSON, or nested too deeply
         raise ForeignFormatError(f"{path} is not JSON ({exc}); nothing was imported") from None

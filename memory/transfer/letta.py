@@ -41,11 +41,11 @@ def read_letta(doc: Any, path: str) -> ForeignSource:
     if is_passage_list(doc):
         _passages(doc, path, source)
         return source
-    agents = [a for a in doc.get("agents", []) if isinstance(a, dict)]
-    blocks = [b for b in doc.get("blocks", []) if isinstance(b, dict)]
+    agents = [a for a in _list(doc.get("agents")) if isinstance(a, dict)]
+    blocks = [b for b in _list(doc.get("blocks")) if isinstance(b, dict)]
     for agent in agents:
         for key in ("memory_blocks", "core_memory"):
-            blocks.extend(b for b in agent.get(key) or [] if isinstance(b, dict))
+            blocks.extend(b for b in _list(agent.get(key)) if isinstance(b, dict))
         source.left_out.extend(f"agents[].{part}" for part in _AGENT_PARTS if agent.get(part))
     seen: set[tuple[str, str]] = set()
     for number, block in enumerate(blocks, start=1):
@@ -79,6 +79,11 @@ def read_letta(doc: Any, path: str) -> ForeignSource:
             source.left_out.append(part)
     source.left_out = sorted(set(source.left_out))
     return source
+
+
+def _list(value: object) -> list[Any]:
+    """``value`` if it is a list; anything else in a list's place holds nothing we read."""
+    return value if isinstance(value, list) else []
 
 
 def _passages(doc: list[Any], path: str, source: ForeignSource) -> None:

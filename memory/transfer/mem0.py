@@ -53,7 +53,7 @@ def read_mem0(doc: Any, path: str) -> ForeignSource:
             created_at_ms=time_ms(item.get("updated_at")) or time_ms(item.get("created_at")),
             source_path=path,
             source=f"mem0:{key}"[:200],
-            tags=clean_tags([*(item.get("categories") or []), *clean_tags(metadata.get("tags"))]),
+            tags=clean_tags([*clean_tags(item.get("categories")), *clean_tags(metadata.get("tags"))]),
         )
         source.entries.append(Entry(key, crystal))
     source.left_out = sorted(left_out)

@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 import aiosqlite
 
+from ground import json_text
 from memory.governance.injection import instruction_flags
 from memory.graph import Association, Attribution
 from memory.model import Crystal
@@ -96,7 +97,7 @@ def is_export_file(path: Path) -> bool:
         for line in handle:
             if line.strip():
                 try:
-                    doc = json.loads(line)
+                    doc = json_text.loads(line)
                 except ValueError:
                     return False
                 return is_header(doc) or looks_like_crystal(doc)
@@ -184,7 +185,7 @@ def _records(handle: BinaryIO, done: Restored) -> Iterator[Record]:
         if not line.strip():
             continue
         try:
-            doc = json.loads(line)
+            doc = json_text.loads(line)
             if is_header(doc):
                 check_header(doc)
                 continue

@@ -15,13 +15,13 @@ signature from meaning anything in any other protocol the same key signs in.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, BinaryIO, Protocol
 
 from crypto.identity import verifies
+from ground import json_text
 
 DOMAIN = b"bitterbot-node/memory-export/signature/v1\x00"
 KIND = "signature"
@@ -121,7 +121,7 @@ def _header_signer(line: bytes) -> bytes | None:
 
 def _json(line: bytes) -> Any:
     try:
-        return json.loads(line)
+        return json_text.loads(line)
     except ValueError:
         return None
 

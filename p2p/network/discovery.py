@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ground import json_text
 from ground.events import get_logger
 from p2p.errors import InvalidValue, ProtocolRefused
 from p2p.network.scope import LocalNetworks, dialable_from, host_ip, interface_networks
@@ -80,7 +81,7 @@ def decode(raw: bytes, now_ms: int) -> list[KnownPeer]:
     if len(raw) > MAX_ANSWER_BYTES:
         raise InvalidValue(f"a peer sample of {len(raw):,} bytes is over {MAX_ANSWER_BYTES:,}")
     try:
-        doc = json.loads(raw)
+        doc = json_text.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise InvalidValue("a peer sample that is not JSON") from None
     rows = doc.get("peers") if isinstance(doc, dict) else None
