@@ -68,8 +68,11 @@ class Crash(AssertionError):
         self.data = data
 
 
-def knock(door: Door, data: bytes) -> str:
-    """Run ``door`` on ``data``: 'ok', or the name of the typed error it answered; ``Crash`` otherwise."""
+def knock(door: Door, data: bytes, *, hang_s: float | None = HANG_S) -> str:
+    """Run ``door`` on ``data``: 'ok', or the name of the typed error it answered; ``Crash`` otherwise.
+    ``hang_s``: an input taking longer is a hang (the campaign's rule); ``None`` in the suite, where a
+    time is no assertion (a loaded machine, or tracemalloc, made a 2 ms input take 15 s in CI) and
+    pytest's own timeout bounds a real hang."""
     started = time.perf_counter()
     try:
         door.open(data)
@@ -79,8 +82,8 @@ def knock(door: Door, data: bytes) -> str:
     except Exception as exc:  # the finding itself: an untyped exception is what a fuzzer looks for
         raise Crash(f"{door.name}: {type(exc).__name__}: {str(exc)[:300]} on {data[:120]!r}", data) from exc
     took = time.perf_counter() - started
-    if took > HANG_S:
-        raise Crash(f"{door.name}: took {took:.1f} s (more than {HANG_S} s) on {data[:120]!r}", data)
+    if hang_s is not None and took > hang_s:
+        raise Crash(f"{door.name}: took {took:.1f} s (more than {hang_s} s) on {data[:120]!r}", data)
     return outcome
 
 

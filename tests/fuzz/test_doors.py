@@ -32,7 +32,7 @@ def test_every_door_has_seeds(doors: dict[str, Door]) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_corpus_gets_a_result_or_a_typed_error(doors: dict[str, Door], name: str) -> None:
     for data in doors[name].seeds():
-        knock(doors[name], data)
+        knock(doors[name], data, hang_s=None)
 
 
 def test_no_door_allocates_much_more_than_its_input(doors: dict[str, Door]) -> None:
@@ -43,7 +43,7 @@ def test_no_door_allocates_much_more_than_its_input(doors: dict[str, Door]) -> N
         for name, door in doors.items():
             for data in door.seeds():
                 tracemalloc.reset_peak()
-                knock(door, data)
+                knock(door, data, hang_s=None)
                 if (peak := tracemalloc.get_traced_memory()[1]) > 32 * 2**20 + 100 * len(data):
                     greedy[name] = f"{peak / 2**20:.0f} MB on {len(data)} bytes"
     finally:
@@ -60,7 +60,7 @@ def test_no_door_allocates_much_more_than_its_input(doors: dict[str, Door]) -> N
 @given(data=st.data())
 def test_bent_inputs_get_a_result_or_a_typed_error(doors: dict[str, Door], name: str, data: st.DataObject) -> None:
     door = doors[name]
-    knock(door, data.draw(inputs(door.seeds(), door.shape), label="input"))
+    knock(door, data.draw(inputs(door.seeds(), door.shape), label="input"), hang_s=None)
 
 
 def test_the_doors_run_what_the_daemon_runs(doors: dict[str, Door]) -> None:
@@ -70,4 +70,4 @@ def test_the_doors_run_what_the_daemon_runs(doors: dict[str, Door]) -> None:
 
 
 def _outcomes(door: Door) -> list[str]:
-    return [knock(door, data) for data in door.seeds()]
+    return [knock(door, data, hang_s=None) for data in door.seeds()]
