@@ -48,11 +48,11 @@ def _capture_gauges(node: Node, url: str | None) -> dict[str, float] | None:
     return gauges if gauges.get("messages") == 3.0 and gauges.get("unreadable") == 1.0 else None
 
 
-def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
-    projects = tmp_path / "claude" / "projects" / "shop"
-    projects.mkdir(parents=True)
-    transcript = projects / f"{SESSION}.jsonl"
-    transcript.write_text(claude_line("q1", "user", "The shop's Stripe webhook secret rotates on the 1st."))
+def _watching(tmp_path: Path, transcript: Path, text: str) -> Node:
+    """A started daemon watching ``tmp_path/claude/projects``, where ``transcript`` (a file under it)
+    holds ``text``."""
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript.write_text(text)
     env = clean_env(
         BITTERBOT_MEMORY__EMBEDDER="hashing",
         BITTERBOT_CAPTURE__WATCH=json.dumps([str(tmp_path / "claude" / "projects")]),
@@ -61,6 +61,14 @@ def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
     node = Node(tmp_path, "node", env)
     assert node.cli("init").returncode == 0
     node.start()
+    return node
+
+
+def test_a_watched_transcript_is_captured_as_it_grows(tmp_path: Path) -> None:
+    transcript = tmp_path / "claude" / "projects" / "shop" / f"{SESSION}.jsonl"
+    node = _watching(
+        tmp_path, transcript, claude_line("q1", "user", "The shop's Stripe webhook secret rotates on the 1st.")
+    )
     try:
         wait_for(lambda: _capture(node).get("messages") == 1, 60, "the first message to be captured", [node])
         with transcript.open("a") as handle:
@@ -92,17 +100,7 @@ def test_a_watched_session_speaks_for_the_person_only_in_the_persons_own_turns(t
     person's turns are stored as theirs; the quote is held; nothing of it tops the bootstrap."""
     from tests.memory.test_capture_formats import SESSION_LINES
 
-    projects = tmp_path / "claude" / "projects" / "shop"
-    projects.mkdir(parents=True)
-    (projects / "5e55a0a0.jsonl").write_text("".join(SESSION_LINES))
-    env = clean_env(
-        BITTERBOT_MEMORY__EMBEDDER="hashing",
-        BITTERBOT_CAPTURE__WATCH=json.dumps([str(tmp_path / "claude" / "projects")]),
-        BITTERBOT_CAPTURE__POLL_S="0.5",
-    )
-    node = Node(tmp_path, "node", env)
-    assert node.cli("init").returncode == 0
-    node.start()
+    node = _watching(tmp_path, tmp_path / "claude" / "projects" / "shop" / "5e55a0a0.jsonl", "".join(SESSION_LINES))
     try:
         read = wait_for(lambda: _capture(node).get("messages"), 60, "the session to be captured", [node])
         held = node.json("memory", "quarantine")
@@ -152,18 +150,8 @@ def test_a_transcript_growing_by_a_few_turns_at_a_time_keeps_the_daemon_running(
     Capture once indexed the new chunk by the turns' positions in the whole file and raised
     IndexError, which stopped the daemon (and stopped it again at every restart). Every turn must be
     captured, each exactly once, and the daemon must go on running."""
-    projects = tmp_path / "claude" / "projects" / "ops"
-    projects.mkdir(parents=True)
-    transcript = projects / f"{SESSION}.jsonl"
-    transcript.write_text("".join(claude_line(*turn) for turn in GROWING[:6]))
-    env = clean_env(
-        BITTERBOT_MEMORY__EMBEDDER="hashing",
-        BITTERBOT_CAPTURE__WATCH=json.dumps([str(tmp_path / "claude" / "projects")]),
-        BITTERBOT_CAPTURE__POLL_S="0.5",
-    )
-    node = Node(tmp_path, "node", env)
-    assert node.cli("init").returncode == 0
-    node.start()
+    transcript = tmp_path / "claude" / "projects" / "ops" / f"{SESSION}.jsonl"
+    node = _watching(tmp_path, transcript, "".join(claude_line(*turn) for turn in GROWING[:6]))
     try:
         wait_for(lambda: _capture(node).get("messages") == 6, 60, "the first six turns to be captured", [node])
         for count, batch in ((9, GROWING[6:9]), (12, GROWING[9:])):  # fewer new turns than the file holds
