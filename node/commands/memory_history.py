@@ -92,7 +92,7 @@ async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
     from node.commands.memory_service import crystal_json
 
     store, actor = host.running_store(), current_actor()
-    await _refuse_the_agent_the_persons(store, request.id, "marks it outdated; ask them")
+    await refuse_unless_may_override(store, request.id, "marking it outdated")
     return crystal_json(await mark(store, request.id, request.by, reason="marked by hand", actor=actor))
 
 
@@ -149,18 +149,14 @@ async def edit(host: MemoryHost, request: EditArgs) -> dict[str, Any]:
     from node.commands.memory_service import crystal_json
 
     store, actor = host.running_store(), current_actor()
-    await _refuse_the_agent_the_persons(store, request.id, "edits it")
+    await refuse_unless_may_override(store, request.id, "editing it")
     new = await edit_text(store, request.id, request.text, actor=actor, by_person=actor in PEOPLE)
     return {**crystal_json(new), "replaces": request.id}
 
 
-async def _refuse_the_agent_the_persons(store: MemoryStore, crystal_id: str, doing: str) -> None:
+async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing: str) -> None:
     """``NotAllowed`` unless the caller may override the person, when the crystal is the person's own:
     the agent can be talked into anything, so it never changes the person's words (``ground.authority``)."""
-    await refuse_unless_may_override(store, crystal_id, doing)
-
-
-async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing: str) -> None:
     from node.actor import current_speaker
     from node.commands.memory_service import refuse_unless_may_override as refuse
 
