@@ -12,7 +12,7 @@ is clamped and tagged (``memory.given_time``).
 
 from __future__ import annotations
 
-import io
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,8 +23,9 @@ from ground import json_text
 from ground.authority import Speaker
 from memory.given_time import with_given_time
 from memory.model import MAX_CONTEXT_CHARS, NewCrystal, Origin, SemanticType
-from memory.safe_files import file_sha256, open_regular, read_capped, regular_files
+from memory.safe_files import MAX_LINE_BYTES, bounded_lines, file_sha256, open_regular, read_capped, regular_files
 
+_log = logging.getLogger("memory.importer")
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
 MAX_CHUNK_CHARS = 1_500
 #: A markdown or text file is read whole to be chunked: past this it is refused (``FileRefused``).
@@ -48,10 +49,15 @@ def find_sources(root: Path) -> list[SourceFile]:
     return [SourceFile(p, file_sha256(p)) for p in paths if p.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}]
 
 
-def crystals_from_file(source: SourceFile, now_ms: int | None = None) -> Iterator[NewCrystal]:
-    """The crystals of one file; its times held between 1970 and ``now_ms`` (default: the clock)."""
+def crystals_from_file(
+    source: SourceFile, now_ms: int | None = None, *, max_line: int = MAX_LINE_BYTES
+) -> Iterator[NewCrystal]:
+    """The crystals of one file; its times held between 1970 and ``now_ms`` (default: the clock). A
+    JSONL line over ``max_line`` bytes is read past, never held, and skipped and logged
+    (``import.line_skipped``)."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    items = _from_jsonl(source.path) if source.path.suffix.lower() == ".jsonl" else _from_text(source.path)
+    jsonl = source.path.suffix.lower() == ".jsonl"
+    items = _from_jsonl(source.path, max_line) if jsonl else _from_text(source.path)
     for item in items:
         yield with_given_time(item, now)
 
@@ -95,16 +101,20 @@ def text_chunks(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
         yield start, chunk
 
 
-def _from_jsonl(path: Path) -> Iterator[NewCrystal]:
+def _from_jsonl(path: Path, max_line: int) -> Iterator[NewCrystal]:
     """One crystal per message: ``{"text"|"content": str, "speaker"|"role": str?, "timestamp": ISO|ms?}``.
 
     Each message carries its neighbours (the messages before and after it) as context, so a short
-    reply stays findable. Lines that are not such an object are skipped.
+    reply stays findable. Lines that are not such an object are skipped, as is one over ``max_line``.
     """
     messages: list[tuple[int, str, int | None]] = []
-    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            message = parse_message(line)
+    with open_regular(path) as handle:
+        for number, (length, raw) in enumerate(bounded_lines(handle, max_line, tail=True), start=1):
+            if raw is None:
+                fields = {"file": str(path), "line": number, "bytes": length, "max_line": max_line}
+                _log.warning("import.line_skipped", extra={"fields": fields})
+                continue
+            message = parse_message(raw.decode("utf-8", errors="replace"))
             if message is not None:
                 text, speaker, ts = message
                 messages.append((number, f"{speaker}: {text}" if speaker else text, ts))

@@ -108,6 +108,9 @@ class CaptureSection(_Section):
     watch: list[str] = Field(default_factory=list, max_length=32)
     poll_s: float = Field(default=5.0, ge=0.2, le=3600)
     max_file_mb: int = Field(default=50, ge=1, le=10_000)
+    # The longest line of a JSONL input read (a watched transcript, a JSONL import, an export restored):
+    # a longer one is read past in blocks, never held whole, and skipped and counted like a damaged line.
+    max_line_mb: int = Field(default=8, ge=1, le=1_000)
     # "llm": the [llm] endpoint picks the statements worth keeping, checked against the messages
     # (memory.capture.llm_extract); offline, deterministic, when it fails or a message is confidential.
     extractor: Literal["offline", "llm"] = "offline"

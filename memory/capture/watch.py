@@ -13,8 +13,11 @@ Each file has a watermark (``capture_files``) that survives restarts:
   its file and line number (``capture.line_skipped``); the lines after it are captured;
 - at most ``max_file_bytes`` are read in a round: a file of lines from its watermark (a longer file is
   read on in the next rounds), a JSON file whole (a longer one is reported and skipped);
+- a line over ``max_line_bytes`` is read past in blocks, never held whole, and skipped and named
+  like a damaged line;
 - only regular files inside the folders are read (``memory.safe_files``): a symlink, to a file or a
-  folder, is skipped, and a FIFO or device is never opened for a blocking read.
+  folder, or a hard link (a file with a second name, maybe outside the folder) is skipped
+  (``skipped_links``), and a FIFO or device is never opened for a blocking read.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ground import failpoints
 from memory.capture.capture import capture, default_session
 from memory.capture.formats import Conversation, ConversationFormat, detect, read_conversations
 from memory.capture.llm_extract import LlmExtractor
 from memory.errors import CaptureFormatError, FileRefused
-from memory.safe_files import open_regular, read_bounded, regular_files
+from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular, read_bounded, walk_files
 from memory.storage.store import MemoryStore
 
 _log = logging.getLogger("memory.capture.watch")
@@ -48,6 +52,7 @@ SETTLING_NS = 5_000_000_000
 class WatchSettings:
     folders: tuple[Path, ...]
     max_file_bytes: int = 50_000_000
+    max_line_bytes: int = MAX_LINE_BYTES  # a longer line is skipped as damaged, never held whole
     max_files: int = 10_000  # per round: a folder holding more is read in name order up to this
     extractor: LlmExtractor | None = None  # [capture] extractor = "llm"
 
@@ -76,16 +81,20 @@ class WatchRound:
     new_errors: list[tuple[str, str]] = field(default_factory=list)  # (path, why): reported once each
     skipped_lines: list[tuple[str, int]] = field(default_factory=list)  # (path, line from 1): damaged, skipped
     forgotten: int = 0  # watermarks of files deleted since: dropped (what they gave stays in memory)
+    skipped_links: list[tuple[str, str]] = field(default_factory=list)  # (path, why): symlinks, hard links
 
 
-def transcript_files(settings: WatchSettings) -> Iterator[Path]:
+def transcript_files(settings: WatchSettings, skipped: list[tuple[str, str]] | None = None) -> Iterator[Path]:
     """The regular files under the watched folders, in name order, at most ``max_files``; no
-    symlink is followed (``memory.safe_files``)."""
+    symlink is followed and no hard link read (``memory.safe_files``): those go to ``skipped``."""
     count = 0
     for folder in settings.folders:
         if not folder.is_dir():
             continue
-        for path in regular_files(folder):
+        found, links = walk_files(folder)
+        if skipped is not None:
+            skipped.extend((str(path), why) for path, why in links)
+        for path in found:
             if path.suffix in SUFFIXES:
                 yield path
                 count += 1
@@ -97,7 +106,7 @@ async def watch_round(store: MemoryStore, settings: WatchSettings, *, actor: str
     """Capture what changed in the watched folders since the last round."""
     marks = await load_marks(store)
     result = WatchRound()
-    for path in transcript_files(settings):
+    for path in transcript_files(settings, result.skipped_links):
         result.files_seen += 1
         key = str(path)
         mark = marks.get(key, FileMark(key))
@@ -112,6 +121,9 @@ async def watch_round(store: MemoryStore, settings: WatchSettings, *, actor: str
         if new.error and new.error != mark.error:
             result.new_errors.append((key, new.error))
         if new != mark:
+            # Failing here, between a file's captures and its watermark, must not store them twice:
+            # the next round reads the same lines again and finds their messages captured.
+            failpoints.check("capture:before-mark")
             await save_mark(store, new)
     # A file deleted since keeps no watermark: `status` counted it for ever. Should the same file come
     # back it is read again, and what was captured from it before is not stored twice.
@@ -135,15 +147,22 @@ async def _read(
 ) -> FileMark:
     cap = settings.max_file_bytes
     try:
-        first = await asyncio.to_thread(read_bounded, path, HEAD_BYTES)
+        first = await asyncio.to_thread(read_bounded, path, HEAD_BYTES, one_name=True)
         if not mark.head or size < mark.offset or _head(first, _head_length(mark.head)) != mark.head:
             # A new file, or a rewritten or truncated one: read from the start, as a conversation of its own.
             head = _head(first, len(first))
             mark = FileMark(mark.path, head=head, session=f"{mark.session}~{head[-8:]}" if mark.session else "")
-        if mark.fmt and ConversationFormat(mark.fmt) in LINE_FORMATS:  # from the watermark, at most the cap
-            data = await asyncio.to_thread(read_bounded, path, cap, mark.offset)
-            return await _read_lines(store, path, data, mark, size, mtime_ns, actor, result, settings)
-        data = await asyncio.to_thread(read_bounded, path, cap + 1)  # one past the cap: a whole document's size
+        if path.suffix == ".jsonl" or (mark.fmt and ConversationFormat(mark.fmt) in LINE_FORMATS):
+            lines = await asyncio.to_thread(_line_chunk, path, mark.offset, cap, settings.max_line_bytes)
+            if not mark.fmt and lines.consumed:
+                try:
+                    found = detect(lines.data.decode("utf-8", errors="replace"))
+                except CaptureFormatError as exc:
+                    return replace(mark, size=size, mtime_ns=mtime_ns, error=str(exc))
+                mark = replace(mark, fmt=found.value) if found in LINE_FORMATS else mark
+            if mark.fmt or not lines.consumed:  # from the watermark, about the cap, complete lines only
+                return await _read_lines(store, path, lines, mark, size, mtime_ns, actor, result, settings)
+        data = await asyncio.to_thread(read_bounded, path, cap + 1, one_name=True)  # a whole document's size
     except FileRefused as exc:  # swapped for a symlink or a FIFO since the walk
         return replace(mark, size=size, mtime_ns=mtime_ns, error=exc.reason)
     except OSError as exc:  # one file the daemon may not read must not stop the round for the others
@@ -158,9 +177,6 @@ async def _read(
         return replace(mark, size=size, mtime_ns=mtime_ns, error=over if len(data) > cap else str(exc))
     if path.suffix == ".json" and fmt in LINE_FORMATS:
         fmt = ConversationFormat.OPENAI  # a .json file is one document: it is read whole, once it parses
-    if fmt in LINE_FORMATS:
-        mark = replace(mark, fmt=fmt.value)
-        return await _read_lines(store, path, data[:cap], mark, size, mtime_ns, actor, result, settings)
     if len(data) > cap:
         return replace(mark, size=size, mtime_ns=mtime_ns, error=over)
     try:
@@ -176,7 +192,7 @@ async def _read(
 async def _read_lines(
     store: MemoryStore,
     path: Path,
-    data: bytes,
+    lines: _Lines,
     mark: FileMark,
     size: int,
     mtime_ns: int,
@@ -184,32 +200,27 @@ async def _read_lines(
     result: WatchRound,
     settings: WatchSettings,
 ) -> FileMark:
-    """Capture the complete lines of ``data``, the bytes of ``path`` from ``mark.offset`` on."""
-    fmt = ConversationFormat(mark.fmt)
-    end = data.rfind(b"\n") + 1  # complete lines only: a half-written last line waits
-    if end == 0:
-        if len(data) >= settings.max_file_bytes:
-            why = f"a line over {settings.max_file_bytes:,} bytes at byte {mark.offset:,}; skipped"
-            return replace(mark, size=size, mtime_ns=mtime_ns, error=why)
+    """Capture ``lines``, the complete lines of ``path`` from ``mark.offset`` on."""
+    if not lines.consumed:  # no complete line yet: a half-written last line waits
         return replace(mark, size=size, mtime_ns=mtime_ns)
-    chunk = data[:end].decode("utf-8", errors="replace")
+    fmt = ConversationFormat(mark.fmt)
     try:
-        (conversation,) = read_conversations(chunk, fmt, session=mark.session)
+        (conversation,) = read_conversations(lines.data.decode("utf-8", errors="replace"), fmt, session=mark.session)
     except CaptureFormatError as exc:
         return replace(mark, size=size, mtime_ns=mtime_ns, error=str(exc))
-    if conversation.damaged:
+    if damaged := sorted(conversation.damaged + lines.oversized):
         try:
             first = await asyncio.to_thread(_lines_before, path, mark.offset)
         except (OSError, FileRefused):  # changed under us: the lines are numbered from the watermark
             first = 0
-        for number in conversation.damaged:
+        for number in damaged:
             result.skipped_lines.append((str(path), first + number))
             _log.warning("capture.line_skipped", extra={"fields": {"file": str(path), "line": first + number}})
     messages = tuple(replace(m, position=m.position + mark.messages) for m in conversation.messages)
     session = mark.session or conversation.session or default_session(conversation)
     conversation = replace(conversation, session=session, messages=messages)
     await _capture(store, [conversation], actor, result, settings.extractor)
-    offset = mark.offset + end
+    offset = mark.offset + lines.consumed
     return replace(
         mark,
         size=size if offset >= size else -1,  # more past the cap: read on next round, changed or not
@@ -219,6 +230,31 @@ async def _read_lines(
         session=session,
         error=None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    data: bytes  # complete lines; one over the line cap stands as an empty line (numbering kept)
+    consumed: int  # the bytes of the file they stand for
+    oversized: tuple[int, ...]  # the numbers (from 1, among these) of lines over the cap: skipped
+
+
+def _line_chunk(path: Path, offset: int, cap: int, max_line: int) -> _Lines:
+    """The complete lines of ``path`` from ``offset``, at most ``cap`` bytes of them; a line over
+    ``max_line`` bytes is read past, never held (``memory.safe_files.bounded_lines``)."""
+    parts: list[bytes] = []
+    oversized: list[int] = []
+    consumed = 0
+    with open_regular(path, one_name=True) as handle:
+        handle.seek(offset)
+        for number, (length, line) in enumerate(bounded_lines(handle, max_line), start=1):
+            if consumed and consumed + length > cap:
+                break  # the next round's (a first line longer than the cap is still read: up to max_line)
+            parts.append(b"\n" if line is None else line)
+            if line is None:
+                oversized.append(number)
+            consumed += length
+    return _Lines(b"".join(parts), consumed, tuple(oversized))
 
 
 def _lines_before(path: Path, offset: int) -> int:

@@ -21,7 +21,6 @@ line is restored.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,7 +33,7 @@ from ground import json_text
 from memory.governance.injection import instruction_flags
 from memory.graph import Association, Attribution
 from memory.model import Crystal
-from memory.safe_files import open_regular
+from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular
 from memory.storage.connection import select_in
 from memory.storage.row_writes import insert_indexed
 from memory.storage.rows import RESTORE_SQL, restore_params
@@ -93,8 +92,10 @@ def is_export_file(path: Path) -> bool:
     """Whether ``path`` was written by ``memory export`` (any version): its first line says so."""
     if path.suffix.lower() != ".jsonl":
         return False
-    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+    with open_regular(path) as handle:
+        for _, line in bounded_lines(handle, tail=True):
+            if line is None:  # a line over the cap is no line an export writes
+                return False
             if line.strip():
                 try:
                     doc = json_text.loads(line)
@@ -110,6 +111,7 @@ async def restore_export(
     progress: Callable[[int], None] | None = None,
     *,
     trusted: frozenset[bytes],
+    max_line: int = MAX_LINE_BYTES,
 ) -> Restored:
     """Restore every crystal, supersession, link and derivation of the export at ``path``: as they
     were when one of the ``trusted`` public keys signed the file, as imported text otherwise."""
@@ -122,7 +124,7 @@ async def restore_export(
     batch: list[tuple[Crystal, tuple[Attribution, ...]]] = []
     # One handle for the check and the restore: what is restored is the file that was checked.
     with open_regular(path) as handle:  # a regular file: a FIFO or a link swapped in is refused
-        done.vouched = check_file(handle, trusted).vouched
+        done.vouched = check_file(handle, trusted, max_line).vouched
         if not done.trusted:
             fresh = set()
 
@@ -134,7 +136,7 @@ async def restore_export(
             if progress:
                 progress(len(batch))
 
-        for record in _records(handle, done):
+        for record in _records(handle, done, max_line):
             if isinstance(record, Association):
                 links.append(record)
             elif isinstance(record, Derivation):
@@ -177,10 +179,14 @@ async def _write_demoted(
     done.demoted += len(kept)
 
 
-def _records(handle: BinaryIO, done: Restored) -> Iterator[Record]:
-    """The file's records in order; a damaged line is counted in ``done`` and skipped. A file from a
-    newer release is refused whole (``NewerFormat``): guessing at its fields could restore them wrong."""
-    for number, raw in enumerate(handle, start=1):
+def _records(handle: BinaryIO, done: Restored, max_line: int) -> Iterator[Record]:
+    """The file's records in order; a damaged line, or one over ``max_line`` bytes (read past, never
+    held), is counted in ``done`` and skipped. A file from a newer release is refused whole
+    (``NewerFormat``): guessing at its fields could restore them wrong."""
+    for number, (length, raw) in enumerate(bounded_lines(handle, max_line, tail=True), start=1):
+        if raw is None:
+            _damaged(done, number, f"a line of {length:,} bytes, over the {max_line:,} a line may hold")
+            continue
         line = raw.decode("utf-8", errors="replace")
         if not line.strip():
             continue

@@ -15,13 +15,14 @@ signature from meaning anything in any other protocol the same key signs in.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, BinaryIO, Protocol
 
 from crypto.identity import verifies
 from ground import json_text
+from memory.safe_files import MAX_LINE_BYTES
 
 DOMAIN = b"bitterbot-node/memory-export/signature/v1\x00"
 KIND = "signature"
@@ -105,11 +106,23 @@ def check_signature(lines: Iterable[bytes], trusted: frozenset[bytes]) -> Signat
     return SignatureCheck(Vouched.TRUSTED if key in trusted else Vouched.OTHER_SIGNER, key)
 
 
-def check_file(handle: BinaryIO, trusted: frozenset[bytes]) -> SignatureCheck:
-    """``check_signature`` over an open file, read from its start; the handle is left at its start."""
+def check_file(handle: BinaryIO, trusted: frozenset[bytes], max_line: int = MAX_LINE_BYTES) -> SignatureCheck:
+    """``check_signature`` over an open file, read from its start; the handle is left at its start.
+    A line over ``max_line`` bytes (never one an export writes) makes the file damaged, unread past."""
     handle.seek(0)
     try:
-        return check_signature(handle, trusted)
+        over_cap = False
+
+        def bounded() -> Iterator[bytes]:
+            nonlocal over_cap
+            while line := handle.readline(max_line + 1):
+                if len(line) > max_line and not line.endswith(b"\n"):
+                    over_cap = True
+                    return
+                yield line
+
+        check = check_signature(bounded(), trusted)
+        return SignatureCheck(Vouched.DAMAGED, check.signer) if over_cap else check
     finally:
         handle.seek(0)
 

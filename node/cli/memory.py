@@ -70,6 +70,7 @@ def memory_import(
         from node.cli.export_keys import trusted_signers
 
         trusted: frozenset[bytes] | None = None  # read at the first export file: a folder of notes needs no key
+        max_line = resolve(config_path, data_dir)[0].config.capture.max_line_mb * 1_000_000
 
         stored_before.append(await crystal_total(store.reader()))
         totals = progress_so_far  # what Ctrl-C reports: the store keeps every batch already written
@@ -82,7 +83,7 @@ def memory_import(
                 elif is_export_file(item.path):  # a `memory export`: restored as it was, not as messages
                     if trusted is None:
                         trusted = trusted_signers(config_path, data_dir)
-                    restored = await restore_export(store, item.path, trusted=trusted)
+                    restored = await restore_export(store, item.path, trusted=trusted, max_line=max_line)
                     await mark_imported(store, key, item.content_hash, restored.created + restored.duplicates)
                     totals["files"] += 1
                     for name in ("created", "duplicates", "superseded", "links", "derivations", "demoted", "refused"):
@@ -95,7 +96,7 @@ def memory_import(
                         notes.append({"path": str(item.path), "vouched": restored.vouched.name.lower(),
                                       "why": restored.vouched.value, "demoted": restored.demoted})  # fmt: skip
                 else:
-                    result = await store.remember_many(list(crystals_from_file(item)))
+                    result = await store.remember_many(list(crystals_from_file(item, max_line=max_line)))
                     await mark_imported(store, key, item.content_hash, result.created + result.duplicates)
                     totals["files"] += 1
                     totals["created"] += result.created

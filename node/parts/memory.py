@@ -23,7 +23,6 @@ from ground.progress import current_reporter
 from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
 from memory.capture.llm_extract import LlmExtractor
-from memory.capture.watch import WatchSettings, expand, watch_round, watch_summary
 from memory.cognition.curiosity import Curiosity
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.refine_type import refine_type
@@ -47,6 +46,7 @@ from memory.working_memory.dream import dream
 from memory.working_memory.synthesis import ChatSynthesizer, ExtractiveSynthesizer, Synthesizer
 from node.config import Config
 from node.errors import PartNotRunning, UsageError
+from node.parts.capture_watch import CaptureWatcher
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor
@@ -248,10 +248,10 @@ class MemoryPart:
         self._last_dream: dict[str, Any] | None = None
         self.weights = search_weights(config)
         self.metrics = metrics
-        #: Continuous capture as of its last round (``[capture] watch``): files, messages, errors.
-        self.capture: dict[str, Any] | None = None
         #: ``[capture] extractor = "llm"``: a model picks what to keep from a conversation.
         self.capture_extractor = LlmExtractor(chat_endpoint(config)) if config.capture.extractor == "llm" else None
+        #: Continuous capture (``[capture] watch``): its loop and its figures for ``status``.
+        self.capture = CaptureWatcher(config.capture, self.capture_extractor, metrics, self._captured)
         self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
     @property
@@ -296,7 +296,7 @@ class MemoryPart:
         )
         self._supervisor.spawn("memory-dream", lambda: self._every(self._config.dream.interval_min, self._dream))
         if self._config.capture.watch:
-            self._supervisor.spawn("memory-capture-watch", self._watch_transcripts)
+            self._supervisor.spawn("memory-capture-watch", lambda: self.capture.run(lambda: self.store))
 
     async def _warm_vectors(self) -> None:
         """Load the search's vector codes in the background, so the first search does not wait."""
@@ -331,8 +331,8 @@ class MemoryPart:
         }
         if self.store is not None and isinstance(self.store.embedder, HeldModel):
             out["embedding"]["model_loaded"] = self.store.embedder.loaded
-        if self.capture is not None:
-            out["capture"] = self.capture
+        if (capture := self.capture.details()) is not None:
+            out["capture"] = capture
         store = self.store
         levels = store.hormone_source.levels() if store is not None and store.hormone_source else None
         if levels is not None:
@@ -346,11 +346,8 @@ class MemoryPart:
             )
         if self._last_dream is not None:
             parts.append("last dream " + ("ok" if self._last_dream["accepted"] else "rejected"))
-        if self.capture is not None:
-            unreadable = f", {len(self.capture['errors'])} unreadable" if self.capture["errors"] else ""
-            parts.append(
-                f"capturing {self.capture['files']} transcripts ({self.capture['messages']} messages{unreadable})"
-            )
+        if (capturing := self.capture.summary()) is not None:
+            parts.append(capturing)
         out["summary"] = ", ".join(parts)
         return out
 
@@ -416,28 +413,9 @@ class MemoryPart:
             log.warning("memory.dream_rejected", reason=report.rejected_because)
         return doc
 
-    async def _watch_transcripts(self) -> None:
-        """Capture what is written in the watched folders (``[capture] watch``), every ``poll_s``."""
-        cfg = self._config.capture
-        settings = WatchSettings(
-            folders=expand(cfg.watch), max_file_bytes=cfg.max_file_mb * 1_000_000, extractor=self.capture_extractor
-        )
-        while self.store is not None:
-            try:
-                done = await watch_round(self.store, settings)
-            except (OSError, MemoryError_) as exc:  # a folder gone, a disk full: say so, try again
-                log.warning("memory.capture_watch_failed", error=repr(exc))
-            else:
-                for path, why in done.new_errors:  # each once, until the file changes
-                    log.warning("memory.capture_unreadable", file=path, error=why)
-                if done.new_messages:
-                    log.info("memory.captured", messages=done.new_messages, crystals=done.stored)
-                if done.files_read or done.forgotten or self.capture is None:  # only then do the watermarks change
-                    summary = await watch_summary(self.store)
-                    self.capture = {**summary, "folders": [str(f) for f in settings.folders]}
-                self._crystals += done.stored
-                self.embedding.backlog += done.stored
-            await asyncio.sleep(cfg.poll_s)
+    def _captured(self, stored: int) -> None:
+        self._crystals += stored
+        self.embedding.backlog += stored
 
     async def _drain_backlog(self) -> None:
         while self.store is not None:

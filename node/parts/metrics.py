@@ -47,6 +47,10 @@ class NodeMetrics(Collector):
             "bitterbot_api_requests", "Local API requests by command and HTTP status (agents and the CLI).",
             ["command", "status"], registry=self.registry,
         )  # fmt: skip
+        self.capture_lines_skipped = Counter(
+            "bitterbot_capture_lines_skipped", "Damaged or over-long lines continuous capture skipped (see status).",
+            registry=self.registry,
+        )  # fmt: skip
         self.registry.register(self)
         self._p2p: Callable[[], dict[str, Any]] | None = None
         self._store: Callable[[], MemoryStore | None] | None = None

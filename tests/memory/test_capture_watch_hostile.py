@@ -114,12 +114,30 @@ async def test_a_file_the_daemon_may_not_read_is_reported_and_the_others_are_sti
     (tmp_path / "b-open.jsonl").write_text(line("u2", "user", "The router admin page is at 192.168.8.1."))
     real = read_bounded
 
-    def refuse_locked(path: Path, limit: int, offset: int = 0) -> bytes:
+    def refuse_locked(path: Path, limit: int, offset: int = 0, *, one_name: bool = False) -> bytes:
         if path == locked:
             raise PermissionError(13, "Permission denied", str(path))
-        return real(path, limit, offset)
+        return real(path, limit, offset, one_name=one_name)
 
     monkeypatch.setattr(watch, "read_bounded", refuse_locked)
     done = await watch_round(store, settings(tmp_path))
     assert done.new_errors == [(str(locked), "cannot be read: Permission denied")]
     assert done.stored == 1 and "192.168.8.1" in " ".join(await texts(store))
+
+
+async def test_a_hard_link_in_the_watched_folder_is_skipped_and_named(store: MemoryStore, tmp_path: Path) -> None:
+    """A hard link is a regular file with a second name, and the other name may be outside the
+    folder (``~/.aws/credentials``): it was read as a transcript of its own. It is skipped like a
+    symlink, and named (``skipped_links``) for the daemon's log."""
+    outside = tmp_path / "home"
+    outside.mkdir()
+    (outside / "credentials.jsonl").write_text(json.dumps({"speaker": "user", "text": SECRET}) + "\n")
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    (watched / f"{SESSION}.jsonl").write_text(line("u1", "user", "The wiki moved to wiki.example.test last week."))
+    os.link(outside / "credentials.jsonl", watched / "credentials.jsonl")
+    done = await watch_round(store, settings(watched))
+    assert (done.files_seen, done.stored) == (1, 1)
+    assert [path for path, _ in done.skipped_links] == [str(watched / "credentials.jsonl")]
+    assert "hard link" in done.skipped_links[0][1]
+    assert not [t for t in await texts(store) if "wJalrXUtnFEMI" in t]

@@ -138,3 +138,23 @@ def test_a_file_the_person_names_may_be_a_link(tmp_path: Path) -> None:
     (tmp_path / "named.json").symlink_to(tmp_path / "real.json")
     named = read_foreign(tmp_path / "named.json", "mem0")
     assert named is not None and [e.crystal.text for e in named.entries] == ["Allergic to penicillin"]
+
+
+def test_a_hard_link_below_a_folder_is_skipped_and_named_but_a_named_one_is_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hard link in an imported folder or vault may be the credentials file's other name: it is
+    skipped like a symlink, and the log names it. A file the person names is theirs, links or not."""
+    home = _outside(tmp_path)
+    notes = tmp_path / "notes"
+    (notes / ".obsidian").mkdir(parents=True)
+    (notes / "plants.md").write_text("The fig tree needs water twice a week in July.\n")
+    os.link(home / ".aws" / "credentials.md", notes / "credentials.md")
+    with caplog.at_level("WARNING"):
+        sources = find_sources(notes)
+    assert [s.path for s in sources] == [notes / "plants.md"]
+    assert [r.msg for r in caplog.records if str(notes / "credentials.md") in str(r.__dict__)] == ["files.link_skipped"]
+    vault = read_foreign(notes, None)
+    assert vault is not None and not [e for e in vault.entries if "wJalrXUtnFEMI" in e.crystal.text]
+    (named,) = find_sources(notes / "credentials.md")
+    assert [c.text for c in crystals_from_file(named) if "wJalrXUtnFEMI" in c.text]
