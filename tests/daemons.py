@@ -135,3 +135,14 @@ def diagnosis(node: Node) -> str:
         alive = node.proc is not None and node.proc.poll() is None
         line += f"\n  status exit {result.returncode}: {result.stderr.strip()[-300:]}; process alive: {alive}"
     return line + "\n  log tail:\n    " + "\n    ".join(node.log_tail(15))
+
+
+def watching_daemon(root: Path, folder: Path, **env: str) -> Node:
+    """A started daemon (hashing embedder) capturing ``folder`` every 0.5 s; ``env`` adds variables."""
+    from tests.conftest import clean_env
+
+    node = Node(root, "node", clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing", BITTERBOT_CAPTURE__WATCH=json.dumps(
+        [str(folder)]), BITTERBOT_CAPTURE__POLL_S="0.5", **env))  # fmt: skip
+    assert node.cli("init").returncode == 0
+    node.start()
+    return node

@@ -76,6 +76,8 @@ async def live_overview(dashboard: Dashboard, request: web.Request) -> dict[str,
         "messages": p2p.get("messages") or {},
         "weather": await _maybe(dashboard, "weather.show"),
         "market": part_details(status, "market").get("summary"),
+        # Background loops restarted after a failure (issue 48): count, last error, when, by task.
+        "restarts": (status.get("details") or {}).get("restarts") or {},
         "updated_at_ms": status["updated_at_ms"],
     }
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ground import failpoints
+from ground.clock import wall_clock_ms
 from ground.errors import WiringError
 from ground.events import get_logger
 
@@ -46,9 +47,10 @@ class TaskHealth:
 
     restarts: int = 0
     last_error: str | None = None
+    last_failed_ms: int | None = None  # wall clock, for a person: when it last failed
 
     def as_dict(self) -> dict[str, Any]:
-        return {"restarts": self.restarts, "last_error": self.last_error}
+        return {"restarts": self.restarts, "last_error": self.last_error, "last_failed_ms": self.last_failed_ms}
 
 
 def restart_delay(previous_s: float | None, ran_s: float, *, first_s: float, max_s: float, healthy_s: float) -> float:
@@ -84,6 +86,7 @@ class TaskSupervisor:
         *,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        now_ms: Callable[[], int] = wall_clock_ms,
         first_s: float = RESTART_FIRST_S,
         max_s: float = RESTART_MAX_S,
         healthy_s: float = HEALTHY_AFTER_S,
@@ -92,6 +95,7 @@ class TaskSupervisor:
         self._health: dict[str, TaskHealth] = {}
         self._sleep = sleep
         self._clock = clock
+        self._now_ms = now_ms
         self._first_s, self._max_s, self._healthy_s = first_s, max_s, healthy_s
 
     @property
@@ -126,6 +130,7 @@ class TaskSupervisor:
                 )
                 health.restarts += 1
                 health.last_error = repr(exc)[:300]
+                health.last_failed_ms = self._now_ms()
                 log.error("task.failed", task=name, error=repr(exc), restart_in_s=delay, exc_info=True)
             await self._sleep(delay)
             log.info("task.restarting", task=name, restarts=health.restarts)

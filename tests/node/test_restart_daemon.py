@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import clean_env
-from tests.daemons import Node, api_url, wait_for
+from tests.daemons import Node, api_url, wait_for, watching_daemon
 
 pytestmark = pytest.mark.slow  # a real daemon process
 
@@ -42,15 +41,7 @@ def test_a_capture_watcher_that_fails_is_restarted_and_counted_while_the_node_ke
     watched = tmp_path / "transcripts"
     watched.mkdir()
     (watched / "infinite.jsonl").write_text('{"text": "the rota changes on Monday", "timestamp": Infinity}\n')
-    env = clean_env(
-        BITTERBOT_FAILPOINTS="task:memory-capture-watch",
-        BITTERBOT_MEMORY__EMBEDDER="hashing",
-        BITTERBOT_CAPTURE__WATCH=json.dumps([str(watched)]),
-        BITTERBOT_CAPTURE__POLL_S="0.5",
-    )
-    node = Node(tmp_path, "node", env)
-    assert node.cli("init").returncode == 0
-    node.start()
+    node = watching_daemon(tmp_path, watched, BITTERBOT_FAILPOINTS="task:memory-capture-watch")
     try:
         # Before the fix the daemon stopped (exit 1) at the watcher's first failure: no status answered.
         health = wait_for(lambda: (_restarts(node) or {}).get("restarts", 0) >= 2 and _restarts(node), 60,
