@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 import aiosqlite
 
-from ground import json_text
+from ground import failpoints, json_text
 from memory.governance.injection import instruction_flags
 from memory.graph import Association, Attribution
 from memory.model import Crystal
@@ -135,6 +135,9 @@ async def restore_export(
                 await _write_demoted(store, batch, ids, fresh, done, path)
             if progress:
                 progress(len(batch))
+            # Each batch commits on its own: a restore stopped here (a crash, kill -9) is resumed by
+            # running it again, which finds what is in by id and text and writes nothing twice.
+            failpoints.check("restore:after-batch")
 
         for record in _records(handle, done, max_line):
             if isinstance(record, Association):
