@@ -43,7 +43,7 @@ def _capture_gauges(node: Node, url: str | None) -> dict[str, float] | None:
     gauges = {
         line.split()[0].removeprefix("bitterbot_capture_"): float(line.split()[1])
         for line in lines
-        if line.startswith("bitterbot_capture_")
+        if line.startswith("bitterbot_capture_") and "lines_skipped" not in line  # a counter, not a gauge
     }
     return gauges if gauges.get("messages") == 3.0 and gauges.get("unreadable") == 1.0 else None
 
