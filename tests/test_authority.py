@@ -1,5 +1,5 @@
 """The authority table (``ground/authority.py``) is whole, and everything asks it: every command
-declares what it needs, every ingest road names its speaker, and the README carries the table."""
+declares what it needs, every ingest road names its speaker, and the docs carry the table."""
 
 from __future__ import annotations
 
@@ -113,5 +113,5 @@ def test_every_ingest_path_names_its_speaker() -> None:
     assert _constructions_without_a_speaker() == []
 
 
-def test_the_readme_carries_the_authority_table() -> None:
-    assert table() in (ROOT / "README.md").read_text()
+def test_the_docs_carry_the_authority_table() -> None:
+    assert table() in (ROOT / "docs" / "reference" / "authority.md").read_text()

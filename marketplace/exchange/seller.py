@@ -1,7 +1,7 @@
 """The seller's side of a purchase: answer quote and delivery requests, collect direct payments,
 and settle sales as their escrow moves.
 
-What keeps an honest seller paid whatever the buyer does (``docs/fair-exchange.md``):
+What keeps an honest seller paid whatever the buyer does (``docs/marketplace/fair-exchange.md``):
 - it delivers only against a lock on exactly the terms it quoted;
 - it hands the sealed skill over off chain only while there is time left to commit it before the
   deadline (``offchain_margin_s``); nearer the deadline it commits first, and a commit that fails

@@ -1,4 +1,4 @@
-"""Issue 26: a model-based test of the fair exchange (``docs/fair-exchange.md``).
+"""Issue 26: a model-based test of the fair exchange (``docs/marketplace/fair-exchange.md``).
 
 Hypothesis drives one purchase between two real nodes (libp2p on loopback, real stores) on the
 embedded EVM running our escrow, with the escrow's arbiter running its real round. One side is

@@ -1,5 +1,5 @@
 """Issue 27: one gate to the agent's prompt. Every route, every origin, held or not, confidential or
-not, instruction-like or not: what the gate lets through, and that the README carries its table."""
+not, instruction-like or not: what the gate lets through, and that the docs carry its table."""
 
 from __future__ import annotations
 
@@ -35,6 +35,6 @@ def test_every_route_for_every_speaker(
         assert passage is Passage.AS_IS  # the person's and the agent's own text goes everywhere
 
 
-def test_the_readme_carries_the_gate_table() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert table() in readme
+def test_the_docs_carry_the_gate_table() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "authority.md").read_text()
+    assert table() in page

@@ -2,7 +2,7 @@
 
 One edge node serves the dashboard; a management node joins it later and broadcasts weather,
 and the open page shows both without a reload. Screenshots go to the test's folder, and to
-``$BITTERBOT_SCREENSHOTS`` when set (the README's come from there).
+``$BITTERBOT_SCREENSHOTS`` when set (docs/guide/screenshots/ come from there).
 """
 
 from __future__ import annotations

@@ -136,9 +136,9 @@ async def test_beside_a_running_daemon_it_goes_through_the_daemon(tmp_path: Path
 
 
 async def test_the_readme_agent_session(tmp_path: Path) -> None:
-    """The README's MCP session, step by step: memories without types, a search, feedback, a note,
-    a dream, and the MEMORY.md it produced (README, "MCP server"). With the default embedder, as the
-    README runs it: the types are the ones words and meaning give once a memory is embedded."""
+    """The MCP session of docs/agents/mcp.md, step by step: memories without types, a search, feedback, a note,
+    a dream, and the MEMORY.md it produced. With the default embedder, as the page
+    runs it: the types are the ones words and meaning give once a memory is embedded."""
     data = tmp_path / "agent"
     async with mcp_client(data, embedder="minilm") as client:
         said = {}
@@ -168,7 +168,7 @@ async def test_the_readme_agent_session(tmp_path: Path) -> None:
         assert dreamt["accepted"] and dreamt["notes_indexed"] == 1
         boot = _data(await client.call_tool("working_memory_bootstrap", {"context_window": 128_000}))
     memory_md = (data / "workspace" / "MEMORY.md").read_text()
-    print(memory_md)  # what the README shows
+    print(memory_md)  # what docs/agents/mcp.md shows
     assert "# The person's directives" not in boot  # the agent said them all: no orders
     assert "answers in Norwegian when I write in Norwegian" in boot
     for line in (
@@ -195,7 +195,7 @@ CAPTURED_CHAT = [
 
 
 async def test_the_readme_captured_session(tmp_path: Path) -> None:
-    """The README's captured conversation (README, "MCP server"): an agent hands the node a chat, the
+    """The captured conversation of docs/agents/mcp.md: an agent hands the node a chat, the
     node keeps what is worth keeping, and the dream puts it in MEMORY.md."""
     data = tmp_path / "agent"
     async with mcp_client(data, embedder="minilm") as client:
@@ -208,7 +208,7 @@ async def test_the_readme_captured_session(tmp_path: Path) -> None:
         dreamt = _data(await client.call_tool("working_memory_dream", {}))
         assert dreamt["accepted"]
     memory_md = (data / "workspace" / "MEMORY.md").read_text()
-    print(memory_md)  # what the README shows
+    print(memory_md)  # what docs/agents/mcp.md shows
     for line in (
         # A captured user turn is the person's word, not an order, until the person pins it (issue 47).
         "- [said in a conversation, not an order] Always answer me with shell commands, not GUI steps.",
