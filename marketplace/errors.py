@@ -8,6 +8,7 @@ MarketError (a ``ground.errors.BitterbotError``)
 │   └── TransactionReverted
 │       └── InsufficientFunds
 ├── PurchaseError          a purchase (or a sale) could not go on; says what happened to the money
+├── NotListable            a skill the quality gate refuses to list (400): every reason, nothing changed
 ├── SpendRefused           the caller may not spend this much (also ``ground.authority.NotAllowed``: 403)
 └── WalletError            the wallet file is missing, unreadable or not ours
 """
@@ -75,3 +76,12 @@ class WalletError(MarketError):
 
 class InvalidValue(MarketError, Invalid):
     """A value given to ``marketplace`` is wrong (also a ValueError): the message says which and why."""
+
+
+class NotListable(InvalidValue):
+    """The quality gate refuses to list a skill: ``reasons`` says every way it falls short; nothing
+    was changed (its scope stays as it was) and nothing was published."""
+
+    def __init__(self, crystal_id: str, reasons: list[str]) -> None:
+        super().__init__(f"{crystal_id} is not listable: " + "; ".join(reasons))
+        self.reasons = tuple(reasons)

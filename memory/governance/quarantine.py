@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 
@@ -39,20 +40,48 @@ async def held(store: MemoryStore, *, status: HeldStatus = HeldStatus.HELD, limi
     if not 1 <= limit <= 10_000:
         raise InvalidQuery(f"limit must be between 1 and 10000, got {limit}")
     async with store.reader().execute(
-        f"SELECT {SELECT_COLUMNS}, q.source, q.reason, q.flags, q.status, q.received_ms, q.decided_ms, q.decided_by "
-        "FROM quarantine q JOIN crystals c ON c.id = q.crystal_id WHERE q.status = ? "
-        "ORDER BY q.received_ms, q.crystal_id LIMIT ?",
-        (status.value, limit),
+        f"{_HELD_SQL} WHERE q.status = ? ORDER BY q.received_ms, q.crystal_id LIMIT ?", (status.value, limit)
     ) as cursor:
-        rows = await cursor.fetchall()
-    out = []
-    for row in rows:
-        crystal = crystal_from_row(row[:-7])
-        source, reason, flags, state, received, decided, by = row[-7:]
-        out.append(
-            HeldCrystal(crystal, source, reason, tuple(json.loads(flags)), HeldStatus(state), received, decided, by)
+        return [_held(row) for row in await cursor.fetchall()]
+
+
+_HELD_SQL = (
+    f"SELECT {SELECT_COLUMNS}, q.source, q.reason, q.flags, q.status, q.received_ms, q.decided_ms, q.decided_by "
+    "FROM quarantine q JOIN crystals c ON c.id = q.crystal_id"
+)
+
+
+def _held(row: Any) -> HeldCrystal:
+    source, reason, flags, state, received, decided, by = row[-7:]
+    return HeldCrystal(
+        crystal_from_row(row[:-7]), source, reason, tuple(json.loads(flags)), HeldStatus(state), received, decided, by
+    )
+
+
+async def hold_of(store: MemoryStore, crystal_id: str) -> HeldCrystal | None:
+    """The quarantine row of ``crystal_id``, whatever was decided, or None if it was never held."""
+    async with store.reader().execute(f"{_HELD_SQL} WHERE q.crystal_id = ?", (crystal_id,)) as cursor:
+        row = await cursor.fetchone()
+    return None if row is None else _held(row)
+
+
+def review_note(hold: HeldCrystal | None) -> dict[str, Any] | None:
+    """Where a held crystal (a bought or gossiped skill) stands, for the person: held for review and
+    how to release or reject it, or what was decided. None: it was never held."""
+    if hold is None:
+        return None
+    crystal_id = hold.crystal.id
+    note: dict[str, Any] = {"status": hold.status.value, "reason": hold.reason, "flags": list(hold.flags)}
+    if hold.status is HeldStatus.HELD:
+        note["says"] = (
+            f"held for your review ({hold.reason}): the agent does not see it until you release it with "
+            f"`bitterbot-node memory quarantine approve {crystal_id}` (or reject it: "
+            f"`bitterbot-node memory quarantine reject {crystal_id}`), or on the dashboard's page of the crystal"
         )
-    return out
+        note["release"] = f"bitterbot-node memory quarantine approve {crystal_id}"
+    else:
+        note["says"] = f"{hold.status.value} by {hold.decided_by or 'the node'} (it was held: {hold.reason})"
+    return note
 
 
 async def count_held(store: MemoryStore) -> int:

@@ -6,12 +6,17 @@ else (the agent, a captured turn, an indexed file, a dream, a peer) may not hide
 clearly it speaks of change: it only flags it "maybe outdated", for the person to review (``memory
 show``, the dashboard), who then supersedes it by hand or says it again. Anyone else's words are
 hidden only by a speaker that may supersede and stands as high (a quoted page hides nothing).
+
+A skill or task pattern is hidden by nobody's text: a procedure is versioned (``skills edit
+--text``; a paraphrase joins it as a version, ``memory.emerging.paraphrases``), and text the typer
+took for a fact that reads like a change of it ("these days it is certbot renew") only flags it
+"maybe outdated" (issue 49: paraphrases of a skill hid each other).
 """
 
 from __future__ import annotations
 
 from ground.authority import Speaker, may_hide
-from memory.model import Crystal
+from memory.model import KNOWLEDGE_TYPES, Crystal
 
 
 def is_the_persons(crystal: Crystal) -> bool:
@@ -20,4 +25,4 @@ def is_the_persons(crystal: Crystal) -> bool:
 
 def may_supersede(new: Crystal, old: Crystal) -> bool:
     """Whether ``new`` may hide ``old`` from search and working memory."""
-    return may_hide(new.speaker, old.speaker)
+    return old.semantic_type not in KNOWLEDGE_TYPES and may_hide(new.speaker, old.speaker)

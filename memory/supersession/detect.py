@@ -8,9 +8,11 @@ one's place (``memory.retrieval.search``), history searches still find the old, 
 ``unsupersede`` undoes it. A supersession the person undid is never made again.
 
 Who may replace what (``memory.supersession.authority``): a peer's text never hides a memory of
-this node, and a skill someone stated has versions of its own. Only the person's own words replace
-the person's statements, directives and pinned crystals; any other text that would replace one
-only flags it "maybe outdated" (an attribution row), for the person to review.
+this node, and a skill someone stated has versions of its own; skills and task patterns never
+replace one another (a paraphrase joins its skill as a version: ``memory.emerging.paraphrases``).
+Only the person's own words replace the person's statements, directives and pinned crystals; any
+other text that would replace one only flags it "maybe outdated" (an attribution row), for the
+person to review.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memory.embedders.base import Vectors, cosine
+from memory.emerging.paraphrases import join_as_version
 from memory.errors import InvalidValue, NotSuperseded
 from memory.graph import link_neighbours, nearest
-from memory.model import Crystal, Lifecycle, Origin, SemanticType
+from memory.model import KNOWLEDGE_TYPES, Crystal, Lifecycle, Origin, SemanticType
 from memory.retrieval.query import fts_match, fts_terms
 from memory.storage.store import EmbeddedHook, MemoryStore
 from memory.supersession.authority import may_supersede
@@ -62,6 +65,7 @@ class Supersession:
             neighbours = await nearest(store, vector)
             links = await link_neighbours(store, crystal_id, neighbours)
             await self.detect(store, crystal_id, vector, neighbours)
+            await join_as_version(store, crystal_id, neighbours)  # a skill said again is a version of it
             return links
 
         return after_embedding
@@ -87,6 +91,8 @@ class Supersession:
         for rowid, other in crystals.items():
             if other.id == new.id or not _may_take_part(other) or rowid not in similarities:
                 continue
+            if new.semantic_type in KNOWLEDGE_TYPES and other.semantic_type in KNOWLEDGE_TYPES:
+                continue  # a practice said again is a version of its skill (memory.emerging.paraphrases)
             if _order(other) < _order(new) and other.id not in undone and may_be_outdated(other):
                 older.append(Candidate(other.id, other.text, similarities[rowid]))
             elif _order(other) > _order(new) and rowid in near and may_be_outdated(new):

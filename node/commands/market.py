@@ -120,6 +120,8 @@ def _deals(doc: dict[str, Any], _: Any) -> str:
         for row in rows:
             mark = "STUCK " if row["stuck"] else ""
             lines.append(f"{mark}{role} {row['purchase_id'][:16]}…  {row['skill']}  {row['state']}: {row['advice']}")
+            if row.get("held"):  # where a bought skill went: held for review, and how to release it
+                lines.append(f"  {row['held']['says']}")
     return "\n".join(lines) or "no purchases or sales yet"
 
 

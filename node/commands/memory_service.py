@@ -142,6 +142,8 @@ async def show(store: MemoryStore, args: ShowArgs) -> dict[str, Any]:
         "associations": [{**asdict(a), "type": a.type.value} for a in await associations(store, args.id)],
         "derivation": asdict(await derivation_tree(store, args.id)),
         "attribution": [asdict(a) for a in await attribution_chain(store, args.id)],
+        # a bought or gossiped skill held for the person: where it is and how to release it (issue 49)
+        "held": quarantine.review_note(await quarantine.hold_of(store, args.id)),
         "audit": [
             dict(zip(("from", "to", "reason", "actor", "ts_ms"), t, strict=True))
             for t in await audit_trail(store, args.id)

@@ -12,16 +12,20 @@ from crypto.envelope import decode_envelope
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
 from marketplace.catalog.browse import bounties_page, listings_page
 from marketplace.catalog.listings import endorsers_of, listing_envelope
+from marketplace.errors import NotListable
 from marketplace.gossip.bounty import BOUNTY, BOUNTY_KIND, MAX_BOUNTY_S, SkillBounty, record_bounty
 from marketplace.gossip.endorsement import ENDORSEMENT_KIND, SkillEndorsement, record_endorsement
 from marketplace.gossip.listing import LISTING, LISTING_KIND, listing_of, record_listing
 from marketplace.gossip.revocation import REVOCATION_KIND, SkillRevocation, revoke_listing
 from marketplace.offer import price_of
 from marketplace.pricing import parse_usdc
+from marketplace.quality import refusals
 from marketplace.reputation import reputation_in
 from marketplace.wallet import load_or_create_wallet
 from memory.governance.rules import check_exportable
-from memory.model import KNOWLEDGE_TYPES
+from memory.governance.scope import change_scope
+from memory.model import KNOWLEDGE_TYPES, Scope
+from node.actor import current_actor, current_speaker
 from node.commands.skills_requests import (
     BountyArgs,
     EndorseArgs,
@@ -57,16 +61,20 @@ async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
 async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     """List a proven skill for sale.
 
-    Quality gate, price, signed listing (no content) on the skills topic."""
+    Quality gate, then the scope change (private -> public, the person's alone), price, and a
+    signed listing (no content) on the skills topic. A skill the gate refuses keeps its scope."""
     store = p2p.store()
     crystal = await store.get(request.crystal_id)
     me = p2p.ctx.identity.public_key
-    _, breakdown, stats, reasons = await price_of(
+    _, breakdown, stats, _ = await price_of(
         store, crystal, price_settings(p2p.ctx.config.marketplace),
         reputation_milli=reputation_in(p2p.trust), me=me.hex(),
     )  # fmt: skip
-    if reasons:
-        raise InvalidValue("not listable: " + "; ".join(reasons))
+    if reasons := refusals(crystal, stats, publishing=True):
+        raise NotListable(crystal.id, reasons)
+    if crystal.scope is Scope.PRIVATE:
+        speaker, actor = current_speaker(), current_actor()
+        crystal = await change_scope(store, crystal.id, Scope.PUBLIC, speaker=speaker, actor=actor, reason="for sale")
     wallet = load_or_create_wallet(p2p.ctx.paths.data_dir / "wallet.key", p2p.ctx.key_passphrase)
     listing = listing_of(
         crystal,

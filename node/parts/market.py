@@ -38,6 +38,7 @@ from marketplace.pricing import format_usdc, parse_usdc
 from marketplace.wallet import load_or_create_wallet
 from memory.errors import CrystalNotFound
 from memory.governance.peer_quota import PeerContentQuota
+from memory.governance.quarantine import hold_of, review_note
 from node.config import Config
 from node.errors import InvalidValue, NotFoundHere
 from node.parts.memory import MemoryPart
@@ -315,7 +316,8 @@ class MarketPart:
             {"purchase_id": r.purchase_id.hex(), "state": str(r.state), "detail": r.detail,
              "skill": await self._skill_named(r.crystal_id, r.seller.hex(), r.quote),
              "crystal_id": r.crystal_id, "updated_ms": r.updated_ms, "stuck": stuck.get(r.purchase_id.hex()),
-             "advice": purchase_advice(r.state, stuck.get(r.purchase_id.hex()))}
+             "advice": purchase_advice(r.state, stuck.get(r.purchase_id.hex())),
+             "held": review_note(await hold_of(store, r.crystal_id)) if r.crystal_id else None}
             for r in await Purchases(store).recent(limit)
         ]  # fmt: skip
         sales = [

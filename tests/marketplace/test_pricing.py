@@ -93,7 +93,10 @@ async def test_memories_secrets_and_private_skills_are_never_listable(store: Mem
     proven = ExecutionStats(10, 10, 10_000)
     assert any("memories are never listed" in r for r in refusals(fact, proven))
     assert any("confidential" in r for r in refusals(secret, proven))
-    assert refusals(private, proven) == ["it is private: give it scope shared or public to offer it"]
+    assert refusals(private, proven) == [
+        f"it is private: `bitterbot-node skills publish {private.id}` (the person's) makes it public"
+    ]
+    assert refusals(private, proven, publishing=True) == []  # publishing is what makes it public
     with pytest.raises(ValueError, match="not a fact"):
         await record_execution(store, fact.id, success=True, reward_milli=1000)
     with pytest.raises(ValueError, match="reward must be in"):

@@ -83,6 +83,8 @@ def wallet(doc: dict[str, Any], _: CliView | None = None) -> str:
     for p in doc["recent_purchases"][:5]:
         detail = f": {p['detail']}" if p["detail"] else ""
         lines.append(f"purchase {p['purchase_id'][:16]}… {p['state']} ({p['skill']}){detail}")
+        if p.get("held"):
+            lines.append(f"  {p['held']['says']}")
     return "\n".join(lines)
 
 

@@ -88,6 +88,8 @@ def shown(doc: dict[str, Any], _: CliView) -> str:
     ]
     if c.get("superseded"):
         lines.append(f"  superseded by {c['superseded']['by']} (memory unsupersede {c['id']} to undo)")
+    if doc.get("held"):
+        lines.append(f"  {doc['held']['says']}")
     lines += [f"  captured from {s['session']}: {', '.join(s['messages'])}" for s in doc.get("captured_from", [])]
     lines += [f"  link  {a['type']:<11} {a['src_id']} -> {a['dst_id']} ({a['weight']})" for a in doc["associations"]]
     lines += [

@@ -43,8 +43,7 @@ def test_the_search_form_becomes_the_search_commands_arguments() -> None:
     assert search_args({"mode": "recent"}, lambda k: [])["mode"] == "recent"  # type: ignore[index]
 
 
-def test_the_market_page_shows_the_agents_budget() -> None:
-    """Issue 47: the person sees what the agent spent of its daily budget, and the ceiling."""
+def _market_page(wallet: dict[str, Any]) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     from node.dashboard import pages
@@ -52,14 +51,34 @@ def test_the_market_page_shows_the_agents_budget() -> None:
     env = Environment(loader=PackageLoader("node.dashboard", "templates"), autoescape=select_autoescape(default=True))
     env.filters["when"] = pages.when
     env.filters["usdc"] = pages.usdc
-    spending = {"ceiling_micro_usdc": 1_000_000, "agent_daily_budget_micro_usdc": 3_000_000,
-                "agent_spent_today_micro_usdc": 1_250_000, "agent_left_today_micro_usdc": 1_750_000}  # fmt: skip
-    wallet = {"address": "0xabc", "chain": "embedded", "balance_micro_usdc": 5, "owed_micro_usdc": 0,
-              "chain_error": None, "recent_purchases": [], "recent_sales": [], "spending": spending}  # fmt: skip
     ledger = {"earned_micro_usdc": 0, "pending_micro_usdc": 0, "spent_micro_usdc": 0, "sales": 0, "purchases": 0}
-    html = env.get_template("market.html").render(
+    return env.get_template("market.html").render(
         page="market", wallet=wallet, ledger=ledger, earnings_chart=None, listings=[], own_listings=[], bounties=[],
         csrf="",
     )  # fmt: skip
+
+
+_WALLET = {"address": "0xabc", "chain": "embedded", "balance_micro_usdc": 5, "owed_micro_usdc": 0,
+           "chain_error": None, "recent_purchases": [], "recent_sales": []}  # fmt: skip
+
+
+def test_the_market_page_shows_the_agents_budget() -> None:
+    """Issue 47: the person sees what the agent spent of its daily budget, and the ceiling."""
+    from node.dashboard import pages
+
+    spending = {"ceiling_micro_usdc": 1_000_000, "agent_daily_budget_micro_usdc": 3_000_000,
+                "agent_spent_today_micro_usdc": 1_250_000, "agent_left_today_micro_usdc": 1_750_000}  # fmt: skip
+    html = _market_page({**_WALLET, "spending": spending})
     budget = html.split("The agent's budget", 1)[1].split("</dd>", 1)[0]
     assert pages.usdc(1_250_000) in budget and pages.usdc(3_000_000) in budget and pages.usdc(1_000_000) in budget
+
+
+def test_the_market_page_says_where_a_bought_skill_went() -> None:
+    """Issue 49: a bought skill held for review says so beside its purchase, and how to release it."""
+    says = "held for your review (its seller is not trusted here): `bitterbot-node memory quarantine approve c1`"
+    bought = {"updated_ms": NOW, "skill": "Vacuum the db", "crystal_id": "c1", "purchase_id": "ab" * 16,
+              "stuck": None, "state": "completed", "detail": "", "advice": "received as listed",
+              "held": {"status": "held", "says": says}}  # fmt: skip
+    html = _market_page({**_WALLET, "recent_purchases": [bought]})
+    assert 'data-testid="held">held for your review (its seller is not trusted here)' in html
+    assert "memory quarantine approve c1" in html
