@@ -281,3 +281,37 @@ def test_the_newest_sequence_wins_whoever_answered_it() -> None:
     assert newest(held, []) == held
     assert newest(held, [Heard("a", older, False), Heard("b", None, False)]) == held
     assert newest(held, [Heard("a", older, False), Heard("b", newer, False), Heard("c", None, True)]) == newer
+
+
+async def test_a_restarted_node_holds_its_first_weather_though_it_kept_the_sequence(
+    tmp_path: Path, clock: Clock, fleet: Fleet
+) -> None:
+    """Sequences are saved and restored, so what was applied before stays refused; but a storm issued
+    and called off while the node was down is newer than what it kept: replayed within seconds, it
+    is held and loses to the end the issuer answers with."""
+    manager = await Station.open(tmp_path / "manager.db", MANAGER, clock)
+    edge = await Station.open(tmp_path / "edge.db", Identity.generate(), clock)
+    try:
+        first = await manager.broadcast(500, 60, NOW)
+        await edge.station.received(_accepted(edge, first, NOW))
+        await edge.station.confirmer.settle_held(_nobody)
+        kept = edge.weather.sequences.snapshot()
+        assert kept == {MANAGER.public_key: WEATHER.parse(first.body_map()).seq}
+        restarted = await Station.open(tmp_path / "restarted.db", edge.identity, clock)
+        try:
+            restarted.weather.restore(0, kept, me=edge.identity.public_key)
+            assert not restarted.weather.sequences.confirmed(MANAGER.public_key)
+            stale = restarted.validator.validate(WEATHER_TOPIC, first.encode(), MANAGER.peer_id, NOW + 1_000)
+            assert stale.reason is Reason.STALE_WEATHER  # the kept sequence still refuses the old one
+
+            # While it was down: a storm, its renewal (captured), and its end.
+            _, captured, end = await storm_then_end(manager)
+            issuer = await fleet.answering(MANAGER, WeatherAnswers(manager.weather.sequences, QUICK).answer)
+            obeyed = await deliver(restarted, captured, NOW + 34_000, await fleet.newcomer(issuer))
+            assert restarted.override is None and restarted.validator.halted_until_ms == 0
+            assert [o.envelope for o in obeyed] == [end]
+        finally:
+            await restarted.store.close()
+    finally:
+        await edge.store.close()
+        await manager.store.close()
