@@ -190,6 +190,12 @@ class P2PSection(_Section):
     # that missed the one broadcast or joined after it obeys it from then on; 0: never. Not under
     # MIN_WEATHER_RENEW_S: faster would run into the receivers' weather rate and cost the manager points.
     weather_renew_s: float = Field(default=30.0, ge=0, le=86_400)
+    # Before obeying the first weather of an issuer in a run, a node asks the issuer (if connected) and this
+    # many other peers for the newest it holds (p2p.weather.confirm), waiting this long for each answer;
+    # it answers one asker at most this often (burst 5; past it the stream is reset).
+    weather_ask_peers: int = Field(default=3, ge=0, le=32)
+    weather_ask_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    weather_answers_per_peer_per_s: float = Field(default=1.0, gt=0, le=100)
     delivery_queue: int = Field(default=1024, ge=16, le=1_000_000)
     peer_content_per_author: int = Field(default=200, ge=1, le=1_000_000)
     peer_content_bytes_per_author: int = Field(default=2 * 1024 * 1024, ge=32_768, le=2**40)

@@ -28,9 +28,10 @@ async def _read_exactly(stream: Any, size: int) -> bytes:
     return data
 
 
-async def read_frame(stream: Any) -> bytes:
-    """One frame; a length over the bound is refused before anything is read into memory."""
+async def read_frame(stream: Any, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
+    """One frame of at most ``max_bytes`` (a protocol may bound its answers tighter than the default);
+    a length over the bound is refused before anything is read into memory."""
     size = int.from_bytes(await _read_exactly(stream, 4), "big")
-    if size > MAX_FRAME_BYTES:
-        raise InvalidValue(f"frame of {size} bytes refused (at most {MAX_FRAME_BYTES})")
+    if size > max_bytes:
+        raise InvalidValue(f"frame of {size} bytes refused (at most {max_bytes})")
     return await _read_exactly(stream, size)

@@ -31,7 +31,7 @@ from ground.clock import wall_clock_ms
 from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, ProtocolRefused, RequestFailed
-from p2p.framing import read_frame, write_frame
+from p2p.framing import MAX_FRAME_BYTES, read_frame, write_frame
 from p2p.network.bounds import ConnectionBounds
 from p2p.network.reach import reach
 from p2p.network.relay import RelaySettings, Traversal
@@ -214,8 +214,10 @@ class P2PHost:
             raise WiringError("register stream protocols before the host starts")
         self._services[protocol] = handler
 
-    async def request(self, peer_id: str, protocol: str, payload: bytes, *, timeout_s: float = 15.0) -> bytes:
-        """One request and one answer over a new direct stream to ``peer_id``."""
+    async def request(
+        self, peer_id: str, protocol: str, payload: bytes, *, timeout_s: float = 15.0, max_bytes: int = MAX_FRAME_BYTES
+    ) -> bytes:
+        """One request and one answer (at most ``max_bytes``) over a new direct stream to ``peer_id``."""
         from libp2p.custom_types import TProtocol
         from libp2p.peer.id import ID
 
@@ -242,7 +244,7 @@ class P2PHost:
                 stream = await open_stream(ID.from_base58(peer_id))
                 try:
                     await write_frame(stream, payload)
-                    return await read_frame(stream)
+                    return await read_frame(stream, max_bytes)
                 finally:
                     await stream.close()
 

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from crypto.envelope import ENVELOPE_VERSION, Envelope, decode_envelope, verify_signature
+from crypto.identity import Identity
 from ground import json_text
 from ground.errors import BitterbotError
 from marketplace.exchange import protocol
@@ -42,8 +43,11 @@ from node.config_loading import load_config
 from node.servers.json_input import json_object
 from p2p.framing import read_frame
 from p2p.network.discovery import decode as decode_peer_sample
+from p2p.weather.ask import read_answer, read_request
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fuzz" / "corpus"
+#: The issuer a weather answer is read for: the seeds' signer (``bench.fuzz.seeds.SIGNER``).
+WEATHER_ISSUER = Identity.from_seed(b"\x07" * 32).public_key
 HANG_S = 5.0  # one input: longer is a hang (the slowest door, a restore into SQLite, takes ~50 ms)
 
 
@@ -223,6 +227,8 @@ def opened_doors() -> Iterator[list[Door]]:
         Door("market-delivery", _market(protocol.parse_delivery), "msgpack"),
         Door("stream-frame", _frame, "text", (BitterbotError, ConnectionError)),
         Door("peer-sample", lambda data: decode_peer_sample(data, 0), "json"),
+        Door("weather-request", read_request, "text"),
+        Door("weather-answer", lambda data: read_answer(data, WEATHER_ISSUER), "msgpack"),
         Door("api-request", _request, "jsonl", (BitterbotError, ValidationError)),
         Door("config-toml", files.config, "text"),
     ]  # fmt: skip

@@ -30,6 +30,7 @@ from memory.storage.store import MemoryStore
 from memory.transfer.export import export_memory
 from node.commands.catalog import COMMANDS
 from p2p.network.discovery import KnownPeer, encode
+from p2p.weather import Weather, WeatherSequences, weather_kind
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "memory" / "data" / "capture"
 #: Values tried for a field, in turn, until its description accepts one.
@@ -130,6 +131,10 @@ def seeds() -> dict[str, list[bytes]]:
     markets |= {"delivery-request": protocol.DELIVERY_REQUEST_WIRE, "delivery": protocol.DELIVERY_WIRE}
     for name, wire in markets.items():
         out[f"market-{name}"] = [msgpack.packb(wire_body(wire))]
+    issued = 1_700_000_000_000
+    answer = weather_kind(WeatherSequences()).seal(SIGNER, Weather(900, 600, "storm", issued, 5), issued)
+    out["weather-request"] = [SIGNER.public_key]
+    out["weather-answer"] = [answer.encode(), b""]
     for kind in gossip_kinds():
         out[f"gossip-{kind.name}"] = [msgpack.packb(wire_body(kind.wire))]
         sealed = seal_envelope(SIGNER, kind.name, pack_body(wire_body(kind.wire)), now_ms=1_700_000_000_000)

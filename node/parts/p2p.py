@@ -52,6 +52,8 @@ from p2p.trust.peer_listing import peer_rows
 from p2p.trust.records import TrustRecords
 from p2p.validation import MessageValidator, ValidatorSettings
 from p2p.weather import NetworkWeather
+from p2p.weather.ask import PROTOCOL as WEATHER_PROTOCOL
+from p2p.weather.ask import AskSettings, WeatherAnswers, asker
 
 log = get_logger("node.p2p")
 
@@ -112,6 +114,7 @@ class P2PPart:
         }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
+        self.weather_answers = WeatherAnswers(self.weather.sequences, AskSettings())  # replaced at start
         self.station = WeatherStation(self.weather, ctx.identity.public_key, ctx.now_ms, self.publish, self.ingested)
         self.gossip.register(self.station.kind, self.station.received)
         self.gossip.register(ATTESTATION_KIND, self._attestation)
@@ -180,6 +183,9 @@ class P2PPart:
             now_ms=self._ctx.now_ms,
         )
         self.host.serve(DISCOVERY_PROTOCOL, self.discovery.answer)
+        asking = AskSettings(cfg.weather_ask_peers, cfg.weather_ask_timeout_s, cfg.weather_answers_per_peer_per_s)
+        self.weather_answers = WeatherAnswers(self.weather.sequences, asking, now_ms=self._ctx.now_ms)
+        self.host.serve(WEATHER_PROTOCOL, self.weather_answers.answer)
         for protocol, handler in self._services.items():
             self.host.serve(protocol, handler)
         refuse_busy_listen(cfg.listen)
@@ -189,6 +195,8 @@ class P2PPart:
         self._supervisor.spawn("p2p-trust", self._trust_loop)
         self._supervisor.spawn("p2p-peers", self._watch_peers)
         self._supervisor.spawn("p2p-discovery", self.discovery.run)
+        ask = asker(self.host, asking)
+        self._supervisor.spawn("p2p-weather-confirm", lambda: self.station.confirmer.run(ask))
         if self._ctx.config.node.role == "management" and cfg.weather_renew_s > 0:
             self._supervisor.spawn("p2p-weather-renewal", lambda: self.station.renew_every(cfg.weather_renew_s))
 
@@ -211,6 +219,7 @@ class P2PPart:
             "evicted_by_quota": dict(self.evicted),
             "unconsumed": dict(self.gossip.unconsumed),
             "halted_until_ms": self.validator.halted_until_ms,
+            "weather_confirm": vars(self.station.confirmer.counts) | self.weather_answers.counts(),
             "peers": dict(self._peer_summary),
         }
         if host is not None:

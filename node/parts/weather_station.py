@@ -11,6 +11,8 @@ from crypto.envelope import Envelope
 from ground.events import get_logger
 from p2p.kinds import GossipKind, Received
 from p2p.weather import Applied, NetworkWeather, Weather
+from p2p.weather.ask import Signed
+from p2p.weather.confirm import Confirmer
 
 log = get_logger("node.p2p")
 
@@ -20,7 +22,8 @@ Publish = Callable[..., Awaitable[Envelope]]  # (kind, message, *, now_ms) -> th
 class WeatherStation:
     """Counts go to ``ingested`` (the P2P part's ``status``): ``weather`` for what changed what this
     node obeys, ``weather_renewals`` for what it obeyed already, ``weather_superseded`` for what a
-    newer one from the same issuer overtook."""
+    newer one from the same issuer overtook. A weather from an issuer whose sequence this run has not
+    confirmed waits in ``confirmer`` for a round of asking (its counts are in ``confirmer.counts``)."""
 
     def __init__(
         self,
@@ -37,6 +40,7 @@ class WeatherStation:
         self._ingested = ingested
         for key in ("weather", "weather_renewals", "weather_superseded"):
             ingested.setdefault(key, 0)
+        self.confirmer = Confirmer(weather.sequences, self.obey)
         # One broadcast at a time, so that a renewal never goes out after (and undoes) a newer broadcast.
         self._broadcasting = asyncio.Lock()
 
@@ -45,21 +49,34 @@ class WeatherStation:
         return self._weather.kind
 
     async def received(self, received: Received) -> None:
-        """The consumer of the weather kind."""
+        """The consumer of the weather kind: obeyed once its issuer's sequence is confirmed in this run,
+        held until a round confirms it before (``p2p.weather.confirm``)."""
         assert isinstance(received.message, Weather)
-        applied = await self._weather.apply(received.message, received.author)
+        signed = Signed(received.envelope, received.message)
+        if self._weather.sequences.confirmed(received.author):
+            await self.obey(signed)
+        else:
+            self.confirmer.hold(signed)
+
+    async def obey(self, signed: Signed) -> None:
+        """Apply a weather its issuer's confirmed sequence allows, and keep it to answer with."""
+        weather, issuer = signed.weather, signed.issuer
+        applied = await self._weather.apply(weather, issuer)
         if applied is Applied.CHANGED:
-            self._changed(received.message, received.author)
+            self._changed(weather, issuer)
         else:
             self._ingested["weather_renewals" if applied is Applied.SAME else "weather_superseded"] += 1
+        if applied is not Applied.SUPERSEDED:
+            self._weather.sequences.keep(signed.envelope, weather.seq)
 
     async def broadcast(self, level_milli: int, duration_s: int, reason: str) -> Weather:
         """Sign, gossip and obey a weather of this node's own; it is renewed from now on."""
         async with self._broadcasting:
             now = self._now_ms()
             weather = await self._weather.next_broadcast(level_milli, duration_s, reason, now)
-            await self._publish(self.kind, weather, now_ms=now)
+            envelope = await self._publish(self.kind, weather, now_ms=now)
             await self._weather.apply_own(weather, self._me)
+            self._weather.sequences.keep(envelope, weather.seq)
         self._changed(weather, self._me)
         return weather
 
@@ -80,11 +97,12 @@ class WeatherStation:
                 renewal.level_milli, renewal.duration_s, renewal.reason, renewal.issued_ms
             )
             try:
-                await self._publish(self.kind, weather, now_ms=renewal.issued_ms)
+                envelope = await self._publish(self.kind, weather, now_ms=renewal.issued_ms)
             except Exception:  # the next round tries again: a daemon outlives a failed send
                 log.error("p2p.weather_renewal_failed", exc_info=True)
                 return None
             self._weather.settle(weather, self._me)
+            self._weather.sequences.keep(envelope, weather.seq)
             return weather
 
     def _changed(self, weather: Weather, issuer: bytes) -> None:

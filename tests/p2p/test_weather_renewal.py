@@ -262,6 +262,10 @@ def test_a_node_starting_during_a_storm_obeys_it_and_one_offline_at_its_end_clea
             lambda: (w := late.json("weather", "show"))["halts_untrusted_ingestion"] and w, 120, "the storm", nodes
         )
         assert (obeyed["level"], obeyed["reason"], obeyed["until_ms"]) == (0.9, "storm", until)
+        # It had no sequence of the manager's: it asked before obeying (p2p.weather.confirm). Status
+        # counts as of its last snapshot, taken after the round or soon.
+        confirm = lambda: late.json("status")["daemon"]["details"]["p2p"]["weather_confirm"]  # noqa: E731
+        wait_for(lambda: confirm()["rounds"] >= 1, 60, "the round that asked the manager", nodes)
 
         first_run_log = late.stop()  # offline while the storm is called off; its own state still has the storm
         assert "Traceback" not in first_run_log, first_run_log

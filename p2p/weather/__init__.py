@@ -13,6 +13,10 @@ joining during the storm, or its one copy lost) would never learn it. So a manag
 what it announced while it lasts (``NetworkWeather.renewal``, every ``p2p.weather_renew_s``): the same
 level, reason and end, under a fresh sequence. A node that has it already finds nothing changed
 (``apply`` says so, and the node logs no new event); one that missed it obeys it from then on.
+
+A node obeys a weather only from an issuer whose sequence it confirmed in this run: its first one
+from each issuer is held while it asks the issuer and a few peers for the newest they hold
+(``p2p.weather.confirm``, which writes down what an attacker may try and what each move gets).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from p2p.verdicts import Reason
 
 KIND_WEATHER = "weather"
 MAX_WEATHER_S = 7 * 86_400
-#: How far from now the issue time of a weather may lie when this node holds no sequence of its issuer.
+#: How far from now the issue time of a weather may lie when this node has not confirmed its issuer's
+#: sequence in this run (it holds none, or one from before a restart).
 #: A broadcast is issued at its sending and a renewal within a second before it, and gossip crosses a
 #: fleet in well under the rest; the remainder allows for clocks a few seconds apart.
 FIRST_WEATHER_WINDOW_MS = 10_000
@@ -72,19 +77,42 @@ WEATHER = Wire(
 
 
 class WeatherSequences:
-    """The last applied sequence per management key (read from the libp2p thread, written from the loop)."""
+    """The last applied sequence per management key (read from the libp2p thread, written from the loop),
+    which issuers' sequences this run confirmed, and the newest envelope applied from each (what this
+    node answers when asked, ``p2p.weather.ask``). One entry per configured management key at most:
+    only their weather is admitted."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._applied: dict[bytes, int] = {}
+        self._confirmed: set[bytes] = set()  # restored sequences are not: an offline spell may hide newer ones
+        self._newest: dict[bytes, tuple[int, Envelope]] = {}
 
     def last(self, issuer: bytes) -> int:
         with self._lock:
             return self._applied.get(issuer, 0)
 
+    def confirmed(self, issuer: bytes) -> bool:
+        """Whether a weather of ``issuer`` was applied in this run (so its current sequence is known)."""
+        with self._lock:
+            return issuer in self._confirmed
+
     def use_up(self, issuer: bytes, seq: int) -> None:
         with self._lock:
             self._applied[issuer] = max(seq, self._applied.get(issuer, 0))
+            self._confirmed.add(issuer)
+
+    def keep(self, envelope: Envelope, seq: int) -> None:
+        """Keep ``envelope`` (a weather of seq ``seq``, applied or sent) if it is its author's newest."""
+        with self._lock:
+            kept = self._newest.get(envelope.author)
+            if kept is None or kept[0] < seq:
+                self._newest[envelope.author] = (seq, envelope)
+
+    def newest(self, issuer: bytes) -> Envelope | None:
+        with self._lock:
+            kept = self._newest.get(issuer)
+        return kept[1] if kept is not None else None
 
     def restore(self, applied: Mapping[bytes, int]) -> None:
         with self._lock:
@@ -107,13 +135,12 @@ def weather_kind(sequences: WeatherSequences) -> GossipKind[Weather]:
         last = sequences.last(envelope.author)
         if message.seq <= last:
             return Refusal(Reason.STALE_WEATHER, f"sequence {message.seq} already superseded")
-        # With no sequence of this issuer (a new node, or its first weather), any signed weather within
-        # the envelope's age window passed: a stranger replaying a storm's renewal after its end was
-        # obeyed until the end's next renewal. Its current sequence is learnt from a weather it issued
-        # just now: the issuer sends one at least every renewal period while anything it announced
-        # lasts, so one that missed this window is obeyed at the next renewal, and a replay must come
-        # within seconds of its capture and of an end the node also missed.
-        if not last and abs(now_ms - message.issued_ms) > FIRST_WEATHER_WINDOW_MS:
+        # Before this run confirmed the issuer's sequence, any signed weather within the envelope's age
+        # window would pass: a stranger replaying a storm's renewal after its end. Only one issued just
+        # now is forwarded (the issuer sends one at least every renewal period while anything it
+        # announced lasts), and even that is not obeyed before the issuer's newest is asked for
+        # (``p2p.weather.confirm``): a replay within these seconds loses to any newer one learnt.
+        if not sequences.confirmed(envelope.author) and abs(now_ms - message.issued_ms) > FIRST_WEATHER_WINDOW_MS:
             return Refusal(Reason.STALE_WEATHER, "a first weather from this issuer that was not issued just now")
         return None
 
