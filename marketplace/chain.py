@@ -37,6 +37,8 @@ from marketplace.errors import (
 )
 
 T = TypeVar("T")
+#: Deploys a development chain's token: (web3, deploying account) -> the token's address.
+TokenDeployer = Callable[[Any, str], str]
 GAS_LIMIT = 300_000
 RECEIPT_TIMEOUT_S = 30.0
 #: What our development deployments of the escrow are made with (the arbiter: given, or the deployer).
@@ -90,14 +92,14 @@ class Chain:
     # --- construction --------------------------------------------------------------------
 
     @classmethod
-    async def embedded(cls, *, arbiter: str | None = None) -> Chain:
+    async def embedded(cls, *, arbiter: str | None = None, token: TokenDeployer | None = None) -> Chain:
         """An EVM in this process with our token and escrow (``arbiter``: who decides disputes; the
-        deploying account when None)."""
+        deploying account when None; ``token``: deploys another token than DevUSDC, for tests)."""
 
         def build() -> Chain:
             from web3 import Web3
 
-            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()), arbiter)
+            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()), arbiter, token)
 
         return await cls._on_worker(build)
 
@@ -120,7 +122,7 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    async def rpc_dev(cls, url: str, *, arbiter: str) -> Chain:
+    async def rpc_dev(cls, url: str, *, arbiter: str, token: TokenDeployer | None = None) -> Chain:
         """A local development JSON-RPC chain (anvil): deploy our contracts with its first,
         unlocked account, which is then the dev token's minter (``fund`` works as embedded).
         ``arbiter`` decides disputes: a key the deployer chose, never an unlocked account."""
@@ -129,19 +131,20 @@ class Chain:
             w3 = _connect(url)
             if (why := arbiter_refusal(arbiter, [str(a) for a in w3.eth.accounts])) is not None:
                 raise ChainError(why)
-            return cls._with_our_contracts(w3, arbiter)
+            return cls._with_our_contracts(w3, arbiter, token)
 
         return await cls._on_worker(build)
 
     @classmethod
-    def _with_our_contracts(cls, w3: Any, arbiter: str | None) -> Chain:
-        """Deploy DevUSDC and the escrow with the chain's first (unlocked) account: a dev chain."""
+    def _with_our_contracts(cls, w3: Any, arbiter: str | None, deploy_token: TokenDeployer | None) -> Chain:
+        """Deploy DevUSDC (or what ``deploy_token`` deploys) and the escrow with the chain's first
+        (unlocked) account: a dev chain, whose first account mints."""
         deployer = w3.eth.accounts[0]
         # Reads name their sender: without one, web3's tester middleware asks the chain for its
         # accounts twice per call to pick the first (this one), checksumming each: a fifth of the
         # CPU of a purchase on the embedded chain.
         w3.eth.default_account = deployer
-        token = _deploy(w3, deployer, "DevUSDC")
+        token = _deploy(w3, deployer, "DevUSDC") if deploy_token is None else deploy_token(w3, deployer)
         rules = ESCROW_RULES
         escrow = _deploy(
             w3, deployer, "Escrow", token, arbiter or deployer, rules.min_delivery_window_s, rules.max_lock_s,

@@ -14,6 +14,8 @@ from ground.clock import Clock
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.escrow import Escrow
+from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
+from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
@@ -44,9 +46,21 @@ async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
         await s.close()
 
 
-@pytest.fixture(params=["embedded", pytest.param("anvil", marks=pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL))])
+def need_fiattoken() -> None:
+    """Skip, saying why, where Circle's token cannot be built (no ../shared/usdc, no solc-js)."""
+    try:
+        artifacts()
+    except FiatTokenUnavailable as exc:
+        pytest.skip(f"Circle's FiatToken is unavailable: {exc}")
+
+
+ON_ANVIL = pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
+
+
+@pytest.fixture(params=["embedded", pytest.param("anvil", marks=ON_ANVIL), pytest.param("usdc", marks=ON_ANVIL)])
 async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
-    """A fresh chain with our contracts deployed: the embedded EVM, and a real anvil when installed."""
+    """A fresh chain with our escrow deployed: on our token in the embedded EVM and on a real anvil
+    when installed, and on Circle's FiatToken (the code real USDC runs) on anvil."""
     if request.param == "embedded":
         c = await Chain.embedded(arbiter=ARBITER.address)
         try:
@@ -54,8 +68,13 @@ async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
         finally:
             await c.close()
         return
+    if request.param == "usdc":
+        need_fiattoken()
     with anvil_process() as url:
-        c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
+        if request.param == "usdc":
+            c = await usdc_chain(url, arbiter=ARBITER.address)
+        else:
+            c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
         try:
             yield c
         finally:
