@@ -13,7 +13,9 @@
 #         window refunds the buyer; an answer the arbiter leaves undecided that long pays the seller.
 #         Released money is owed to the seller here until it withdraws it (one transfer for many
 #         sales; a seller the token refuses to pay cannot block a release) or spends it on its own
-#         purchases (``lock_from_credit``). Refunds go straight back to the buyer.
+#         purchases (``lock_from_credit``). Refunds go straight back to the buyer, or, when the token
+#         refuses that transfer (USDC's blacklist or pause), are owed to the buyer the same way. A
+#         withdrawal the token refuses reverts and leaves the credit: nothing is ever stuck in a deal.
 #         A purchase id is the buyer's own (keccak of its address and a nonce): nobody else can take
 #         one. The nonce is keccak(salt, the buyer's node key) for the seller's salt, so the terms
 #         name the key the delivery must be sealed to. Each deal is one storage word: the hash of its
@@ -153,9 +155,21 @@ def _pay(deal_id: bytes32, terms: Terms, state: uint256, receiver: address):
     if state == RELEASED:
         self.owed[receiver] += terms.amount
         log Released(purchase_id=deal_id)
-    else:
-        assert extcall IERC20(token).transfer(receiver, terms.amount), "transfer failed"
-        log Refunded(purchase_id=deal_id, amount=terms.amount)
+        return
+    # A refund goes straight back to the buyer when the token takes it; when it refuses (the buyer
+    # blacklisted, the token paused) the deal still ends and the money is owed to the buyer here,
+    # to withdraw once the token lets it: no state of the deal waits on the token.
+    ok: bool = False
+    answer: Bytes[32] = b""
+    ok, answer = raw_call(
+        token,
+        abi_encode(receiver, terms.amount, method_id=method_id("transfer(address,uint256)")),
+        max_outsize=32,
+        revert_on_failure=False,
+    )
+    if not ok or (len(answer) == 32 and convert(answer, uint256) == 0):
+        self.owed[receiver] += terms.amount
+    log Refunded(purchase_id=deal_id, amount=terms.amount)
 
 
 @internal
