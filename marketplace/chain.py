@@ -234,19 +234,22 @@ class Chain:
         return await self.run(lambda: int(self._token.functions.allowance(owner, spender).call()))
 
     async def authorize_transfer(
-        self, account: Account, receiver: str, amount: int, nonce: bytes, valid_before: int
+        self, account: Account, receiver: str, amount: int, nonce: bytes, valid_before: int, *, payee_only: bool = True
     ) -> TransferAuthorization:
         """Sign (no transaction) an EIP-3009 authorization for ``receiver`` to collect exactly ``amount``
-        once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice."""
+        once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice.
+        ``payee_only``: a ``receiveWithAuthorization``, which only ``receiver`` may submit, so nobody
+        can copy it from the mempool and spend it first; else a ``transferWithAuthorization`` (anyone)."""
         _amount(amount)
         if len(nonce) != 32:
             raise InvalidValue("an authorization nonce is 32 bytes")
+        primary = "ReceiveWithAuthorization" if payee_only else "TransferWithAuthorization"
 
         def sign() -> TransferAuthorization:
             from web3 import Web3
 
             to = Web3.to_checksum_address(receiver)
-            v, r, s = self._sign_typed(account, "TransferWithAuthorization", _AUTHORIZATION_FIELDS, {
+            v, r, s = self._sign_typed(account, primary, _AUTHORIZATION_FIELDS, {
                 "from": account.address, "to": to, "value": amount, "validAfter": 0, "validBefore": valid_before,
                 "nonce": nonce,
             })  # fmt: skip
@@ -255,14 +258,12 @@ class Chain:
         return await self.run(sign)
 
     async def transfer_with_authorization(self, submitter: Account, auth: TransferAuthorization) -> Receipt:
-        """Submit ``auth`` (anyone may; the money goes only where it says)."""
-        return await self.send(
-            submitter,
-            lambda: self._token.functions.transferWithAuthorization(
-                auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
-                auth.v, auth.r, auth.s,
-            ),
-        )  # fmt: skip
+        """Submit ``auth`` signed with ``payee_only=False`` (anyone may; the money goes only where it says)."""
+        return await self.send(submitter, lambda: self._token.functions.transferWithAuthorization(*_args(auth)))
+
+    async def receive_with_authorization(self, payee: Account, auth: TransferAuthorization) -> Receipt:
+        """Collect ``auth`` (signed payee-only) as its payee: the token refuses anyone else."""
+        return await self.send(payee, lambda: self._token.functions.receiveWithAuthorization(*_args(auth)))
 
     async def authorization_used(self, authorizer: str, nonce: bytes) -> bool:
         return await self.run(lambda: bool(self._token.functions.authorizationState(authorizer, nonce).call()))
@@ -453,6 +454,11 @@ class Chain:
             return mined
 
         return await self.run(send)
+
+
+def _args(auth: TransferAuthorization) -> tuple[Any, ...]:
+    return (auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
+            auth.v, auth.r, auth.s)  # fmt: skip
 
 
 def _amount(micro_usdc: int) -> int:

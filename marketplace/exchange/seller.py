@@ -268,9 +268,13 @@ class Seller:
                 )
             return
         try:
-            await self._chain.transfer_with_authorization(self._wallet, auth)
+            await self._chain.receive_with_authorization(self._wallet, auth)
         except ChainError as exc:
-            raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
+            # Collected meanwhile (an earlier try of ours whose receipt was lost): paid all the same.
+            if not await authorization_paid(
+                self._chain, auth.authorizer, quote.purchase_id, quote.seller_address, quote.price_micro_usdc
+            ):
+                raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
 
     async def settle(self) -> dict[str, int]:
         """Carry each sale on from what the chain says (see the module's notes). A quote is looked at
