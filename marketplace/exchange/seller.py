@@ -320,7 +320,7 @@ class Seller:
         if status.state is _D.LOCKED:
             return await self._commit_if_due(sale, quote, chain_now)
         if status.state is _D.DELIVERED:
-            if chain_now >= status.committed_at + rules.dispute_window_s:
+            if chain_now >= status.since + rules.dispute_window_s:
                 await self._escrow.claim(self._wallet, terms)
                 return _S.PAID
             return _S.COMMITTED
@@ -346,8 +346,9 @@ class Seller:
     async def _claim_undecided(
         self, sale: SaleRecord, status: DealStatus, rules: EscrowRules, chain_now: int
     ) -> SaleState | None:
-        """An answered dispute the arbiter left undecided for the arbitration window pays the seller."""
-        if chain_now >= status.committed_at + rules.dispute_window_s + rules.arbitration_window_s:
+        """An answered dispute the arbiter left undecided for the arbitration window (from the answer)
+        pays the seller."""
+        if chain_now >= status.since + rules.arbitration_window_s:  # from the answer
             quote = quote_of(sale.quote)
             await self._escrow.claim(self._wallet, quote.terms())
             return _S.PAID

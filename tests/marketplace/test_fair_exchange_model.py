@@ -383,6 +383,29 @@ class FairExchange(RuleBasedStateMachine):
         self.run(answer())
 
     @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
+    @rule()
+    def seller_answers_at_the_last_moment_and_claims(self) -> None:
+        """Issue 49: an answer at the end of the seller's window, then a claim a few seconds later,
+        before the arbiter (which runs in the honest rounds) could judge it."""
+
+        async def late() -> None:
+            terms = await self._terms()
+            if terms is None:
+                return
+            escrow = Escrow(self.live_chain)
+            status = await escrow.status(terms)
+            if status.state is not DealState.DISPUTED:
+                return
+            rules = await escrow.rules()
+            await self.live_chain.advance_time(max(0, status.since + rules.arbitration_window_s - 5
+                                                   - await self.live_chain.timestamp()))  # fmt: skip
+            await self._try(escrow.answer(self.seller.wallet, terms, os.urandom(32)))
+            await self.live_chain.advance_time(6)
+            await self._try(escrow.claim(self.seller.wallet, terms))
+
+        self.run(late())
+
+    @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
     @rule(deliver=st.sampled_from(["honest", "other", "drop", "refuse"]))
     def seller_changes_its_delivery(self, deliver: str) -> None:
         self.cheat_seller.deliver = deliver
