@@ -136,7 +136,7 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    def _with_our_contracts(cls, w3: Any, arbiter: str | None, deploy_token: TokenDeployer | None) -> Chain:
+    def _with_our_contracts(cls, w3: Any, arbiter: str | None, deploy_token: TokenDeployer | None = None) -> Chain:
         """Deploy DevUSDC (or what ``deploy_token`` deploys) and the escrow with the chain's first
         (unlocked) account: a dev chain, whose first account mints."""
         deployer = w3.eth.accounts[0]

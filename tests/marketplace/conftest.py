@@ -1,11 +1,6 @@
 from __future__ import annotations
 
-import contextlib
-import shutil
-import socket
-import subprocess
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +9,9 @@ from ground.clock import Clock
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.escrow import Escrow
+from marketplace.fiattoken.anvil import ANVIL as ANVIL  # the tests import these from here
+from marketplace.fiattoken.anvil import NO_ANVIL as NO_ANVIL
+from marketplace.fiattoken.anvil import anvil_process as anvil_process
 from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
 from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.schema import MARKET_SCHEMA
@@ -21,7 +19,6 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore
 
-ANVIL = shutil.which("anvil")
 #: Who decides disputes on the test chains (a key the tests hold, so they can resolve as it).
 ARBITER = Account.from_key(bytes(31) + b"\x07")
 
@@ -29,9 +26,6 @@ ARBITER = Account.from_key(bytes(31) + b"\x07")
 async def funds(chain: Chain, address: str) -> int:
     """Micro-USDC ``address`` holds: in its wallet, plus its paid sales the escrow owes it."""
     return await chain.balance(address) + await Escrow(chain).owed(address)
-
-
-NO_ANVIL = "anvil is not installed (npm install -g @foundry-rs/anvil, see the README)"
 
 
 @pytest.fixture
@@ -93,30 +87,3 @@ async def anvil_client() -> AsyncIterator[Chain]:
             yield c
         finally:
             await c.close()
-
-
-@contextlib.contextmanager
-def anvil_process() -> Iterator[str]:
-    """A real anvil on a free loopback port, stopped (and waited for) at the end."""
-    assert ANVIL is not None
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as client:
-                if client.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("anvil did not start within 20 s")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
