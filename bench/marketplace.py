@@ -1,4 +1,6 @@
-"""Time from `buy` to the skill stored on the buyer, on the embedded chain, beside a bare token transfer.
+"""Time from `buy` to the skill stored on the buyer, on the embedded chain, beside a bare token transfer;
+and the same on Circle's FiatToken (real USDC's code) on anvil, under ``usdc_anvil`` (issue 49's goal:
+a returning buyer's purchase at most 3x a bare FiatToken transfer's gas, under 1 s).
 
 Two real P2P hosts on 127.0.0.1 (one process), one embedded EVM running our DevUSDC and
 Escrow. An escrow purchase is: quote over a direct stream, lock in escrow (one transaction
@@ -36,6 +38,9 @@ from marketplace.escrow import Escrow
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.exchange.seller import SellerLimits
+from marketplace.fiattoken.anvil import ANVIL, NO_ANVIL, anvil_process
+from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
+from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
@@ -67,9 +72,14 @@ async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, 
     return identity, wallet, store, host, market
 
 
-async def _measure(purchases: int, tmp: Path) -> dict[str, Any]:
+async def _measure(purchases: int, tmp: Path, url: str | None = None) -> dict[str, Any]:
+    """On our development token in the embedded EVM; with ``url``, on Circle's FiatToken (the code
+    real USDC runs, compiled from ../shared/usdc) on the anvil there."""
     arbiter = Account.create()
-    chain = await Chain.embedded(arbiter=arbiter.address)
+    if url is None:
+        chain = await Chain.embedded(arbiter=arbiter.address)
+    else:
+        chain = await usdc_chain(url, arbiter=arbiter.address)
     s_id, s_wallet, s_store, s_host, _ = await _side(tmp, "seller", chain)
     b_id, b_wallet, b_store, b_host, b_market = await _side(tmp, "buyer", chain)
     try:
@@ -236,8 +246,26 @@ async def _commit_cost(commits: int, tmp: Path) -> dict[str, Any]:
             "durable_extra_ms_per_deal_step": round(synced_ms - plain_ms, 3)}  # fmt: skip
 
 
+def _on_usdc(purchases: int, tmp: Path) -> dict[str, Any]:
+    """The same run on the real token's code on anvil, or why it cannot run here."""
+    if ANVIL is None:
+        return {"skipped": NO_ANVIL}
+    try:
+        artifacts()
+    except FiatTokenUnavailable as exc:
+        return {"skipped": str(exc)}
+    with anvil_process() as url:
+        out = asyncio.run(_measure(purchases, tmp, url))
+    out["token"] = "Circle FiatTokenV2_2 behind FiatTokenProxy, on anvil"
+    return out
+
+
 def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        out = asyncio.run(_measure(3 if quick else 10, Path(tmp)))
+        purchases = 3 if quick else 10
+        out = asyncio.run(_measure(purchases, Path(tmp)))
+        out["token"] = "DevUSDC, embedded EVM"
+        (Path(tmp) / "usdc").mkdir()
+        out["usdc_anvil"] = _on_usdc(purchases, Path(tmp) / "usdc")
         out["records"] = asyncio.run(_commit_cost(20 if quick else 200, Path(tmp)))
         return out

@@ -1,7 +1,9 @@
 # pragma version 0.4.3
 # @title A USDC-like token for development and tests
-# @notice 6 decimals, EIP-2612 permit and EIP-3009 transferWithAuthorization with USDC's
-#         selectors and typehashes, so the node's code runs unchanged against real USDC.
+# @notice 6 decimals, EIP-2612 permit and EIP-3009 transferWithAuthorization and
+#         receiveWithAuthorization with USDC's selectors and typehashes, so the node's code runs
+#         unchanged against real USDC. Unlike USDC: no proxy, no blacklist, no pause, no minter
+#         allowances, no cancelAuthorization, no EIP-1271 (contract wallet) signatures.
 #         Only the deployer may mint: this token is never meant for a public chain.
 
 event Transfer:
@@ -26,6 +28,9 @@ PERMIT_TYPEHASH: constant(bytes32) = keccak256(
 )
 TRANSFER_WITH_AUTHORIZATION_TYPEHASH: constant(bytes32) = keccak256(
     "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+)
+RECEIVE_WITH_AUTHORIZATION_TYPEHASH: constant(bytes32) = keccak256(
+    "ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
 )
 
 name: public(String[32])
@@ -122,8 +127,9 @@ def permit(owner: address, spender: address, amount: uint256, deadline: uint256,
     self._approve(owner, spender, amount)
 
 
-@external
-def transferWithAuthorization(
+@internal
+def _use_authorization(
+    typehash: bytes32,
     authorizer: address,
     receiver: address,
     amount: uint256,
@@ -137,11 +143,45 @@ def transferWithAuthorization(
     assert block.timestamp > valid_after, "authorization is not yet valid"
     assert block.timestamp < valid_before, "authorization is expired"
     assert not self.authorizationState[authorizer][nonce], "authorization is used"
-    struct_hash: bytes32 = keccak256(
-        abi_encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, authorizer, receiver, amount, valid_after, valid_before, nonce)
-    )
+    struct_hash: bytes32 = keccak256(abi_encode(typehash, authorizer, receiver, amount, valid_after, valid_before, nonce))
     signer: address = self._signer(struct_hash, v, r, s)
     assert signer != empty(address) and signer == authorizer, "invalid signature"
     self.authorizationState[authorizer][nonce] = True
     log AuthorizationUsed(authorizer=authorizer, nonce=nonce)
     self._transfer(authorizer, receiver, amount)
+
+
+@external
+def transferWithAuthorization(
+    authorizer: address,
+    receiver: address,
+    amount: uint256,
+    valid_after: uint256,
+    valid_before: uint256,
+    nonce: bytes32,
+    v: uint8,
+    r: bytes32,
+    s: bytes32,
+):
+    self._use_authorization(
+        TRANSFER_WITH_AUTHORIZATION_TYPEHASH, authorizer, receiver, amount, valid_after, valid_before, nonce, v, r, s
+    )
+
+
+@external
+def receiveWithAuthorization(
+    authorizer: address,
+    receiver: address,
+    amount: uint256,
+    valid_after: uint256,
+    valid_before: uint256,
+    nonce: bytes32,
+    v: uint8,
+    r: bytes32,
+    s: bytes32,
+):
+    """EIP-3009's front-running-proof form, as USDC has it: only the payee may submit it."""
+    assert msg.sender == receiver, "caller must be the payee"
+    self._use_authorization(
+        RECEIVE_WITH_AUTHORIZATION_TYPEHASH, authorizer, receiver, amount, valid_after, valid_before, nonce, v, r, s
+    )

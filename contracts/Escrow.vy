@@ -13,7 +13,26 @@
 #         window refunds the buyer; an answer the arbiter leaves undecided that long pays the seller.
 #         Released money is owed to the seller here until it withdraws it (one transfer for many
 #         sales; a seller the token refuses to pay cannot block a release) or spends it on its own
-#         purchases (``lock_from_credit``). Refunds go straight back to the buyer.
+#         purchases (``lock_from_credit``). Refunds go straight back to the buyer, or, when the token
+#         refuses that transfer (USDC's blacklist or pause), are owed to the buyer the same way. A
+#         withdrawal the token refuses reverts and leaves the credit: nothing is ever stuck in a deal.
+#
+#         The state machine (t: the time stored with the state, of the move that entered it):
+#           (none) --lock by the buyer--> LOCKED
+#           LOCKED --release by the buyer--> RELEASED (owed to the seller)
+#           LOCKED --commit by the seller, before the deadline--> DELIVERED (t = commit)
+#           LOCKED --refund by anyone, from the deadline--> REFUNDED (to the buyer, or owed to it)
+#           DELIVERED --release by the buyer--> RELEASED
+#           DELIVERED --dispute by the buyer, before t + dispute_window--> DISPUTED (t = dispute)
+#           DELIVERED --claim by anyone, from t + dispute_window--> RELEASED
+#           DISPUTED --answer by the seller, before t + arbitration_window--> ANSWERED (t = answer)
+#           DISPUTED --refund by anyone, from t + arbitration_window--> REFUNDED
+#           ANSWERED --resolve by the arbiter--> RELEASED or REFUNDED
+#           ANSWERED --claim by anyone, from t + arbitration_window--> RELEASED
+#         The seller has the arbitration window to answer and the arbiter the same window to decide,
+#         each from the other's move. RELEASED and REFUNDED are final; what they pay is owed[party]
+#         (withdraw, or lock_from_credit) except a refund the token took at once. owed[party] only
+#         falls by the party's own withdraw or lock_from_credit.
 #         A purchase id is the buyer's own (keccak of its address and a nonce): nobody else can take
 #         one. The nonce is keccak(salt, the buyer's node key) for the seller's salt, so the terms
 #         name the key the delivery must be sealed to. Each deal is one storage word: the hash of its
@@ -153,9 +172,21 @@ def _pay(deal_id: bytes32, terms: Terms, state: uint256, receiver: address):
     if state == RELEASED:
         self.owed[receiver] += terms.amount
         log Released(purchase_id=deal_id)
-    else:
-        assert extcall IERC20(token).transfer(receiver, terms.amount), "transfer failed"
-        log Refunded(purchase_id=deal_id, amount=terms.amount)
+        return
+    # A refund goes straight back to the buyer when the token takes it; when it refuses (the buyer
+    # blacklisted, the token paused) the deal still ends and the money is owed to the buyer here,
+    # to withdraw once the token lets it: no state of the deal waits on the token.
+    ok: bool = False
+    answer: Bytes[32] = b""
+    ok, answer = raw_call(
+        token,
+        abi_encode(receiver, terms.amount, method_id=method_id("transfer(address,uint256)")),
+        max_outsize=32,
+        revert_on_failure=False,
+    )
+    if not ok or (len(answer) == 32 and convert(answer, uint256) == 0):
+        self.owed[receiver] += terms.amount
+    log Refunded(purchase_id=deal_id, amount=terms.amount)
 
 
 @internal
@@ -256,8 +287,8 @@ def release(terms: Terms):
 
 @external
 def claim(terms: Terms):
-    """Anyone pays the seller once its committed delivery was not disputed in the window, or once it
-    answered a dispute and the arbiter left it undecided for the arbitration window."""
+    """Anyone pays the seller once its committed delivery was not disputed in the window, or once the
+    arbiter left its answer to a dispute undecided for the arbitration window after the answer."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
@@ -265,15 +296,17 @@ def claim(terms: Terms):
     if state == DELIVERED:
         assert block.timestamp >= at + dispute_window, "dispute window open"
     else:
+        # The arbiter has the whole window from the answer, however late in its own window the
+        # seller answered: a last-second answer cannot be claimed a second later, undecided.
         assert state == ANSWERED, "nothing to claim"
-        assert block.timestamp >= at + dispute_window + arbitration_window, "in arbitration"
+        assert block.timestamp >= at + arbitration_window, "in arbitration"
     self._pay(deal_id, terms, RELEASED, terms.seller)
 
 
 @external
 def refund(terms: Terms):
     """Anyone returns the money to the buyer once the deadline passed with no delivery committed, or
-    once a dispute went unanswered by the seller for the arbitration window."""
+    once a dispute went unanswered by the seller for the arbitration window after it."""
     deal_id: bytes32 = empty(bytes32)
     state: uint256 = 0
     at: uint256 = 0
@@ -282,7 +315,7 @@ def refund(terms: Terms):
         assert block.timestamp >= terms.deadline, "deadline not reached"
     else:
         assert state == DISPUTED, "not refundable"
-        assert block.timestamp >= at + dispute_window + arbitration_window, "in arbitration"
+        assert block.timestamp >= at + arbitration_window, "in arbitration"
     self._pay(deal_id, terms, REFUNDED, terms.buyer)
 
 
@@ -296,7 +329,7 @@ def dispute(terms: Terms):
     assert msg.sender == terms.buyer, "only the buyer disputes"
     assert state == DELIVERED, "no delivery to dispute"
     assert block.timestamp < at + dispute_window, "dispute window closed"
-    self.deals[deal_id] = self._word(self._fingerprint(terms), DISPUTED, at)
+    self.deals[deal_id] = self._word(self._fingerprint(terms), DISPUTED, block.timestamp)
     log Disputed(purchase_id=deal_id)
 
 
@@ -310,8 +343,8 @@ def answer(terms: Terms, secret: bytes32):
     deal_id, state, at = self._load(terms)
     assert msg.sender == terms.seller, "only the seller answers"
     assert state == DISPUTED, "not disputed"
-    assert block.timestamp < at + dispute_window + arbitration_window, "arbitration window closed"
-    self.deals[deal_id] = self._word(self._fingerprint(terms), ANSWERED, at)
+    assert block.timestamp < at + arbitration_window, "arbitration window closed"
+    self.deals[deal_id] = self._word(self._fingerprint(terms), ANSWERED, block.timestamp)
     log Answered(
         purchase_id=deal_id, secret=secret, buyer=terms.buyer, nonce=terms.nonce, seller=terms.seller,
         amount=terms.amount, content_hash=terms.content_hash, deadline=terms.deadline,
@@ -338,7 +371,8 @@ def resolve(terms: Terms, to_seller: bool):
 @external
 @view
 def status(terms: Terms) -> (uint256, uint256):
-    """(state, commit time) of the deal with exactly these terms; (0, 0) for none."""
+    """(state, time of its last move: commitment, dispute or answer) of the deal with exactly these
+    terms; (0, 0) for none."""
     word: uint256 = self.deals[self._id(terms)]
     if word == 0 or word >> TERMS_SHIFT != self._fingerprint(terms):
         return 0, 0

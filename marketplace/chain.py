@@ -37,6 +37,8 @@ from marketplace.errors import (
 )
 
 T = TypeVar("T")
+#: Deploys a development chain's token: (web3, deploying account) -> the token's address.
+TokenDeployer = Callable[[Any, str], str]
 GAS_LIMIT = 300_000
 RECEIPT_TIMEOUT_S = 30.0
 #: What our development deployments of the escrow are made with (the arbiter: given, or the deployer).
@@ -90,14 +92,14 @@ class Chain:
     # --- construction --------------------------------------------------------------------
 
     @classmethod
-    async def embedded(cls, *, arbiter: str | None = None) -> Chain:
+    async def embedded(cls, *, arbiter: str | None = None, token: TokenDeployer | None = None) -> Chain:
         """An EVM in this process with our token and escrow (``arbiter``: who decides disputes; the
-        deploying account when None)."""
+        deploying account when None; ``token``: deploys another token than DevUSDC, for tests)."""
 
         def build() -> Chain:
             from web3 import Web3
 
-            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()), arbiter)
+            return cls._with_our_contracts(Web3(Web3.EthereumTesterProvider()), arbiter, token)
 
         return await cls._on_worker(build)
 
@@ -120,7 +122,7 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    async def rpc_dev(cls, url: str, *, arbiter: str) -> Chain:
+    async def rpc_dev(cls, url: str, *, arbiter: str, token: TokenDeployer | None = None) -> Chain:
         """A local development JSON-RPC chain (anvil): deploy our contracts with its first,
         unlocked account, which is then the dev token's minter (``fund`` works as embedded).
         ``arbiter`` decides disputes: a key the deployer chose, never an unlocked account."""
@@ -129,19 +131,20 @@ class Chain:
             w3 = _connect(url)
             if (why := arbiter_refusal(arbiter, [str(a) for a in w3.eth.accounts])) is not None:
                 raise ChainError(why)
-            return cls._with_our_contracts(w3, arbiter)
+            return cls._with_our_contracts(w3, arbiter, token)
 
         return await cls._on_worker(build)
 
     @classmethod
-    def _with_our_contracts(cls, w3: Any, arbiter: str | None) -> Chain:
-        """Deploy DevUSDC and the escrow with the chain's first (unlocked) account: a dev chain."""
+    def _with_our_contracts(cls, w3: Any, arbiter: str | None, deploy_token: TokenDeployer | None = None) -> Chain:
+        """Deploy DevUSDC (or what ``deploy_token`` deploys) and the escrow with the chain's first
+        (unlocked) account: a dev chain, whose first account mints."""
         deployer = w3.eth.accounts[0]
         # Reads name their sender: without one, web3's tester middleware asks the chain for its
         # accounts twice per call to pick the first (this one), checksumming each: a fifth of the
         # CPU of a purchase on the embedded chain.
         w3.eth.default_account = deployer
-        token = _deploy(w3, deployer, "DevUSDC")
+        token = _deploy(w3, deployer, "DevUSDC") if deploy_token is None else deploy_token(w3, deployer)
         rules = ESCROW_RULES
         escrow = _deploy(
             w3, deployer, "Escrow", token, arbiter or deployer, rules.min_delivery_window_s, rules.max_lock_s,
@@ -231,19 +234,22 @@ class Chain:
         return await self.run(lambda: int(self._token.functions.allowance(owner, spender).call()))
 
     async def authorize_transfer(
-        self, account: Account, receiver: str, amount: int, nonce: bytes, valid_before: int
+        self, account: Account, receiver: str, amount: int, nonce: bytes, valid_before: int, *, payee_only: bool = True
     ) -> TransferAuthorization:
         """Sign (no transaction) an EIP-3009 authorization for ``receiver`` to collect exactly ``amount``
-        once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice."""
+        once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice.
+        ``payee_only``: a ``receiveWithAuthorization``, which only ``receiver`` may submit, so nobody
+        can copy it from the mempool and spend it first; else a ``transferWithAuthorization`` (anyone)."""
         _amount(amount)
         if len(nonce) != 32:
             raise InvalidValue("an authorization nonce is 32 bytes")
+        primary = "ReceiveWithAuthorization" if payee_only else "TransferWithAuthorization"
 
         def sign() -> TransferAuthorization:
             from web3 import Web3
 
             to = Web3.to_checksum_address(receiver)
-            v, r, s = self._sign_typed(account, "TransferWithAuthorization", _AUTHORIZATION_FIELDS, {
+            v, r, s = self._sign_typed(account, primary, _AUTHORIZATION_FIELDS, {
                 "from": account.address, "to": to, "value": amount, "validAfter": 0, "validBefore": valid_before,
                 "nonce": nonce,
             })  # fmt: skip
@@ -252,14 +258,12 @@ class Chain:
         return await self.run(sign)
 
     async def transfer_with_authorization(self, submitter: Account, auth: TransferAuthorization) -> Receipt:
-        """Submit ``auth`` (anyone may; the money goes only where it says)."""
-        return await self.send(
-            submitter,
-            lambda: self._token.functions.transferWithAuthorization(
-                auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
-                auth.v, auth.r, auth.s,
-            ),
-        )  # fmt: skip
+        """Submit ``auth`` signed with ``payee_only=False`` (anyone may; the money goes only where it says)."""
+        return await self.send(submitter, lambda: self._token.functions.transferWithAuthorization(*_args(auth)))
+
+    async def receive_with_authorization(self, payee: Account, auth: TransferAuthorization) -> Receipt:
+        """Collect ``auth`` (signed payee-only) as its payee: the token refuses anyone else."""
+        return await self.send(payee, lambda: self._token.functions.receiveWithAuthorization(*_args(auth)))
 
     async def authorization_used(self, authorizer: str, nonce: bytes) -> bool:
         return await self.run(lambda: bool(self._token.functions.authorizationState(authorizer, nonce).call()))
@@ -450,6 +454,11 @@ class Chain:
             return mined
 
         return await self.run(send)
+
+
+def _args(auth: TransferAuthorization) -> tuple[Any, ...]:
+    return (auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
+            auth.v, auth.r, auth.s)  # fmt: skip
 
 
 def _amount(micro_usdc: int) -> int:

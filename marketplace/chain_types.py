@@ -139,7 +139,9 @@ DEAL_STATES = {
 @dataclass(frozen=True, slots=True)
 class DealStatus:
     state: DealState
-    committed_at: int = 0  # chain seconds the delivery was committed (delivered, disputed, answered)
+    #: Chain seconds of the move that entered the state: the commitment (delivered), the dispute
+    #: (disputed), the answer (answered). Each window counts from it.
+    since: int = 0
 
 
 @dataclass(frozen=True, slots=True)

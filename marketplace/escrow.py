@@ -7,12 +7,13 @@ Who may send what (``contracts/Escrow.vy``):
 - the seller ``commit``s its delivery (the skill sealed to the buyer's node key) before the
   deadline; after the dispute window anyone may ``claim`` it for the seller;
 - a disputed delivery: the seller ``answer``s with its one-time secret (which opens the sealed
-  delivery for anyone) within the arbitration window, or anyone may ``refund`` the buyer after it;
+  delivery for anyone) within the arbitration window from the dispute, or anyone may ``refund`` the
+  buyer after it;
 - released money is ``owed`` to the seller by the escrow until it ``withdraw``s it or locks its own
   purchases with it (``lock`` uses the credit first): one transfer for many sales;
 - after the deadline with no delivery committed, anyone may ``refund`` the buyer;
 - the arbiter ``resolve``s an answered dispute, to the seller or to the buyer; one it leaves
-  undecided for the arbitration window can be claimed for the seller.
+  undecided for the arbitration window from the answer can be claimed for the seller.
 """
 
 from __future__ import annotations

@@ -235,7 +235,7 @@ class Buyer:
                 return _S.COMPLETED
         if status.state is _D.DELIVERED:
             rules = await self._escrow.rules()
-            if now < status.committed_at + rules.dispute_window_s:
+            if now < status.since + rules.dispute_window_s:
                 await self._escrow.dispute(self._wallet, terms)
                 await self._purchases.move(
                     pid, _S.DISPUTED, "the seller committed a delivery that is not the listed skill: disputed; "
@@ -249,7 +249,7 @@ class Buyer:
             return _S.LOST
         if status.state in (_D.DISPUTED, _D.ANSWERED):
             rules = await self._escrow.rules()
-            undecided = now >= status.committed_at + rules.dispute_window_s + rules.arbitration_window_s
+            undecided = now >= status.since + rules.arbitration_window_s  # from the dispute (or answer)
             if status.state is _D.DISPUTED and undecided:  # the seller never answered: the money comes back
                 await self._escrow.refund(self._wallet, terms)
                 await self._purchases.move(pid, _S.REFUNDED, "the seller never answered the dispute: refunded")

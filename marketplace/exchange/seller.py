@@ -268,9 +268,13 @@ class Seller:
                 )
             return
         try:
-            await self._chain.transfer_with_authorization(self._wallet, auth)
+            await self._chain.receive_with_authorization(self._wallet, auth)
         except ChainError as exc:
-            raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
+            # Collected meanwhile (an earlier try of ours whose receipt was lost): paid all the same.
+            if not await authorization_paid(
+                self._chain, auth.authorizer, quote.purchase_id, quote.seller_address, quote.price_micro_usdc
+            ):
+                raise PurchaseError(f"the direct payment failed ({exc}); nothing delivered") from None
 
     async def settle(self) -> dict[str, int]:
         """Carry each sale on from what the chain says (see the module's notes). A quote is looked at
@@ -316,7 +320,7 @@ class Seller:
         if status.state is _D.LOCKED:
             return await self._commit_if_due(sale, quote, chain_now)
         if status.state is _D.DELIVERED:
-            if chain_now >= status.committed_at + rules.dispute_window_s:
+            if chain_now >= status.since + rules.dispute_window_s:
                 await self._escrow.claim(self._wallet, terms)
                 return _S.PAID
             return _S.COMMITTED
@@ -342,8 +346,9 @@ class Seller:
     async def _claim_undecided(
         self, sale: SaleRecord, status: DealStatus, rules: EscrowRules, chain_now: int
     ) -> SaleState | None:
-        """An answered dispute the arbiter left undecided for the arbitration window pays the seller."""
-        if chain_now >= status.committed_at + rules.dispute_window_s + rules.arbitration_window_s:
+        """An answered dispute the arbiter left undecided for the arbitration window (from the answer)
+        pays the seller."""
+        if chain_now >= status.since + rules.arbitration_window_s:  # from the answer
             quote = quote_of(sale.quote)
             await self._escrow.claim(self._wallet, quote.terms())
             return _S.PAID

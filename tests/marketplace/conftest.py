@@ -1,11 +1,6 @@
 from __future__ import annotations
 
-import contextlib
-import shutil
-import socket
-import subprocess
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,12 +9,16 @@ from ground.clock import Clock
 from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.escrow import Escrow
+from marketplace.fiattoken.anvil import ANVIL as ANVIL  # the tests import these from here
+from marketplace.fiattoken.anvil import NO_ANVIL as NO_ANVIL
+from marketplace.fiattoken.anvil import anvil_process as anvil_process
+from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
+from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
 from memory.storage.store import MemoryStore
 
-ANVIL = shutil.which("anvil")
 #: Who decides disputes on the test chains (a key the tests hold, so they can resolve as it).
 ARBITER = Account.from_key(bytes(31) + b"\x07")
 
@@ -27,9 +26,6 @@ ARBITER = Account.from_key(bytes(31) + b"\x07")
 async def funds(chain: Chain, address: str) -> int:
     """Micro-USDC ``address`` holds: in its wallet, plus its paid sales the escrow owes it."""
     return await chain.balance(address) + await Escrow(chain).owed(address)
-
-
-NO_ANVIL = "anvil is not installed (npm install -g @foundry-rs/anvil, see the README)"
 
 
 @pytest.fixture
@@ -44,9 +40,21 @@ async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
         await s.close()
 
 
-@pytest.fixture(params=["embedded", pytest.param("anvil", marks=pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL))])
+def need_fiattoken() -> None:
+    """Skip, saying why, where Circle's token cannot be built (no ../shared/usdc, no solc-js)."""
+    try:
+        artifacts()
+    except FiatTokenUnavailable as exc:
+        pytest.skip(f"Circle's FiatToken is unavailable: {exc}")
+
+
+ON_ANVIL = pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
+
+
+@pytest.fixture(params=["embedded", pytest.param("anvil", marks=ON_ANVIL), pytest.param("usdc", marks=ON_ANVIL)])
 async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
-    """A fresh chain with our contracts deployed: the embedded EVM, and a real anvil when installed."""
+    """A fresh chain with our escrow deployed: on our token in the embedded EVM and on a real anvil
+    when installed, and on Circle's FiatToken (the code real USDC runs) on anvil."""
     if request.param == "embedded":
         c = await Chain.embedded(arbiter=ARBITER.address)
         try:
@@ -54,8 +62,13 @@ async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
         finally:
             await c.close()
         return
+    if request.param == "usdc":
+        need_fiattoken()
     with anvil_process() as url:
-        c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
+        if request.param == "usdc":
+            c = await usdc_chain(url, arbiter=ARBITER.address)
+        else:
+            c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
         try:
             yield c
         finally:
@@ -74,30 +87,3 @@ async def anvil_client() -> AsyncIterator[Chain]:
             yield c
         finally:
             await c.close()
-
-
-@contextlib.contextmanager
-def anvil_process() -> Iterator[str]:
-    """A real anvil on a free loopback port, stopped (and waited for) at the end."""
-    assert ANVIL is not None
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(
-        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as client:
-                if client.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("anvil did not start within 20 s")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

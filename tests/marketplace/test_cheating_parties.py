@@ -160,7 +160,7 @@ class BuyerThatSpendsTheNonceFirst(Buyer):
             spent = await self._chain.authorize_transfer(
                 self._wallet, self._wallet.address, 0, deal.purchase_id, deal.quote.deadline_s
             )
-            await self._chain.transfer_with_authorization(self._wallet, spent)
+            await self._chain.receive_with_authorization(self._wallet, spent)
         return await super()._receive(deal, request)
 
 

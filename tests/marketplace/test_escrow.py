@@ -145,6 +145,10 @@ async def test_an_answered_dispute_goes_to_the_arbiter_whose_decision_is_one_tra
     assert (await funds(chain, seller.address), await chain.balance(buyer.address)) == (paid, back)
 
 
+async def _at(chain: Chain, when: int) -> None:
+    await chain.advance_time(when - await chain.timestamp())
+
+
 async def test_an_answered_dispute_the_arbiter_leaves_open_pays_the_seller(
     chain: Chain, parties: tuple[Account, Account]
 ) -> None:
@@ -154,11 +158,40 @@ async def test_an_answered_dispute_the_arbiter_leaves_open_pays_the_seller(
     await escrow.commit(seller, deal, SEALED)
     await escrow.dispute(buyer, deal)
     await escrow.answer(seller, deal, b"\4" * 32)
-    await chain.advance_time(ESCROW_RULES.dispute_window_s + ESCROW_RULES.arbitration_window_s)
+    answered = (await escrow.status(deal)).since
+    await _at(chain, answered + ESCROW_RULES.arbitration_window_s - 10)
+    with pytest.raises(TransactionReverted, match="in arbitration"):
+        await escrow.claim(seller, deal)  # the arbiter's whole window counts from the answer
+    await _at(chain, answered + ESCROW_RULES.arbitration_window_s)
     with pytest.raises(TransactionReverted, match="not refundable"):
         await escrow.refund(buyer, deal)
     await escrow.claim(seller, deal)
     assert await funds(chain, seller.address) == 10_000
+
+
+async def test_the_arbiter_has_a_whole_window_after_an_answer_at_the_last_moment(
+    chain: Chain, parties: tuple[Account, Account]
+) -> None:
+    """Issue 49: the answer deadline and the undecided claim were both counted from the commitment,
+    so a seller that answered near the end of its window could claim seconds later, before the
+    arbiter could judge, and be paid for wrong content. Now the seller has the arbitration window
+    from the dispute to answer, and the arbiter the same window from the answer."""
+    buyer, seller = parties
+    rules = ESCROW_RULES
+    escrow, deal = Escrow(chain), await terms(chain, *parties)
+    await chain.fund(ARBITER.address, 0)
+    await escrow.lock(buyer, deal)
+    await escrow.commit(seller, deal, SEALED)
+    committed = (await escrow.status(deal)).since
+    await _at(chain, committed + rules.dispute_window_s - 20)  # the buyer disputes late in its window
+    await escrow.dispute(buyer, deal)
+    await _at(chain, committed + rules.dispute_window_s + rules.arbitration_window_s - 40)
+    await escrow.answer(seller, deal, b"\4" * 32)  # the seller answers late in its own
+    await chain.advance_time(45)
+    with pytest.raises(TransactionReverted, match="in arbitration"):
+        await escrow.claim(seller, deal)  # before: paid here, the arbiter never had its say
+    await escrow.resolve(ARBITER, deal, to_seller=False)
+    assert (await escrow.status(deal)).state == "refunded" and await chain.balance(buyer.address) == 5_000_000
 
 
 async def test_a_dispute_the_seller_never_answers_is_refunded_after_the_arbitration_window(
@@ -169,7 +202,7 @@ async def test_a_dispute_the_seller_never_answers_is_refunded_after_the_arbitrat
     await escrow.lock(buyer, deal)
     await escrow.commit(seller, deal, SEALED)
     await escrow.dispute(buyer, deal)
-    await chain.advance_time(ESCROW_RULES.dispute_window_s + ESCROW_RULES.arbitration_window_s - 5)
+    await chain.advance_time(ESCROW_RULES.arbitration_window_s - 5)  # the seller's window: from the dispute
     with pytest.raises(TransactionReverted, match="in arbitration"):
         await escrow.refund(buyer, deal)
     await chain.advance_time(10)

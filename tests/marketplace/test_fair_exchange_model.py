@@ -54,6 +54,7 @@ from marketplace.exchange.protocol import (
     seal_skill,
 )
 from marketplace.exchange.seller import Seller
+from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
@@ -64,7 +65,7 @@ from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
-from tests.marketplace.conftest import ARBITER
+from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, need_fiattoken
 from tests.marketplace.test_purchase import MovableClock
 
 # Real hosts and a chain per example; the whole run is one test, bounded by its examples rather
@@ -182,6 +183,7 @@ class FairExchange(RuleBasedStateMachine):
         self.tmp = Path(tempfile.mkdtemp(prefix="fair-exchange-"))
         self.nodes: list[Node] = []
         self.chain: Chain | None = None
+        self.processes = contextlib.ExitStack()  # the anvil of the example, if it runs on one
         self.balances_checked_at = -1
         self.cheater = ""
         self.purchase_id = b""
@@ -224,7 +226,7 @@ class FairExchange(RuleBasedStateMachine):
         event(f"cheater {cheater}; after the buy: {record[0].state if record else 'no purchase'}")
 
     async def _setup(self, cheater: str) -> None:
-        self.chain = await Chain.embedded(arbiter=ARBITER.address)
+        self.chain = await self._new_chain()
         self.balances_checked_at = -1
         seller_kind: dict[str, Any] = {"seller_class": CheatingSeller if cheater == "seller" else Seller}
         buyer_kind: dict[str, Any] = {"buyer_class": CheatingBuyer if cheater == "buyer" else Buyer}
@@ -379,6 +381,29 @@ class FairExchange(RuleBasedStateMachine):
             await self._try(Escrow(self.live_chain).answer(self.seller.wallet, terms, secret))
 
         self.run(answer())
+
+    @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
+    @rule()
+    def seller_answers_at_the_last_moment_and_claims(self) -> None:
+        """Issue 49: an answer at the end of the seller's window, then a claim a few seconds later,
+        before the arbiter (which runs in the honest rounds) could judge it."""
+
+        async def late() -> None:
+            terms = await self._terms()
+            if terms is None:
+                return
+            escrow = Escrow(self.live_chain)
+            status = await escrow.status(terms)
+            if status.state is not DealState.DISPUTED:
+                return
+            rules = await escrow.rules()
+            await self.live_chain.advance_time(max(0, status.since + rules.arbitration_window_s - 5
+                                                   - await self.live_chain.timestamp()))  # fmt: skip
+            await self._try(escrow.answer(self.seller.wallet, terms, os.urandom(32)))
+            await self.live_chain.advance_time(6)
+            await self._try(escrow.claim(self.seller.wallet, terms))
+
+        self.run(late())
 
     @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
     @rule(deliver=st.sampled_from(["honest", "other", "drop", "refuse"]))
@@ -537,11 +562,24 @@ class FairExchange(RuleBasedStateMachine):
                 assert state is DealState.RELEASED and paid == PRICE, (state, sale)
                 assert sale is not None and sale.state is SaleState.PAID
 
+    async def _new_chain(self) -> Chain:
+        """Our development token in the embedded EVM (``FairExchangeOnUSDC``: Circle's, on anvil)."""
+        return await Chain.embedded(arbiter=ARBITER.address)
+
     async def _close(self) -> None:
         for node in self.nodes:
             await node.close()
         if self.chain is not None:
             await self.chain.close()
+        self.processes.close()
+
+
+class FairExchangeOnUSDC(FairExchange):
+    """The same moves on Circle's FiatToken (the code real USDC runs) on a real anvil."""
+
+    async def _new_chain(self) -> Chain:
+        url = self.processes.enter_context(anvil_process())
+        return await usdc_chain(url, arbiter=ARBITER.address)
 
 
 FairExchange.TestCase.settings = settings(
@@ -551,3 +589,14 @@ FairExchange.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_no_cheating_party_wins = FairExchange.TestCase
+
+
+@pytest.fixture
+def _usdc_on_anvil() -> None:
+    if ANVIL is None:
+        pytest.skip(NO_ANVIL)
+    need_fiattoken()
+
+
+FairExchangeOnUSDC.TestCase.settings = FairExchange.TestCase.settings
+TestNoCheatingPartyWinsOnUSDC = pytest.mark.usefixtures("_usdc_on_anvil")(FairExchangeOnUSDC.TestCase)

@@ -1,0 +1,92 @@
+"""Deploy Circle's FiatToken on a development chain as USDC is deployed (README of ../shared/usdc):
+the SignatureChecker library, the implementation linked to it, ``FiatTokenProxy`` whose admin then
+moves to an account that never calls the token, and through the proxy ``initialize``,
+``initializeV2``, ``initializeV2_1``, ``initializeV2_2``; the master minter then configures the
+minter. The chain's first (unlocked) account is master minter, minter, pauser, blacklister and owner,
+so ``Chain.fund`` mints as on our development token; its last is the proxy's admin.
+
+``usdc_chain`` is a ``Chain`` on that token and our escrow; ``Governor`` does what only Circle can
+on the real token (blacklist, pause), for tests of what the market does then.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from marketplace.chain import Chain, TokenDeployer
+from marketplace.fiattoken.build import artifacts, linked
+
+#: The name our development token is initialised with; real deployments differ ("USD Coin" on
+#: Ethereum, "USDC" on Base): the client must read it from the chain.
+NAME = "USD Coin"
+SYMBOL = "USDC"
+_DEPLOY_GAS = 8_000_000
+_UNLIMITED = 2**255
+
+
+def _send(w3: Any, call: Any, sender: str) -> Any:
+    receipt = w3.eth.wait_for_transaction_receipt(call.transact({"from": sender, "gas": _DEPLOY_GAS}))
+    if int(receipt["status"]) != 1:
+        raise RuntimeError(f"FiatToken deployment step failed: {call}")
+    return receipt
+
+
+def _create(w3: Any, sender: str, abi: Any, bytecode: str, *args: Any) -> str:
+    factory = w3.eth.contract(abi=abi, bytecode=bytecode)
+    return str(_send(w3, factory.constructor(*args), sender)["contractAddress"])
+
+
+def deploy_token(w3: Any, deployer: str, *, name: str = NAME, symbol: str = SYMBOL) -> str:
+    """Deploy FiatTokenV2_2 behind its proxy, initialised as USDC is; the token's (proxy's) address."""
+    built = artifacts()
+    library = _create(w3, deployer, built["SignatureChecker"]["abi"], built["SignatureChecker"]["bytecode"])
+    token = built["FiatTokenV2_2"]
+    implementation = _create(w3, deployer, token["abi"], linked(token, {"SignatureChecker": library}))
+    proxy_doc = built["FiatTokenProxy"]
+    proxy = _create(w3, deployer, proxy_doc["abi"], proxy_doc["bytecode"], implementation)
+    admin = w3.eth.accounts[-1]  # the proxy's admin may not call the token: one that never does
+    _send(w3, w3.eth.contract(address=proxy, abi=proxy_doc["abi"]).functions.changeAdmin(admin), deployer)
+    fiat = w3.eth.contract(address=proxy, abi=token["abi"]).functions
+    _send(w3, fiat.initialize(name, symbol, "USD", 6, deployer, deployer, deployer, deployer), deployer)
+    _send(w3, fiat.initializeV2(name), deployer)
+    _send(w3, fiat.initializeV2_1(deployer), deployer)
+    _send(w3, fiat.initializeV2_2([], symbol), deployer)
+    _send(w3, fiat.configureMinter(deployer, _UNLIMITED), deployer)
+    return proxy
+
+
+def deployer(name: str = NAME) -> TokenDeployer:
+    """What ``Chain.embedded`` / ``Chain.rpc_dev`` deploy instead of our development token."""
+    return partial(deploy_token, name=name)
+
+
+async def usdc_chain(url: str | None, *, arbiter: str, name: str = NAME) -> Chain:
+    """Our escrow on Circle's token: on the anvil at ``url``, or in the embedded EVM when None."""
+    if url is None:
+        return await Chain.embedded(arbiter=arbiter, token=deployer(name))
+    return await Chain.rpc_dev(url, arbiter=arbiter, token=deployer(name))
+
+
+class Governor:
+    """Circle's powers over the token on a test chain: blacklist an address, pause every transfer."""
+
+    def __init__(self, chain: Chain) -> None:
+        self._chain = chain
+        self._token = chain.w3.eth.contract(address=chain.token_address, abi=artifacts()["FiatTokenV2_2"]["abi"])
+
+    async def _do(self, make: Any) -> None:
+        w3 = self._chain.w3
+        await self._chain.run(lambda: _send(w3, make(self._token.functions), w3.eth.accounts[0]))
+
+    async def blacklist(self, address: str) -> None:
+        await self._do(lambda f: f.blacklist(address))
+
+    async def unblacklist(self, address: str) -> None:
+        await self._do(lambda f: f.unBlacklist(address))
+
+    async def pause(self) -> None:
+        await self._do(lambda f: f.pause())
+
+    async def unpause(self) -> None:
+        await self._do(lambda f: f.unpause())
