@@ -1,25 +1,29 @@
 """What each error a command may raise means to a client: one table, read by the HTTP API, the
 control socket and the CLI (httpx keeps its exceptions and their mapping in one place the same way).
 
-Most specific first: the first class an error is an instance of decides. An error not in the table
-is a bug of ours: 500, logged with its traceback. Exit codes: every refusal exits 2, since the
-person can act on each (fix the input, enable or start a part, bring the chain back); a bug of
-ours exits 1.
+Most specific first: the first class an error is an instance of decides. Only our own errors are in
+the table (and pydantic's refusal of a request): a builtin exception (a ``KeyError``, a ``TypeError``)
+is a bug of ours, whatever its class says, and answers 500 with an id that its log line carries,
+never its message (a ``KeyError`` once answered 404 with the key as its words).
+
+Exit codes: every refusal exits 2, since the person can act on each (fix the input, enable or start
+a part, bring the chain back); a bug of ours exits 1.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from crypto.errors import CryptoError
 from ground.authority import NotAllowed
-from ground.errors import Unavailable
+from ground.errors import BitterbotError, Invalid, NotFound, Unavailable
 from marketplace.errors import ChainUnreachable, MarketError
 from memory.errors import CrystalNotFound, EditRefused, ExportRefused, MemoryError_
 from node.errors import EXIT_FAILURE, EXIT_USAGE, PartOff, UnknownCommand
-from p2p.errors import P2PError, RequestFailed
+from p2p.errors import P2PError, RequestFailed, RequestTimedOut
 
 UNEXPECTED = 500
 
@@ -30,17 +34,16 @@ HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (NotAllowed, 403),
     (EditRefused, 409),  # the crystal's state forbids it (outdated, held): the message names what to edit instead
     (ChainUnreachable, 502),  # before MarketError: the chain is down, not the request wrong
-    (RequestFailed, 502),  # before P2PError: the peer did not answer
+    (RequestFailed, 502),  # before P2PError: the peer could not be reached or the stream broke
+    (RequestTimedOut, 504),  # before P2PError: the peer did not answer in time
     (ValidationError, 400),
     (MemoryError_, 400),  # InvalidQuery, and what else the store refuses
     (MarketError, 400),  # a purchase refused, a reverted transaction, a wallet problem
     (P2PError, 400),
     (CryptoError, 400),
-    (LookupError, 404),  # ground.errors.NotFound: "no live listing of …"
-    (ValueError, 400),
-    (TypeError, 400),
-    (ConnectionError, 502),
-    (TimeoutError, 504),
+    (NotFound, 404),  # "no live listing of …"
+    (Invalid, 400),  # every package's wrong value
+    (BitterbotError, 400),  # a refusal of ours no row above names
 )
 
 
@@ -75,15 +78,18 @@ def is_unavailable(error: BaseException) -> bool:
 class Refusal:
     """What a server answers when ``command`` raised: its status, its message, and whether the
     command's part is off here (``unavailable``). ``status == UNEXPECTED`` is a bug of ours: the
-    server logs it with its traceback."""
+    message names only ``error_id``, and the server logs the error with its traceback and that id."""
 
     status: int
     message: str
     unavailable: bool
+    error_id: str = ""
 
 
 def refusal_of(error: BaseException, command: str) -> Refusal:
     status = http_status(error)
     if status == UNEXPECTED:
-        return Refusal(status, f"{command} failed: {error}", unavailable=False)
+        error_id = secrets.token_hex(6)
+        message = f"{command} failed with an internal error ({error_id}); the node's log has it under that id"
+        return Refusal(status, message, unavailable=False, error_id=error_id)
     return Refusal(status, message_of(error), unavailable=is_unavailable(error))

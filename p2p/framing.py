@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p2p.errors import InvalidValue
+from p2p.errors import InvalidValue, StreamEnded
 
 MAX_FRAME_BYTES = 1_048_576
 
@@ -23,7 +23,7 @@ async def _read_exactly(stream: Any, size: int) -> bytes:
     while len(data) < size:
         chunk = await stream.read(size - len(data))
         if not chunk:
-            raise ConnectionError("the stream ended before the frame did")
+            raise StreamEnded("the stream ended before the frame did")
         data += chunk
     return data
 

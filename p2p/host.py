@@ -30,7 +30,7 @@ from ground.bridge import TrioThread
 from ground.clock import wall_clock_ms
 from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
-from p2p.errors import HostNotRunning, ProtocolRefused, RequestFailed
+from p2p.errors import HostNotRunning, ProtocolRefused, RequestFailed, RequestTimedOut
 from p2p.framing import MAX_FRAME_BYTES, read_frame, write_frame
 from p2p.network.bounds import ConnectionBounds
 from p2p.network.reach import reach
@@ -251,7 +251,7 @@ class P2PHost:
         try:
             return await self._call(exchange)
         except trio.TooSlowError:
-            raise TimeoutError(f"{peer_id} did not answer {protocol} within {timeout_s} s") from None
+            raise RequestTimedOut(f"{peer_id} did not answer {protocol} within {timeout_s} s") from None
         except (RuntimeError, TimeoutError, ProtocolRefused):
             raise
         except Exception as exc:

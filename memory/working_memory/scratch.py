@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ground.clock import iso_utc
+from ground.errors import Invalid
+from memory.errors import MemoryError_
 from memory.storage.private_files import FILE_MODE, private_dir
 
 MAX_NOTE_CHARS = 2_000
@@ -29,8 +31,8 @@ _LINE = re.compile(
 HEADER = "# Scratch: notes since the last dream (the dream cycle folds them into MEMORY.md)\n"
 
 
-class ScratchError(ValueError):
-    """A note the log cannot take (empty, too long)."""
+class ScratchError(MemoryError_, Invalid):
+    """A note the log cannot take (empty, too long): 400."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,15 +13,18 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from node.commands.registry import Command
+from node.errors import EXIT_FAILURE, EXIT_USAGE, NodeError
 
 
-class ControlError(Exception):
+class ControlError(NodeError):
     """The daemon refused a command (``status``: the HTTP status its answer carried,
     ``node.error_status``), or could not be reached."""
 
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+        # a refusal the person can act on exits 2; the daemon's own failure (500) exits 1
+        self.exit_code = EXIT_FAILURE if status == 500 else EXIT_USAGE
 
 
 class DaemonNotRunning(ControlError):

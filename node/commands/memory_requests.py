@@ -16,10 +16,11 @@ from memory.capture.formats import ConversationFormat
 from memory.dynamics.hormones import Event
 from memory.model import AssociationType, Feedback, HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
+from node.errors import InvalidValue
 
 
-class InvalidRequest(ValueError):
-    """A request the store refuses as given (the message says which value and why)."""
+class InvalidRequest(InvalidValue):
+    """A request the store refuses as given (the message says which value and why): 400."""
 
 
 class _Request(BaseModel):

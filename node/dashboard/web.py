@@ -153,7 +153,7 @@ class Dashboard:
         except Exception as exc:
             refused = refusal_of(exc, "dashboard")
             if refused.status == UNEXPECTED:
-                log.error("dashboard.failed", exc_info=True, path=request.path)
+                log.error("dashboard.failed", exc_info=True, path=request.path, error_id=refused.error_id)
             return self._render("error.html", {"message": refused.message}, session, status=refused.status)
 
     async def run(self, name: str, args: Mapping[str, Any] | None = None) -> Any:

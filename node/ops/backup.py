@@ -28,6 +28,7 @@ import sqlean
 
 from crypto.errors import SealedDataError
 from crypto.stream import StreamKey, decrypt_file, encrypt_file
+from node.errors import EXIT_USAGE, NodeError
 from node.paths import NodePaths
 from node.servers.json_input import json_object
 
@@ -37,8 +38,11 @@ VERSION = 1
 MAX_MANIFEST_BYTES = 32 * 1024 * 1024
 
 
-class BackupError(Exception):
-    """A backup could not be made or restored; the message says why and what was left untouched."""
+class BackupError(NodeError):
+    """A backup could not be made or restored; the message says why and what was left untouched
+    (exit 2: the person can act on it)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,7 @@ class ApiServer:
         except Exception as exc:
             refused = refusal_of(exc, command.name)
             if refused.status == UNEXPECTED:
-                log.error("api.command_failed", exc_info=True, command=command.name)
+                log.error("api.command_failed", exc_info=True, command=command.name, error_id=refused.error_id)
             return _error(refused.status, refused.message, unavailable=refused.unavailable)
         return web.json_response(result, dumps=lambda o: json.dumps(o, default=str))
 

@@ -152,7 +152,7 @@ async def answer(
         if refused.unavailable:
             return FALLBACK  # the part is off here: the full CLI runs it on the files when it may
         if refused.status == UNEXPECTED:
-            log.error("cli_call.failed", exc_info=True, command=command.name)
+            log.error("cli_call.failed", exc_info=True, command=command.name, error_id=refused.error_id)
         observe(command.name, refused.status)
         return _refused(refused.message, exit_code(refused.status))
     observe(command.name, 200)

@@ -75,6 +75,6 @@ class ControlServer:
         except Exception as exc:
             refused = refusal_of(exc, request["cmd"])
             if refused.status == UNEXPECTED:
-                log.error("control.command_failed", exc_info=True, cmd=request["cmd"])
+                log.error("control.command_failed", exc_info=True, cmd=request["cmd"], error_id=refused.error_id)
             answer = {"ok": False, "error": refused.message, "status": refused.status}
             return answer | ({"unavailable": True} if refused.unavailable else {})

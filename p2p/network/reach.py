@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 
+from p2p.errors import PeerUnreachable
 from p2p.network.relay import Traversal
 
 #: go-libp2p's delay of relay dials behind direct ones: a reachable peer answers well within it.
@@ -65,4 +66,4 @@ async def reach(host: Any, traversal: Traversal | None, peer: Any) -> None:
             nursery.start_soon(direct)
         nursery.start_soon(relayed)
     if not connected:
-        raise ConnectionError(f"cannot reach {peer}: " + "; ".join(failures or ["no address known"]))
+        raise PeerUnreachable(f"cannot reach {peer}: " + "; ".join(failures or ["no address known"]))
