@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from marketplace.catalog.bounties import answered_bounty, with_answered_bounties
-from marketplace.executions import executions_per_crystal, record_execution
+from marketplace.executions import executions_per_crystal, inherit_executions, record_execution
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
@@ -67,7 +67,9 @@ async def crystallise_report(store: MemoryStore, skill_id: str, text: str | None
         store, text=skill_text(typical, text), tags=typical.tags, category="", now_ms=store.now_ms()
     )
     skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker_of(actor), bounty=bounty)
-    return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen}
+    # The practices' runs are the new skill's: it need not be run three times more to be listed.
+    runs = await inherit_executions(store, skill.id, pattern.crystal_ids)
+    return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen, "runs": runs}
 
 
 def _emerging_json(skill: EmergingSkill) -> dict[str, Any]:

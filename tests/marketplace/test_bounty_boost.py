@@ -71,7 +71,7 @@ def _variants(group: int, count: int) -> list[str]:
     return [f"{words} extra{group}v{i}" for i in range(count)]
 
 
-async def _practise(store: MemoryStore, group: int, count: int) -> None:
+async def practise(store: MemoryStore, group: int, count: int) -> None:
     for text in _variants(group, count):
         await store.remember(NewCrystal(text, semantic_type=SemanticType.TASK_PATTERN, speaker=Speaker.PERSON))
 
@@ -79,8 +79,8 @@ async def _practise(store: MemoryStore, group: int, count: int) -> None:
 async def test_an_emerging_skill_answering_a_bounty_comes_first_and_its_skill_records_the_bounty(
     store: MemoryStore,
 ) -> None:
-    await _practise(store, 1, 5)  # the more confident
-    await _practise(store, 2, 3)
+    await practise(store, 1, 5)  # the more confident
+    await practise(store, 2, 3)
     before = await emerging_report(store, 10)
     assert [len(s["crystal_ids"]) for s in before["emerging"]] == [5, 3]
     assert all(s["bounty"] is None for s in before["emerging"])
@@ -101,7 +101,7 @@ async def test_memory_md_chooses_its_eight_lines_by_confidence_before_a_bounty_o
     store: MemoryStore,
 ) -> None:
     for group in range(1, 10):  # nine emerging skills; the ninth, the least confident, has 3 practices
-        await _practise(store, group, 3 if group == 9 else 4)
+        await practise(store, group, 3 if group == 9 else 4)
     await _post(store, "ninth", "task9word0 task9word1", 10**12)
     await _post(store, "fifth", "task5word0 task5word1", 1)
     lines = await emerging_lines(store)
