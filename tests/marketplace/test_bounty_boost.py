@@ -11,7 +11,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from ground.authority import Speaker
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
-from memory.model import Bounty, NewCrystal, SemanticType, bounty_boost
+from memory.model import Bounty, Crystal, NewCrystal, SemanticType, bounty_boost
 from memory.retrieval.bounty_rank import with_bounty_boosts
 from memory.retrieval.later_first import Scored
 from memory.storage.store import MemoryStore
@@ -43,9 +43,8 @@ async def test_search_lifts_a_hit_that_answered_a_bounty_never_above_the_persons
     agent = replace(crystal, id="agent", speaker=Speaker.AGENT)
     asked = replace(crystal, id="asked", speaker=Speaker.AGENT, bounty=Bounty("b", 10**12))
 
-    def hit(final: float, rowid: int, c: object) -> Scored:
-        assert c is not None
-        return Scored(final, rowid, c, final, 1.0, 1.0)  # type: ignore[arg-type]
+    def hit(final: float, rowid: int, c: Crystal) -> Scored:
+        return Scored(final, rowid, c, final, 1.0, 1.0)
 
     ranked = with_bounty_boosts([hit(1.00, 1, person), hit(0.95, 2, agent), hit(0.90, 3, asked)])
     assert [s.crystal.id for s in ranked] == ["person", "asked", "agent"]  # past the agent, not the person
