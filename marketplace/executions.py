@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from marketplace.errors import InvalidValue
@@ -40,6 +41,28 @@ async def record_execution(
     # The outcome steers the skill's ranking and life in memory (memory.cognition.steering).
     await record_outcome(store, crystal_id, success=success, reward=reward_milli / 1000, actor=actor)
     return await execution_stats(store, crystal_id)
+
+
+async def inherit_executions(store: MemoryStore, skill_id: str, practice_ids: Sequence[str]) -> int:
+    """Count the runs recorded against ``practice_ids`` as runs of ``skill_id``, the skill crystallised
+    from them (each copied, with its time, outcome, reward and who recorded it); how many. The
+    practices are the skill being done: their runs are the evidence the quality gate asks for."""
+    if not practice_ids:
+        return 0
+    marks = ", ".join("?" * len(practice_ids))  # placeholders only: the ids are bound
+    copy = (
+        "INSERT INTO skill_executions (crystal_id, ts_ms, success, reward_milli, actor) "  # noqa: S608
+        f"SELECT ?, ts_ms, success, reward_milli, actor FROM skill_executions WHERE crystal_id IN ({marks}) "
+        "ORDER BY seq"
+    )
+    async with store.transaction() as db:
+        cursor = await db.execute(
+            copy,
+            (skill_id, *practice_ids),
+        )
+        count = int(cursor.rowcount)
+        await cursor.close()
+    return count
 
 
 async def execution_stats(store: MemoryStore, crystal_id: str) -> ExecutionStats:

@@ -148,10 +148,32 @@ class SkillVersion:
     category: str | None = None
 
 
+#: A bounty's priority boost is 1 + MAX_EXTRA x reward / (reward + HALF_REWARD): 1.0 with no reward,
+#: 1.1 at 1 USDC (half the extra), 1.18 at 10 USDC, never 1.2. A bounty's reward is a stranger's
+#: claim, backed by nothing until a sale, so a huge one buys no more than a modest one.
+BOUNTY_BOOST_MAX_EXTRA = 0.2
+BOUNTY_BOOST_HALF_REWARD_MICRO_USDC = 1_000_000
+
+
+def bounty_boost(reward_micro_usdc: int) -> float:
+    """The seed's ``bountyPriorityBoost``: a multiplier in [1, 1 + ``BOUNTY_BOOST_MAX_EXTRA``),
+    growing with the reward and saturating (see above)."""
+    reward = max(0, reward_micro_usdc)
+    return 1.0 + BOUNTY_BOOST_MAX_EXTRA * reward / (reward + BOUNTY_BOOST_HALF_REWARD_MICRO_USDC)
+
+
 @dataclass(frozen=True, slots=True)
 class Bounty:
+    """The bounty a knowledge crystal answered (the seed's ``bountyMatchId``) and its reward; the
+    boost (``bountyPriorityBoost``) is derived from the reward, never stored apart from it, so no
+    row can carry a boost its reward does not give."""
+
     bounty_id: str
     reward_micro_usdc: int
+    priority_boost: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "priority_boost", bounty_boost(self.reward_micro_usdc))
 
 
 class HeldStatus(StrEnum):

@@ -8,7 +8,10 @@ listing matched, and a seller cannot game it with embeddings it controls.
 
 `skills list` shows the bounties each listing answers, and puts listings answering this
 node's own bounties first among sellers trusted alike; matches of a local skill count in
-its price (the demand factor). Bounties are indexed by their words (``bounties_fts``), so a
+its price (the demand factor). A skill crystallised, stored or bought here records the live bounty
+with the largest reward it answers (``answered_bounty``: the seed's ``bountyMatchId``, with the boost
+``memory.model.bounty_boost`` derives from its reward), and emerging skills that answer one are
+listed first (``with_answered_bounties``). Bounties are indexed by their words (``bounties_fts``), so a
 match reads only the bounties that share a word, tag or category with the skill.
 """
 
@@ -16,11 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from marketplace.catalog.words import any_of, significant_words
 from marketplace.gossip.bounty import SkillBounty
+from memory.emerging.patterns import EmergingSkill
+from memory.model import Bounty
 from memory.storage.store import MemoryStore
 
 
@@ -108,3 +113,23 @@ async def bounties_answered_by(
     ) as cursor:
         rows = [_bounty(r) for r in await cursor.fetchall()]
     return [b for b in rows if b.author != me and matches(b, text=text, tags=tag_list, category=category)]
+
+
+async def answered_bounty(
+    store: MemoryStore, *, text: str, tags: Iterable[str], category: str, now_ms: int
+) -> Bounty | None:
+    """The live bounty with the largest reward that a skill answers (anyone's: a stranger's asks for
+    it, this node's own asked for it), as its crystal records it; None when it answers none."""
+    found = await bounties_answered_by(store, text=text, tags=tags, category=category, now_ms=now_ms, me=None)
+    return Bounty(found[0].bounty_id, found[0].reward_micro_usdc) if found else None
+
+
+async def with_answered_bounties(store: MemoryStore, skills: Sequence[EmergingSkill]) -> list[EmergingSkill]:
+    """``skills``, each with the live bounty its most typical practice answers (by its text and tags)."""
+    now = store.now_ms()
+    out = []
+    for skill in skills:
+        typical = await store.get(skill.typical_id)
+        bounty = await answered_bounty(store, text=typical.text, tags=typical.tags, category="", now_ms=now)
+        out.append(replace(skill, bounty=bounty))
+    return out

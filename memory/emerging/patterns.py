@@ -12,6 +12,11 @@ Confidence (the design gives the figure, not its formula; ours): how alike the p
 mean similarity to the group's mean vector), times how often it happened (1 - 0.5^(occurrences/2):
 0.65 at 3, 0.75 at 4, 0.91 at 7), times how often it worked when executions were recorded
 (successes + 1 over executions + 2, so a single failure does not zero it).
+
+Emerging skills that answer a live bounty (``bounty``, found by the marketplace) come first
+(``bounty_first``), the larger boost first: the network is asking for them. A bounty only reorders
+what is already emerging; it never makes a pattern emerge, and MEMORY.md picks its lines by
+confidence before ordering them, so a stranger's bounty brings nothing into the prompt.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memory.embedders.base import cosine
+from memory.model import Bounty
 from memory.working_memory.synthesis import EMERGING_MARK, one_line
 
 #: Cosine to a group's mean vector to join it: MiniLM puts paraphrases of one procedure at 0.7-0.9,
@@ -50,6 +56,7 @@ class EmergingSkill:
     occurrences: int
     confidence: float
     last_seen_ms: int
+    bounty: Bounty | None = None  # the live bounty its typical practice answers (the marketplace's)
 
     def line(self) -> str:
         """As MEMORY.md's Emerging Skills lists it (the design's own form)."""
@@ -108,4 +115,14 @@ def emerging(
                 last_seen_ms=max(p.said_at_ms for p in members),
             )
         )
-    return sorted(found, key=lambda s: (-s.confidence, -s.occurrences, s.id))
+    return sorted(found, key=_by_confidence)
+
+
+def _by_confidence(skill: EmergingSkill) -> tuple[float, int, str]:
+    return (-skill.confidence, -skill.occurrences, skill.id)
+
+
+def bounty_first(skills: Sequence[EmergingSkill]) -> list[EmergingSkill]:
+    """``skills`` with those answering a bounty first, the larger priority boost first; each part
+    otherwise the most confident first."""
+    return sorted(skills, key=lambda s: (-(s.bounty.priority_boost if s.bounty else 0.0), *_by_confidence(s)))

@@ -24,7 +24,7 @@ from memory.emerging.patterns import EmergingSkill, Practice, emerging
 from memory.errors import EditRefused, EmergingSkillNotFound
 from memory.governance.prompt_gate import Route, admits_sql
 from memory.graph import link
-from memory.model import AssociationType, Crystal, Lifecycle, NewCrystal, Origin, SemanticType
+from memory.model import AssociationType, Bounty, Crystal, Lifecycle, NewCrystal, Origin, SemanticType
 from memory.storage.store import MemoryStore
 
 #: What a crystallised skill's text starts with when the person gave it none.
@@ -67,21 +67,33 @@ async def emerging_skills(store: MemoryStore, executions: Mapping[str, tuple[int
     return emerging(await practices(store, executions))
 
 
+def skill_text(typical: Crystal, text: str | None) -> str:
+    """What a skill crystallised from a pattern whose most typical practice is ``typical`` says."""
+    # Without a text of its own the skill says what it is: the practice's own words would be the
+    # practice itself (the same text is one crystal) and nothing new would be stored.
+    return (text or f"{SKILL_PREFIX}{typical.text}").strip()
+
+
 async def crystallise(
-    store: MemoryStore, skill: EmergingSkill, *, text: str | None, actor: str, speaker: Speaker
+    store: MemoryStore,
+    skill: EmergingSkill,
+    *,
+    text: str | None,
+    actor: str,
+    speaker: Speaker,
+    bounty: Bounty | None = None,
 ) -> tuple[Crystal, int]:
-    """The new skill crystal and how many practices were frozen into it. ``NotAllowed`` when a
-    practice of the pattern was said by a speaker that may not form a skill (the pattern was found
-    before the table changed, or its id was made up)."""
+    """The new skill crystal and how many practices were frozen into it; ``bounty``: the live bounty
+    its text answers (the marketplace's match), recorded on it. ``NotAllowed`` when a practice of the
+    pattern was said by a speaker that may not form a skill (the pattern was found before the table
+    changed, or its id was made up)."""
     for crystal_id in skill.crystal_ids:
         said_by = (await store.get(crystal_id)).speaker
         if not may(said_by, Capability.FORM_SKILL):
             raise NotAllowed(said_by, Capability.FORM_SKILL, f"crystallising practice {crystal_id}")
     typical = await store.get(skill.typical_id)
     new = NewCrystal(
-        # Without a text of its own the skill says what it is: the practice's own words would be the
-        # practice itself (the same text is one crystal) and nothing new would be stored.
-        (text or f"{SKILL_PREFIX}{typical.text}").strip(),
+        skill_text(typical, text),
         semantic_type=SemanticType.SKILL,
         origin=Origin.SKILL,
         importance=max(0.5, typical.importance),
@@ -89,6 +101,7 @@ async def crystallise(
         tags=typical.tags,
         actor=actor,
         speaker=speaker,
+        bounty=bounty,
     )
     remembered = await store.remember(new)
     if not remembered.created:

@@ -40,6 +40,7 @@ class Scored:
     superseded_factor: float = 1.0
     ahead_of: str | None = None
     time: float = 1.0
+    bounty: float = 1.0  # what its bounty's priority boost multiplied its score by (``bounty_rank``)
 
 
 def _may_go_ahead(earlier: Crystal, later: Crystal, asked: frozenset[str]) -> bool:

@@ -139,6 +139,8 @@ class Explain:
     superseded_factor: float = 1.0
     # Ranked just above this earlier-said hit, whose update it may be (memory.supersession.judge.may_update).
     ahead_of: str | None = None
+    # What the bounty it answered multiplied its score by (memory.retrieval.bounty_rank).
+    bounty_factor: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from memory.dynamics.hormones import retrieval_modulation
 from memory.embedders.base import Vectors
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
+from memory.retrieval.bounty_rank import with_bounty_boosts
 from memory.retrieval.later_first import Scored, later_updates, newer_first, place_later_updates
 from memory.retrieval.query import (
     SUPERSEDED_FACTOR,
@@ -290,8 +291,7 @@ async def _ranked(
     rows = await store.get_many_by_rowid(best)
     scored = [_score(rowid, rows[rowid], fused[rowid], request, now, window) for rowid in best if rowid in rows]
     asked = _Asked(store, request, where, params, now, window)
-    scored = await _current_first(asked, scored)
-    scored.sort(key=lambda s: (-s.final, s.rowid))
+    scored = with_bounty_boosts(await _current_first(asked, scored))
     if not request.include_superseded:
         scored = await _with_later_updates(asked, scored)
         await newer_first(store, scored, request)
@@ -317,6 +317,7 @@ async def _ranked(
                 ahead_of=entry.ahead_of,
                 superseded_by=_replaced_by(entry),
                 superseded_factor=entry.superseded_factor,
+                bounty_factor=round(entry.bounty, 4),
             )
         hits.append(SearchHit(entry.crystal, entry.final, explain, replaces=entry.in_place_of))
     return hits

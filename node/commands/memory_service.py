@@ -8,17 +8,18 @@ models of ``node.commands.memory_requests``.
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from ground.authority import Capability, Speaker, require
+from marketplace.catalog.bounties import answered_bounty
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.governance import quarantine
 from memory.governance.erase import erase
 from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
-from memory.model import Crystal, Lifespan, NewCrystal, Origin, Sensitivity
+from memory.model import KNOWLEDGE_TYPES, Crystal, Lifespan, NewCrystal, Origin, Sensitivity
 from memory.retrieval.query import SearchMode, SearchRequest, Weights, parse_bound, parse_since
 from memory.retrieval.search import search
 from memory.skill_versions import skill_of
@@ -72,6 +73,11 @@ async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dic
         )
     except ValueError as exc:  # InvalidQuery (the ttl) is one too
         raise InvalidRequest(str(exc)) from None
+    if args.type in KNOWLEDGE_TYPES:  # a skill stored here records the live bounty it answers
+        bounty = await answered_bounty(
+            store, text=args.text, tags=skill.tags if skill else (), category=args.category or "", now_ms=store.now_ms()
+        )
+        new = replace(new, bounty=bounty)
     result = await store.remember(new)
     return {"created": result.created, "crystal": crystal_json(result.crystal)}
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from marketplace.executions import executions_per_crystal, record_execution
+from marketplace.catalog.bounties import answered_bounty, with_answered_bounties
+from marketplace.executions import executions_per_crystal, inherit_executions, record_execution
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
-from memory.emerging.patterns import EmergingSkill
-from memory.emerging.practice import crystallise, emerging_skills, find
+from memory.emerging.patterns import EmergingSkill, bounty_first
+from memory.emerging.practice import crystallise, emerging_skills, find, skill_text
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
 from node.config import MarketplaceSection
@@ -48,8 +49,11 @@ async def price_report(
 
 
 async def emerging_report(store: MemoryStore, limit: int) -> dict[str, Any]:
-    """The task patterns becoming skills, the most confident first (``memory.emerging``)."""
-    found = await emerging_skills(store, await executions_per_crystal(store))
+    """The task patterns becoming skills: those answering a live bounty first, then the most confident
+    (``memory.emerging.patterns.bounty_first``)."""
+    found = bounty_first(
+        await with_answered_bounties(store, await emerging_skills(store, await executions_per_crystal(store)))
+    )
     return {"emerging": [_emerging_json(s) for s in found[:limit]], "total": len(found)}
 
 
@@ -58,8 +62,14 @@ async def crystallise_report(store: MemoryStore, skill_id: str, text: str | None
     pattern = find(await emerging_skills(store, await executions_per_crystal(store)), skill_id)
     from node.actor import speaker_of
 
-    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker_of(actor))
-    return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen}
+    typical = await store.get(pattern.typical_id)
+    bounty = await answered_bounty(
+        store, text=skill_text(typical, text), tags=typical.tags, category="", now_ms=store.now_ms()
+    )
+    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker_of(actor), bounty=bounty)
+    # The practices' runs are the new skill's: it need not be run three times more to be listed.
+    runs = await inherit_executions(store, skill.id, pattern.crystal_ids)
+    return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen, "runs": runs}
 
 
 def _emerging_json(skill: EmergingSkill) -> dict[str, Any]:
@@ -70,4 +80,5 @@ def _emerging_json(skill: EmergingSkill) -> dict[str, Any]:
         "confidence": skill.confidence,
         "crystal_ids": list(skill.crystal_ids),
         "last_seen_ms": skill.last_seen_ms,
+        "bounty": asdict(skill.bounty) if skill.bounty else None,
     }

@@ -439,9 +439,13 @@ class MemoryPart:
 
 
 async def emerging_lines(store: MemoryStore) -> tuple[str, ...]:
-    """MEMORY.md's lines for the emerging skills, counting the executions the marketplace recorded."""
+    """MEMORY.md's lines for the emerging skills, counting the executions the marketplace recorded:
+    the eight most confident, those answering a live bounty first. Chosen before they are ordered,
+    so a stranger's bounty reorders the lines and never brings one in."""
+    from marketplace.catalog.bounties import with_answered_bounties
     from marketplace.executions import executions_per_crystal
+    from memory.emerging.patterns import bounty_first
     from memory.emerging.practice import emerging_skills
 
     found = await emerging_skills(store, await executions_per_crystal(store))
-    return tuple(skill.line() for skill in found[:8])
+    return tuple(skill.line() for skill in bounty_first(await with_answered_bounties(store, found[:8])))

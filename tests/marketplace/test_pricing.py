@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 import pytest
@@ -44,6 +45,34 @@ def test_bounty_matches_count_as_demand_and_reputation_scales() -> None:
         executions=5, successes=5, reward_sum_milli=5000, category_listings_seen=50, seller_reputation_milli=0
     )
     assert (price(trusted).price_micro_usdc, price(shunned).price_micro_usdc) == (15_000, 5_000)
+
+
+def _seed_price(
+    base: float, success_rate: float, reward: float, buyers: int, bounties: int, reputation: float, scarce: float
+) -> float:
+    """The seed's formula as it is written (base x quality x demand x reputation x scarcity), in floats."""
+    return base * (success_rate * reward) * (1 + math.log(buyers + bounties + 1) * 0.1) * reputation * scarce
+
+
+@pytest.mark.parametrize("reputation_milli", [0, 250, 500, 750, 1000])
+@pytest.mark.parametrize(("executions", "successes", "reward_milli"), [(3, 3, 3000), (5, 3, 2000), (10, 8, 7000)])
+@pytest.mark.parametrize(("buyers", "bounties", "seen"), [(0, 0, 0), (2, 1, 5), (40, 3, 50)])
+def test_the_price_is_the_seeds_formula_with_our_reputation_factor(
+    reputation_milli: int, executions: int, successes: int, reward_milli: int, buyers: int, bounties: int, seen: int
+) -> None:
+    """Every factor but reputation is the seed's; reputation is 0.5 + the score where the seed has the
+    score itself, so ours is the seed's price times (0.5 + r) / r, and at r = 0 the seed's is 0."""
+    inputs = PriceInputs(executions, successes, reward_milli, buyers, bounties, reputation_milli, seen)
+    ours = price(inputs, PriceSettings(minimum_micro_usdc=1)).unclamped_micro_usdc
+    r = reputation_milli / 1000
+    scarce = 1.5 if seen <= 2 else 1.2 if seen <= 9 else 1.0
+    args = (10_000.0, successes / executions, reward_milli / 1000 / executions, buyers, bounties)
+    assert ours == round(_seed_price(*args, 0.5 + r, scarce))
+    seed = _seed_price(*args, r, scarce)
+    if r == 0:
+        assert seed == 0 and ours > 0  # a new seller's skill would be free under the seed's factor
+    else:
+        assert abs(ours - seed * (0.5 + r) / r) <= (0.5 + r) / r  # the seed's, up to its rounding
 
 
 @pytest.mark.parametrize(("seen", "factor", "name"), [(0, "1.5", "rare"), (2, "1.5", "rare"), (3, "1.2", "uncommon"),

@@ -106,4 +106,5 @@ def crystallised(doc: dict[str, Any], _: CliView) -> str:
     return (
         f"crystallised {doc['skill']['id']}: {doc['skill']['text']}\n"
         f"from {doc['frozen']} practices ({doc['from']['occurrences']} occurrences), now frozen and linked to it"
+        + (f"; their {doc['runs']} recorded runs count as its own" if doc.get("runs") else "")
     )
