@@ -91,8 +91,6 @@ class Supersession:
         for rowid, other in crystals.items():
             if other.id == new.id or not _may_take_part(other) or rowid not in similarities:
                 continue
-            if new.semantic_type in KNOWLEDGE_TYPES and other.semantic_type in KNOWLEDGE_TYPES:
-                continue  # a practice said again is a version of its skill (memory.emerging.paraphrases)
             if _order(other) < _order(new) and other.id not in undone and may_be_outdated(other):
                 older.append(Candidate(other.id, other.text, similarities[rowid]))
             elif _order(other) > _order(new) and rowid in near and may_be_outdated(new):
@@ -104,7 +102,12 @@ class Supersession:
         await _link_possible_updates(store, new, older, verdict)
         if verdict is not None:
             old = next(c for c in crystals.values() if c.id == verdict.key)
-            if may_supersede(new, old):
+            if _both_procedures(new, old):
+                # A practice said again is a version of its skill (memory.emerging.paraphrases), not its
+                # replacement. It stays a candidate all the same: left out of the choice, the judge fell
+                # to the next best and hid an unrelated fact (held_out of `python -m bench supersession`).
+                verdict = None
+            elif may_supersede(new, old):
                 await supersede(store, verdict.key, new.id, reason=verdict.reason, actor=ACTOR)
             else:
                 await flag_maybe_outdated(store, verdict.key, new, reason=verdict.reason)
@@ -114,7 +117,7 @@ class Supersession:
             if later.id in undone:
                 continue
             replaced = choose(later.text, [Candidate(new.id, new.text, similarity)])
-            if replaced is not None:
+            if replaced is not None and not _both_procedures(later, new):
                 if may_supersede(later, new):
                     await supersede(store, new.id, later.id, reason=replaced.reason, actor=ACTOR)
                 else:
@@ -284,3 +287,7 @@ async def _undone(store: MemoryStore, ids: Sequence[str], new_id: str) -> set[st
     ) as cursor:
         rows = await cursor.fetchall()
     return {str(r[0]) if r[0] != new_id else str(r[1]) for r in rows}
+
+
+def _both_procedures(one: Crystal, other: Crystal) -> bool:
+    return one.semantic_type in KNOWLEDGE_TYPES and other.semantic_type in KNOWLEDGE_TYPES
