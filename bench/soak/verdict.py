@@ -53,18 +53,9 @@ def judge(rows: Rows, *, written: set[str], imported: set[str], damaged: set[str
     import_doubled = sorted(t for t in imported if everywhere[t] > 1)
     leaked = sorted(t for t in damaged if everywhere[t])
     vanished = sorted(seen - ids)
-    broken = {
-        name: values[:20]
-        for name, values in (
-            ("lost", lost),
-            ("duplicated", doubled),
-            ("import_lost", import_lost),
-            ("import_duplicated", import_doubled),
-            ("damaged_stored", leaked),
-            ("crystals_vanished", vanished),
-        )  # fmt: skip
-        if values
-    }
+    found = {"lost": lost, "duplicated": doubled, "import_lost": import_lost, "import_duplicated": import_doubled,
+             "damaged_stored": leaked, "crystals_vanished": vanished}  # fmt: skip
+    broken = {name: values[:20] for name, values in found.items() if values}
     if rows.integrity != "ok":
         broken["integrity_check"] = [rows.integrity[:500]]
     return {
