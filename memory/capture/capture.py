@@ -24,7 +24,7 @@ from ground.authority import ROADS, Road, Speaker, weakest
 from memory.capture.extract import Piece, extract
 from memory.capture.formats import Conversation, ConversationFormat, Message, read_conversations, read_messages
 from memory.capture.llm_extract import LlmExtractor
-from memory.capture.sources import captured_keys, message_key, record_captured
+from memory.capture.sources import captured_ids, captured_keys, message_key, record_captured
 from memory.capture.tripwire import hold_reason
 from memory.errors import CaptureFormatError
 from memory.given_time import all_with_given_time
@@ -62,10 +62,14 @@ async def capture(
     actor: str = "capture",
     embed: bool = True,
     extractor: LlmExtractor | None = None,
+    earlier: Sequence[str] = (),
 ) -> CaptureReport:
     """Store what ``conversation`` holds worth keeping; messages captured before are skipped. With
-    ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure."""
-    done = await captured_keys(store, conversation.session)
+    ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure.
+    ``earlier``: sessions the same conversation was captured as before (a watched file rewritten): a
+    message with an id captured there is skipped too. Grouped anew with the turns around it, it would
+    otherwise be stored again in a piece of other words (``memory.capture.extract``)."""
+    done = await captured_keys(store, conversation.session) | await captured_ids(store, earlier)
     fresh = tuple(m for m in conversation.messages if message_key(m) not in done)
     if extractor is not None and fresh:
         extraction = await extractor.extract(conversation, fresh)

@@ -21,6 +21,19 @@ async def captured_keys(store: MemoryStore, session: str) -> set[str]:
         return {str(row[0]) for row in await cursor.fetchall()}
 
 
+async def captured_ids(store: MemoryStore, sessions: Sequence[str]) -> set[str]:
+    """The keys captured in any of ``sessions`` that are a format's message ids (not a position,
+    which another version of the file gives to another message)."""
+    if not sessions:
+        return set()
+    marks = ",".join("?" * len(sessions))
+    async with store.reader().execute(
+        f"SELECT message_key FROM captured_messages WHERE session IN ({marks}) AND message_key NOT LIKE '#%'",
+        tuple(sessions),
+    ) as cursor:
+        return {str(row[0]) for row in await cursor.fetchall()}
+
+
 async def record_captured(store: MemoryStore, session: str, rows: Iterable[tuple[Message, str | None]]) -> None:
     """Mark each message captured, into its crystal (None: left out)."""
     now = store.now_ms()
