@@ -104,6 +104,17 @@ class SoakDaemon:
             self._log.close()
             self._log = None
 
+    def kill_quietly(self) -> None:
+        """SIGKILL whatever still runs, and close the log: the soak's last word, even after a failure."""
+        with self.lock:
+            proc, self.proc, self.url = self.proc, None, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
     def alive(self) -> bool:
         with self.lock:
             return self.proc is not None and self.proc.poll() is None

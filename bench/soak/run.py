@@ -102,6 +102,23 @@ def soak(root: Path, seconds: int, seed: int) -> dict[str, Any]:
     daemon = SoakDaemon(root / "node", soak_env(watched), root / "node.log")
     writer = TranscriptWriter(watched, random.Random(rng.random()))
     traffic = Traffic(daemon, root, random.Random(rng.random()), int(plan["memories"]))
+    try:
+        return _soak(daemon, writer, traffic, rng, plan, seconds, seed, baseline, root)
+    finally:
+        daemon.kill_quietly()  # a soak that raised leaves no daemon behind
+
+
+def _soak(
+    daemon: SoakDaemon,
+    writer: TranscriptWriter,
+    traffic: Traffic,
+    rng: random.Random,
+    plan: dict[str, float],
+    seconds: int,
+    seed: int,
+    baseline: dict[str, Any],
+    root: Path,
+) -> dict[str, Any]:
     loops = [
         _Loop("soak-transcripts", writer.step, (0.2, 1.0), random.Random(rng.random())),
         _Loop("soak-traffic", lambda: traffic.step(set(writer.written)), (0.3, 1.5), random.Random(rng.random())),
