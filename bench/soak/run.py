@@ -125,13 +125,15 @@ def _soak(
     ]
     samples: list[Sample] = []
     kills = 0
-    began = time.monotonic()
     daemon.start()
+    began = time.monotonic()  # the load's time runs from the first start: a slow start takes none of it
     for loop in loops:
         loop.start()
     try:
         deadline = began + seconds
-        next_kill = time.monotonic() + rng.uniform(plan["kill_min_s"], plan["kill_max_s"])
+        # The first kill within the first 60 % of the run, however short: every soak kills at least once.
+        first = min(plan["kill_max_s"], max(plan["kill_min_s"], seconds * 0.6))
+        next_kill = time.monotonic() + rng.uniform(plan["kill_min_s"], first)
         while time.monotonic() < deadline:
             time.sleep(min(plan["sample_s"], max(0.0, next_kill - time.monotonic())))
             _raise_from(loops)
