@@ -62,14 +62,17 @@ async def capture(
     actor: str = "capture",
     embed: bool = True,
     extractor: LlmExtractor | None = None,
-    earlier: Sequence[str] = (),
+    family: str | None = None,
 ) -> CaptureReport:
     """Store what ``conversation`` holds worth keeping; messages captured before are skipped. With
     ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure.
-    ``earlier``: sessions the same conversation was captured as before (a watched file rewritten): a
-    message with an id captured there is skipped too. Grouped anew with the turns around it, it would
-    otherwise be stored again in a piece of other words (``memory.capture.extract``)."""
-    done = await captured_keys(store, conversation.session) | await captured_ids(store, earlier)
+    ``family``: the session whose versions this conversation is one of (a watched file rewritten, or
+    renamed after it was): a message with an id captured in any of them is skipped too. Grouped anew
+    with the turns around it, it would otherwise be stored again in a piece of other words
+    (``memory.capture.extract``)."""
+    done = await captured_keys(store, conversation.session)
+    if family is not None:
+        done |= await captured_ids(store, family)
     fresh = tuple(m for m in conversation.messages if message_key(m) not in done)
     if extractor is not None and fresh:
         extraction = await extractor.extract(conversation, fresh)

@@ -21,15 +21,14 @@ async def captured_keys(store: MemoryStore, session: str) -> set[str]:
         return {str(row[0]) for row in await cursor.fetchall()}
 
 
-async def captured_ids(store: MemoryStore, sessions: Sequence[str]) -> set[str]:
-    """The keys captured in any of ``sessions`` that are a format's message ids (not a position,
-    which another version of the file gives to another message)."""
-    if not sessions:
-        return set()
-    marks = ",".join("?" * len(sessions))
+async def captured_ids(store: MemoryStore, family: str) -> set[str]:
+    """The keys captured in session ``family`` or any version of it (``family~<head>``, a watched
+    file rewritten) that are a format's message ids (not a position, which another version of the
+    file gives to another message)."""
     async with store.reader().execute(
-        f"SELECT message_key FROM captured_messages WHERE session IN ({marks}) AND message_key NOT LIKE '#%'",
-        tuple(sessions),
+        "SELECT message_key FROM captured_messages WHERE (session = ? OR substr(session, 1, ?) = ?) "
+        "AND message_key NOT LIKE '#%'",
+        (family, len(family) + 1, family + "~"),
     ) as cursor:
         return {str(row[0]) for row in await cursor.fetchall()}
 

@@ -262,9 +262,8 @@ async def _capture(
         if not conversation.session:
             conversation = replace(conversation, session=default_session(conversation))
         # The daemon's embedder drains the backlog: the watcher only stores.
-        report = await capture(
-            store, conversation, actor=actor, embed=False, extractor=extractor, earlier=_earlier(conversation.session)
-        )
+        family = conversation.session.split("~")[0]  # a rewritten file's versions: <id>~<head>
+        report = await capture(store, conversation, actor=actor, embed=False, extractor=extractor, family=family)
         result.new_messages += report.new_messages
         result.stored += report.stored
 
@@ -272,12 +271,6 @@ async def _capture(
 def _head(data: bytes, length: int) -> str:
     """The first ``length`` bytes, as "length:hash" (a file that grew keeps the head it had)."""
     return f"{length}:{hashlib.sha256(data[:length]).hexdigest()[:16]}"
-
-
-def _earlier(session: str) -> tuple[str, ...]:
-    """The sessions a rewritten file's conversation was read as before (``A~h1~h2``: ``A``, ``A~h1``)."""
-    parts = session.split("~")
-    return tuple("~".join(parts[:n]) for n in range(1, len(parts)))
 
 
 def _head_length(head: str) -> int:

@@ -177,3 +177,28 @@ async def every_text(store: MemoryStore) -> list[str]:
     """Every crystal's text, superseded and archived ones too: a turn stored twice counts either way."""
     async with store.reader().execute("SELECT text FROM crystals") as cursor:
         return [str(row[0]) for row in await cursor.fetchall()]
+
+
+async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: MemoryStore, tmp_path: Path) -> None:
+    """Found by the soak (issue 48): a session rewritten (read on as ``<id>~<head>``), grown, then
+    renamed (rotated). Under its new name it was read as session ``<id>`` again, to which the turns
+    captured after the rewrite were new: grouped anew ("u2" and "u3", both the person's) they were
+    stored a second time."""
+    session = tmp_path / f"{SESSION}.jsonl"
+    u1 = line("u1", "user", "The boiler service is booked with Heatwise for March.")
+    a1 = line("a1", "assistant", "I added the Heatwise visit to the shared calendar.")
+    u2 = line("u2", "user", "Marta keeps the spare van keys in the blue drawer.")
+    u3 = line("u3", "user", "The Porto office switches internet provider in July.")
+    session.write_text(u1 + a1)
+    await watch_round(store, settings(tmp_path))
+    session.write_text("")
+    await watch_round(store, settings(tmp_path))
+    session.write_text(u1 + a1 + u2)
+    await watch_round(store, settings(tmp_path))
+    with session.open("a") as handle:
+        handle.write(u3)
+    await watch_round(store, settings(tmp_path))
+    session.rename(tmp_path / f"{SESSION}.0.jsonl")
+    await watch_round(store, settings(tmp_path))
+    stored = await every_text(store)
+    assert [sum("spare van keys" in t for t in stored), sum("Porto office" in t for t in stored)] == [1, 1], stored
