@@ -125,6 +125,15 @@ async def test_a_file_the_daemon_may_not_read_is_reported_and_the_others_are_sti
     assert done.stored == 1 and "192.168.8.1" in " ".join(await texts(store))
 
 
+#: Two of the person's turns in a row (u2, u3) join one piece when read together.
+FOUR_TURNS = (
+    line("u1", "user", "The boiler service is booked with Heatwise for March."),
+    line("a1", "assistant", "I added the Heatwise visit to the shared calendar."),
+    line("u2", "user", "Marta keeps the spare van keys in the blue drawer."),
+    line("u3", "user", "The Porto office switches internet provider in July."),
+)
+
+
 async def test_a_file_rewritten_with_its_turns_and_new_ones_stores_no_turn_in_a_second_crystal(
     store: MemoryStore, tmp_path: Path
 ) -> None:
@@ -132,10 +141,7 @@ async def test_a_file_rewritten_with_its_turns_and_new_ones_stores_no_turn_in_a_
     Read as a new conversation, the turns it held were grouped anew ("u2" with the new "u3", both
     the person's), and "u2"'s words were stored in a second crystal beside the first."""
     session = tmp_path / f"{SESSION}.jsonl"
-    u1 = line("u1", "user", "The boiler service is booked with Heatwise for March.")
-    a1 = line("a1", "assistant", "I added the Heatwise visit to the shared calendar.")
-    u2 = line("u2", "user", "Marta keeps the spare van keys in the blue drawer.")
-    u3 = line("u3", "user", "The Porto office switches internet provider in July.")
+    u1, a1, u2, u3 = FOUR_TURNS
     session.write_text(u1 + a1)
     await watch_round(store, settings(tmp_path))
     with session.open("a") as handle:
@@ -185,10 +191,7 @@ async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: MemoryStore,
     captured after the rewrite were new: grouped anew ("u2" and "u3", both the person's) they were
     stored a second time."""
     session = tmp_path / f"{SESSION}.jsonl"
-    u1 = line("u1", "user", "The boiler service is booked with Heatwise for March.")
-    a1 = line("a1", "assistant", "I added the Heatwise visit to the shared calendar.")
-    u2 = line("u2", "user", "Marta keeps the spare van keys in the blue drawer.")
-    u3 = line("u3", "user", "The Porto office switches internet provider in July.")
+    u1, a1, u2, u3 = FOUR_TURNS
     session.write_text(u1 + a1)
     await watch_round(store, settings(tmp_path))
     session.write_text("")
