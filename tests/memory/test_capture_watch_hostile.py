@@ -205,3 +205,32 @@ async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: MemoryStore,
     await watch_round(store, settings(tmp_path))
     stored = await every_text(store)
     assert [sum("spare van keys" in t for t in stored), sum("Porto office" in t for t in stored)] == [1, 1], stored
+
+
+async def test_a_kill_between_storing_and_recording_a_chunk_stores_no_turn_twice(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found building the soak (issue 48): the crystals of a chunk commit before the record of which
+    messages they came from. Killed between the two, the daemon read the chunk again after restart
+    with the turns written meanwhile, grouped "u2" with the new "u3" and stored "u2" a second time.
+    The death is a failpoint here: recording fails once, as if the process ended there."""
+    from memory.capture import capture as capture_module
+
+    session = tmp_path / f"{SESSION}.jsonl"
+    u1, a1, u2, u3 = FOUR_TURNS
+    session.write_text(u1 + a1 + u2)
+
+    async def killed(*_args: object, **_kwargs: object) -> None:
+        raise SystemExit("killed between the crystals and their record")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(capture_module, "record_captured", killed)
+        with pytest.raises(SystemExit):
+            await watch_round(store, settings(tmp_path))
+    with session.open("a") as handle:
+        handle.write(u3)
+    await watch_round(store, settings(tmp_path))
+    stored = await every_text(store)
+    assert [sum("spare van keys" in t for t in stored), sum("Porto office" in t for t in stored)] == [1, 1], stored
+    again = await watch_round(store, settings(tmp_path))  # nothing left unrecorded
+    assert again.new_messages == 0
