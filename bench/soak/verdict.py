@@ -90,9 +90,13 @@ def captured_texts(db: Path) -> list[str] | None:
 
 
 def crystal_ids(db: Path) -> set[str]:
-    """Every crystal's id now (committed rows), read beside the running daemon."""
-    connection = _read_only(db)
+    """Every crystal's id now (committed rows), read beside the running daemon; none if the file
+    could not be read (the check then has fewer ids to look for, never a false alarm)."""
     try:
-        return {str(r[0]) for r in connection.execute("SELECT id FROM crystals")}
-    finally:
-        connection.close()
+        connection = _read_only(db)
+        try:
+            return {str(r[0]) for r in connection.execute("SELECT id FROM crystals")}
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return set()
