@@ -24,7 +24,7 @@ from ground.authority import ROADS, Road, Speaker, weakest
 from memory.capture.extract import Piece, extract
 from memory.capture.formats import Conversation, ConversationFormat, Message, read_conversations, read_messages
 from memory.capture.llm_extract import LlmExtractor
-from memory.capture.sources import captured_keys, message_key, record_captured
+from memory.capture.sources import captured_ids, captured_keys, message_key, record_captured, stored_unrecorded
 from memory.capture.tripwire import hold_reason
 from memory.errors import CaptureFormatError
 from memory.given_time import all_with_given_time
@@ -62,17 +62,26 @@ async def capture(
     actor: str = "capture",
     embed: bool = True,
     extractor: LlmExtractor | None = None,
+    family: str | None = None,
 ) -> CaptureReport:
     """Store what ``conversation`` holds worth keeping; messages captured before are skipped. With
-    ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure."""
+    ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure.
+    ``family``: the session whose versions this conversation is one of (a watched file rewritten, or
+    renamed after it was): a message with an id captured in any of them is skipped too. Grouped anew
+    with the turns around it, it would otherwise be stored again in a piece of other words
+    (``memory.capture.extract``)."""
     done = await captured_keys(store, conversation.session)
-    fresh = tuple(m for m in conversation.messages if message_key(m) not in done)
+    if family is not None:
+        done |= await captured_ids(store, family)
+    source = f"capture:{conversation.session}"
+    unrecorded = tuple(m for m in conversation.messages if message_key(m) not in done)
+    held = await stored_unrecorded(store, source, unrecorded)  # stored before a kill, never recorded
+    fresh = tuple(m for m in unrecorded if m.position not in held)
     if extractor is not None and fresh:
         extraction = await extractor.extract(conversation, fresh)
     else:
         extraction = extract(conversation, only=fresh)
     pieces = extraction.pieces
-    source = f"capture:{conversation.session}"
     by_position = {m.position: m for m in conversation.messages}
     items = [
         NewCrystal(
@@ -96,7 +105,7 @@ async def capture(
     into: dict[int, str] = {
         p: crystal_id for piece, crystal_id in zip(pieces, ids, strict=True) for p in piece.positions
     }
-    rows: list[tuple[Message, str | None]] = [(m, into.get(m.position)) for m in fresh]
+    rows: list[tuple[Message, str | None]] = [(m, held.get(m.position) or into.get(m.position)) for m in unrecorded]
     await record_captured(store, conversation.session, rows)
     if embed and result is not None and result.created:
         await store.embed_backlog()

@@ -21,6 +21,39 @@ async def captured_keys(store: MemoryStore, session: str) -> set[str]:
         return {str(row[0]) for row in await cursor.fetchall()}
 
 
+async def captured_ids(store: MemoryStore, family: str) -> set[str]:
+    """The keys captured in session ``family`` or any version of it (``family~<head>``, a watched
+    file rewritten) that are a format's message ids (not a position, which another version of the
+    file gives to another message)."""
+    async with store.reader().execute(
+        "SELECT message_key FROM captured_messages WHERE (session = ? OR substr(session, 1, ?) = ?) "
+        "AND message_key NOT LIKE '#%'",
+        (family, len(family) + 1, family + "~"),
+    ) as cursor:
+        return {str(row[0]) for row in await cursor.fetchall()}
+
+
+async def stored_unrecorded(store: MemoryStore, source: str, fresh: Sequence[Message]) -> dict[int, str]:
+    """Which of ``fresh`` (by position) a crystal of ``source`` already holds, word for word: stored,
+    then the process died (SIGKILL, power) before they were recorded, which commits after the
+    crystals. Read again with the turns written since, they would be grouped anew and stored twice."""
+    if not fresh:
+        return {}
+    by_position = {m.position: m for m in fresh}
+    async with store.reader().execute(
+        "SELECT id, text, line_start, line_end FROM crystals WHERE source = ? AND line_end >= ?",
+        (source, min(by_position) + 1),
+    ) as cursor:
+        rows = await cursor.fetchall()
+    held: dict[int, str] = {}
+    for crystal_id, text, start, end in rows:
+        for position in range(int(start) - 1, int(end)):
+            message = by_position.get(position)
+            if message is not None and message.text in str(text):
+                held[position] = str(crystal_id)
+    return held
+
+
 async def record_captured(store: MemoryStore, session: str, rows: Iterable[tuple[Message, str | None]]) -> None:
     """Mark each message captured, into its crystal (None: left out)."""
     now = store.now_ms()

@@ -5,8 +5,10 @@ Each file has a watermark (``capture_files``) that survives restarts:
 - a file of lines (a Claude Code session, JSONL messages) is read from where the last read stopped,
   complete lines only: a half-written last line waits for the next round;
 - a JSON file (OpenAI chat, a ChatGPT export) is read whole when it changed, once it parses;
-- a file that was rewritten (its first bytes differ) or truncated is read again from its start, as a
-  new version of the conversation (messages it still holds are not stored twice: same ids, same text);
+- a file that was rewritten (its first bytes, or the bytes just before its watermark, differ) or
+  truncated is read again from its start, as a new version of the conversation; a message it still
+  holds is not stored twice (one with an id captured from an earlier version is skipped; one without,
+  said again word for word, is merged into its crystal);
 - a file that cannot be read (not even opened: permission denied) is reported once (``errors``, the
   log) and skipped until it changes; the other files are still read;
 - a line that is not JSON (a damaged line, not the last one being written) is skipped and logged with
@@ -44,6 +46,8 @@ _log = logging.getLogger("memory.capture.watch")
 LINE_FORMATS = (ConversationFormat.CLAUDE_CODE, ConversationFormat.JSONL)
 SUFFIXES = (".jsonl", ".json")
 HEAD_BYTES = 4_096
+#: The bytes before a file's watermark that must be unchanged for it to be read on from there.
+TAIL_BYTES = 256
 #: A JSON file younger than this that does not parse is taken as still being written.
 SETTLING_NS = 5_000_000_000
 
@@ -67,6 +71,7 @@ class FileMark:
     offset: int = 0  # bytes consumed (complete lines, for a file of lines)
     messages: int = 0  # messages read before ``offset``: the next one's position
     head: str = ""  # a hash of the first bytes: another head is a rewritten file
+    tail: str = ""  # a hash of the bytes before ``offset``: other bytes there, a rewritten file
     fmt: str = ""
     session: str = ""
     error: str | None = None
@@ -148,7 +153,12 @@ async def _read(
     cap = settings.max_file_bytes
     try:
         first = await asyncio.to_thread(read_bounded, path, HEAD_BYTES, one_name=True)
-        if not mark.head or size < mark.offset or _head(first, _head_length(mark.head)) != mark.head:
+        if (
+            not mark.head
+            or size < mark.offset
+            or _head(first, _head_length(mark.head)) != mark.head
+            or (mark.tail and await asyncio.to_thread(_tail_of, path, mark) != mark.tail)
+        ):
             # A new file, or a rewritten or truncated one: read from the start, as a conversation of its own.
             head = _head(first, len(first))
             mark = FileMark(mark.path, head=head, session=f"{mark.session}~{head[-8:]}" if mark.session else "")
@@ -221,8 +231,11 @@ async def _read_lines(
     conversation = replace(conversation, session=session, messages=messages)
     await _capture(store, [conversation], actor, result, settings.extractor)
     offset = mark.offset + lines.consumed
+    # the file's own bytes before the new watermark (the chunk read holds an over-long line as "\n")
+    tail = await asyncio.to_thread(_bytes_before, path, offset)
     return replace(
         mark,
+        tail=_head(tail, len(tail)),
         size=size if offset >= size else -1,  # more past the cap: read on next round, changed or not
         mtime_ns=mtime_ns,
         offset=offset,
@@ -257,6 +270,20 @@ def _line_chunk(path: Path, offset: int, cap: int, max_line: int) -> _Lines:
     return _Lines(b"".join(parts), consumed, tuple(oversized))
 
 
+def _bytes_before(path: Path, offset: int) -> bytes:
+    """The last ``TAIL_BYTES`` (or fewer) bytes of ``path`` before ``offset``."""
+    length = min(TAIL_BYTES, offset)
+    return read_bounded(path, length, offset - length, one_name=True)
+
+
+def _tail_of(path: Path, mark: FileMark) -> str:
+    """The hash of the bytes before ``mark.offset`` as ``mark.tail`` measured them. A file rewritten
+    between two rounds with its first bytes kept and grown past its watermark (a line dropped, new
+    turns added) has other bytes there: read on from the old offset, it would lose turns."""
+    length = _head_length(mark.tail)
+    return _head(read_bounded(path, length, mark.offset - length, one_name=True), length)
+
+
 def _lines_before(path: Path, offset: int) -> int:
     """How many lines the first ``offset`` bytes of ``path`` hold (read in blocks, never whole)."""
     count = 0
@@ -278,7 +305,8 @@ async def _capture(
         if not conversation.session:
             conversation = replace(conversation, session=default_session(conversation))
         # The daemon's embedder drains the backlog: the watcher only stores.
-        report = await capture(store, conversation, actor=actor, embed=False, extractor=extractor)
+        family = conversation.session.split("~")[0]  # a rewritten file's versions: <id>~<head>
+        report = await capture(store, conversation, actor=actor, embed=False, extractor=extractor, family=family)
         result.new_messages += report.new_messages
         result.stored += report.stored
 
@@ -306,7 +334,7 @@ async def load_marks(store: MemoryStore) -> dict[str, FileMark]:
         rows = await cursor.fetchall()
     return {
         str(r[0]): FileMark(
-            str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), str(r[5]), str(r[6]), str(r[7]), r[8]
+            str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), *_split(str(r[5])), str(r[6]), str(r[7]), r[8]
         )
         for r in rows
     }
@@ -320,10 +348,18 @@ async def save_mark(store: MemoryStore, mark: FileMark) -> None:
             "byte_offset = excluded.byte_offset, messages = excluded.messages, head = excluded.head, "
             "fmt = excluded.fmt, session = excluded.session, error = excluded.error, updated_ms = excluded.updated_ms",
             (
-                mark.path, mark.size, mark.mtime_ns, mark.offset, mark.messages, mark.head, mark.fmt, mark.session,
+                mark.path, mark.size, mark.mtime_ns, mark.offset, mark.messages,
+                f"{mark.head}|{mark.tail}" if mark.tail else mark.head, mark.fmt, mark.session,
                 mark.error, store.now_ms(),
             ),
         )  # fmt: skip
+
+
+def _split(column: str) -> tuple[str, str]:
+    """The ``head`` column holds the head and, after ``|``, the tail (a watermark from before the
+    tail was kept has none: it is read on from its offset as it was)."""
+    head, _, tail = column.partition("|")
+    return head, tail
 
 
 async def watch_summary(store: MemoryStore) -> dict[str, object]:

@@ -141,3 +141,114 @@ async def test_a_hard_link_in_the_watched_folder_is_skipped_and_named(store: Mem
     assert [path for path, _ in done.skipped_links] == [str(watched / "credentials.jsonl")]
     assert "hard link" in done.skipped_links[0][1]
     assert not [t for t in await texts(store) if "wJalrXUtnFEMI" in t]
+
+
+#: Two of the person's turns in a row (u2, u3) join one piece when read together.
+FOUR_TURNS = (
+    line("u1", "user", "The boiler service is booked with Heatwise for March."),
+    line("a1", "assistant", "I added the Heatwise visit to the shared calendar."),
+    line("u2", "user", "Marta keeps the spare van keys in the blue drawer."),
+    line("u3", "user", "The Porto office switches internet provider in July."),
+)
+
+
+async def test_a_file_rewritten_with_its_turns_and_new_ones_stores_no_turn_in_a_second_crystal(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """Found by the soak (issue 48): a session emptied and written again, its turns plus new ones.
+    Read as a new conversation, the turns it held were grouped anew ("u2" with the new "u3", both
+    the person's), and "u2"'s words were stored in a second crystal beside the first."""
+    session = tmp_path / f"{SESSION}.jsonl"
+    u1, a1, u2, u3 = FOUR_TURNS
+    session.write_text(u1 + a1)
+    await watch_round(store, settings(tmp_path))
+    with session.open("a") as handle:
+        handle.write(u2)
+    await watch_round(store, settings(tmp_path))
+    session.write_text("")
+    await watch_round(store, settings(tmp_path))
+    session.write_text(u1 + a1 + u2 + u3)
+    await watch_round(store, settings(tmp_path))
+    stored = await every_text(store)
+    assert [sum("spare van keys" in t for t in stored), sum("Porto office" in t for t in stored)] == [1, 1], stored
+
+
+async def test_a_file_rewritten_past_its_head_between_two_rounds_is_read_again_and_loses_nothing(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """Found by the soak (issue 48): a session rewritten without one of its lines (a damaged one),
+    plus new turns, between two rounds. Its first 4 KB were unchanged and it had grown, so the
+    watcher read on from its old byte offset, now inside the new turns: the first new turn was lost
+    and a bogus damaged line reported."""
+    session = tmp_path / f"{SESSION}.jsonl"
+    good = [
+        line(f"g{i}", "user", f"Kiln batch {i * 7} is stored in shed {i}.")
+        if i % 2
+        else line(f"g{i}", "assistant", f"Courier parcel {i * 7} went to the Lisbon depot.")
+        for i in range(24)
+    ]
+    session.write_text("".join(good[:20]) + "{not json, a damaged line\n" + "".join(good[20:22]))
+    assert session.stat().st_size > watch.HEAD_BYTES
+    await watch_round(store, settings(tmp_path))
+    session.write_text("".join(good))  # the damaged line gone, two new turns
+    again = await watch_round(store, settings(tmp_path))
+    stored = await every_text(store)
+    assert [sum(f" {i * 7} " in t for t in stored) for i in range(24)] == [1] * 24, stored
+    assert again.skipped_lines == []
+
+
+async def every_text(store: MemoryStore) -> list[str]:
+    """Every crystal's text, superseded and archived ones too: a turn stored twice counts either way."""
+    async with store.reader().execute("SELECT text FROM crystals") as cursor:
+        return [str(row[0]) for row in await cursor.fetchall()]
+
+
+async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: MemoryStore, tmp_path: Path) -> None:
+    """Found by the soak (issue 48): a session rewritten (read on as ``<id>~<head>``), grown, then
+    renamed (rotated). Under its new name it was read as session ``<id>`` again, to which the turns
+    captured after the rewrite were new: grouped anew ("u2" and "u3", both the person's) they were
+    stored a second time."""
+    session = tmp_path / f"{SESSION}.jsonl"
+    u1, a1, u2, u3 = FOUR_TURNS
+    session.write_text(u1 + a1)
+    await watch_round(store, settings(tmp_path))
+    session.write_text("")
+    await watch_round(store, settings(tmp_path))
+    session.write_text(u1 + a1 + u2)
+    await watch_round(store, settings(tmp_path))
+    with session.open("a") as handle:
+        handle.write(u3)
+    await watch_round(store, settings(tmp_path))
+    session.rename(tmp_path / f"{SESSION}.0.jsonl")
+    await watch_round(store, settings(tmp_path))
+    stored = await every_text(store)
+    assert [sum("spare van keys" in t for t in stored), sum("Porto office" in t for t in stored)] == [1, 1], stored
+
+
+async def test_a_kill_between_storing_and_recording_a_chunk_stores_no_turn_twice(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found building the soak (issue 48): the crystals of a chunk commit before the record of which
+    messages they came from. Killed between the two, the daemon read the chunk again after restart
+    with the turns written meanwhile, grouped "u2" with the new "u3" and stored "u2" a second time.
+    The death is a failpoint here: recording fails once, as if the process ended there."""
+    from memory.capture import capture as capture_module
+
+    session = tmp_path / f"{SESSION}.jsonl"
+    u1, a1, u2, u3 = FOUR_TURNS
+    session.write_text(u1 + a1 + u2)
+
+    async def killed(*_args: object, **_kwargs: object) -> None:
+        raise SystemExit("killed between the crystals and their record")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(capture_module, "record_captured", killed)
+        with pytest.raises(SystemExit):
+            await watch_round(store, settings(tmp_path))
+    with session.open("a") as handle:
+        handle.write(u3)
+    await watch_round(store, settings(tmp_path))
+    stored = await every_text(store)
+    assert [sum("spare van keys" in t for t in stored), sum("Porto office" in t for t in stored)] == [1, 1], stored
+    again = await watch_round(store, settings(tmp_path))  # nothing left unrecorded
+    assert again.new_messages == 0
