@@ -65,7 +65,7 @@ def memory_import(
     async def go(store: MemoryStore) -> dict[str, int]:
         from memory.importer import crystals_from_file, find_sources
         from memory.storage.counts import crystal_total
-        from memory.storage.imported_files import imported_file_hash, mark_imported
+        from memory.transfer.imported_files import imported_file_hash, mark_imported
         from memory.transfer.restore import is_export_file, restore_export
         from node.cli.export_keys import trusted_signers
 

@@ -5,13 +5,21 @@ counted: it fails the first time, then passes). The capture watcher's case runs 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
+import sqlean
 
 from ground import failpoints
+from memory.embedders.base import Vectors
+from memory.embedders.hashing import HashingEmbedder
+from memory.errors import StoreError
 from memory.model import NewCrystal
+from memory.storage.after_embedding import owed_count
 from memory.storage.store import MemoryStore
+from node.config import Config
+from node.parts.memory import embedded_hook
 from node.runtime.lifecycle import TaskSupervisor
 from tests.memory.test_store import RecordingEmbedder
 
@@ -46,3 +54,77 @@ async def test_the_embedder_failing_mid_backlog_is_restarted_and_embeds_each_cry
         assert sorted(embedder.seen) == sorted(f"Shelf {n} holds the winter tyres." for n in range(CRYSTALS))
     finally:
         await store.close()
+
+
+def _statements() -> list[NewCrystal]:
+    """Pairs an older and a newer statement about the same person: the steps after embedding link
+    them and mark the older one superseded."""
+    older = [NewCrystal(f"Tomas{n} lives in Riga.", created_at_ms=1_700_000_000_000 + n) for n in range(40)]
+    newer = [
+        NewCrystal(f"Actually, Tomas{n} lives in Tallinn now.", created_at_ms=1_800_000_000_000 + n) for n in range(40)
+    ]
+    return older + newer
+
+
+def steps_outcome(db: Path) -> tuple[dict[str, int], dict[str, str], dict[str, int]]:
+    """What the steps after embedding left in the file ``db``, by text (ids differ between files):
+    how many links each crystal made (which neighbour of equal similarity it linked to is a tie the
+    KNN breaks either way), who supersedes whom, and how many attribution rows of each action."""
+    conn = sqlean.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        text = dict(conn.execute("SELECT id, text FROM crystals").fetchall())
+        links = {text[src]: n for src, n in conn.execute("SELECT src_id, count(*) FROM associations GROUP BY src_id")}
+        superseded = {
+            text[c]: text[by]
+            for c, by in conn.execute("SELECT id, superseded_by FROM crystals WHERE superseded_by NOT NULL")
+        }
+        actions = dict(conn.execute("SELECT action, count(*) FROM attributions GROUP BY action").fetchall())
+    finally:
+        conn.close()
+    return links, superseded, actions
+
+
+class _BreaksOnce:
+    """The real steps after embedding, which fail once, at the ``at``-th crystal, before doing anything."""
+
+    def __init__(self, at: int) -> None:
+        self.steps = embedded_hook(Config())
+        self.at, self.calls = at, Counter[str]()
+
+    async def __call__(self, store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
+        if sum(self.calls.values()) + 1 == self.at and self.at > 0:
+            self.at = 0
+            raise StoreError("the judge fell over")
+        self.calls[crystal_id] += 1
+        return await self.steps(store, crystal_id, vector)
+
+
+async def test_steps_after_embedding_that_fail_mid_batch_are_owed_and_done_once_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    """Before the store kept them owed, the crystals after the failing one in its batch were never
+    linked or checked for supersession: their vectors were written, so no backlog held them."""
+    outcomes = []
+    for name, at in (("clean", 0), ("broken", 5)):
+        hook = _BreaksOnce(at)
+        store = await MemoryStore.open(tmp_path / f"{name}.db", HashingEmbedder(), on_embedded=hook)
+        try:
+            await store.remember_many(_statements())
+            supervisor = TaskSupervisor(sleep=_no_wait)
+
+            async def drain(store: MemoryStore = store) -> None:  # the daemon's embedder loop
+                while await store.embed_backlog(batch_size=64):
+                    pass
+
+            await supervisor.spawn("memory-embedder", drain)
+            restarts = supervisor.health().get("memory-embedder")
+            assert (restarts.restarts if restarts else 0) == (1 if at else 0)
+            assert await store.backlog_size() == 0
+            assert await owed_count(store) == (0, 0)
+            assert sorted(hook.calls.values()) == [1] * 80  # every crystal's steps, each once
+        finally:
+            await store.close()
+        outcomes.append(steps_outcome(tmp_path / f"{name}.db"))
+    clean, broken = outcomes
+    assert clean[0] and clean[1]  # the data does make links and supersessions
+    assert broken == clean
