@@ -12,15 +12,22 @@ import pytest
 import sqlean
 
 from ground import failpoints
+from memory.dynamics.endocrine import Endocrine
+from memory.dynamics.hormones import Event
 from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import StoreError
+from memory.graph import auto_link
 from memory.model import NewCrystal
 from memory.storage.after_embedding import owed_count
 from memory.storage.store import MemoryStore
+from memory.working_memory.dream import dream
+from memory.working_memory.memory_md import WorkingMemoryFiles
+from memory.working_memory.synthesis import ExtractiveSynthesizer
 from node.config import Config
 from node.parts.memory import embedded_hook
 from node.runtime.lifecycle import TaskSupervisor
+from tests.memory.conftest import FakeClock
 from tests.memory.test_store import RecordingEmbedder
 
 CRYSTALS = 150
@@ -128,3 +135,53 @@ async def test_steps_after_embedding_that_fail_mid_batch_are_owed_and_done_once_
     clean, broken = outcomes
     assert clean[0] and clean[1]  # the data does make links and supersessions
     assert broken == clean
+
+
+NOTES = ("Shipped the billing page", "The spare key is under the blue pot", "Call the roofer on Friday")
+
+
+async def _dream_in_the_daemon(folder: Path, where: str | None) -> tuple[list[str], tuple[str, ...], int]:
+    """Three scratch notes and a high cortisol, dreamt by the daemon's dream loop under a supervisor
+    (failing once at ``where``); the crystals' texts, Active Context, and how often it restarted."""
+    clock = FakeClock()
+    store = await MemoryStore.open(folder / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
+    try:
+        files = WorkingMemoryFiles(folder / "workspace")
+        endocrine = await Endocrine.attach(store)
+        await endocrine.observe([Event.URGENCY, Event.URGENCY])  # cortisol over 0.7: a note of its own
+        for note in NOTES:
+            files.scratch.append(note, 0.8, store.now_ms())
+        supervisor = TaskSupervisor(sleep=_no_wait)
+
+        async def dream_loop() -> None:  # the daemon's timer, one round
+            clock.advance(60_000)
+            await dream(store, files, ExtractiveSynthesizer(), hormones=endocrine)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(failpoints.ENV, f"{where}=1" if where else "")
+            patch.setattr(failpoints, "_hits", {})
+            await supervisor.spawn("memory-dream", dream_loop)
+        health = supervisor.health().get("memory-dream")
+        assert where is None or (health is not None and "FailpointHit" in str(health.last_error))
+        assert files.scratch.read().notes == ()
+        texts = sorted([c.text async for c in store.iter_live()])
+        return texts, files.load().bullets("Active Context"), health.restarts if health else 0
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("where", ["dream:hormone-noted", "dream:note-indexed", "dream:before-consume"])
+async def test_a_dream_cut_off_mid_way_is_restarted_and_stores_each_note_once(tmp_path: Path, where: str) -> None:
+    """The dream loop fails once at ``where`` (after a hormone's note is in scratch, after the first
+    note is a crystal, after MEMORY.md is written): restarted and counted, and the retry (a minute
+    later) leaves what a dream that never failed leaves: each note one crystal, the hormone's note
+    once, scratch empty, the same Active Context. Before, a cut after the hormone's note and before
+    it was recorded as noted made the retry write a second note in other words ("... at the dream
+    of <a minute later>"): two crystals, two bullets."""
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "cut").mkdir()
+    clean = await _dream_in_the_daemon(tmp_path / "clean", None)
+    cut = await _dream_in_the_daemon(tmp_path / "cut", where)
+    assert cut[2] == 1 and clean[2] == 0
+    assert sum(t.startswith("cortisol was high") for t in cut[0]) == 1, cut[0]
+    assert cut[:2] == clean[:2]
