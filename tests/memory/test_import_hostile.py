@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memory import safe_files
 from memory.capture.capture import capture_conversations
 from memory.errors import FileRefused, ForeignFormatError
 from memory.given_time import CLAMPED_TAG
@@ -200,7 +201,7 @@ def test_an_obsidian_note_swapped_for_a_hard_link_after_the_walk_is_left_out(
     (vault / ".obsidian").mkdir(parents=True)
     (vault / "plants.md").write_text("The fig tree needs water twice a week in July.\n")
     (vault / "shed.md").write_text("The shed key is under the red pot.\n")
-    walk = obsidian.listed_files
+    walk = safe_files.listed_files
 
     def walk_then_swap(root: Path) -> list[tuple[Path, tuple[int, int]]]:
         found = walk(root)
