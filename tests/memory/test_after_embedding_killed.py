@@ -11,15 +11,16 @@ import signal
 from pathlib import Path
 
 from tests.conftest import clean_env, run_cli
-from tests.memory.test_part_failures import steps_outcome
+from tests.memory.test_part_failures import said_twice, steps_outcome
 
 ENV = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")
 
 
 def test_a_kill_during_the_steps_after_embedding_leaves_them_owed_and_a_rerun_does_each_once(tmp_path: Path) -> None:
     source = tmp_path / "mem0.json"  # a Mem0 export: statements, each with when it was said
-    said = [(f"Tomas{n} lives in Riga.", f"2024-01-01T00:{n:02d}:00Z") for n in range(40)]
-    said += [(f"Actually, Tomas{n} lives in Tallinn now.", f"2025-01-01T00:{n:02d}:00Z") for n in range(40)]
+    pairs = said_twice()
+    said = [(old, f"2024-01-01T00:{n:02d}:00Z") for n, (old, _) in enumerate(pairs)]
+    said += [(new, f"2025-01-01T00:{n:02d}:00Z") for n, (_, new) in enumerate(pairs)]
     source.write_text(json.dumps([{"id": f"m{i}", "memory": t, "created_at": at} for i, (t, at) in enumerate(said)]))
     for name in ("clean", "killed"):
         data = str(tmp_path / name)
@@ -31,5 +32,5 @@ def test_a_kill_during_the_steps_after_embedding_leaves_them_owed_and_a_rerun_do
         done = run_cli("memory", "embed", "--json", "--data-dir", str(tmp_path / name), env=ENV)
         assert done.returncode == 0, done.stderr
     clean, resumed = (steps_outcome(tmp_path / name / "memory" / "crystals.db") for name in ("clean", "killed"))
-    assert clean[0] and clean[2].get("maybe_outdated", 0) >= 40, clean[2]  # links, and a note on each older statement
+    assert clean[0] and clean[2].get("maybe_outdated") == 40, clean[2]  # links, and a note on each older statement
     assert resumed == clean  # every crystal's steps, none lost and none repeated
