@@ -5,7 +5,8 @@ writes them. Re-importing is incremental: the same chunk text is deduplicated
 by content hash, and whole files already imported unchanged are skipped.
 
 Only regular files are read, and no symlink below the folder is followed (``memory.safe_files``): a
-link to a credentials file is skipped, a FIFO never waited on. A text file is read whole to be
+link to a credentials file is skipped, a FIFO never waited on, and a file is read only if it is still
+the one the walk found (not a link swapped in since). A text file is read whole to be
 chunked, so it is refused past ``MAX_TEXT_FILE_BYTES``; a message's time in the future or before 1970
 is clamped and tagged (``memory.given_time``).
 """
@@ -21,9 +22,18 @@ from pathlib import Path
 
 from ground import json_text
 from ground.authority import Speaker
+from memory.errors import FileRefused
 from memory.given_time import with_given_time
 from memory.model import MAX_CONTEXT_CHARS, NewCrystal, Origin, SemanticType
-from memory.safe_files import MAX_LINE_BYTES, bounded_lines, file_sha256, open_regular, read_capped, regular_files
+from memory.safe_files import (
+    MAX_LINE_BYTES,
+    FileIdentity,
+    bounded_lines,
+    file_sha256,
+    listed_files,
+    open_regular,
+    read_capped,
+)
 
 _log = logging.getLogger("memory.importer")
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
@@ -36,6 +46,8 @@ MAX_TEXT_FILE_BYTES = 32 * 1024 * 1024
 class SourceFile:
     path: Path
     content_hash: str
+    #: As found in a folder (None: a file the person named): each read refuses another file since.
+    identity: FileIdentity | None = None
 
 
 def find_sources(root: Path) -> list[SourceFile]:
@@ -43,10 +55,22 @@ def find_sources(root: Path) -> list[SourceFile]:
     only, found without following a symlink below ``root``. ``root`` itself may be a link: the person
     named it (a file so named is read where it points)."""
     if root.is_file():
-        paths = [root.resolve() if root.is_symlink() else root]
-    else:
-        paths = regular_files(root) if root.is_dir() else []
-    return [SourceFile(p, file_sha256(p)) for p in paths if p.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}]
+        named = root.resolve() if root.is_symlink() else root
+        return [SourceFile(named, file_sha256(named))] if _importable(named) else []
+    found = []
+    for path, identity in listed_files(root) if root.is_dir() else []:
+        if _importable(path):
+            try:
+                found.append(SourceFile(path, file_sha256(path, identity=identity), identity))
+            except FileRefused as exc:  # swapped since the walk
+                _log.warning("files.link_skipped", extra={"fields": {"file": str(path), "why": exc.reason}})
+            except FileNotFoundError:
+                continue  # gone since the walk
+    return found
+
+
+def _importable(path: Path) -> bool:
+    return path.suffix.lower() in TEXT_SUFFIXES | {".jsonl"}
 
 
 def crystals_from_file(
@@ -57,14 +81,16 @@ def crystals_from_file(
     (``import.line_skipped``)."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     jsonl = source.path.suffix.lower() == ".jsonl"
-    items = _from_jsonl(source.path, max_line) if jsonl else _from_text(source.path)
+    items = _from_jsonl(source, max_line) if jsonl else _from_text(source)
     for item in items:
         yield with_given_time(item, now)
 
 
-def _from_text(path: Path) -> Iterator[NewCrystal]:
+def _from_text(source: SourceFile) -> Iterator[NewCrystal]:
     """Chunks split at headings and blank lines, at most MAX_CHUNK_CHARS, with their line ranges."""
-    text = read_capped(path, MAX_TEXT_FILE_BYTES, "a text file to import").decode("utf-8", errors="replace")
+    path = source.path
+    data = read_capped(path, MAX_TEXT_FILE_BYTES, "a text file to import", identity=source.identity)
+    text = data.decode("utf-8", errors="replace")
     for start, chunk in text_chunks(text.splitlines()):
         text = "\n".join(chunk).strip()
         if text:
@@ -101,14 +127,14 @@ def text_chunks(lines: list[str]) -> Iterator[tuple[int, list[str]]]:
         yield start, chunk
 
 
-def _from_jsonl(path: Path, max_line: int) -> Iterator[NewCrystal]:
+def _from_jsonl(source: SourceFile, max_line: int) -> Iterator[NewCrystal]:
     """One crystal per message: ``{"text"|"content": str, "speaker"|"role": str?, "timestamp": ISO|ms?}``.
 
     Each message carries its neighbours (the messages before and after it) as context, so a short
     reply stays findable. Lines that are not such an object are skipped, as is one over ``max_line``.
     """
-    messages: list[tuple[int, str, int | None]] = []
-    with open_regular(path) as handle:
+    path, messages = source.path, list[tuple[int, str, int | None]]()
+    with open_regular(path, identity=source.identity) as handle:
         for number, (length, raw) in enumerate(bounded_lines(handle, max_line, tail=True), start=1):
             if raw is None:
                 fields = {"file": str(path), "line": number, "bytes": length, "max_line": max_line}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from crypto.envelope import decode_envelope
 from crypto.errors import SealedDataTampered
+from ground import failpoints
 from ground.authority import Speaker
 from marketplace.catalog.bounties import live_bounties, matches
 from marketplace.catalog.listings import listing_envelope
@@ -338,6 +339,7 @@ class Buyer:
             except ChainError as exc:
                 await self._purchases.move(deal.purchase_id, _S.FAILED, str(exc))
                 raise PurchaseError(f"payment not made: {exc}") from None
+            failpoints.check("market:after-lock")  # paid on chain, not yet written down here
         await self._purchases.move(deal.purchase_id, _S.LOCKED)
         outcome = await self._receive(deal, DeliveryRequest(deal.purchase_id))
         if outcome == "unreachable":
@@ -355,6 +357,7 @@ class Buyer:
             text, deal.listing, deal.seller_key
         )
         await self._purchases.keep_delivery(deal.purchase_id, delivery)
+        failpoints.check("market:before-release")  # the skill stored, the seller not yet paid
         await self._escrow.release(self._wallet, terms)
         return await self._end(deal, _S.COMPLETED, crystal=crystal)
 

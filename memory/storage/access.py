@@ -14,7 +14,11 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
+import aiosqlite
+
 from memory.errors import StoreError
+from memory.model import Lifecycle
+from memory.storage.row_writes import write_transitions
 
 _log = logging.getLogger("memory.store")
 
@@ -68,3 +72,18 @@ class AccessCounter:
             except StoreError as exc:
                 # Counts stay pending; the next access or close() tries again.
                 _log.warning("memory.access_flush_failed", extra={"fields": {"error": str(exc)}})
+
+
+async def count_accesses(db: aiosqlite.Connection, counts: Counter[str], now: int) -> None:
+    """Add ``counts`` to the crystals' access counts in the caller's transaction; a generated crystal
+    used for the first time becomes activated."""
+    ids = list(counts)
+    marks = ",".join("?" * len(ids))
+    async with db.execute(f"SELECT id, lifecycle FROM crystals WHERE id IN ({marks})", ids) as cur:
+        first_use = [r[0] for r in await cur.fetchall() if r[1] == Lifecycle.GENERATED.value]
+    await db.executemany(
+        "UPDATE crystals SET access_count = access_count + ?, last_access_ms = ? WHERE id = ?",
+        [(count, now, cid) for cid, count in counts.items()],
+    )
+    moves = [(cid, Lifecycle.GENERATED, Lifecycle.ACTIVATED, "first retrieval") for cid in first_use]
+    await write_transitions(db, moves, "search", now)

@@ -151,6 +151,7 @@ async def delete_rows(db: aiosqlite.Connection, vectors: VectorIndex, rows: Sequ
     await db.executemany("DELETE FROM replay_queue WHERE crystal_id = ?", ids)
     await db.executemany("DELETE FROM merges WHERE loser_id = ? OR winner_id = ?", [(i, i) for (i,) in ids])
     await db.executemany("DELETE FROM quarantine WHERE crystal_id = ? AND status = 'held'", ids)
+    await db.executemany("DELETE FROM after_embedding_owed WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
     await db.executemany("DELETE FROM crystals WHERE rowid = ?", [(rowid,) for rowid, _ in rows])
 
 

@@ -392,11 +392,40 @@ CREATE INDEX crystals_speaker ON crystals (speaker);
 """
 
 
+# v22: the steps after embedding (type refined by meaning, links, supersession: the store's embedded
+# hook) still owed, per crystal (memory.storage.after_embedding). Written with the vectors, cleared
+# when the steps are done: a failure or a kill between the two leaves them owed, never lost.
+SCHEMA_V22 = """
+CREATE TABLE after_embedding_owed (
+    rowid      INTEGER PRIMARY KEY,
+    crystal_id TEXT NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    error      TEXT
+);
+"""
+
+
+# v23: an unvouched-for export's restore under way (memory.transfer.foreign_ids): per file (its
+# SHA-256), each record's id in the file, its text's hash, and whether that text was here before the
+# file. A restore cut off and run again knows which crystals the file itself created, so it still
+# applies the file's links and supersessions among them. Dropped once the restore completes.
+SCHEMA_V23 = """
+CREATE TABLE foreign_export_ids (
+    source        TEXT NOT NULL,
+    file_id       TEXT NOT NULL,
+    content_hash  TEXT NOT NULL,
+    was_here      INTEGER NOT NULL,
+    PRIMARY KEY (source, file_id)
+);
+"""
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
     SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19, SCHEMA_V20, SCHEMA_V21,
+    SCHEMA_V22, SCHEMA_V23,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

@@ -4,7 +4,9 @@ Writes are one transaction per logical change (``BEGIN IMMEDIATE``), durable
 before they return, and every lifecycle transition leaves an audit row. The
 same text is never stored or embedded twice (content hash). Crystals are
 stored first and embedded by ``embed_backlog`` (bulk paths: ``_UNEMBEDDED`` is its backlog) or at
-once (``remember``): a crash between the two leaves a row the backlog embeds later."""
+once (``remember``): a crash between the two leaves a row the backlog embeds later. The steps after
+embedding (the ``on_embedded`` hook) are owed from the vectors' transaction until done
+(``memory.storage.after_embedding``)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from memory.embedders.base import Embedder, Vectors, crystal_vectors
 from memory.errors import CrystalNotFound, StoreError
 from memory.governance.rules import classify_sensitivity, is_visible
 from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
-from memory.storage.access import AccessCounter
+from memory.storage import after_embedding
+from memory.storage.access import AccessCounter, count_accesses
 from memory.storage.connection import close_connections, is_transient_lock, open_connection, sync_wal
 from memory.storage.counts import crystal_counts
 from memory.storage.lifecycle import can_transition
@@ -218,10 +221,10 @@ class MemoryStore:
                 crystal_id = new_crystal_id(now)
                 await self._insert(db, [(crystal_id, chash, new)], now)
             if vector is not None:
-                rowid = await rowid_of(db, crystal_id)
-                await self._store_vectors(db, [(rowid, crystal_id, vector[0])], previous={})
+                embedded = [(await rowid_of(db, crystal_id), crystal_id, vector[0])]
+                await self._store_vectors(db, embedded, previous={})
         if vector is not None and self._on_embedded is not None:
-            await self._on_embedded(self, crystal_id, vector[0])
+            await after_embedding.pay(self, self._on_embedded, embedded)
         if self.curiosity is not None and new.quarantine is None:
             await self.curiosity.on_stored([(crystal_id, new.text)])
         return Remembered(await self.get(crystal_id), created=True)
@@ -315,6 +318,8 @@ class MemoryStore:
     ) -> int:
         """Embed every live crystal not yet in the active embedder's space; resumable. Returns how many."""
         done = 0
+        if self._on_embedded is not None:  # first what a failure or a kill left owed
+            await after_embedding.pay_owed(self, self._on_embedded)
         while limit is None or done < limit:
             take = batch_size if limit is None else min(batch_size, limit - done)
             async with self.reader().execute(
@@ -326,14 +331,11 @@ class MemoryStore:
             if not rows:
                 break
             vectors = await asyncio.to_thread(crystal_vectors, self.embedder, [(r[2], r[4]) for r in rows])
-            previous = {int(r[0]): r[3] for r in rows if r[3] is not None}
+            embedded = [(int(r[0]), str(r[1]), v) for r, v in zip(rows, vectors, strict=True)]
             async with self.transaction() as db:
-                await self._store_vectors(
-                    db, [(int(r[0]), r[1], v) for r, v in zip(rows, vectors, strict=True)], previous=previous
-                )
+                await self._store_vectors(db, embedded, previous={int(r[0]): r[3] for r in rows if r[3] is not None})
             if self._on_embedded is not None:
-                for row, vector in zip(rows, vectors, strict=True):
-                    await self._on_embedded(self, row[1], vector)
+                await after_embedding.pay(self, self._on_embedded, embedded)
             done += len(rows)
             if progress:
                 progress(len(rows))
@@ -377,20 +379,8 @@ class MemoryStore:
         counts = crystal_ids if isinstance(crystal_ids, Counter) else Counter(crystal_ids)
         if not counts:
             return
-        now = self.now_ms()
-        ids = list(counts)
-        marks = ",".join("?" * len(ids))
         async with self.transaction() as db:
-            async with db.execute(f"SELECT id, lifecycle FROM crystals WHERE id IN ({marks})", ids) as cur:
-                first_use = [r[0] for r in await cur.fetchall() if r[1] == Lifecycle.GENERATED.value]
-            await db.executemany(
-                "UPDATE crystals SET access_count = access_count + ?, last_access_ms = ? WHERE id = ?",
-                [(count, now, cid) for cid, count in counts.items()],
-            )
-            for cid in first_use:
-                await self.write_transition(
-                    db, cid, Lifecycle.GENERATED, Lifecycle.ACTIVATED, "first retrieval", "search", now
-                )
+            await count_accesses(db, counts, self.now_ms())
 
     # --- reads --------------------------------------------------------------------------
 
@@ -498,3 +488,5 @@ class MemoryStore:
         for rowid, old_id in previous.items():
             if old_id != self.embedder.id:
                 await delete_from_old_space(db, old_id, rowid)
+        if self._on_embedded is not None:  # the steps after embedding, owed until they are done
+            await after_embedding.owe(db, [(r[0], r[1]) for r in rows])

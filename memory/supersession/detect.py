@@ -203,9 +203,11 @@ async def flag_maybe_outdated(store: MemoryStore, old_id: str, new: Crystal, *, 
         f"`bitterbot-node memory supersede {old_id} {new.id}` if it is"
     )
     async with store.transaction() as db:
-        await db.execute(
-            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, 'maybe_outdated', ?, ?)",
-            (old_id, ACTOR, store.now_ms(), detail[:500]),
+        await db.execute(  # once: the steps after embedding may run again after a kill
+            "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) SELECT ?, ?, 'maybe_outdated', ?, ? "
+            "WHERE NOT EXISTS (SELECT 1 FROM attributions WHERE crystal_id = ? AND action = 'maybe_outdated' "
+            "AND detail = ?)",
+            (old_id, ACTOR, store.now_ms(), detail[:500], old_id, detail[:500]),
         )
 
 

@@ -23,7 +23,7 @@ from ground.authority import Speaker
 from memory.errors import FileRefused
 from memory.importer import text_chunks
 from memory.model import MAX_CONTEXT_CHARS, MAX_TEXT_CHARS, NewCrystal, Origin
-from memory.safe_files import read_capped, regular_files
+from memory.safe_files import FileIdentity, listed_files, read_capped
 from memory.transfer.foreign import Entry, ForeignSource, clean_tags, time_ms
 
 #: A note is read whole to be chunked; one past this is left out (a vault's notes are pages, not dumps).
@@ -39,11 +39,12 @@ def is_vault(folder: Path) -> bool:
     return folder.is_dir() and (folder / ".obsidian").is_dir()
 
 
-def note_paths(vault: Path) -> list[Path]:
-    """Every note, in a stable order, outside hidden folders (``.obsidian``, ``.trash``)."""
+def note_paths(vault: Path) -> list[tuple[Path, FileIdentity]]:
+    """Every note, in a stable order, outside hidden folders (``.obsidian``, ``.trash``), with its
+    identity as listed (a read refuses another file put in its place since)."""
     return [
-        p
-        for p in regular_files(vault)
+        (p, identity)
+        for p, identity in listed_files(vault)
         if p.suffix == ".md" and not any(part.startswith(".") for part in p.relative_to(vault).parts)
     ]
 
@@ -87,10 +88,11 @@ def _target(name: str) -> str:
 def read_vault(vault: Path) -> ForeignSource:
     source = ForeignSource("obsidian")
     left_out: set[str] = set()
-    for path in note_paths(vault):
+    for path, identity in note_paths(vault):
         relative = path.relative_to(vault).as_posix()
         try:
-            lines = read_capped(path, MAX_NOTE_BYTES, "a note").decode("utf-8", errors="replace").splitlines()
+            data = read_capped(path, MAX_NOTE_BYTES, "a note", identity=identity)
+            lines = data.decode("utf-8", errors="replace").splitlines()
         except FileRefused as exc:  # over the cap, or swapped for a link or a FIFO since the walk
             left_out.add(f"{relative}: {exc.reason}")
             continue

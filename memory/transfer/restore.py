@@ -10,8 +10,9 @@ was the same text under another id is followed to that id.
 Any other file (unsigned, an older format, another node's, altered, cut short) is a stranger's
 (``Road.FOREIGN_EXPORT``): its crystals come in as imported text with a file's authority
 (``memory.transfer.demote``), under new ids; its supersessions, links and derivations are kept
-only between crystals it created here now, never touching one that was here before. ``Restored``
-says how many were taken so, and why.
+only between crystals it created here now, never touching one that was here before (a run cut off
+and run again still knows which those are: ``memory.transfer.foreign_ids``). ``Restored`` says how
+many were taken so, and why.
 
 Either way a crystal already held (the same id or the same text) is not written twice. The vectors
 are not in the file: the importing node embeds with its own embedder, and keyword search finds the
@@ -38,6 +39,7 @@ from memory.storage.connection import select_in
 from memory.storage.row_writes import insert_indexed
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.store import MemoryStore
+from memory.transfer import foreign_ids
 from memory.transfer.demote import store_demoted, stricter
 from memory.transfer.records import (
     DamagedRecord,
@@ -125,14 +127,15 @@ async def restore_export(
     # One handle for the check and the restore: what is restored is the file that was checked.
     with open_regular(path) as handle:  # a regular file: a FIFO or a link swapped in is refused
         done.vouched = check_file(handle, trusted, max_line).vouched
+        source = None
         if not done.trusted:
-            fresh = set()
+            fresh, source = set(), foreign_ids.source_key(handle)
 
         async def write() -> None:
-            if fresh is None:
+            if fresh is None or source is None:
                 await _write(store, batch, ids, done, path)
             else:
-                await _write_demoted(store, batch, ids, fresh, done, path)
+                await _write_demoted(store, batch, ids, (fresh, source), done, path)
             if progress:
                 progress(len(batch))
             # Each batch commits on its own: a restore stopped here (a crash, kill -9) is resumed by
@@ -153,6 +156,8 @@ async def restore_export(
                     batch = []
         await write()
     await _connect(store, ids, fresh, pending, links, derivations, done)
+    if source is not None:
+        await foreign_ids.forget(store, source)
     return done
 
 
@@ -160,11 +165,13 @@ async def _write_demoted(
     store: MemoryStore,
     batch: list[tuple[Crystal, tuple[Attribution, ...]]],
     ids: dict[str, str],
-    fresh: set[str],
+    created: tuple[set[str], str],
     done: Restored,
     path: Path,
 ) -> None:
-    """An unvouched-for file's crystals, as imported text (``memory.transfer.demote``)."""
+    """An unvouched-for file's crystals, as imported text (``memory.transfer.demote``); ``created``:
+    the crystals this file created here, and the file's key (``foreign_ids``)."""
+    fresh, source = created
     kept: list[Crystal] = []
     seen = set(ids)
     for crystal, _ in batch:
@@ -173,6 +180,15 @@ async def _write_demoted(
         else:
             seen.add(crystal.id)
             kept.append(crystal)
+    earlier = await foreign_ids.recall(store, source, kept)  # stored by a run of this file that was cut off
+    for file_id, (cid, created_here) in earlier.items():
+        ids[file_id] = cid
+        if created_here:
+            fresh.add(cid)
+    done.duplicates += len(earlier)
+    done.demoted += len(earlier)
+    kept = [c for c in kept if c.id not in earlier]
+    await foreign_ids.intend(store, source, kept)
     stored = await store_demoted(store, kept, path)
     for crystal, cid in zip(kept, stored.ids, strict=True):
         ids[crystal.id] = cid

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ground import failpoints
 from ground.authority import Capability, Speaker, may, weakest
 from ground.clock import iso_utc
 from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
@@ -275,11 +276,15 @@ async def _note_new_highs(store: MemoryStore, files: WorkingMemoryFiles, levels:
         already = set(json.loads(await store.get_meta(HIGH_HORMONES_KEY) or "[]"))
     except (ValueError, TypeError):
         already = set()
+    # A note a cycle cut off (before it recorded the level as noted) left in scratch counts too: the
+    # retry, at another time, wrote a second note of other words, so a second crystal.
+    pending = {name for name in high for n in files.scratch.read().notes if n.text.startswith(f"{name} was high (")}
     notes = tuple(
         files.scratch.append(f"{name} was high ({value:.2f}) at the dream of {iso_utc(now)}", 0.7, now).text
         for name, value in high.items()
-        if name not in already
+        if name not in already | pending
     )
+    failpoints.check("dream:hormone-noted")  # noted in scratch, not yet recorded as noted
     if set(high) != already:
         await store.set_meta(HIGH_HORMONES_KEY, json.dumps(sorted(high)))
     return notes
@@ -317,6 +322,7 @@ async def dream(
                 speaker=Speaker.AGENT,  # the scratch file is the agent's; a person's note was stored when made
             )
         )
+        failpoints.check("dream:note-indexed")  # some notes crystals, scratch still whole
     # A secret noted in scratch stays a (confidential) crystal; it never goes into MEMORY.md, the
     # bootstrap text or a chat endpoint's prompt.
     shown = tuple(n for n in snapshot.notes if classify_sensitivity(n.text) is not Sensitivity.CONFIDENTIAL)
@@ -378,6 +384,7 @@ async def dream(
         # The notes' crystals must be on disk before their only other copy goes: commits survive a
         # killed process at once, a power loss only once the log is synced.
         await sync_wal(store.path)
+        failpoints.check("dream:before-consume")  # MEMORY.md written, scratch not yet emptied
         files.scratch.consume(snapshot)
         replayed = await _advance_replay(store, dream_input.replayed, now)
         await store.set_meta(LAST_DREAM_KEY, str(now))

@@ -63,9 +63,10 @@ def memory_import(
         return
 
     async def go(store: MemoryStore) -> dict[str, int]:
+        from memory.errors import FileRefused
         from memory.importer import crystals_from_file, find_sources
         from memory.storage.counts import crystal_total
-        from memory.storage.imported_files import imported_file_hash, mark_imported
+        from memory.transfer.imported_files import imported_file_hash, mark_imported
         from memory.transfer.restore import is_export_file, restore_export
         from node.cli.export_keys import trusted_signers
 
@@ -96,7 +97,14 @@ def memory_import(
                         notes.append({"path": str(item.path), "vouched": restored.vouched.name.lower(),
                                       "why": restored.vouched.value, "demoted": restored.demoted})  # fmt: skip
                 else:
-                    result = await store.remember_many(list(crystals_from_file(item, max_line=max_line)))
+                    try:
+                        crystals = list(crystals_from_file(item, max_line=max_line))
+                    except FileRefused as exc:  # swapped for a link since it was listed: the rest go on
+                        click.echo(f"{exc}; skipped", err=True)
+                        totals["refused_files"] += 1
+                        bar.update(1)
+                        continue
+                    result = await store.remember_many(crystals)
                     await mark_imported(store, key, item.content_hash, result.created + result.duplicates)
                     totals["files"] += 1
                     totals["created"] += result.created
@@ -120,7 +128,7 @@ def memory_import(
     progress_so_far = dict.fromkeys(
         ("files", "skipped_files", "created", "duplicates", "embedded", "superseded", "links", "derivations"), 0
     )
-    progress_so_far.update(damaged_lines=0, demoted=0, refused=0)
+    progress_so_far.update(damaged_lines=0, demoted=0, refused=0, refused_files=0)
     notes: list[dict[str, Any]] = []  # each export file not taken at its word, and why
     stored_before: list[int] = []  # the crystals there were when the import began
     try:

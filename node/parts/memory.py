@@ -427,8 +427,8 @@ class MemoryPart:
                     raise
                 # A lock that clears by itself once stopped the node (CI, with a dream writing beside
                 # it). Met in the batch's write, the batch rolled back whole and stays in the backlog
-                # for the next round; met in the linking after it, the rest of that batch is left
-                # unlinked and untyped by meaning, which the node once lost whole by stopping.
+                # for the next round; met in the steps after it, the rest stay owed for the next round
+                # (memory.storage.after_embedding).
                 log.warning("memory.embedding_deferred", error=str(exc))
                 done = 0
             self.embedding.record(done, time.perf_counter() - started)

@@ -29,16 +29,17 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ground import json_text
+from ground import failpoints, json_text
 from ground.events import get_logger
 from p2p.errors import InvalidValue, ProtocolRefused
 from p2p.network.scope import LocalNetworks, dialable_from, host_ip, interface_networks
 
+T = TypeVar("T")
 log = get_logger("p2p.discovery")
 PROTOCOL = "/bitterbot/peers/1"
 MAX_SAMPLE = 32
@@ -230,12 +231,10 @@ class PeerDiscovery:
 
     async def run(self) -> None:
         """Dial what the store knows, then keep up to ``target_peers`` connections, asking a neighbour
-        for more while below it."""
+        for more while below it. A round that fails raises: the daemon's supervisor logs it, counts
+        it and runs the loop again after its backoff (it was swallowed here, and counted nowhere)."""
         while True:
-            try:
-                await self.round()
-            except Exception as exc:  # noqa: BLE001 - a round that failed is tried again at the next one
-                log.warning("p2p.discovery_failed", error=repr(exc))
+            await self.round()
             await asyncio.sleep(self.settings.discover_s)
 
     async def round(self) -> None:
@@ -250,11 +249,11 @@ class PeerDiscovery:
         # A few neighbours at once: which of them is connected to a peer behind a NAT (its relay)
         # is learnt only by asking that one, and one random neighbour a round took a minute to.
         asked = self._rng.sample(snaps, min(ASKS_PER_ROUND, len(snaps)))
-        await asyncio.gather(*(self._ask(s.peer_id, now) for s in asked))
+        await _together(self._ask(s.peer_id, now) for s in asked)
         # Side by side (at most ``wanted``): a peer behind a NAT that drops what it did not ask for
         # answers no address it tells, so each of its dials takes the whole timeout; one after another
         # they held a round, and the asking at its start, for half a minute.
-        dials = await asyncio.gather(*(self._dial(p) for p in self.store.candidates(connected | {self._me}, wanted)))
+        dials = await _together(self._dial(p) for p in self.store.candidates(connected | {self._me}, wanted))
         self.dialled += sum(dials)
         self.store.save()
 
@@ -273,6 +272,7 @@ class PeerDiscovery:
         in_scope = (KnownPeer(p.peer_id, dialable_from(p.addrs, local), p.last_seen_ms) for p in sample)
         self.store.hear(neighbour, (p for p in in_scope if p.peer_id != self._me))
         self.learned += max(0, len(self.store) - before)
+        failpoints.check("discovery:heard")  # a round cut off with one neighbour's answer in
         # the neighbour is connected to each: a way to one behind a NAT that holds a slot there
         await self._host.note_relays(neighbour, [p.peer_id for p in sample if p.peer_id != self._me])
 
@@ -285,6 +285,18 @@ class PeerDiscovery:
             except Exception as exc:  # noqa: BLE001 - gone, moved or behind a NAT: the next address, or peer
                 log.debug("p2p.discovery_dial_failed", peer=peer.peer_id, addr=addr, error=str(exc))
         return False
+
+
+async def _together(work: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run ``work`` side by side and return each result in order. If one fails, the others are
+    cancelled and waited for before its error is raised: ``asyncio.gather`` left them running,
+    unowned, still asking and dialling for a round that had already failed."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(w) for w in work]
+    except ExceptionGroup as failed:  # the first error as it was; the rest were cancelled with it
+        raise failed.exceptions[0] from None
+    return [t.result() for t in tasks]
 
 
 def _dialable(addr: str) -> bool:

@@ -15,8 +15,8 @@ import sqlean
 from memory.embedders.hashing import HashingEmbedder
 from memory.importer import crystals_from_file, find_sources, parse_message
 from memory.model import NewCrystal
-from memory.storage.imported_files import imported_file_hash
 from memory.storage.store import MemoryStore
+from memory.transfer.imported_files import imported_file_hash
 from tests.conftest import CLI, clean_env, run_cli
 
 HASHING = clean_env(BITTERBOT_MEMORY__EMBEDDER="hashing")

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from memory import safe_files
 from memory.capture.capture import capture_conversations
 from memory.errors import FileRefused, ForeignFormatError
 from memory.given_time import CLAMPED_TAG
 from memory.importer import MAX_TEXT_FILE_BYTES, crystals_from_file, find_sources
 from memory.storage.store import MemoryStore
+from memory.transfer import obsidian
 from memory.transfer.foreign import store_entries
 from memory.transfer.foreign_files import read_foreign
 from memory.transfer.obsidian import MAX_NOTE_BYTES
@@ -158,3 +160,57 @@ def test_a_hard_link_below_a_folder_is_skipped_and_named_but_a_named_one_is_read
     assert vault is not None and not [e for e in vault.entries if "wJalrXUtnFEMI" in e.crystal.text]
     (named,) = find_sources(notes / "credentials.md")
     assert [c.text for c in crystals_from_file(named) if "wJalrXUtnFEMI" in c.text]
+
+
+@pytest.mark.parametrize("suffix", [".md", ".jsonl"])
+def test_a_listed_file_swapped_for_a_hard_link_before_it_is_read_is_refused(tmp_path: Path, suffix: str) -> None:
+    """Issue 48: the walk refuses links, and the read refuses one put in the listed file's place
+    between the two (before, the read took the credentials' text under the listed name)."""
+    home = _outside(tmp_path)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    listed = notes / f"plants{suffix}"
+    listed.write_text(json.dumps({"role": "user", "content": "The fig tree needs water."}) + "\n")
+    (source,) = find_sources(notes)
+    os.link(home / ".aws" / "credentials.md", notes / "swap")
+    os.replace(notes / "swap", listed)  # the listed name is now the credentials file's second name
+    with pytest.raises(FileRefused, match="hard link"):
+        list(crystals_from_file(source))
+
+
+def test_a_folder_on_a_listed_files_path_swapped_for_a_symlink_is_refused(tmp_path: Path) -> None:
+    """``O_NOFOLLOW`` guards the last name only: a folder above the listed file made a symlink to one
+    holding a file of the same name would be read through the link, but it is not the file listed."""
+    home = _outside(tmp_path)
+    (home / ".aws" / "plants.md").write_text(f"{SECRET}\n")
+    sub = tmp_path / "notes" / "garden"
+    sub.mkdir(parents=True)
+    (sub / "plants.md").write_text("The fig tree needs water twice a week in July.\n")
+    (source,) = find_sources(tmp_path / "notes")
+    sub.rename(tmp_path / "notes" / "old")
+    sub.symlink_to(home / ".aws", target_is_directory=True)
+    with pytest.raises(FileRefused, match="another file than the one listed"):
+        list(crystals_from_file(source))
+
+
+def test_an_obsidian_note_swapped_for_a_hard_link_after_the_walk_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _outside(tmp_path)
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "plants.md").write_text("The fig tree needs water twice a week in July.\n")
+    (vault / "shed.md").write_text("The shed key is under the red pot.\n")
+    walk = safe_files.listed_files
+
+    def walk_then_swap(root: Path) -> list[tuple[Path, tuple[int, int]]]:
+        found = walk(root)
+        os.link(home / ".aws" / "credentials.md", vault / "swap")
+        os.replace(vault / "swap", vault / "plants.md")
+        return found
+
+    monkeypatch.setattr(obsidian, "listed_files", walk_then_swap)
+    read = read_foreign(vault, None)
+    assert read is not None
+    assert [e.crystal.text for e in read.entries] == ["The shed key is under the red pot."]
+    assert any(note.startswith("plants.md: a hard link") for note in read.left_out), read.left_out
