@@ -314,7 +314,11 @@ class Chain:
         def travel() -> None:
             tester = getattr(self._w3.provider, "ethereum_tester", None)
             if tester is not None:
-                tester.time_travel(int(self._w3.eth.get_block("latest")["timestamp"]) + seconds)
+                # From the pending block (less the second mining adds): a chain left idle has moved its
+                # next block's time past the latest block's, and travel may not go back.
+                latest = int(self._w3.eth.get_block("latest")["timestamp"])
+                pending = int(self._w3.eth.get_block("pending")["timestamp"])
+                tester.time_travel(max(latest, pending - 1) + seconds)
                 tester.mine_blocks()
             else:  # anvil (and hardhat) speak these development RPC methods
                 self._w3.provider.make_request("evm_increaseTime", [seconds])

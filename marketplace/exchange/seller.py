@@ -25,6 +25,7 @@ from marketplace.catalog.listings import listing_envelope
 from marketplace.chain_types import Commitment, DealState, DealStatus, EscrowRules, TransferAuthorization
 from marketplace.direct_payment import authorization_paid
 from marketplace.errors import ChainError, PurchaseError
+from marketplace.exchange.chain_time import deadline_now
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
 from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
 from marketplace.exchange.protocol import (
@@ -179,7 +180,9 @@ class Seller:
             buyer=buyer,
             buyer_address=request.buyer_address,
             expires_ms=self._now_ms() + QUOTE_VALID_MS,
-            deadline_s=await self._chain.timestamp() + self._escrow_window_s,
+            # From a now no earlier than the next block's: a stale latest block would give a deadline
+            # nearer than the window, maybe nearer than the escrow's minimum (the lock then reverts).
+            deadline_s=await deadline_now(self._chain, self._now_ms) + self._escrow_window_s,
         )
         sealed = self._messenger.seal(KIND_QUOTE, quote.body()).encode()
         await self._sales.add_quote(
@@ -210,7 +213,9 @@ class Seller:
         # Sealed only once the payment checks out: a request that is refused costs no read and no box.
         if status.state is _D.LOCKED:
             commitment = await self._sealed(sale, quote, secret)
-            left = quote.deadline_s - await self._chain.timestamp()
+            # Never the latest block's time: on a chain that mines on demand it can be minutes old,
+            # and the commitment would land after the deadline (``chain_time``).
+            left = quote.deadline_s - await deadline_now(self._chain, self._now_ms)
             if left < self.offchain_margin_s:
                 # Too near the deadline to hand the skill over and still commit it in time: commit first.
                 # If the commit fails (the deadline passed), nothing was revealed.
@@ -313,8 +318,8 @@ class Seller:
             return None  # locked, never delivered: the buyer refunds after the deadline
         chain_now = await self._chain.timestamp()
         rules = await self._escrow.rules()
-        if status.state is _D.LOCKED:
-            return await self._commit_if_due(sale, quote, chain_now)
+        if status.state is _D.LOCKED:  # a deadline to meet: judged by a time that cannot be stale
+            return await self._commit_if_due(sale, quote, await deadline_now(self._chain, self._now_ms))
         if status.state is _D.DELIVERED:
             if chain_now >= status.committed_at + rules.dispute_window_s:
                 await self._escrow.claim(self._wallet, terms)

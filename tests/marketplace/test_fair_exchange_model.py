@@ -64,7 +64,7 @@ from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
-from tests.marketplace.conftest import ARBITER
+from tests.marketplace.conftest import ARBITER, idle
 from tests.marketplace.test_purchase import MovableClock
 
 # Real hosts and a chain per example; the whole run is one test, bounded by its examples rather
@@ -110,6 +110,9 @@ class CheatingBuyer(Buyer):
     release_good = True
     ask_at: int | None = None
     nearer = 0
+    #: Whether time passes with no block mined while it waits to ask (a chain that mines on demand:
+    #: the latest block grows stale, issue 49).
+    idle_chain = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -120,7 +123,8 @@ class CheatingBuyer(Buyer):
         if self.ask_at is not None:
             now = await self._chain.timestamp()
             if deal.quote.deadline_s + self.ask_at > now:
-                await self._chain.advance_time(deal.quote.deadline_s + self.ask_at - now)
+                wait = idle if self.idle_chain else Chain.advance_time
+                await wait(self._chain, deal.quote.deadline_s + self.ask_at - now)
         return await super()._receive(deal, request)
 
 
@@ -202,9 +206,10 @@ class FairExchange(RuleBasedStateMachine):
         buyer_release=st.booleans(),
         buyer_ask_at=st.sampled_from([None, None, -400, -100, -2, -2, 1, 1, 30]),
         buyer_nearer=st.sampled_from([0, 0, 0, 200]),
+        buyer_idle_chain=st.booleans(),
     )
     def buy(self, cheater: str, seller_deliver: str, buyer_release: bool, buyer_ask_at: int | None,
-            buyer_nearer: int) -> None:  # fmt: skip
+            buyer_nearer: int, buyer_idle_chain: bool) -> None:  # fmt: skip
         self.cheater = cheater
         self.run(self._setup(cheater))
         if cheater == "seller":
@@ -213,6 +218,7 @@ class FairExchange(RuleBasedStateMachine):
             self.cheat_buyer.release_good = buyer_release
             self.cheat_buyer.ask_at = buyer_ask_at
             self.cheat_buyer.nearer = buyer_nearer
+            self.cheat_buyer.idle_chain = buyer_idle_chain
         try:
             result = self.run(self.buyer.market.buy(self.seller.host.peer_id, self.seller.identity.public_key,
                                                     "k8s.drain", speaker=Speaker.PERSON))  # fmt: skip
@@ -330,6 +336,19 @@ class FairExchange(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from([5, 30, 61, 200, 601, 3_601]))
     def wait(self, seconds: int) -> None:
         self.run(self._advance(seconds))
+
+    @rule(seconds=st.sampled_from([30, 200, 601]))
+    def chain_sits_idle(self, seconds: int) -> None:
+        """Time passes and no block is mined (a chain that mines on demand): the latest block is
+        ``seconds`` stale when the honest side next looks (issue 49)."""
+
+        async def sit() -> None:
+            await idle(self.live_chain, seconds)
+            for node in self.nodes:
+                node.clock.ahead_ms += seconds * 1000
+            await self._honest_round()
+
+        self.run(sit())
 
     @rule()
     def honest_round(self) -> None:
