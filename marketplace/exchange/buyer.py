@@ -34,17 +34,20 @@ from marketplace.exchange.protocol import (
     DeliveryRequest,
     Quote,
     QuoteRequest,
+    UnusableContent,
     box_nonce,
     nonce_of,
     parse_delivery,
     parse_quote,
     quote_of,
     readable_quote,
+    unstorable,
 )
 from marketplace.exchange.spending import Spending, SpendLimits
 from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import LISTING, SkillListing
 from marketplace.gossip.peer_content import hold_reason, peer_source
+from memory.errors import MemoryError_
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
 
@@ -279,7 +282,9 @@ class Buyer:
             text = data.decode("utf-8")
         except (SealedDataTampered, UnicodeDecodeError):
             return None
-        return text if content_hash(text) == terms.content_hash.hex() else None
+        if content_hash(text) != terms.content_hash.hex() or unstorable(text) is not None:
+            return None
+        return text
 
     async def dispute(self, purchase_id: bytes) -> PurchaseResult:
         """Contest a committed delivery of this node's purchase (the arbiter decides from the chain)."""
@@ -411,6 +416,8 @@ class Buyer:
                 raise PurchaseError("the delivery does not open with this node's key") from None
             if content_hash(text) != deal.listing.content_hash:
                 raise PurchaseError("the delivered skill does not match the signed listing's content hash")
+            if (why := unstorable(text)) is not None:
+                raise PurchaseError(f"the delivered skill cannot be kept here ({why}); not released")
         except PurchaseError as exc:
             await self._purchases.keep_delivery(deal.purchase_id, wire)  # what the seller signed
             return str(exc)
@@ -444,8 +451,8 @@ class Buyer:
             for b in await live_bounties(self._store, self._now_ms(), author=me)
             if matches(b, text=f"{listing.title} {text}", tags=listing.tags, category=listing.category)
         ]
-        remembered = await self._store.remember(
-            NewCrystal(
+        try:
+            crystal = NewCrystal(
                 text,
                 semantic_type=SemanticType.SKILL,
                 origin=Origin.PEER,
@@ -465,5 +472,7 @@ class Buyer:
                 ),
                 bounty=Bounty(mine[0].bounty_id, mine[0].reward_micro_usdc) if mine else None,
             )
-        )
+            remembered = await self._store.remember(crystal)
+        except MemoryError_ as exc:  # typed, so the deal is set aside with the reason and the round goes on
+            raise UnusableContent(f"the bought skill could not be stored: {exc}") from None
         return remembered.crystal.id

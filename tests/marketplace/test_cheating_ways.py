@@ -8,15 +8,21 @@ from typing import Any
 
 import pytest
 
+from crypto.envelope import pack_body, seal_envelope
 from ground.authority import Speaker
 from marketplace.chain import Chain
+from marketplace.chain_types import Commitment
 from marketplace.errors import ChainError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Deal
-from marketplace.exchange.deals import Sales, SaleState
-from marketplace.exchange.protocol import DeliveryRequest
+from marketplace.exchange.deals import Purchases, PurchaseState, SaleRecord, Sales, SaleState
+from marketplace.exchange.protocol import DeliveryRequest, Quote, seal_skill
+from marketplace.exchange.seller import COMMIT_AFTER_S, Seller
+from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
+from memory.model import content_hash
+from memory.storage.crystal_queries import by_content_hash
 from tests.marketplace.conftest import funds, idle
-from tests.marketplace.test_purchase import PRICE, BuyerThatNeverReleases, close, terms_of, trade
+from tests.marketplace.test_purchase import PRICE, SKILL, BuyerThatNeverReleases, Side, close, terms_of, trade
 
 pytestmark = pytest.mark.slow  # real hosts and chains
 
@@ -50,5 +56,52 @@ async def test_an_idle_chain_never_makes_the_seller_deliver_what_it_cannot_commi
         await chain.advance_time(3_601)
         assert await seller.market.settle_sales() == {"paid": 1}
         assert await funds(chain, seller.wallet.address) == PRICE
+    finally:
+        await close(buyer, seller)
+
+
+BLANK = " \n\t \n"
+
+
+class SellerOfABlankSkill(Seller):
+    """Named fake: lists a whitespace-only skill (under its exact hash) and delivers it."""
+
+    async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
+        return seal_skill(BLANK, quote, secret)
+
+
+async def _list_blank(seller: Side, buyer: Side) -> None:
+    """The seller's listing of ``blank.skill``: its crystal's hash row made the blank text's (no
+    honest store holds a blank crystal), and the signed listing in both catalogues."""
+    crystal = await by_content_hash(seller.store, content_hash(SKILL))
+    assert crystal is not None
+    async with seller.store.transaction() as db:
+        await db.execute("UPDATE crystals SET content_hash = ? WHERE id = ?", (content_hash(BLANK), crystal.id))
+    listing = SkillListing("blank.skill", 1, content_hash(BLANK), "Nothing", "", ("db",), "db", PRICE,
+                           seller.wallet.address, 3, 3, None)  # fmt: skip
+    envelope = seal_envelope(seller.identity, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)),
+                             now_ms=seller.clock())  # fmt: skip
+    for side in (seller, buyer):
+        await record_listing(side.store, listing, envelope)
+
+
+async def test_a_blank_skill_is_refused_and_stops_no_round(tmp_path: Path, chain: Chain) -> None:
+    """Attack "a listing that crashes the buyer": a whitespace-only skill matched its listing's hash
+    but memory cannot store it; the error escaped the purchase and every market round after it,
+    so the buyer's daemon stopped at every restart."""
+    seller, buyer = await trade(tmp_path, chain, seller_class=SellerOfABlankSkill)
+    try:
+        await _list_blank(seller, buyer)
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "blank.skill", speaker=Speaker.PERSON
+        )
+        assert result.state == "refused" and "cannot be kept here" in result.detail, result
+        assert await buyer.market.resume() == []  # the round goes on, and again after a restart
+        seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
+        assert await seller.market.settle_sales() == {"committed": 1}
+        assert await buyer.market.settle_purchases() == {"disputed": 1}  # not released: the arbiter decides
+        assert buyer.market.stuck() == {}
+        record = await Purchases(buyer.store).get(bytes.fromhex(result.purchase_id))
+        assert record is not None and record.state is PurchaseState.DISPUTED
     finally:
         await close(buyer, seller)

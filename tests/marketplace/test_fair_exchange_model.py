@@ -43,13 +43,14 @@ from marketplace.chain_types import Account, Commitment, DealState, DealTerms
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer, Deal
-from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
+from marketplace.exchange.deals import Purchases, PurchaseState, SaleRecord, Sales, SaleState
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
     PROTOCOL,
     DeliveryRequest,
+    Quote,
     quote_of,
     seal_skill,
 )
@@ -73,6 +74,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SKILL = "Drain a Kubernetes node safely: cordon, then kubectl drain --ignore-daemonsets --delete-emptydir-data"
 OTHER = "Something else entirely, sold as the drain skill"
+BLANK = " \n\t \n"
 PRICE = 40_000
 FUNDS = 1_000_000
 ROUND_S = 30
@@ -81,10 +83,15 @@ EXAMPLES = int(os.environ.get("FAIR_EXCHANGE_EXAMPLES", "12"))
 
 class CheatingSeller(Seller):
     """Named fake: the real seller, with switches the model flips. ``deliver``: ``honest``,
-    ``other`` (another skill, sealed as if listed), ``drop`` (the stream dies after the lock is
-    seen and the secret kept), ``refuse``."""
+    ``other`` (another skill, sealed as if listed), ``blank`` (whitespace only, which memory cannot
+    store: issue 49), ``drop`` (the stream dies after the lock is seen and the secret kept), ``refuse``."""
 
     deliver = "honest"
+
+    async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
+        if self.deliver == "blank":
+            return seal_skill(BLANK, quote, secret)
+        return await super()._sealed(sale, quote, secret)
 
     async def _deliver(self, buyer: bytes, request: DeliveryRequest) -> bytes:
         if self.deliver == "refuse":
@@ -202,7 +209,7 @@ class FairExchange(RuleBasedStateMachine):
 
     @initialize(
         cheater=st.sampled_from(["buyer", "seller"]),
-        seller_deliver=st.sampled_from(["honest", "other", "drop", "refuse"]),
+        seller_deliver=st.sampled_from(["honest", "other", "blank", "drop", "refuse"]),
         buyer_release=st.booleans(),
         buyer_ask_at=st.sampled_from([None, None, -400, -100, -2, -2, 1, 1, 30]),
         buyer_nearer=st.sampled_from([0, 0, 0, 200]),
@@ -400,7 +407,7 @@ class FairExchange(RuleBasedStateMachine):
         self.run(answer())
 
     @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
-    @rule(deliver=st.sampled_from(["honest", "other", "drop", "refuse"]))
+    @rule(deliver=st.sampled_from(["honest", "other", "blank", "drop", "refuse"]))
     def seller_changes_its_delivery(self, deliver: str) -> None:
         self.cheat_seller.deliver = deliver
 
