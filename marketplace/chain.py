@@ -409,6 +409,16 @@ class Chain:
             from web3.exceptions import TimeExhausted
 
             function = make()
+            # Nothing is sent that the chain says reverts now (an eth_call on the block it would join):
+            # a revert costs the sender gas, and some moves are made on a stranger's word, a payment
+            # authorization or a late delivery request (issue 49: 46k-1.3M gas each, free to ask for).
+            try:
+                price = self._w3.eth.gas_price  # named, so a sender without the ether for it is told so
+                function.call({"from": account.address, "gas": gas, "gasPrice": price}, block_identifier="pending")
+            except OSError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - normalised as after a revert
+                raise _no_gas(account, exc) or _reverted(exc) from None
             if self._chain_id is None:
                 self._chain_id = int(self._w3.eth.chain_id)
             tx = function.build_transaction(
@@ -416,7 +426,7 @@ class Chain:
                     "from": account.address,
                     "nonce": self._w3.eth.get_transaction_count(account.address, "pending"),
                     "gas": gas,
-                    "gasPrice": self._w3.eth.gas_price,
+                    "gasPrice": price,
                     "chainId": self._chain_id,
                 }
             )
@@ -426,9 +436,8 @@ class Chain:
             except OSError:
                 raise
             except Exception as exc:  # noqa: BLE001 - refused before mining: its reason is the answer
-                if "afford" in str(exc) or "insufficient funds" in str(exc).lower():
-                    raise InsufficientFunds(f"{account.address} has too little ether for the gas: {exc}") from None
-                raise TransactionReverted(f"the chain refused the transaction: {exc}") from None
+                refused = TransactionReverted(f"the chain refused the transaction: {exc}")
+                raise _no_gas(account, exc) or refused from None
             try:
                 receipt = _wait(self._w3, tx_hash, self.receipt_timeout_s)
                 failed = int(receipt["status"]) != 1
@@ -460,6 +469,13 @@ def _amount(micro_usdc: int) -> int:
     if type(micro_usdc) is not int or micro_usdc < 0:
         raise InvalidValue(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
     return micro_usdc
+
+
+def _no_gas(account: Account, exc: Exception) -> InsufficientFunds | None:
+    """The chain's refusal of a sender without the ether for the gas, as that, or None."""
+    if "afford" in str(exc) or "insufficient funds" in str(exc).lower():
+        return InsufficientFunds(f"{account.address} has too little ether for the gas: {exc}")
+    return None
 
 
 def _reverted(exc: Exception) -> TransactionReverted:

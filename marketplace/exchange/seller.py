@@ -216,6 +216,10 @@ class Seller:
             # Never the latest block's time: on a chain that mines on demand it can be minutes old,
             # and the commitment would land after the deadline (``chain_time``).
             left = quote.deadline_s - await deadline_now(self._chain, self._now_ms)
+            if left <= 0:  # the commit could only revert, at this node's cost: refuse before any transaction
+                raise PurchaseError(
+                    "too late to deliver: the escrow deadline has passed; nothing delivered, the escrow refunds you"
+                )
             if left < self.offchain_margin_s:
                 # Too near the deadline to hand the skill over and still commit it in time: commit first.
                 # If the commit fails (the deadline passed), nothing was revealed.
@@ -272,6 +276,15 @@ class Seller:
                     "the payment authorization's nonce was already spent on another transfer; nothing delivered"
                 )
             return
+        # A stranger's authorization costs it nothing to sign: whatever would make the transfer revert
+        # (expired, a wallet without the price, a bad signature: ``Chain.send`` simulates it) is refused
+        # before this node pays gas for it.
+        if auth.valid_before <= await deadline_now(self._chain, self._now_ms):
+            raise PurchaseError("the payment authorization has expired; nothing delivered")
+        if (held := await self._chain.balance(auth.authorizer)) < auth.amount:
+            raise PurchaseError(
+                f"the paying wallet holds {held} micro-USDC, less than the {auth.amount} authorized; nothing delivered"
+            )
         try:
             await self._chain.transfer_with_authorization(self._wallet, auth)
         except ChainError as exc:

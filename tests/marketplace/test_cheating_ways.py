@@ -11,10 +11,10 @@ import pytest
 from crypto.envelope import pack_body, seal_envelope
 from ground.authority import Speaker
 from marketplace.chain import Chain
-from marketplace.chain_types import Commitment
+from marketplace.chain_types import Account, Commitment
 from marketplace.errors import ChainError
 from marketplace.escrow import Escrow
-from marketplace.exchange.buyer import Deal
+from marketplace.exchange.buyer import Buyer, Deal
 from marketplace.exchange.deals import Purchases, PurchaseState, SaleRecord, Sales, SaleState
 from marketplace.exchange.protocol import DeliveryRequest, Quote, seal_skill
 from marketplace.exchange.seller import COMMIT_AFTER_S, Seller
@@ -103,5 +103,63 @@ async def test_a_blank_skill_is_refused_and_stops_no_round(tmp_path: Path, chain
         assert buyer.market.stuck() == {}
         record = await Purchases(buyer.store).get(bytes.fromhex(result.purchase_id))
         assert record is not None and record.state is PurchaseState.DISPUTED
+    finally:
+        await close(buyer, seller)
+
+
+async def _wei(chain: Chain, address: str) -> int:
+    """The ether ``address`` holds: what it paid for gas, reverted transactions included, shows here."""
+    return await chain.run(lambda: int(chain.w3.eth.get_balance(address)))
+
+
+class BuyerThatEmptiesItsWallet(Buyer):
+    """Named fake: paying directly, it moves its money away before handing the seller the
+    authorization, which can then only revert."""
+
+    async def _receive(self, deal: Deal, request: DeliveryRequest) -> Any:
+        if request.authorization is not None:
+            held = await self._chain.balance(self._wallet.address)
+            await self._chain.transfer(self._wallet, Account.create().address, held)
+        return await super()._receive(deal, request)
+
+
+class BuyerThatAsksAfterTheDeadline(Buyer):
+    """Named fake: locks, waits past the deadline, then asks for the delivery, again and again."""
+
+    async def _receive(self, deal: Deal, request: DeliveryRequest) -> Any:
+        await self._chain.advance_time(deal.quote.deadline_s + 1 - await self._chain.timestamp())
+        for _ in range(3):
+            await super()._receive(deal, request)
+        return await super()._receive(deal, request)
+
+
+async def test_an_authorization_from_an_empty_wallet_costs_the_seller_no_gas(tmp_path: Path, chain: Chain) -> None:
+    """Attack "free gas drain" (1): the seller submitted a stranger's authorization from a wallet
+    without the price; it reverted at the seller's cost (46-59k gas), nothing at the attacker's."""
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatEmptiesItsWallet, payment="direct")
+    try:
+        before = await _wei(chain, seller.wallet.address)
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
+        assert await _wei(chain, seller.wallet.address) == before  # not one wei of gas
+        assert result.state == "failed" and "holds 0 micro-USDC" in result.detail, result
+        assert (await buyer.store.stats())["total"] == 0
+    finally:
+        await close(buyer, seller)
+
+
+async def test_delivery_requests_after_the_deadline_cost_the_seller_no_gas(tmp_path: Path, chain: Chain) -> None:
+    """Attack "free gas drain" (2): after the deadline each delivery request made the seller commit
+    up to 32 KB that reverted (0.9-1.3M gas each)."""
+    seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatAsksAfterTheDeadline)
+    try:
+        before = await _wei(chain, seller.wallet.address)
+        result = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
+        assert result.state == "refused" and "too late to deliver" in result.detail, result
+        assert await _wei(chain, seller.wallet.address) == before  # four requests, not one wei of gas
+        assert (await buyer.store.stats())["total"] == 0
     finally:
         await close(buyer, seller)

@@ -75,6 +75,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SKILL = "Drain a Kubernetes node safely: cordon, then kubectl drain --ignore-daemonsets --delete-emptydir-data"
 OTHER = "Something else entirely, sold as the drain skill"
 BLANK = " \n\t \n"
+SELLER_GAS_WEI = 10**18  # what ``Chain.fund`` gives each wallet for gas
 PRICE = 40_000
 FUNDS = 1_000_000
 ROUND_S = 30
@@ -490,6 +491,23 @@ class FairExchange(RuleBasedStateMachine):
             seller = await chain.balance(self.seller.wallet.address) + await escrow.owed(self.seller.wallet.address)
             assert await chain.balance(self.buyer.wallet.address) >= FUNDS - PRICE and seller in (0, PRICE)
             self.balances_checked_at = head
+
+        self.run(check())
+
+    @invariant()
+    def the_honest_seller_never_pays_for_a_revert(self) -> None:
+        """Whatever the cheating buyer asks, every wei of gas the honest seller spent went into a
+        transaction that did what it was for (issue 49: a stranger's requests made it pay for
+        reverts)."""
+        if self.chain is None or self.cheater != "buyer":
+            return
+
+        async def check() -> None:
+            chain, seller = self.live_chain, self.seller.wallet.address
+            wei = await chain.run(lambda: int(chain.w3.eth.get_balance(seller)))
+            price = await chain.run(lambda: int(chain.w3.eth.gas_price))
+            mined = chain.sent.get(seller)
+            assert SELLER_GAS_WEI - wei == (mined.gas if mined else 0) * price, (SELLER_GAS_WEI - wei, mined)
 
         self.run(check())
 
