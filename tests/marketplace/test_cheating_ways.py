@@ -3,12 +3,14 @@ would, between real nodes (libp2p on loopback, real stores) on the embedded EVM 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from crypto.envelope import pack_body, seal_envelope
+from crypto.envelope import decode_envelope, pack_body, seal_envelope
+from crypto.identity import Identity
 from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, Commitment
@@ -16,8 +18,17 @@ from marketplace.errors import ChainError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer, Deal
 from marketplace.exchange.deals import Purchases, PurchaseState, SaleRecord, Sales, SaleState
-from marketplace.exchange.protocol import DeliveryRequest, Quote, seal_skill
-from marketplace.exchange.seller import COMMIT_AFTER_S, Seller
+from marketplace.exchange.protocol import (
+    KIND_ERROR,
+    KIND_QUOTE,
+    KIND_QUOTE_REQUEST,
+    DeliveryRequest,
+    Quote,
+    QuoteRequest,
+    seal_skill,
+)
+from marketplace.exchange.seller import COMMIT_AFTER_S, Seller, SellerLimits
+from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from memory.model import content_hash
 from memory.storage.crystal_queries import by_content_hash
@@ -161,5 +172,42 @@ async def test_delivery_requests_after_the_deadline_cost_the_seller_no_gas(tmp_p
         assert result.state == "refused" and "too late to deliver" in result.detail, result
         assert await _wei(chain, seller.wallet.address) == before  # four requests, not one wei of gas
         assert (await buyer.store.stats())["total"] == 0
+    finally:
+        await close(buyer, seller)
+
+
+async def _quote_naming(seller: Side, key: Identity, address: str, proof: bytes | None) -> tuple[str, str]:
+    """A quote request from ``key`` naming ``address``, with ``proof`` as its wallet proof."""
+    body = QuoteRequest("db.pg-upgrade", 1, address, proof).body()
+    request = seal_envelope(key, KIND_QUOTE_REQUEST, pack_body(body), now_ms=time.time_ns() // 10**6)
+    answer = decode_envelope(await seller.market.answer(key.public_key.hex(), request.encode()), max_bytes=10**6)
+    return answer.kind, str(answer.body_map().get("error", ""))
+
+
+async def test_fresh_keys_naming_a_past_buyers_wallet_borrow_no_standing(tmp_path: Path, chain: Chain) -> None:
+    """Attack "borrowed standing": the slots kept for buyers with standing went to any request that
+    named a past buyer's wallet. Fresh keys now name it without a proof, with the past buyer's own
+    proof (signed for its node key, replayed) and with a proof signed by another wallet: each is a
+    stranger without a proven wallet, and shares the smallest pool."""
+    limits = SellerLimits(max_open_quotes_per_buyer=1)
+    seller, buyer = await trade(tmp_path, chain, limits=limits)
+    try:
+        bought = await buyer.market.buy(
+            seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+        )
+        assert bought.state == "completed"
+        assert await seller.market.settle_sales() == {"paid": 1}  # the buyer's wallet has standing here
+        replayed = wallet_proof(buyer.wallet.private_key, buyer.identity.public_key)
+        answers = []
+        for i in range(30):
+            key = Identity.generate()
+            proof = (None, replayed, wallet_proof(Account.create().private_key, key.public_key))[i % 3]
+            answers.append(await _quote_naming(seller, key, buyer.wallet.address, proof))
+        quoted = sum(kind == KIND_QUOTE for kind, _ in answers)
+        assert quoted == limits.max_open_quotes_unproven, answers
+        assert all("did not prove their wallet" in why for kind, why in answers if kind == KIND_ERROR)
+        proof = wallet_proof(buyer.wallet.private_key, buyer.identity.public_key)
+        kind, why = await _quote_naming(seller, buyer.identity, buyer.wallet.address, proof)
+        assert kind == KIND_QUOTE, why  # the real buyer, proving its wallet, is still served
     finally:
         await close(buyer, seller)
