@@ -47,9 +47,9 @@ from marketplace.exchange.spending import Spending, SpendLimits
 from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import LISTING, SkillListing
 from marketplace.gossip.peer_content import hold_reason, peer_source
+from marketplace.gossip.skill_bytes import held_skill, skill_hash
 from memory.errors import MemoryError_
-from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
-from memory.storage.crystal_queries import by_content_hash
+from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion
 
 _S = PurchaseState
 _D = DealState
@@ -227,7 +227,7 @@ class Buyer:
         if status.state in (_D.DELIVERED, _D.RELEASED):
             text = await self._committed_skill(terms)
             if text is not None:  # the listed skill, from the chain: whether or not its message came
-                crystal = await self._crystal_with(quote.content_hash) or await self._store_skill(
+                crystal = await self._crystal_with(quote) or await self._store_skill(
                     text, _listing_of(quote), record.seller
                 )
                 if status.state is _D.DELIVERED:
@@ -282,7 +282,7 @@ class Buyer:
             text = data.decode("utf-8")
         except (SealedDataTampered, UnicodeDecodeError):
             return None
-        if content_hash(text) != terms.content_hash.hex() or unstorable(text) is not None:
+        if skill_hash(text) != terms.content_hash.hex() or unstorable(text) is not None:
             return None
         return text
 
@@ -321,7 +321,7 @@ class Buyer:
             return await self._end(deal, _S.REFUNDED)
         if status.state is _D.RELEASED:
             # A restart after the last chain step but before it was written down: settle the record.
-            crystal = await self._crystal_with(deal.listing.content_hash)
+            crystal = await self._crystal_with(deal.listing)
             if crystal is None and (text := await self._committed_skill(terms)) is not None:
                 crystal = await self._store_skill(text, deal.listing, deal.seller_key)
             if crystal is None:
@@ -356,9 +356,7 @@ class Buyer:
                 deal, _S.REFUSED, f"delivery refused: {outcome}; refunded after the deadline, disputed if committed"
             )
         text, delivery = outcome
-        crystal = await self._crystal_with(deal.listing.content_hash) or await self._store_skill(
-            text, deal.listing, deal.seller_key
-        )
+        crystal = await self._crystal_with(deal.listing) or await self._store_skill(text, deal.listing, deal.seller_key)
         await self._purchases.keep_delivery(deal.purchase_id, delivery)
         await self._escrow.release(self._wallet, terms)
         return await self._end(deal, _S.COMPLETED, crystal=crystal)
@@ -414,7 +412,7 @@ class Buyer:
                 text = data.decode("utf-8")
             except (SealedDataTampered, UnicodeDecodeError):
                 raise PurchaseError("the delivery does not open with this node's key") from None
-            if content_hash(text) != deal.listing.content_hash:
+            if skill_hash(text) != deal.listing.content_hash:
                 raise PurchaseError("the delivered skill does not match the signed listing's content hash")
             if (why := unstorable(text)) is not None:
                 raise PurchaseError(f"the delivered skill cannot be kept here ({why}); not released")
@@ -439,8 +437,9 @@ class Buyer:
         if quote.expires_ms < self._now_ms():
             raise PurchaseError("quote refused: it has expired")
 
-    async def _crystal_with(self, chash: str) -> str | None:
-        crystal = await by_content_hash(self._store, chash)
+    async def _crystal_with(self, listed: Quote | SkillListing) -> str | None:
+        """A crystal here holding exactly the listed skill's bytes (bought before, or gossiped)."""
+        crystal = await held_skill(self._store, listed.stable_skill_id, listed.content_hash)
         return crystal.id if crystal else None
 
     async def _store_skill(self, text: str, listing: SkillListing, seller_key: bytes) -> str:

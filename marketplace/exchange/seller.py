@@ -50,8 +50,9 @@ from marketplace.exchange.protocol import (
 from marketplace.exchange.quote_slots import FundsCache, Slot, quote_refusal, slot_of
 from marketplace.exchange.wallet_proof import proven_wallet
 from marketplace.gossip.listing import LISTING
-from memory.model import Lifecycle
-from memory.storage.crystal_queries import by_content_hash, content_hash_of
+from marketplace.gossip.skill_bytes import held_skill, skill_hash
+from memory.errors import CrystalNotFound
+from memory.model import Crystal, Lifecycle
 
 QUOTE_VALID_MS = 120_000
 #: A delivery the buyer has not released after this long is committed on chain (the dispute window
@@ -155,7 +156,7 @@ class Seller:
         listing = LISTING.parse(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
         if request.version != listing.version:
             raise PurchaseError(f"version {request.version} is not the listed one ({listing.version})")
-        crystal = await by_content_hash(self._store, listing.content_hash)
+        crystal = await self._held(skill_id, listing.content_hash)
         if crystal is None or crystal.lifecycle in (Lifecycle.EXPIRED, Lifecycle.ARCHIVED):
             raise PurchaseError(f"{skill_id} is no longer held here")
         if not fits_a_commitment(crystal.text):
@@ -243,6 +244,10 @@ class Seller:
                 f"it says {status.state}); nothing delivered"
             )
         return self._delivery(quote, commitment)
+
+    async def _held(self, skill_id: str, chash: str) -> Crystal | None:
+        """The crystal holding exactly the listed bytes, if this node still holds it."""
+        return await held_skill(self._store, skill_id, chash)
 
     async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
         """The sale's skill sealed to its buyer with ``secret``: what is sent and what is committed."""
@@ -379,4 +384,8 @@ class Seller:
     async def _delivered_as_listed(self, sale: SaleRecord) -> bool:
         """Whether the crystal this node delivered for a sale is the one its quote named (its content
         hash): only then is a refund after delivery the buyer's doing rather than this node's."""
-        return quote_of(sale.quote).content_hash == await content_hash_of(self._store, sale.crystal_id)
+        try:
+            text = (await self._store.get(sale.crystal_id)).text
+        except CrystalNotFound:
+            return False
+        return quote_of(sale.quote).content_hash == skill_hash(text)

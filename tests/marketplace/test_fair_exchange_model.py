@@ -75,6 +75,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 SKILL = "Drain a Kubernetes node safely: cordon, then kubectl drain --ignore-daemonsets --delete-emptydir-data"
 OTHER = "Something else entirely, sold as the drain skill"
 BLANK = " \n\t \n"
+#: The listed skill with one space made a line break: the same text to a hash that collapses
+#: whitespace, other bytes to run (issue 49).
+VARIANT = SKILL.replace(", then ", ",\nthen ")
 SELLER_GAS_WEI = 10**18  # what ``Chain.fund`` gives each wallet for gas
 PRICE = 40_000
 FUNDS = 1_000_000
@@ -85,13 +88,14 @@ EXAMPLES = int(os.environ.get("FAIR_EXCHANGE_EXAMPLES", "12"))
 class CheatingSeller(Seller):
     """Named fake: the real seller, with switches the model flips. ``deliver``: ``honest``,
     ``other`` (another skill, sealed as if listed), ``blank`` (whitespace only, which memory cannot
-    store: issue 49), ``drop`` (the stream dies after the lock is seen and the secret kept), ``refuse``."""
+    store: issue 49), ``variant`` (the listed words, other whitespace: issue 49), ``drop`` (the
+    stream dies after the lock is seen and the secret kept), ``refuse``."""
 
     deliver = "honest"
 
     async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
-        if self.deliver == "blank":
-            return seal_skill(BLANK, quote, secret)
+        if self.deliver in ("blank", "variant"):
+            return seal_skill(BLANK if self.deliver == "blank" else VARIANT, quote, secret)
         return await super()._sealed(sale, quote, secret)
 
     async def _deliver(self, buyer: bytes, request: DeliveryRequest) -> bytes:
@@ -210,7 +214,7 @@ class FairExchange(RuleBasedStateMachine):
 
     @initialize(
         cheater=st.sampled_from(["buyer", "seller"]),
-        seller_deliver=st.sampled_from(["honest", "other", "blank", "drop", "refuse"]),
+        seller_deliver=st.sampled_from(["honest", "other", "blank", "variant", "drop", "refuse"]),
         buyer_release=st.booleans(),
         buyer_ask_at=st.sampled_from([None, None, -400, -100, -2, -2, 1, 1, 30]),
         buyer_nearer=st.sampled_from([0, 0, 0, 200]),
@@ -296,7 +300,8 @@ class FairExchange(RuleBasedStateMachine):
         )  # fmt: skip
 
     async def _buyer_holds_skill(self) -> bool:
-        return await by_content_hash(self.buyer.store, content_hash(SKILL)) is not None
+        held = await by_content_hash(self.buyer.store, content_hash(SKILL))  # memory's hash: variants too
+        return held is not None and held.text == SKILL  # the exact bytes listed
 
     async def _buyer_can_open_commitment(self) -> bool:
         terms = await self._terms()
@@ -408,7 +413,7 @@ class FairExchange(RuleBasedStateMachine):
         self.run(answer())
 
     @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
-    @rule(deliver=st.sampled_from(["honest", "other", "blank", "drop", "refuse"]))
+    @rule(deliver=st.sampled_from(["honest", "other", "blank", "variant", "drop", "refuse"]))
     def seller_changes_its_delivery(self, deliver: str) -> None:
         self.cheat_seller.deliver = deliver
 
