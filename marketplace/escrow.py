@@ -178,12 +178,14 @@ class Escrow:
 
         return await self._chain.run(read)
 
-    async def answered_since(self, from_block: int) -> tuple[list[tuple[DealTerms, bytes]], int]:
-        """Disputes the sellers answered in blocks ``from_block`` on: (terms, secret) each, and the
-        block to read from next time."""
+    async def answered_since(
+        self, from_block: int, *, to_block: int | None = None
+    ) -> tuple[list[tuple[DealTerms, bytes]], int]:
+        """Disputes the sellers answered in blocks ``from_block`` to ``to_block`` (default: the
+        latest): (terms, secret) each, and the block to read from next time."""
 
         def read() -> tuple[list[tuple[DealTerms, bytes]], int]:
-            latest = int(self._chain.w3.eth.block_number)
+            latest = int(self._chain.w3.eth.block_number) if to_block is None else to_block
             if from_block > latest:
                 return [], from_block
             events = self._contract.events.Answered().get_logs(from_block=from_block, to_block=latest)

@@ -77,14 +77,15 @@ async def anvil_client() -> AsyncIterator[Chain]:
 
 
 @contextlib.contextmanager
-def anvil_process() -> Iterator[str]:
-    """A real anvil on a free loopback port, stopped (and waited for) at the end."""
+def anvil_process(*options: str) -> Iterator[str]:
+    """A real anvil on a free loopback port (with ``options``, e.g. ``--chain-id 84532``), stopped
+    (and waited for) at the end."""
     assert ANVIL is not None
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = subprocess.Popen(
-        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent"],
+        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent", *options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
