@@ -79,12 +79,21 @@ class Escrow:
         accounts = await self._chain.run(lambda: [str(a) for a in self._chain.w3.eth.accounts])
         return arbiter_refusal(arbiter, accounts)
 
-    async def status(self, terms: DealTerms) -> DealStatus:
+    async def status(self, terms: DealTerms, *, confirmed: bool = False) -> DealStatus:
         """Where the deal with exactly these terms stands ("none" if there is no such deal: none
-        locked, or locked on other terms, a nearer deadline say)."""
+        locked, or locked on other terms, a nearer deadline say). ``confirmed``: as of the block
+        ``Chain.confirmations`` under the head (what a reorg no longer undoes)."""
 
         def read() -> DealStatus:
-            state, at = self._contract.functions.status(_terms(terms)).call()
+            from web3.exceptions import BadFunctionCallOutput
+
+            block: int | str = "latest"
+            if confirmed and self._chain.confirmations:
+                block = max(0, int(self._chain.w3.eth.block_number) - self._chain.confirmations)
+            try:
+                state, at = self._contract.functions.status(_terms(terms)).call(block_identifier=block)
+            except BadFunctionCallOutput:  # no escrow at that block yet (a young chain): no deal then
+                return DealStatus(DealState.NONE, 0)
             return DealStatus(DEAL_STATES.get(int(state), DealState.UNKNOWN), int(at))
 
         return await self._chain.run(read)

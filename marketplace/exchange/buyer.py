@@ -23,7 +23,7 @@ from marketplace.chain import Chain
 from marketplace.chain_types import DealState, DealStatus, DealTerms
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
-from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -221,6 +221,8 @@ class Buyer:
         if status.state is _D.LOCKED and now >= terms.deadline:
             await self._escrow.refund(self._wallet, terms)
             status = await self._escrow.status(terms)
+        if await final_unconfirmed(self._chain, self._escrow, terms, status):
+            return None  # moved once confirmed: a reorg could still undo it
         if status.state is _D.REFUNDED:
             await self._purchases.move(pid, _S.REFUNDED, keep_detail=True)
             return _S.REFUNDED

@@ -27,7 +27,7 @@ from marketplace.direct_payment import authorization_paid
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.exchange.chain_time import deadline_now
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
-from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -326,6 +326,8 @@ class Seller:
             return _S.STALE
         terms = quote.terms()
         status = await self._escrow.status(terms)
+        if await final_unconfirmed(self._chain, self._escrow, terms, status):
+            return None  # moved once confirmed: a reorg could still undo it
         if status.state is _D.RELEASED:
             return _S.PAID
         if status.state is _D.REFUNDED:

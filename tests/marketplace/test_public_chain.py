@@ -24,6 +24,7 @@ from marketplace.public_chain.presets import BASE_SEPOLIA
 from node.config import ChainSection
 from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process
 from tests.marketplace.test_arbitration import arbiter_of
+from tests.marketplace.test_cheating_parties import BuyerThatAsksLate
 from tests.marketplace.test_purchase import Side, TamperingSeller, close, terms_of, trade
 
 ESCROW = "0x" + "12" * 20
@@ -172,5 +173,26 @@ async def test_an_answer_a_reorg_drops_is_never_acted_on_and_its_replay_is(tmp_p
                 await chain.mine()
             (verdict,) = await arbiter.arbitrate_answered()
             assert not verdict.to_seller and (await Escrow(chain).status(terms)).state == "refunded"
+        finally:
+            await close(buyer, seller)
+
+
+async def test_a_refund_moves_the_purchase_only_once_confirmed(tmp_path: Path) -> None:
+    """A deal's end (refunded, released) is recorded only once a reorg can no longer undo it: a
+    record moved on an unconfirmed refund would never refund again if the reorg locked it anew."""
+    async with base_sepolia_anvil() as chain:
+        seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatAsksLate)
+        try:
+            result = await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
+            assert result.state == "refused"  # asked after the deadline: nothing delivered
+            assert await buyer.market.settle_purchases() == {}  # refund sent; not yet confirmed
+            terms = await terms_of(buyer, result.purchase_id)
+            assert (await Escrow(chain).status(terms)).state == "refunded"
+            for _ in range(chain.confirmations):
+                await chain.mine()
+            assert await buyer.market.settle_purchases() == {"refunded": 1}
+            assert buyer.market.stuck() == {}
         finally:
             await close(buyer, seller)
