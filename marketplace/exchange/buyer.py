@@ -23,7 +23,7 @@ from marketplace.chain import Chain
 from marketplace.chain_types import DealState, DealStatus, DealTerms
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
-from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed, lock_unconfirmed
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -319,6 +319,11 @@ class Buyer:
         terms = deal.quote.terms()
         # A purchase id the escrow already holds makes the lock revert: a fresh one skips the read.
         status = DealStatus(_D.NONE) if fresh else await self._escrow.status(terms)
+        if await final_unconfirmed(self._chain, self._escrow, terms, status):
+            why = "the escrow's last move is not confirmed yet; the next round records it"
+            return PurchaseResult(
+                deal.purchase_id.hex(), str(record.state if record else _S.QUOTED), None, deal.price, why
+            )
         if status.state is _D.REFUNDED:
             return await self._end(deal, _S.REFUNDED)
         if status.state is _D.RELEASED:
@@ -346,6 +351,10 @@ class Buyer:
                 await self._purchases.move(deal.purchase_id, _S.FAILED, str(exc))
                 raise PurchaseError(f"payment not made: {exc}") from None
         await self._purchases.move(deal.purchase_id, _S.LOCKED)
+        if await lock_unconfirmed(self._chain, self._escrow, terms):
+            # The seller delivers only against a lock a reorg can no longer undo: ask once it is that deep.
+            why = f"locked; the delivery is asked for once the lock is {self._chain.confirmations} blocks deep"
+            return await self._end(deal, _S.LOCKED, f"{why} (the next market round)")
         outcome = await self._receive(deal, DeliveryRequest(deal.purchase_id))
         if outcome == "unreachable":
             # The seller may be restarting: the payment stays locked and ``resume`` asks again;

@@ -89,6 +89,12 @@ async def final_unconfirmed(chain: Chain, escrow: Escrow, terms: DealTerms, stat
     return (await escrow.status(terms, confirmed=True)).state is not status.state
 
 
+async def lock_unconfirmed(chain: Chain, escrow: Escrow, terms: DealTerms) -> bool:
+    """Whether the lock on ``terms`` lies less than ``Chain.confirmations`` deep: a reorg could still
+    undo it, and a skill delivered against it would be out with the money back (dev chain: never)."""
+    return bool(chain.confirmations) and (await escrow.status(terms, confirmed=True)).state is not DealState.LOCKED
+
+
 #: What one deal's settlement step may fail with; it is recorded on that deal, and stops no other.
 SETTLEMENT_ERRORS = (ChainError, MarketError, ConnectionError, TimeoutError)
 

@@ -27,7 +27,7 @@ from marketplace.direct_payment import authorization_paid
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.exchange.chain_time import deadline_now
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
-from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed, lock_unconfirmed
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -211,6 +211,11 @@ class Seller:
         # The escrow keeps a fingerprint of the terms: a lock on any other terms (a nearer deadline,
         # another amount or seller) reads as none, and nothing is delivered against it.
         status = await self._escrow.status(quote.terms())
+        if status.state is _D.LOCKED and await lock_unconfirmed(self._chain, self._escrow, quote.terms()):
+            # A lock a reorg could still undo is no payment: the skill would be out, the money back.
+            raise PurchaseError(
+                f"your lock is not {self._chain.confirmations} blocks deep yet; ask again then (nothing delivered)"
+            )
         # Sealed only once the payment checks out: a request that is refused costs no read and no box.
         if status.state is _D.LOCKED:
             commitment = await self._sealed(sale, quote, secret)

@@ -12,12 +12,15 @@ from typing import Any
 
 import pytest
 
+from crypto.envelope import decode_envelope
 from ground.authority import Speaker
 from marketplace.chain import ESCROW_RULES, Chain, _deploy
 from marketplace.chain_types import Account
 from marketplace.errors import ChainError, GasPriceTooHigh
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import PurchaseResult
+from marketplace.exchange.deals import Sales, SaleState
+from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, KIND_ERROR, DeliveryRequest
 from marketplace.exchange.seller import COMMIT_AFTER_S
 from marketplace.public_chain.log_cursor import Window, window
 from marketplace.public_chain.presets import BASE_SEPOLIA
@@ -108,11 +111,22 @@ async def test_nothing_is_sent_above_the_gas_price_cap() -> None:
         assert await chain.run(lambda: int(chain.w3.eth.get_transaction_count(sender.address))) == nonce
 
 
-async def _disputed(seller: Side, buyer: Side) -> PurchaseResult:
-    """A purchase whose delivery the tampering seller committed and the buyer's daemon disputed."""
-    result = await buyer.market.buy(
+async def _bought(chain: Chain, seller: Side, buyer: Side) -> PurchaseResult:
+    """A purchase carried on past its lock: locked, confirmed, then the delivery asked for (as the
+    buyer's daemon does in its next round)."""
+    locked = await buyer.market.buy(
         seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
     )
+    assert locked.state == "locked", locked
+    for _ in range(chain.confirmations):
+        await chain.mine()
+    (result,) = await buyer.market.resume()
+    return result
+
+
+async def _disputed(chain: Chain, seller: Side, buyer: Side) -> PurchaseResult:
+    """A purchase whose delivery the tampering seller committed and the buyer's daemon disputed."""
+    result = await _bought(chain, seller, buyer)
     assert result.state == "refused"
     seller.clock.ahead_ms = (COMMIT_AFTER_S + 1) * 1000
     assert (await seller.market.settle_sales(), await buyer.market.settle_purchases()) == (
@@ -129,7 +143,7 @@ async def test_the_arbiter_acts_on_confirmed_blocks_and_its_cursor_survives_a_re
     async with base_sepolia_anvil() as chain:
         seller, buyer = await trade(tmp_path, chain, seller_class=TamperingSeller)
         try:
-            result = await _disputed(seller, buyer)
+            result = await _disputed(chain, seller, buyer)
             assert await seller.market.settle_sales() == {"disputed": 1}  # answered, in the latest block
             arbiter = await arbiter_of(chain, buyer)
             assert await arbiter.arbitrate_answered() == []  # not yet confirmed
@@ -155,7 +169,7 @@ async def test_an_answer_a_reorg_drops_is_never_acted_on_and_its_replay_is(tmp_p
     async with base_sepolia_anvil() as chain:
         seller, buyer = await trade(tmp_path, chain, seller_class=TamperingSeller)
         try:
-            result = await _disputed(seller, buyer)
+            result = await _disputed(chain, seller, buyer)
             arbiter = await arbiter_of(chain, buyer)
             fork = await chain.run(lambda: chain.w3.provider.make_request("evm_snapshot", [])["result"])
             assert await seller.market.settle_sales() == {"disputed": 1}  # answered
@@ -183,9 +197,7 @@ async def test_a_refund_moves_the_purchase_only_once_confirmed(tmp_path: Path) -
     async with base_sepolia_anvil() as chain:
         seller, buyer = await trade(tmp_path, chain, buyer_class=BuyerThatAsksLate)
         try:
-            result = await buyer.market.buy(
-                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
-            )
+            result = await _bought(chain, seller, buyer)
             assert result.state == "refused"  # asked after the deadline: nothing delivered
             assert await buyer.market.settle_purchases() == {}  # refund sent; not yet confirmed
             terms = await terms_of(buyer, result.purchase_id)
@@ -194,5 +206,30 @@ async def test_a_refund_moves_the_purchase_only_once_confirmed(tmp_path: Path) -
                 await chain.mine()
             assert await buyer.market.settle_purchases() == {"refunded": 1}
             assert buyer.market.stuck() == {}
+        finally:
+            await close(buyer, seller)
+
+
+async def test_a_skill_is_delivered_only_against_a_confirmed_lock(tmp_path: Path) -> None:
+    """A lock a reorg could still undo is no payment: delivered against it, the skill is out and
+    the money back. The buyer asks once its lock is confirmed (its daemon's next round), and the
+    seller refuses anyone who asks sooner."""
+    async with base_sepolia_anvil() as chain:
+        seller, buyer = await trade(tmp_path, chain)
+        try:
+            result = await buyer.market.buy(
+                seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade", speaker=Speaker.PERSON
+            )
+            assert result.state == "locked" and "blocks deep" in result.detail, result
+            pid = bytes.fromhex(result.purchase_id)
+            sealed = buyer.market._buyer._messenger.seal(KIND_DELIVERY_REQUEST, DeliveryRequest(pid).body())
+            answer = decode_envelope(await seller.market.answer(buyer.host.peer_id, sealed.encode()), max_bytes=10**6)
+            assert answer.kind == KIND_ERROR and "blocks deep" in str(answer.body_map()["error"])  # asked too soon
+            sale = await Sales(seller.store).get(pid)
+            assert sale is not None and sale.state is SaleState.QUOTED and sale.delivery_key is None
+            for _ in range(chain.confirmations):
+                await chain.mine()
+            (resumed,) = await buyer.market.resume()
+            assert resumed.state == "completed" and resumed.crystal_id is not None
         finally:
             await close(buyer, seller)
