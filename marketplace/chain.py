@@ -87,10 +87,8 @@ class Chain:
         self.sent: dict[str, GasSpent] = {}
         self._chain_id: int | None = None
         self._domain: dict[str, Any] | None = None
-        #: ``public_chain.presets`` (0 on a dev chain): event depth, blocks re-read, gas price cap (0: none).
-        self.confirmations = 0
-        self.reorg_blocks = 0
-        self.max_gas_price_wei = 0
+        #: Set by ``public_chain.presets.ChainTuning.apply`` on a public chain; 0 on a dev chain.
+        self.confirmations = self.reorg_blocks = self.max_gas_price_wei = self.log_chunk_blocks = self.log_lookback = 0
 
     # --- construction --------------------------------------------------------------------
 

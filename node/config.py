@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
-from marketplace.public_chain.presets import PRESETS, gwei
+from marketplace.public_chain.presets import PRESETS, ChainTuning, gwei
 from memory import design
 from node.errors import InvalidValue
 
@@ -350,20 +350,22 @@ class ChainSection(_Section):
             raise InvalidValue(f"{self.preset} is a public network, not a dev chain: set dev = false")
         return self
 
-    def settled(self) -> tuple[int | None, int, int, int]:
-        """(chain id to require, confirmations, reorg blocks, gas price cap in wei: 0 none): the keys
-        left unset take the preset's values, or a dev chain's (0)."""
+    def settled(self) -> ChainTuning:
+        """What the chain client is set to: the keys left unset take the preset's values, or a dev
+        chain's (0)."""
         preset = PRESETS.get(self.preset)
+        if preset is None:
+            return ChainTuning(None, max(self.confirmations, 0), max(self.reorg_blocks, 0),
+                               gwei(max(self.max_gas_price_gwei, 0)))  # fmt: skip
 
         def pick(value: float, preset_value: float) -> float:
-            return value if value >= 0 else (preset_value if preset is not None else 0)
+            return value if value >= 0 else preset_value
 
-        return (
-            preset.chain_id if preset is not None else None,
-            int(pick(self.confirmations, preset.confirmations if preset else 0)),
-            int(pick(self.reorg_blocks, preset.reorg_blocks if preset else 0)),
-            gwei(pick(self.max_gas_price_gwei, preset.max_gas_price_gwei if preset else 0)),
-        )
+        return ChainTuning(
+            preset.chain_id, int(pick(self.confirmations, preset.confirmations)),
+            int(pick(self.reorg_blocks, preset.reorg_blocks)), gwei(pick(self.max_gas_price_gwei,
+            preset.max_gas_price_gwei)), preset.log_chunk_blocks, preset.log_lookback,
+        )  # fmt: skip
 
     @model_validator(mode="after")
     def _addresses(self) -> ChainSection:

@@ -146,6 +146,8 @@ class Market:
         # Read on from the persisted cursor, acting only on confirmed blocks (``public_chain.log_cursor``).
         chain_id, head = await chain.chain_id(), await chain.run(lambda: int(chain.w3.eth.block_number))
         at = await cursor(self._store, ARBITER_READER, chain_id, escrow.address)
+        if not at and chain.log_lookback:  # a first start on a public chain: older answers are past arbitration
+            at = max(0, head - chain.log_lookback)
         span = window(at, head, confirmations=chain.confirmations, reorg_blocks=chain.reorg_blocks)
         if span is None:
             return []

@@ -117,13 +117,11 @@ class MarketPart:
         cfg = self._ctx.config.chain
         try:
             if cfg.url:
-                chain_id, confirmations, reorg_blocks, max_gas_wei = cfg.settled()
-                chain = await Chain.rpc(cfg.url, cfg.token_address, cfg.escrow_address, dev=cfg.dev, chain_id=chain_id)
-                chain.confirmations, chain.reorg_blocks, chain.max_gas_price_wei = (
-                    confirmations,
-                    reorg_blocks,
-                    max_gas_wei,
+                tuning = cfg.settled()
+                chain = await Chain.rpc(
+                    cfg.url, cfg.token_address, cfg.escrow_address, dev=cfg.dev, chain_id=tuning.chain_id
                 )
+                tuning.apply(chain)
             else:
                 chain = await Chain.embedded()
         except ChainError as exc:

@@ -23,7 +23,7 @@ from marketplace.exchange.deals import Sales, SaleState
 from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, KIND_ERROR, DeliveryRequest
 from marketplace.exchange.seller import COMMIT_AFTER_S
 from marketplace.public_chain.log_cursor import Window, window
-from marketplace.public_chain.presets import BASE_SEPOLIA
+from marketplace.public_chain.presets import BASE_SEPOLIA, ChainTuning
 from node.config import ChainSection
 from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process
 from tests.marketplace.test_arbitration import arbiter_of
@@ -36,11 +36,12 @@ ESCROW = "0x" + "12" * 20
 def test_the_base_sepolia_preset_names_its_chain_and_real_usdc() -> None:
     cfg = ChainSection(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW)
     assert cfg.token_address == "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
-    assert cfg.settled() == (84532, BASE_SEPOLIA.confirmations, BASE_SEPOLIA.reorg_blocks, 2 * 10**9)
+    p = BASE_SEPOLIA
+    assert cfg.settled() == ChainTuning(84532, p.confirmations, p.reorg_blocks, 2 * 10**9, 10_000, p.log_lookback)
     tuned = ChainSection(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW,
                          confirmations=20, max_gas_price_gwei=0.5)  # fmt: skip
-    assert tuned.settled() == (84532, 20, BASE_SEPOLIA.reorg_blocks, 5 * 10**8)
-    assert ChainSection().settled() == (None, 0, 0, 0)  # the embedded dev chain: act at once, no cap
+    assert tuned.settled() == ChainTuning(84532, 20, p.reorg_blocks, 5 * 10**8, 10_000, p.log_lookback)
+    assert ChainSection().settled() == ChainTuning()  # the embedded dev chain: act at once, no cap
     with pytest.raises(ValueError, match="leave token_address unset"):
         ChainSection(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW,
                      token_address="0x" + "34" * 20)  # fmt: skip
@@ -81,9 +82,9 @@ async def base_sepolia_anvil() -> AsyncIterator[Chain]:
         finally:
             await deployer.close()
         cfg = ChainSection(url=url, preset="base-sepolia", escrow_address=escrow)
-        chain_id, confirmations, reorg_blocks, max_gas_wei = cfg.settled()
-        chain = await Chain.rpc(url, cfg.token_address, escrow, dev=True, chain_id=chain_id)
-        chain.confirmations, chain.reorg_blocks, chain.max_gas_price_wei = confirmations, reorg_blocks, max_gas_wei
+        tuning = cfg.settled()
+        chain = await Chain.rpc(url, cfg.token_address, escrow, dev=True, chain_id=tuning.chain_id)
+        tuning.apply(chain)
         try:
             yield chain
         finally:
@@ -231,5 +232,24 @@ async def test_a_skill_is_delivered_only_against_a_confirmed_lock(tmp_path: Path
                 await chain.mine()
             (resumed,) = await buyer.market.resume()
             assert resumed.state == "completed" and resumed.crystal_id is not None
+        finally:
+            await close(buyer, seller)
+
+
+async def test_a_deals_events_are_found_in_bounded_queries_newest_first(tmp_path: Path) -> None:
+    """A public RPC refuses eth_getLogs from block 0: one deal's commitment is looked for a chunk of
+    blocks a query, newest first, ``log_lookback`` blocks back at most."""
+    async with base_sepolia_anvil() as chain:
+        seller, buyer = await trade(tmp_path, chain, seller_class=TamperingSeller)
+        try:
+            chain.log_chunk_blocks = 3  # the dispute below lies several chunks under the head
+            result = await _disputed(chain, seller, buyer)  # the buyer read the commitment to dispute it
+            terms = await terms_of(buyer, result.purchase_id)
+            for _ in range(chain.confirmations):
+                await chain.mine()
+            escrow = Escrow(chain)
+            assert await escrow.commitment(terms.purchase_id) is not None
+            chain.log_lookback = 5  # now older than the lookback: not searched
+            assert await escrow.commitment(terms.purchase_id) is None
         finally:
             await close(buyer, seller)
