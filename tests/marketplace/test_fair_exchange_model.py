@@ -48,13 +48,16 @@ from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
+    KIND_QUOTE_REQUEST,
     PROTOCOL,
     DeliveryRequest,
     Quote,
+    QuoteRequest,
     quote_of,
     seal_skill,
 )
 from marketplace.exchange.seller import Seller
+from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
@@ -219,11 +222,15 @@ class FairExchange(RuleBasedStateMachine):
         buyer_ask_at=st.sampled_from([None, None, -400, -100, -2, -2, 1, 1, 30]),
         buyer_nearer=st.sampled_from([0, 0, 0, 200]),
         buyer_idle_chain=st.booleans(),
+        confirmations=st.sampled_from([0, 0, 2]),
     )
     def buy(self, cheater: str, seller_deliver: str, buyer_release: bool, buyer_ask_at: int | None,
-            buyer_nearer: int, buyer_idle_chain: bool) -> None:  # fmt: skip
+            buyer_nearer: int, buyer_idle_chain: bool, confirmations: int) -> None:  # fmt: skip
         self.cheater = cheater
         self.run(self._setup(cheater))
+        # As on a public chain (issue 49): a lock is delivered against, and a deal's end recorded,
+        # only this many blocks deep.
+        self.live_chain.confirmations = confirmations
         if cheater == "seller":
             self.cheat_seller.deliver = seller_deliver
         else:
@@ -448,6 +455,24 @@ class FairExchange(RuleBasedStateMachine):
         self.run(ask())
 
     @precondition(lambda self: self.cheater == "buyer" and self.purchase_id)
+    @rule(proof=st.sampled_from(["none", "replayed"]))
+    def fresh_keys_claim_the_buyers_wallet(self, proof: str) -> None:
+        """Fresh node keys ask for quotes naming the buyer's wallet, without a proof or with the
+        buyer's own proof replayed (signed for its node key): they must borrow none of its standing
+        (issue 49)."""
+
+        async def claim() -> None:
+            replayed = wallet_proof(self.buyer.wallet.private_key, self.buyer.identity.public_key)
+            for _ in range(3):
+                key = Identity.generate()
+                body = QuoteRequest("k8s.drain", 1, self.buyer.wallet.address,
+                                    replayed if proof == "replayed" else None).body()  # fmt: skip
+                request = seal_envelope(key, KIND_QUOTE_REQUEST, pack_body(body), now_ms=self.seller.clock())
+                await self.seller.market.answer(key.public_key.hex(), request.encode())
+
+        self.run(claim())
+
+    @precondition(lambda self: self.cheater == "buyer" and self.purchase_id)
     @rule()
     def buyer_runs_its_own_settlement(self) -> None:
         self.run(self._try(self.buyer.market.resume()))
@@ -513,6 +538,22 @@ class FairExchange(RuleBasedStateMachine):
             price = await chain.run(lambda: int(chain.w3.eth.gas_price))
             mined = chain.sent.get(seller)
             assert SELLER_GAS_WEI - wei == (mined.gas if mined else 0) * price, (SELLER_GAS_WEI - wei, mined)
+
+        self.run(check())
+
+    @invariant()
+    def no_stranger_holds_a_buyers_standing(self) -> None:
+        """Standing is the buyer's own node key's, or a wallet's it proved: never a claim's."""
+        if self.chain is None or not self.nodes:
+            return
+
+        async def check() -> None:
+            buyer = self.buyer.identity.public_key.hex()
+            async with self.seller.store.reader().execute(
+                "SELECT count(*) FROM sales WHERE standing = 1 AND buyer != ?", (buyer,)
+            ) as rows:
+                (row,) = await rows.fetchall()
+            assert row[0] == 0
 
         self.run(check())
 
