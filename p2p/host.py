@@ -30,7 +30,7 @@ from ground.bridge import TrioThread
 from ground.clock import wall_clock_ms
 from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
-from p2p.errors import HostNotRunning, ProtocolRefused, RequestFailed, RequestTimedOut
+from p2p.errors import HostNotRunning, InvalidValue, PeerUnreachable, ProtocolRefused, RequestFailed, RequestTimedOut
 from p2p.framing import MAX_FRAME_BYTES, read_frame, write_frame
 from p2p.network.bounds import ConnectionBounds
 from p2p.network.reach import reach
@@ -132,13 +132,21 @@ class P2PHost:
         """Dial a peer by its full multiaddr (with /p2p/<id>); returns its peer id."""
         from libp2p.peer.peerinfo import info_from_p2p_addr
 
-        info = info_from_p2p_addr(multiaddr.Multiaddr(address))
+        try:
+            info = info_from_p2p_addr(multiaddr.Multiaddr(address))
+        except (ValueError, multiaddr.exceptions.Error) as exc:  # the libraries' refusals of an address
+            raise InvalidValue(
+                f"{address!r} is not a peer's full multiaddr (like /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...): {exc}"
+            ) from None
 
         async def dial() -> str:
             # An explicit dial is news (a restarted peer on a new port): forget earlier failures.
             self._host.get_network().unblock_peer(info.peer_id)
             self._host.get_peerstore().add_addrs(info.peer_id, info.addrs, 3600)  # kept even if already connected
-            await self._host.connect(info)
+            try:
+                await self._host.connect(info)
+            except Exception as exc:  # py-libp2p's SwarmException and the OSErrors under it
+                raise PeerUnreachable(f"cannot dial {address}: {exc}") from exc
             return str(info.peer_id.to_base58())
 
         return await self._call(dial)

@@ -11,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ground", "crypto", "memory", "p2p", "marketplace", "node")
 #: The import names of the dev extras (pyproject's [project.optional-dependencies] dev).
 DEV_ONLY = {"pytest", "pytest_asyncio", "pytest_timeout", "xdist", "hypothesis", "ruff", "mypy", "playwright",
-            "tokenizers"}  # fmt: skip
+            "tokenizers", "mkdocs", "material"}  # fmt: skip
 
 
 def test_the_dev_extras_are_the_tools_named_here() -> None:
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     names = {req.split("==")[0].replace("-", "_") for req in dev}
     assert names == {"pytest", "pytest_asyncio", "pytest_timeout", "pytest_xdist", "hypothesis", "ruff", "mypy",
-                     "playwright", "tokenizers"}  # fmt: skip
+                     "playwright", "tokenizers", "mkdocs", "mkdocs_material"}  # fmt: skip
 
 
 def test_no_installed_module_imports_a_development_tool() -> None:
