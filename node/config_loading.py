@@ -9,6 +9,7 @@ environment value is read as a TOML value when it parses as one (``42``, ``true`
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,7 +68,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(str(path), f"cannot be read ({exc.strerror})") from None
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        if toml_nesting(text) > MAX_TOML_DEPTH:
+            raise ConfigError(str(path), f"nests arrays or inline tables more than {MAX_TOML_DEPTH} levels deep")
+        return tomllib.loads(text)
     except UnicodeDecodeError:
         raise ConfigError(str(path), "is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -100,10 +104,44 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
 def _parse_env_value(raw: str) -> Any:
     """A TOML literal (numbers, booleans, arrays); anything else is a string. Text fields skip this:
     an address like 0x5FbD… is text, not a hexadecimal integer."""
+    if toml_nesting(raw) > MAX_TOML_DEPTH:
+        return raw  # nested past any setting: not a literal we take
     try:
         return tomllib.loads(f"value = {raw}")["value"]
     except (tomllib.TOMLDecodeError, RecursionError):  # nested past the stack: not a literal we take
         return raw
+
+
+#: Deeper than any setting nests (a list of strings, a table of levels: 2).
+MAX_TOML_DEPTH = 64
+_TOML_STRING = re.compile(
+    "|".join(
+        (
+            r'"""[\s\S]*?"""',  # multi-line basic
+            r"'''[\s\S]*?'''",  # multi-line literal
+            r'"(?:[^"\\\n]|\\.)*"',  # basic, with escapes
+            r"'[^'\n]*'",  # literal
+        )
+    )
+)
+_TOML_COMMENT = re.compile(r"#[^\n]*")
+
+
+def toml_nesting(text: str) -> int:
+    """How deeply ``text`` nests arrays and inline tables (outside strings and comments), measured
+    before parsing: tomllib recurses once per level, and once the embedded chain's libraries have
+    raised the recursion limit to 100,000 a document of 50,000 brackets took minutes to refuse
+    (`python -m bench fuzz`, config-toml) where it could overflow the stack. Table headers count 1-2."""
+    if text.count("[") + text.count("{") <= MAX_TOML_DEPTH:  # an upper bound: most files stop here
+        return 0
+    depth = deepest = 0
+    for char in _TOML_COMMENT.sub("", _TOML_STRING.sub('""', text)):
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _explain(exc: ValidationError, source: str, env_vars: dict[str, str]) -> ConfigError:

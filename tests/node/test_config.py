@@ -170,3 +170,24 @@ def test_peers_heard_per_source_is_one_setting_of_the_p2p_section() -> None:
     assert load_config(None, {}).config.p2p.peer_store_per_source == DiscoverySettings().peers_per_source
     loaded = load_config(None, {"BITTERBOT_P2P__PEER_STORE_PER_SOURCE": "5"})
     assert loaded.config.p2p.peer_store_per_source == 5
+
+
+def test_a_deeply_nested_file_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """`python -m bench fuzz` (config-toml): 'a = [[[[...' took 329 s to refuse once the embedded
+    chain's libraries had raised the recursion limit (tomllib recursed to the limit, then raised
+    RecursionError). Now the nesting is measured first, whatever the recursion limit is."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)  # as py-evm sets it
+    try:
+        for opening, closing in (("[", "]"), ("{b = ", "}")):
+            path = tmp_path / "deep.toml"
+            path.write_text("a = " + opening * 3_000 + "1" + closing * 3_000 + "\n")
+            with pytest.raises(ConfigError, match="more than 64 levels deep"):
+                load_config(path, {})
+        path.write_text('a = "' + "[" * 3_000 + '"\n# ' + "{" * 3_000 + "\n")  # brackets in text only
+        with pytest.raises(ConfigError, match="unknown"):  # parsed, and refused for its key instead
+            load_config(path, {})
+    finally:
+        sys.setrecursionlimit(limit)
