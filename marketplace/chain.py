@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from ground.bridge import TrioThread
 from marketplace.arbiter_policy import arbiter_refusal
-from marketplace.chain_types import Account, EscrowRules, GasSpent, Receipt, TransferAuthorization
+from marketplace.chain_types import Account, EscrowRules, GasSpent, Receipt, TransferAuthorization, micro_usdc_amount
 from marketplace.errors import (
     ChainError,
     ChainUnreachable,
@@ -197,10 +197,10 @@ class Chain:
     # --- writes --------------------------------------------------------------------------
 
     async def transfer(self, account: Account, to: str, amount: int) -> Receipt:
-        return await self.send(account, lambda: self._token.functions.transfer(to, _amount(amount)))
+        return await self.send(account, lambda: self._token.functions.transfer(to, micro_usdc_amount(amount)))
 
     async def approve(self, account: Account, spender: str, amount: int) -> Receipt:
-        return await self.send(account, lambda: self._token.functions.approve(spender, _amount(amount)))
+        return await self.send(account, lambda: self._token.functions.approve(spender, micro_usdc_amount(amount)))
 
     async def permit_nonce(self, address: str) -> int:
         """The token's EIP-2612 nonce of ``address`` (the next permit must carry it)."""
@@ -212,7 +212,7 @@ class Chain:
         """An EIP-2612 permit letting ``spender`` draw ``value`` from ``account`` until ``deadline``
         (``nonce``: the token's permit nonce if the caller read it already; a stale one only makes
         the transaction that carries the permit revert)."""
-        _amount(value)
+        micro_usdc_amount(value)
 
         def permit_signature() -> tuple[int, bytes, bytes]:
             current = nonce if nonce is not None else int(self._token.functions.nonces(account.address).call())
@@ -234,7 +234,7 @@ class Chain:
         """Send ``owner``'s signed permit (anyone may: it only sets what ``owner`` signed)."""
         v, r, s = signature
         return await self.send(
-            submitter, lambda: self._token.functions.permit(owner, spender, _amount(value), deadline, v, r, s)
+            submitter, lambda: self._token.functions.permit(owner, spender, micro_usdc_amount(value), deadline, v, r, s)
         )
 
     async def allowance(self, owner: str, spender: str) -> int:
@@ -247,7 +247,7 @@ class Chain:
         once: ``nonce`` can be used once, ever, so signing again for the same nonce never pays twice.
         ``payee_only``: a ``receiveWithAuthorization``, which only ``receiver`` may submit, so nobody
         can copy it from the mempool and spend it first; else a ``transferWithAuthorization`` (anyone)."""
-        _amount(amount)
+        micro_usdc_amount(amount)
         if len(nonce) != 32:
             raise InvalidValue("an authorization nonce is 32 bytes")
         primary = "ReceiveWithAuthorization" if payee_only else "TransferWithAuthorization"
@@ -266,11 +266,11 @@ class Chain:
 
     async def transfer_with_authorization(self, submitter: Account, auth: TransferAuthorization) -> Receipt:
         """Submit ``auth`` signed with ``payee_only=False`` (anyone may; the money goes only where it says)."""
-        return await self.send(submitter, lambda: self._token.functions.transferWithAuthorization(*_args(auth)))
+        return await self.send(submitter, lambda: self._token.functions.transferWithAuthorization(*auth.to_wire()))
 
     async def receive_with_authorization(self, payee: Account, auth: TransferAuthorization) -> Receipt:
         """Collect ``auth`` (signed payee-only) as its payee: the token refuses anyone else."""
-        return await self.send(payee, lambda: self._token.functions.receiveWithAuthorization(*_args(auth)))
+        return await self.send(payee, lambda: self._token.functions.receiveWithAuthorization(*auth.to_wire()))
 
     async def authorization_used(self, authorizer: str, nonce: bytes) -> bool:
         return await self.run(lambda: bool(self._token.functions.authorizationState(authorizer, nonce).call()))
@@ -286,7 +286,9 @@ class Chain:
             _wait(self._w3, self._w3.eth.send_transaction({"from": minter, "to": address, "value": gas_wei}))
             _wait(
                 self._w3,
-                self._token.functions.mint(address, _amount(micro_usdc)).transact({"from": minter, "gas": GAS_LIMIT}),
+                self._token.functions.mint(address, micro_usdc_amount(micro_usdc)).transact(
+                    {"from": minter, "gas": GAS_LIMIT}
+                ),
             )
 
         await self.run(give)
@@ -474,17 +476,6 @@ class Chain:
             return mined
 
         return await self.run(send)
-
-
-def _args(auth: TransferAuthorization) -> tuple[Any, ...]:
-    return (auth.authorizer, auth.receiver, auth.amount, auth.valid_after, auth.valid_before, auth.nonce,
-            auth.v, auth.r, auth.s)  # fmt: skip
-
-
-def _amount(micro_usdc: int) -> int:
-    if type(micro_usdc) is not int or micro_usdc < 0:
-        raise InvalidValue(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
-    return micro_usdc
 
 
 def _connect(url: str) -> Any:

@@ -173,3 +173,10 @@ class GasSpent:
 
     transactions: int = 0
     gas: int = 0
+
+
+def micro_usdc_amount(micro_usdc: int) -> int:
+    """``micro_usdc`` if it is an amount (a non-negative integer of micro-USDC), else ``InvalidValue``."""
+    if type(micro_usdc) is not int or micro_usdc < 0:
+        raise InvalidValue(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
+    return micro_usdc

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crypto.envelope import EnvelopePolicy, decode_envelope
+from ground.authority import Speaker
 from ground.errors import FieldError
 from ground.fields import field, raw_bytes, text
 from ground.wire import Spec, Wire, blob, digest, eth_address, ident, key, whole
@@ -268,7 +269,7 @@ def unstorable(text: str) -> str | None:
     with it before anything is released: the hash alone passes a whitespace-only skill, which memory
     refuses, and a deal that fails at storing failed again at every restart (issue 49)."""
     try:
-        NewCrystal(text)
+        NewCrystal(text, speaker=Speaker.SELLER)  # as the buyer would store it: a check, never stored
     except MemoryError_ as exc:
         return str(exc)
     return None

@@ -119,7 +119,9 @@ def test_two_daemons_buy_and_sell_over_anvil(trading_pair: tuple[Node, Node, str
     assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
     stored = buyer.json("memory", "show", bought["crystal_id"])
     assert stored["crystal"]["text"] == SKILL and stored["crystal"]["origin"] == "peer"
-    assert stored["crystal"]["bounty"] == {"bounty_id": "pg", "reward_micro_usdc": 500_000}
+    bounty = stored["crystal"]["bounty"]
+    assert (bounty["bounty_id"], bounty["reward_micro_usdc"]) == ("pg", 500_000)
+    assert bounty["priority_boost"] == pytest.approx(1 + 0.2 * 0.5 / 1.5)  # the seed's boost, from the reward
 
     buyer_wallet = buyer.json("wallet")
     assert buyer_wallet["balance_micro_usdc"] == 1_000_000 - price
