@@ -15,15 +15,16 @@ START_S = 20
 
 
 @contextlib.contextmanager
-def anvil_process() -> Iterator[str]:
-    """Start anvil, yield its URL, and stop (and wait for) it at the end."""
+def anvil_process(*options: str) -> Iterator[str]:
+    """Start anvil (with ``options``, such as ``--dump-state PATH``), yield its URL, and stop (and
+    wait for) it at the end."""
     if ANVIL is None:
         raise RuntimeError(NO_ANVIL)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = subprocess.Popen(  # our own anvil, on loopback
-        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent"],
+        [ANVIL, "--host", "127.0.0.1", "--port", str(port), "--silent", *options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

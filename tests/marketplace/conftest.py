@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from marketplace.fiattoken.anvil import ANVIL as ANVIL  # the tests import these
 from marketplace.fiattoken.anvil import NO_ANVIL as NO_ANVIL
 from marketplace.fiattoken.anvil import anvil_process as anvil_process
 from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
-from marketplace.fiattoken.deploy import usdc_chain
+from marketplace.fiattoken.deploy import deploy_token, usdc_chain
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
@@ -46,6 +47,20 @@ def need_fiattoken() -> None:
         artifacts()
     except FiatTokenUnavailable as exc:
         pytest.skip(f"Circle's FiatToken is unavailable: {exc}")
+
+
+@contextlib.contextmanager
+def anvil_holding_usdc(name: str = "USDC", decimals: int = 6) -> Iterator[tuple[str, str]]:
+    """An anvil where Circle's token is already deployed, as USDC is on a public test network (named
+    as on Base: not our default); yields its URL and the token's address. Skips where it cannot be."""
+    if ANVIL is None:
+        pytest.skip(NO_ANVIL)
+    need_fiattoken()
+    from web3 import Web3
+
+    with anvil_process() as url:
+        w3 = Web3(Web3.HTTPProvider(url))
+        yield url, deploy_token(w3, w3.eth.accounts[0], name=name, decimals=decimals)
 
 
 ON_ANVIL = pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
