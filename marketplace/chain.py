@@ -30,10 +30,12 @@ from marketplace.deploy_policy import arbiter_refusal, usdc_like
 from marketplace.errors import (
     ChainError,
     ChainUnreachable,
-    InsufficientFunds,
+    GasPriceTooHigh,
     InvalidValue,
     TransactionPending,
     TransactionReverted,
+    no_gas,
+    reverted,
 )
 
 T = TypeVar("T")
@@ -46,7 +48,6 @@ ESCROW_RULES = EscrowRules(
     arbiter="", min_delivery_window_s=300, max_lock_s=86_400, dispute_window_s=3_600, arbitration_window_s=7 * 86_400
 )
 ESCROW_PROTOCOL_VERSION = 2
-
 
 _PERMIT_FIELDS = [
     {"name": "owner", "type": "address"},
@@ -87,6 +88,8 @@ class Chain:
         self.sent: dict[str, GasSpent] = {}
         self._chain_id: int | None = None
         self._domain: dict[str, Any] | None = None
+        #: Set by ``public_chain.presets.ChainTuning.apply`` on a public chain; 0 on a dev chain.
+        self.confirmations = self.reorg_blocks = self.max_gas_price_wei = self.log_chunk_blocks = self.log_lookback = 0
 
     # --- construction --------------------------------------------------------------------
 
@@ -103,14 +106,18 @@ class Chain:
         return await cls._on_worker(build)
 
     @classmethod
-    async def rpc(cls, url: str, token_address: str, escrow_address: str, *, dev: bool = False) -> Chain:
+    async def rpc(cls, url: str, token: str, escrow: str, *, dev: bool = False, chain_id: int | None = None) -> Chain:
         """A JSON-RPC chain where the token and escrow are deployed. ``dev``: a local development chain
-        (anvil) whose first unlocked account deployed our DevUSDC, so ``fund`` can mint."""
+        (anvil) whose first unlocked account deployed our DevUSDC, so ``fund`` can mint. ``chain_id``:
+        the chain it must be (a preset's), or it is refused."""
+        token_address, escrow_address = token, escrow
 
         def build() -> Chain:
             from web3 import Web3
 
             w3 = _connect(url)
+            if chain_id is not None and (answered := int(w3.eth.chain_id)) != chain_id:
+                raise ChainError(f"{url} is chain {answered}, not {chain_id}: point [chain] url at that network")
             for name, address in (("token", token_address), ("escrow", escrow_address)):
                 if not w3.eth.get_code(Web3.to_checksum_address(address)):
                     raise ChainError(f"no contract at the {name} address {address} on {url}")
@@ -317,7 +324,10 @@ class Chain:
         def travel() -> None:
             tester = getattr(self._w3.provider, "ethereum_tester", None)
             if tester is not None:
-                tester.time_travel(int(self._w3.eth.get_block("latest")["timestamp"]) + seconds)
+                # From the pending block (less the second mining adds): after an idle spell it is ahead.
+                latest = int(self._w3.eth.get_block("latest")["timestamp"])
+                pending = int(self._w3.eth.get_block("pending")["timestamp"])
+                tester.time_travel(max(latest, pending - 1) + seconds)
                 tester.mine_blocks()
             else:  # anvil (and hardhat) speak these development RPC methods
                 self._w3.provider.make_request("evm_increaseTime", [seconds])
@@ -400,6 +410,17 @@ class Chain:
             from web3.exceptions import TimeExhausted
 
             function = make()
+            # Nothing is sent that reverts now (an eth_call on the block it would join): a revert costs
+            # gas, and some moves are made on a stranger's word (issue 49: 46k-1.3M gas, free to ask for).
+            price = int(self._w3.eth.gas_price)  # named in the call, so a sender without the ether is told so
+            if 0 < self.max_gas_price_wei < price:
+                raise GasPriceTooHigh(price, self.max_gas_price_wei)
+            try:
+                function.call({"from": account.address, "gas": gas, "gasPrice": price}, block_identifier="pending")
+            except OSError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - normalised as after a revert
+                raise no_gas(account.address, exc) or reverted(exc) from None
             if self._chain_id is None:
                 self._chain_id = int(self._w3.eth.chain_id)
             tx = function.build_transaction(
@@ -407,7 +428,7 @@ class Chain:
                     "from": account.address,
                     "nonce": self._w3.eth.get_transaction_count(account.address, "pending"),
                     "gas": gas,
-                    "gasPrice": self._w3.eth.gas_price,
+                    "gasPrice": price,
                     "chainId": self._chain_id,
                 }
             )
@@ -417,9 +438,8 @@ class Chain:
             except OSError:
                 raise
             except Exception as exc:  # noqa: BLE001 - refused before mining: its reason is the answer
-                if "afford" in str(exc) or "insufficient funds" in str(exc).lower():
-                    raise InsufficientFunds(f"{account.address} has too little ether for the gas: {exc}") from None
-                raise TransactionReverted(f"the chain refused the transaction: {exc}") from None
+                refused = TransactionReverted(f"the chain refused the transaction: {exc}")
+                raise no_gas(account.address, exc) or refused from None
             try:
                 receipt = _wait(self._w3, tx_hash, self.receipt_timeout_s)
                 failed = int(receipt["status"]) != 1
@@ -436,7 +456,7 @@ class Chain:
                 except OSError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - normalised
-                    raise _reverted(exc) from None
+                    raise reverted(exc) from None
                 raise TransactionReverted("reverted on chain")
             mined = Receipt(tx_hash.hex(), int(receipt["blockNumber"]), int(receipt["gasUsed"]))
             spent = self.sent.setdefault(account.address, GasSpent())
@@ -456,18 +476,6 @@ def _amount(micro_usdc: int) -> int:
     if type(micro_usdc) is not int or micro_usdc < 0:
         raise InvalidValue(f"amounts are non-negative integer micro-USDC, got {micro_usdc!r}")
     return micro_usdc
-
-
-def _reverted(exc: Exception) -> TransactionReverted:
-    text = str(exc)
-    for marker in ("execution reverted: ", "reverted: ", "Reverted "):
-        if marker in text:
-            text = text.split(marker, 1)[1]
-            break
-    reason = text.strip().strip("'\"") or type(exc).__name__
-    if "exceeds balance" in reason or "exceeds allowance" in reason or "insufficient funds" in reason.lower():
-        return InsufficientFunds(reason)
-    return TransactionReverted(reason)
 
 
 def _connect(url: str) -> Any:

@@ -5,6 +5,7 @@ MarketError (a ``ground.errors.BitterbotError``)
 ├── ChainError             a chain operation failed
 │   ├── ChainUnreachable   the JSON-RPC chain did not answer (also a ConnectionError): try again later
 │   ├── TransactionPending a transaction was sent and no receipt came in time: its outcome is unknown
+│   ├── GasPriceTooHigh    the chain's gas price is above [chain] max_gas_price_gwei: nothing was sent
 │   └── TransactionReverted
 │       └── InsufficientFunds
 ├── PurchaseError          a purchase (or a sale) could not go on; says what happened to the money
@@ -46,6 +47,17 @@ class TransactionPending(ChainError):
         self.tx_hash = tx_hash
 
 
+class GasPriceTooHigh(ChainError):
+    """The chain asks more for gas than this node pays (``[chain] max_gas_price_gwei``): nothing was
+    sent; the round tries again later."""
+
+    def __init__(self, price_wei: int, cap_wei: int) -> None:
+        super().__init__(
+            f"the chain's gas price is {price_wei / 1e9:g} gwei, above the {cap_wei / 1e9:g} gwei this node pays "
+            "([chain] max_gas_price_gwei): nothing was sent; it is tried again next round"
+        )
+
+
 class TransactionReverted(ChainError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"transaction reverted: {reason}")
@@ -85,3 +97,23 @@ class NotListable(InvalidValue):
     def __init__(self, crystal_id: str, reasons: list[str]) -> None:
         super().__init__(f"{crystal_id} is not listable: " + "; ".join(reasons))
         self.reasons = tuple(reasons)
+
+
+def no_gas(address: str, exc: Exception) -> InsufficientFunds | None:
+    """The chain's refusal of a sender without the ether for the gas, as that, or None."""
+    if "afford" in str(exc) or "insufficient funds" in str(exc).lower():
+        return InsufficientFunds(f"{address} has too little ether for the gas: {exc}")
+    return None
+
+
+def reverted(exc: Exception) -> TransactionReverted:
+    """A chain's or a contract's refusal of a transaction, with the contract's reason, typed."""
+    text = str(exc)
+    for marker in ("execution reverted: ", "reverted: ", "Reverted "):
+        if marker in text:
+            text = text.split(marker, 1)[1]
+            break
+    reason = text.strip().strip("'\"") or type(exc).__name__
+    if "exceeds balance" in reason or "exceeds allowance" in reason or "insufficient funds" in reason.lower():
+        return InsufficientFunds(reason)
+    return TransactionReverted(reason)

@@ -80,12 +80,21 @@ class Escrow:
         accounts = await self._chain.run(lambda: [str(a) for a in self._chain.w3.eth.accounts])
         return arbiter_refusal(arbiter, accounts)
 
-    async def status(self, terms: DealTerms) -> DealStatus:
+    async def status(self, terms: DealTerms, *, confirmed: bool = False) -> DealStatus:
         """Where the deal with exactly these terms stands ("none" if there is no such deal: none
-        locked, or locked on other terms, a nearer deadline say)."""
+        locked, or locked on other terms, a nearer deadline say). ``confirmed``: as of the block
+        ``Chain.confirmations`` under the head (what a reorg no longer undoes)."""
 
         def read() -> DealStatus:
-            state, at = self._contract.functions.status(_terms(terms)).call()
+            from web3.exceptions import BadFunctionCallOutput
+
+            block: int | str = "latest"
+            if confirmed and self._chain.confirmations:
+                block = max(0, int(self._chain.w3.eth.block_number) - self._chain.confirmations)
+            try:
+                state, at = self._contract.functions.status(_terms(terms)).call(block_identifier=block)
+            except BadFunctionCallOutput:  # no escrow at that block yet (a young chain): no deal then
+                return DealStatus(DealState.NONE, 0)
             return DealStatus(DEAL_STATES.get(int(state), DealState.UNKNOWN), int(at))
 
         return await self._chain.run(read)
@@ -156,9 +165,7 @@ class Escrow:
         """The delivery the seller committed for ``purchase_id`` (from its event); None if none."""
 
         def read() -> Commitment | None:
-            events = self._contract.events.Committed().get_logs(
-                from_block=0, argument_filters={"purchase_id": purchase_id}
-            )
+            events = self._deal_logs(self._contract.events.Committed(), purchase_id)
             if not events:
                 return None
             args = events[-1]["args"]  # the escrow takes one commitment per deal
@@ -172,22 +179,46 @@ class Escrow:
         if the seller did not answer."""
 
         def read() -> tuple[DealTerms, bytes] | None:
-            events = self._contract.events.Answered().get_logs(
-                from_block=0, argument_filters={"purchase_id": purchase_id}
-            )
+            events = self._deal_logs(self._contract.events.Answered(), purchase_id)
             return _answer(events[-1]["args"]) if events else None
 
         return await self._chain.run(read)
 
-    async def answered_since(self, from_block: int) -> tuple[list[tuple[DealTerms, bytes]], int]:
-        """Disputes the sellers answered in blocks ``from_block`` on: (terms, secret) each, and the
-        block to read from next time."""
+    def _deal_logs(self, event: Any, purchase_id: bytes) -> list[Any]:
+        """One deal's ``event`` logs (chain thread). A dev chain is asked once, from block 0; a public
+        one (``Chain.log_chunk_blocks``) newest first, a chunk a query, ``Chain.log_lookback`` back
+        at most: its RPC refuses a query from block 0, and the escrow logs each event once a deal."""
+        only = {"purchase_id": purchase_id}
+        chain = self._chain
+        if not chain.log_chunk_blocks:
+            return list(event.get_logs(from_block=0, argument_filters=only))
+        end = int(chain.w3.eth.block_number)
+        floor = max(0, end - chain.log_lookback)
+        while end >= floor:
+            start = max(floor, end - chain.log_chunk_blocks + 1)
+            if found := list(event.get_logs(from_block=start, to_block=end, argument_filters=only)):
+                return found
+            end = start - 1
+        return []
+
+    async def answered_since(
+        self, from_block: int, *, to_block: int | None = None
+    ) -> tuple[list[tuple[DealTerms, bytes]], int]:
+        """Disputes the sellers answered in blocks ``from_block`` to ``to_block`` (default: the
+        latest): (terms, secret) each, and the block to read from next time."""
 
         def read() -> tuple[list[tuple[DealTerms, bytes]], int]:
-            latest = int(self._chain.w3.eth.block_number)
+            latest = int(self._chain.w3.eth.block_number) if to_block is None else to_block
             if from_block > latest:
                 return [], from_block
-            events = self._contract.events.Answered().get_logs(from_block=from_block, to_block=latest)
+            step = self._chain.log_chunk_blocks or latest - from_block + 1
+            events = [
+                event
+                for start in range(from_block, latest + 1, step)
+                for event in self._contract.events.Answered().get_logs(
+                    from_block=start, to_block=min(latest, start + step - 1)
+                )
+            ]
             return [_answer(event["args"]) for event in events], latest + 1
 
         return await self._chain.run(read)

@@ -179,6 +179,19 @@ ALTER TABLE sales ADD COLUMN funded INTEGER NOT NULL DEFAULT 0;
 """
 
 
+# 11: where each reader of chain events got to (issue 49): a restart reads on from there, not from
+# block 0, which a public chain's RPC refuses over millions of blocks (``public_chain.log_cursor``).
+_CURSORS = """
+CREATE TABLE chain_cursors (
+    reader     TEXT NOT NULL,
+    chain_id   INTEGER NOT NULL,
+    contract   TEXT NOT NULL,
+    next_block INTEGER NOT NULL,
+    PRIMARY KEY (reader, chain_id, contract)
+);
+"""
+
+
 async def _adopt(db: aiosqlite.Connection) -> int:
     """The version of the marketplace tables an older release created under the memory's migrations."""
     if await table_exists(db, "listings_fts"):
@@ -194,6 +207,6 @@ async def _adopt(db: aiosqlite.Connection) -> int:
 #: MIGRATIONS[n] takes the marketplace's tables from version n to n+1.
 MIGRATIONS = [
     _EXECUTIONS, _LISTINGS, _PURCHASES_AND_SALES, _BOUNTIES_AND_ENDORSEMENTS, _PAYMENT, _INDEXES, _SIGNED_AT,
-    _DELIVERIES, _STANDING, _WHO_SPENT,
+    _DELIVERIES, _STANDING, _WHO_SPENT, _CURSORS,
 ]  # fmt: skip
 MARKET_SCHEMA = SchemaSet("marketplace", "schema_version:marketplace", MIGRATIONS, adopt=_adopt)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
+from marketplace.public_chain.presets import PRESETS, ChainTuning, gwei
 from memory import design
 from node.errors import InvalidValue
 
@@ -296,6 +297,17 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 
 class ChainSection(_Section):
     url: str = ""
+    # A public test network by name (marketplace/public_chain/presets.py): "base-sepolia" checks the
+    # chain id (84532), takes its real USDC as token_address, and sets the three keys below when
+    # they are left unset. escrow_address stays ours to give.
+    preset: Literal["", "base-sepolia"] = ""
+    # Blocks an escrow event must lie under the head before this node acts on it, and blocks read
+    # again below that each round (an event a reorg moved is still seen). -1: the preset's, else 0.
+    confirmations: int = Field(default=-1, ge=-1, le=10_000)
+    reorg_blocks: int = Field(default=-1, ge=-1, le=100_000)
+    # Nothing is sent while the chain's gas price is above this (a spike, or a hostile RPC quoting
+    # one, cannot drain the wallet's ether). -1: the preset's, else no cap.
+    max_gas_price_gwei: float = Field(default=-1, ge=-1, le=100_000)
     token_address: str = ""
     escrow_address: str = ""
     dev: bool = False
@@ -323,6 +335,46 @@ class ChainSection(_Section):
                 f"({self.min_delivery_window_s}) and max_lock_s ({self.max_lock_s})"
             )
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_token(cls, data: Any) -> Any:
+        """A preset's real USDC is the token, unless the file names one (checked below)."""
+        if isinstance(data, dict) and (preset := PRESETS.get(data.get("preset", ""))) is not None:
+            return {"token_address": preset.usdc_address, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _preset(self) -> ChainSection:
+        preset = PRESETS.get(self.preset)
+        if preset is None:
+            return self
+        if not self.url:
+            raise InvalidValue(f"[chain] preset = {self.preset!r} needs the url of an RPC of that network")
+        if self.token_address.lower() != preset.usdc_address.lower():
+            raise InvalidValue(
+                f"{self.preset}'s USDC is {preset.usdc_address}, not {self.token_address}: leave token_address unset"
+            )
+        if self.dev:
+            raise InvalidValue(f"{self.preset} is a public network, not a dev chain: set dev = false")
+        return self
+
+    def settled(self) -> ChainTuning:
+        """What the chain client is set to: the keys left unset take the preset's values, or a dev
+        chain's (0)."""
+        preset = PRESETS.get(self.preset)
+        if preset is None:
+            return ChainTuning(None, max(self.confirmations, 0), max(self.reorg_blocks, 0),
+                               gwei(max(self.max_gas_price_gwei, 0)))  # fmt: skip
+
+        def pick(value: float, preset_value: float) -> float:
+            return value if value >= 0 else preset_value
+
+        return ChainTuning(
+            preset.chain_id, int(pick(self.confirmations, preset.confirmations)),
+            int(pick(self.reorg_blocks, preset.reorg_blocks)), gwei(pick(self.max_gas_price_gwei,
+            preset.max_gas_price_gwei)), preset.log_chunk_blocks, preset.log_lookback,
+        )  # fmt: skip
 
     @model_validator(mode="after")
     def _addresses(self) -> ChainSection:

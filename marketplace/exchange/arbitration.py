@@ -19,7 +19,7 @@ from marketplace.chain_types import Commitment, DealState, DealTerms
 from marketplace.errors import PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.protocol import box_nonce, nonce_of
-from memory.model import content_hash
+from marketplace.gossip.skill_bytes import skill_hash
 
 
 class NotArbitrable(PurchaseError):
@@ -52,7 +52,7 @@ def judge(terms: DealTerms, commitment: Commitment | None, secret: bytes | None)
         text = data.decode("utf-8")
     except (SealedDataTampered, UnicodeDecodeError):
         return buyer("the committed delivery does not open with the seller's own secret")
-    if content_hash(text) != terms.content_hash.hex():
+    if skill_hash(text) != terms.content_hash.hex():
         return buyer("the committed delivery is not the listed content")
     return Verdict(terms, True, "the committed delivery is exactly the listed content")
 

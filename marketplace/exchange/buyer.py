@@ -24,7 +24,7 @@ from marketplace.chain import Chain
 from marketplace.chain_types import DealState, DealStatus, DealTerms
 from marketplace.errors import ChainError, PurchaseError, TransactionPending
 from marketplace.exchange.deals import UNFINISHED_PURCHASES, PurchaseRecord, Purchases, PurchaseState
-from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed, lock_unconfirmed
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -35,19 +35,22 @@ from marketplace.exchange.protocol import (
     DeliveryRequest,
     Quote,
     QuoteRequest,
+    UnusableContent,
     box_nonce,
     nonce_of,
     parse_delivery,
     parse_quote,
     quote_of,
     readable_quote,
+    unstorable,
 )
 from marketplace.exchange.spending import Spending, SpendLimits
 from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import LISTING, SkillListing
 from marketplace.gossip.peer_content import hold_reason, peer_source
-from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion, content_hash
-from memory.storage.crystal_queries import by_content_hash
+from marketplace.gossip.skill_bytes import held_skill, skill_hash
+from memory.errors import MemoryError_
+from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion
 
 _S = PurchaseState
 _D = DealState
@@ -219,13 +222,15 @@ class Buyer:
         if status.state is _D.LOCKED and now >= terms.deadline:
             await self._escrow.refund(self._wallet, terms)
             status = await self._escrow.status(terms)
+        if await final_unconfirmed(self._chain, self._escrow, terms, status):
+            return None  # moved once confirmed: a reorg could still undo it
         if status.state is _D.REFUNDED:
             await self._purchases.move(pid, _S.REFUNDED, keep_detail=True)
             return _S.REFUNDED
         if status.state in (_D.DELIVERED, _D.RELEASED):
             text = await self._committed_skill(terms)
             if text is not None:  # the listed skill, from the chain: whether or not its message came
-                crystal = await self._crystal_with(quote.content_hash) or await self._store_skill(
+                crystal = await self._crystal_with(quote) or await self._store_skill(
                     text, _listing_of(quote), record.seller
                 )
                 if status.state is _D.DELIVERED:
@@ -280,7 +285,9 @@ class Buyer:
             text = data.decode("utf-8")
         except (SealedDataTampered, UnicodeDecodeError):
             return None
-        return text if content_hash(text) == terms.content_hash.hex() else None
+        if skill_hash(text) != terms.content_hash.hex() or unstorable(text) is not None:
+            return None
+        return text
 
     async def dispute(self, purchase_id: bytes) -> PurchaseResult:
         """Contest a committed delivery of this node's purchase (the arbiter decides from the chain)."""
@@ -313,11 +320,16 @@ class Buyer:
         terms = deal.quote.terms()
         # A purchase id the escrow already holds makes the lock revert: a fresh one skips the read.
         status = DealStatus(_D.NONE) if fresh else await self._escrow.status(terms)
+        if await final_unconfirmed(self._chain, self._escrow, terms, status):
+            why = "the escrow's last move is not confirmed yet; the next round records it"
+            return PurchaseResult(
+                deal.purchase_id.hex(), str(record.state if record else _S.QUOTED), None, deal.price, why
+            )
         if status.state is _D.REFUNDED:
             return await self._end(deal, _S.REFUNDED)
         if status.state is _D.RELEASED:
             # A restart after the last chain step but before it was written down: settle the record.
-            crystal = await self._crystal_with(deal.listing.content_hash)
+            crystal = await self._crystal_with(deal.listing)
             if crystal is None and (text := await self._committed_skill(terms)) is not None:
                 crystal = await self._store_skill(text, deal.listing, deal.seller_key)
             if crystal is None:
@@ -341,6 +353,10 @@ class Buyer:
                 raise PurchaseError(f"payment not made: {exc}") from None
             failpoints.check("market:after-lock")  # paid on chain, not yet written down here
         await self._purchases.move(deal.purchase_id, _S.LOCKED)
+        if await lock_unconfirmed(self._chain, self._escrow, terms):
+            # The seller delivers only against a lock a reorg can no longer undo: ask once it is that deep.
+            why = f"locked; the delivery is asked for once the lock is {self._chain.confirmations} blocks deep"
+            return await self._end(deal, _S.LOCKED, f"{why} (the next market round)")
         outcome = await self._receive(deal, DeliveryRequest(deal.purchase_id))
         if outcome == "unreachable":
             # The seller may be restarting: the payment stays locked and ``resume`` asks again;
@@ -353,9 +369,7 @@ class Buyer:
                 deal, _S.REFUSED, f"delivery refused: {outcome}; refunded after the deadline, disputed if committed"
             )
         text, delivery = outcome
-        crystal = await self._crystal_with(deal.listing.content_hash) or await self._store_skill(
-            text, deal.listing, deal.seller_key
-        )
+        crystal = await self._crystal_with(deal.listing) or await self._store_skill(text, deal.listing, deal.seller_key)
         await self._purchases.keep_delivery(deal.purchase_id, delivery)
         failpoints.check("market:before-release")  # the skill stored, the seller not yet paid
         await self._escrow.release(self._wallet, terms)
@@ -412,8 +426,10 @@ class Buyer:
                 text = data.decode("utf-8")
             except (SealedDataTampered, UnicodeDecodeError):
                 raise PurchaseError("the delivery does not open with this node's key") from None
-            if content_hash(text) != deal.listing.content_hash:
+            if skill_hash(text) != deal.listing.content_hash:
                 raise PurchaseError("the delivered skill does not match the signed listing's content hash")
+            if (why := unstorable(text)) is not None:
+                raise PurchaseError(f"the delivered skill cannot be kept here ({why}); not released")
         except PurchaseError as exc:
             await self._purchases.keep_delivery(deal.purchase_id, wire)  # what the seller signed
             return str(exc)
@@ -435,8 +451,9 @@ class Buyer:
         if quote.expires_ms < self._now_ms():
             raise PurchaseError("quote refused: it has expired")
 
-    async def _crystal_with(self, chash: str) -> str | None:
-        crystal = await by_content_hash(self._store, chash)
+    async def _crystal_with(self, listed: Quote | SkillListing) -> str | None:
+        """A crystal here holding exactly the listed skill's bytes (bought before, or gossiped)."""
+        crystal = await held_skill(self._store, listed.stable_skill_id, listed.content_hash)
         return crystal.id if crystal else None
 
     async def _store_skill(self, text: str, listing: SkillListing, seller_key: bytes) -> str:
@@ -447,8 +464,8 @@ class Buyer:
             for b in await live_bounties(self._store, self._now_ms(), author=me)
             if matches(b, text=f"{listing.title} {text}", tags=listing.tags, category=listing.category)
         ]
-        remembered = await self._store.remember(
-            NewCrystal(
+        try:
+            crystal = NewCrystal(
                 text,
                 semantic_type=SemanticType.SKILL,
                 origin=Origin.PEER,
@@ -468,5 +485,7 @@ class Buyer:
                 ),
                 bounty=Bounty(mine[0].bounty_id, mine[0].reward_micro_usdc) if mine else None,
             )
-        )
+            remembered = await self._store.remember(crystal)
+        except MemoryError_ as exc:  # typed, so the deal is set aside with the reason and the round goes on
+            raise UnusableContent(f"the bought skill could not be stored: {exc}") from None
         return remembered.crystal.id

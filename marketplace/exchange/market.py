@@ -20,10 +20,15 @@ from marketplace.exchange.party import DeadlineBounds, Party, Standing, no_stand
 from marketplace.exchange.seller import Seller, SellerLimits
 from marketplace.exchange.spending import SpendLimits
 from marketplace.pricing import format_usdc
+from marketplace.public_chain.log_cursor import advance, cursor, window
 from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
 
 ESCROW_WINDOW_S = 600
+
+
+#: The arbiter's cursor over the escrow's Answered events (``chain_cursors``).
+ARBITER_READER = "arbiter.answered"
 
 
 class Market:
@@ -61,8 +66,7 @@ class Market:
         self._seller = seller_class(
             party, escrow_window_s=escrow_window_s, limits=limits or SellerLimits(), round_interval_s=round_interval_s,
         )  # fmt: skip
-        #: The first block whose answered disputes this node, as the arbiter, has not judged yet.
-        self._arbiter_from_block = 0
+        self._store = store
 
     @property
     def wallet(self) -> Account:
@@ -138,8 +142,16 @@ class Market:
         (nothing when this node is not the arbiter). A deal already resolved is skipped."""
         if not await self.is_arbiter():
             return []
-        escrow = self._escrow
-        answered, next_block = await escrow.answered_since(self._arbiter_from_block)
+        escrow, chain = self._escrow, self._chain
+        # Read on from the persisted cursor, acting only on confirmed blocks (``public_chain.log_cursor``).
+        chain_id, head = await chain.chain_id(), await chain.run(lambda: int(chain.w3.eth.block_number))
+        at = await cursor(self._store, ARBITER_READER, chain_id, escrow.address)
+        if not at and chain.log_lookback:  # a first start on a public chain: older answers are past arbitration
+            at = max(0, head - chain.log_lookback)
+        span = window(at, head, confirmations=chain.confirmations, reorg_blocks=chain.reorg_blocks)
+        if span is None:
+            return []
+        answered, _ = await escrow.answered_since(span.start, to_block=span.end)
         decided = []
         for terms, _secret in answered:
             try:
@@ -148,7 +160,7 @@ class Market:
             except (PurchaseError, ChainError):
                 continue  # resolved already (or no longer awaiting the arbiter)
             decided.append(verdict)
-        self._arbiter_from_block = next_block
+        await advance(self._store, ARBITER_READER, chain_id, escrow.address, span.end + 1)
         return decided
 
     async def answer(self, peer: str, request: bytes) -> bytes:

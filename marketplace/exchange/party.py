@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from crypto.identity import Identity
 from ground.clock import Clock
 from marketplace.chain import Chain
-from marketplace.chain_types import Account, EscrowRules
+from marketplace.chain_types import Account, DealState, DealStatus, DealTerms, EscrowRules
 from marketplace.errors import ChainError, MarketError
 from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
@@ -74,6 +74,25 @@ class Party:
     @property
     def escrow(self) -> Escrow:
         return Escrow(self.chain)
+
+
+#: The escrow states that end a deal: a record moves on them only once they are confirmed.
+FINAL_STATES = frozenset({DealState.RELEASED, DealState.REFUNDED})
+
+
+async def final_unconfirmed(chain: Chain, escrow: Escrow, terms: DealTerms, status: DealStatus) -> bool:
+    """Whether ``status`` ends the deal but lies less than ``Chain.confirmations`` deep: a reorg could
+    still undo it (the deal locked again), so no record moves on it this round (on a dev chain,
+    which never reorgs, never)."""
+    if status.state not in FINAL_STATES or not chain.confirmations:
+        return False
+    return (await escrow.status(terms, confirmed=True)).state is not status.state
+
+
+async def lock_unconfirmed(chain: Chain, escrow: Escrow, terms: DealTerms) -> bool:
+    """Whether the lock on ``terms`` lies less than ``Chain.confirmations`` deep: a reorg could still
+    undo it, and a skill delivered against it would be out with the money back (dev chain: never)."""
+    return bool(chain.confirmations) and (await escrow.status(terms, confirmed=True)).state is not DealState.LOCKED
 
 
 #: What one deal's settlement step may fail with; it is recorded on that deal, and stops no other.

@@ -28,6 +28,8 @@ from ground.wire import Spec, Wire, blob, digest, eth_address, ident, key, whole
 from marketplace.chain_types import Commitment, DealTerms, TransferAuthorization, purchase_id_of
 from marketplace.errors import PurchaseError
 from marketplace.exchange.wallet_proof import PROOF_BYTES
+from memory.errors import MemoryError_
+from memory.model import NewCrystal
 
 PROTOCOL = "/bitterbot/market/1"
 KIND_QUOTE_REQUEST = "market.quote_request"
@@ -254,6 +256,22 @@ def seal_skill(text: str, quote: Quote, secret: bytes) -> Commitment:
 def fits_a_commitment(text: str) -> bool:
     """Whether the skill, sealed, fits in an escrow commitment."""
     return len(text.encode("utf-8")) + SEAL_OVERHEAD_BYTES <= MAX_SEALED_BYTES
+
+
+class UnusableContent(PurchaseError):
+    """A bought skill this node cannot keep (memory refused it): the deal is set aside with the
+    reason, and no round or daemon stops on it."""
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be kept as a crystal (blank, too long), or None. A delivery is checked
+    with it before anything is released: the hash alone passes a whitespace-only skill, which memory
+    refuses, and a deal that fails at storing failed again at every restart (issue 49)."""
+    try:
+        NewCrystal(text)
+    except MemoryError_ as exc:
+        return str(exc)
+    return None
 
 
 def refusal_of(body: dict[str, Any]) -> str:

@@ -25,8 +25,9 @@ from marketplace.catalog.listings import listing_envelope
 from marketplace.chain_types import Commitment, DealState, DealStatus, EscrowRules, TransferAuthorization
 from marketplace.direct_payment import authorization_paid
 from marketplace.errors import ChainError, PurchaseError
+from marketplace.exchange.chain_time import deadline_now
 from marketplace.exchange.deals import SaleRecord, Sales, SaleState
-from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals
+from marketplace.exchange.party import SETTLEMENT_ERRORS, Party, StuckDeals, final_unconfirmed, lock_unconfirmed
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
@@ -49,8 +50,9 @@ from marketplace.exchange.protocol import (
 from marketplace.exchange.quote_slots import FundsCache, Slot, quote_refusal, slot_of
 from marketplace.exchange.wallet_proof import proven_wallet
 from marketplace.gossip.listing import LISTING
-from memory.model import Lifecycle
-from memory.storage.crystal_queries import by_content_hash, content_hash_of
+from marketplace.gossip.skill_bytes import held_skill, skill_hash
+from memory.errors import CrystalNotFound
+from memory.model import Crystal, Lifecycle
 
 QUOTE_VALID_MS = 120_000
 #: A delivery the buyer has not released after this long is committed on chain (the dispute window
@@ -154,7 +156,7 @@ class Seller:
         listing = LISTING.parse(decode_envelope(wire, max_bytes=POLICY.max_bytes).body_map())
         if request.version != listing.version:
             raise PurchaseError(f"version {request.version} is not the listed one ({listing.version})")
-        crystal = await by_content_hash(self._store, listing.content_hash)
+        crystal = await self._held(skill_id, listing.content_hash)
         if crystal is None or crystal.lifecycle in (Lifecycle.EXPIRED, Lifecycle.ARCHIVED):
             raise PurchaseError(f"{skill_id} is no longer held here")
         if not fits_a_commitment(crystal.text):
@@ -179,7 +181,9 @@ class Seller:
             buyer=buyer,
             buyer_address=request.buyer_address,
             expires_ms=self._now_ms() + QUOTE_VALID_MS,
-            deadline_s=await self._chain.timestamp() + self._escrow_window_s,
+            # From a now no earlier than the next block's: a stale latest block would give a deadline
+            # nearer than the window, maybe nearer than the escrow's minimum (the lock then reverts).
+            deadline_s=await deadline_now(self._chain, self._now_ms) + self._escrow_window_s,
         )
         sealed = self._messenger.seal(KIND_QUOTE, quote.body()).encode()
         await self._sales.add_quote(
@@ -207,10 +211,21 @@ class Seller:
         # The escrow keeps a fingerprint of the terms: a lock on any other terms (a nearer deadline,
         # another amount or seller) reads as none, and nothing is delivered against it.
         status = await self._escrow.status(quote.terms())
+        if status.state is _D.LOCKED and await lock_unconfirmed(self._chain, self._escrow, quote.terms()):
+            # A lock a reorg could still undo is no payment: the skill would be out, the money back.
+            raise PurchaseError(
+                f"your lock is not {self._chain.confirmations} blocks deep yet; ask again then (nothing delivered)"
+            )
         # Sealed only once the payment checks out: a request that is refused costs no read and no box.
         if status.state is _D.LOCKED:
             commitment = await self._sealed(sale, quote, secret)
-            left = quote.deadline_s - await self._chain.timestamp()
+            # Never the latest block's time: on a chain that mines on demand it can be minutes old,
+            # and the commitment would land after the deadline (``chain_time``).
+            left = quote.deadline_s - await deadline_now(self._chain, self._now_ms)
+            if left <= 0:  # the commit could only revert, at this node's cost: refuse before any transaction
+                raise PurchaseError(
+                    "too late to deliver: the escrow deadline has passed; nothing delivered, the escrow refunds you"
+                )
             if left < self.offchain_margin_s:
                 # Too near the deadline to hand the skill over and still commit it in time: commit first.
                 # If the commit fails (the deadline passed), nothing was revealed.
@@ -234,6 +249,10 @@ class Seller:
                 f"it says {status.state}); nothing delivered"
             )
         return self._delivery(quote, commitment)
+
+    async def _held(self, skill_id: str, chash: str) -> Crystal | None:
+        """The crystal holding exactly the listed bytes, if this node still holds it."""
+        return await held_skill(self._store, skill_id, chash)
 
     async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
         """The sale's skill sealed to its buyer with ``secret``: what is sent and what is committed."""
@@ -267,6 +286,15 @@ class Seller:
                     "the payment authorization's nonce was already spent on another transfer; nothing delivered"
                 )
             return
+        # A stranger's authorization costs it nothing to sign: whatever would make the transfer revert
+        # (expired, a wallet without the price, a bad signature: ``Chain.send`` simulates it) is refused
+        # before this node pays gas for it.
+        if auth.valid_before <= await deadline_now(self._chain, self._now_ms):
+            raise PurchaseError("the payment authorization has expired; nothing delivered")
+        if (held := await self._chain.balance(auth.authorizer)) < auth.amount:
+            raise PurchaseError(
+                f"the paying wallet holds {held} micro-USDC, less than the {auth.amount} authorized; nothing delivered"
+            )
         try:
             await self._chain.receive_with_authorization(self._wallet, auth)
         except ChainError as exc:
@@ -307,6 +335,8 @@ class Seller:
             return _S.STALE
         terms = quote.terms()
         status = await self._escrow.status(terms)
+        if await final_unconfirmed(self._chain, self._escrow, terms, status):
+            return None  # moved once confirmed: a reorg could still undo it
         if status.state is _D.RELEASED:
             return _S.PAID
         if status.state is _D.REFUNDED:
@@ -317,8 +347,8 @@ class Seller:
             return None  # locked, never delivered: the buyer refunds after the deadline
         chain_now = await self._chain.timestamp()
         rules = await self._escrow.rules()
-        if status.state is _D.LOCKED:
-            return await self._commit_if_due(sale, quote, chain_now)
+        if status.state is _D.LOCKED:  # a deadline to meet: judged by a time that cannot be stale
+            return await self._commit_if_due(sale, quote, await deadline_now(self._chain, self._now_ms))
         if status.state is _D.DELIVERED:
             if chain_now >= status.since + rules.dispute_window_s:
                 await self._escrow.claim(self._wallet, terms)
@@ -366,4 +396,8 @@ class Seller:
     async def _delivered_as_listed(self, sale: SaleRecord) -> bool:
         """Whether the crystal this node delivered for a sale is the one its quote named (its content
         hash): only then is a refund after delivery the buyer's doing rather than this node's."""
-        return quote_of(sale.quote).content_hash == await content_hash_of(self._store, sale.crystal_id)
+        try:
+            text = (await self._store.get(sale.crystal_id)).text
+        except CrystalNotFound:
+            return False
+        return quote_of(sale.quote).content_hash == skill_hash(text)

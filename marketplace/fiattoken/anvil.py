@@ -16,8 +16,8 @@ START_S = 20
 
 @contextlib.contextmanager
 def anvil_process(*options: str) -> Iterator[str]:
-    """Start anvil (with ``options``, such as ``--dump-state PATH``), yield its URL, and stop (and
-    wait for) it at the end."""
+    """Start anvil (with ``options``, e.g. ``--chain-id 84532``), yield its URL, and stop (and wait
+    for) it at the end."""
     if ANVIL is None:
         raise RuntimeError(NO_ANVIL)
     with socket.socket() as probe:

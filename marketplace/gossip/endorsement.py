@@ -14,6 +14,7 @@ from typing import Any
 from crypto.envelope import Envelope
 from ground.wire import Wire, digest, ident, key, whole
 from marketplace.gossip.sink import MarketSink, log
+from marketplace.gossip.skill_bytes import held_skill
 from memory.storage.crystal_queries import mark_verified
 from memory.storage.store import MemoryStore
 from p2p.kinds import Gate, GossipKind, Lane, Received, Refusal
@@ -64,7 +65,11 @@ async def record_endorsement(store: MemoryStore, endorsement: SkillEndorsement, 
         )  # fmt: skip
     # After the endorsement is written: a crash between the two leaves the crystal to be marked
     # when the endorsement comes again (marking is idempotent).
-    await mark_verified(store, endorsement.content_hash, by=envelope.author.hex())
+    # Only a crystal holding exactly the endorsed bytes (``skill_bytes``): memory's own hash would
+    # also name every whitespace variant of them.
+    crystal = await held_skill(store, endorsement.stable_skill_id, endorsement.content_hash)
+    if crystal is not None:
+        await mark_verified(store, crystal.content_hash, by=envelope.author.hex())
 
 
 async def consume_endorsement(sink: MarketSink, received: Received) -> None:

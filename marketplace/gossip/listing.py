@@ -21,6 +21,7 @@ from ground.wire import Spec, Wire, digest, ident, optional_text, strings, whole
 from marketplace.gossip.peer_content import alike, hold_reason, peer_source, standing_by_source
 from marketplace.gossip.received_quota import enforce_bound
 from marketplace.gossip.sink import MarketSink, log
+from marketplace.gossip.skill_bytes import skill_hash
 from memory.governance.peer_quota import Evicted, PeerContentQuota, Standing, enforce
 from memory.governance.quarantine import was_rejected
 from memory.model import Crystal, NewCrystal, Origin, Quarantine, Scope, SemanticType, SkillVersion, content_hash
@@ -65,7 +66,7 @@ def _seller_address(doc: dict[str, Any], name: str) -> str:
 def _listing_holds_together(listing: SkillListing) -> None:
     if listing.successes > listing.executions:
         raise SchemaError("'successes' cannot exceed 'executions'")
-    if listing.content is not None and content_hash(listing.content) != listing.content_hash:
+    if listing.content is not None and skill_hash(listing.content) != listing.content_hash:
         raise SchemaError("'content' does not match 'content_hash'")
 
 
@@ -108,7 +109,7 @@ def listing_of(
     return SkillListing(
         stable_skill_id=skill.stable_skill_id if skill else crystal.content_hash[:16],
         version=skill.version if skill else 1,
-        content_hash=crystal.content_hash,
+        content_hash=skill_hash(crystal.text),  # its exact bytes (``skill_bytes``)
         title=title or crystal.text.splitlines()[0][:200],
         description=description or "",
         tags=skill.tags if skill else (),

@@ -57,6 +57,16 @@ async def newest_skill_version(store: MemoryStore, stable_skill_id: str, source:
     return (str(row[0]), int(row[1] or 0)) if row else None
 
 
+async def skill_crystal_ids(store: MemoryStore, stable_skill_id: str, limit: int = 100) -> list[str]:
+    """Ids of the crystals of one skill (any source, version or lifecycle), newest version first,
+    at most ``limit``: the marketplace checks their exact text against a signed hash."""
+    async with store.reader().execute(
+        "SELECT id FROM crystals WHERE stable_skill_id = ? ORDER BY skill_version DESC LIMIT ?",
+        (stable_skill_id, limit),
+    ) as cursor:
+        return [str(r[0]) for r in await cursor.fetchall()]
+
+
 async def deprecate_skill_versions(store: MemoryStore, stable_skill_id: str, source: str, *, by: str) -> int:
     """Mark every version of a skill from ``source`` deprecated by ``by`` (a crystal id, or "revoked"),
     except ``by`` itself; returns how many were marked."""

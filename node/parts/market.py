@@ -118,7 +118,11 @@ class MarketPart:
         cfg = self._ctx.config.chain
         try:
             if cfg.url:
-                chain = await Chain.rpc(cfg.url, cfg.token_address, cfg.escrow_address, dev=cfg.dev)
+                tuning = cfg.settled()
+                chain = await Chain.rpc(
+                    cfg.url, cfg.token_address, cfg.escrow_address, dev=cfg.dev, chain_id=tuning.chain_id
+                )
+                tuning.apply(chain)
             else:
                 chain = await Chain.embedded()
         except ChainError as exc:

@@ -102,3 +102,19 @@ async def anvil_client() -> AsyncIterator[Chain]:
             yield c
         finally:
             await c.close()
+
+
+async def idle(chain: Chain, seconds: int) -> None:
+    """Let ``seconds`` pass on a chain that mines only when there are transactions: nothing is
+    mined, so the latest block grows stale while the next block will carry the time it is mined at
+    (anvil: ``evm_increaseTime`` without a block; the embedded EVM: its pending header, moved)."""
+
+    def wait() -> None:
+        tester = getattr(chain.w3.provider, "ethereum_tester", None)
+        if tester is None:
+            chain.w3.provider.make_request("evm_increaseTime", [seconds])
+            return
+        backend = tester.backend
+        backend.chain.header = backend.chain.header.copy(timestamp=backend.chain.header.timestamp + seconds)
+
+    await chain.run(wait)

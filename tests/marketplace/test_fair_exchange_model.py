@@ -43,17 +43,21 @@ from marketplace.chain_types import Account, Commitment, DealState, DealTerms
 from marketplace.errors import ChainError, PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer, Deal
-from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
+from marketplace.exchange.deals import Purchases, PurchaseState, SaleRecord, Sales, SaleState
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import (
     KIND_DELIVERY,
     KIND_DELIVERY_REQUEST,
+    KIND_QUOTE_REQUEST,
     PROTOCOL,
     DeliveryRequest,
+    Quote,
+    QuoteRequest,
     quote_of,
     seal_skill,
 )
 from marketplace.exchange.seller import Seller
+from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
@@ -65,7 +69,7 @@ from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
-from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, need_fiattoken
+from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, idle, need_fiattoken
 from tests.marketplace.test_purchase import MovableClock
 
 # Real hosts and a chain per example; the whole run is one test, bounded by its examples rather
@@ -74,6 +78,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SKILL = "Drain a Kubernetes node safely: cordon, then kubectl drain --ignore-daemonsets --delete-emptydir-data"
 OTHER = "Something else entirely, sold as the drain skill"
+BLANK = " \n\t \n"
+#: The listed skill with one space made a line break: the same text to a hash that collapses
+#: whitespace, other bytes to run (issue 49).
+VARIANT = SKILL.replace(", then ", ",\nthen ")
+SELLER_GAS_WEI = 10**18  # what ``Chain.fund`` gives each wallet for gas
 PRICE = 40_000
 FUNDS = 1_000_000
 ROUND_S = 30
@@ -82,10 +91,16 @@ EXAMPLES = int(os.environ.get("FAIR_EXCHANGE_EXAMPLES", "12"))
 
 class CheatingSeller(Seller):
     """Named fake: the real seller, with switches the model flips. ``deliver``: ``honest``,
-    ``other`` (another skill, sealed as if listed), ``drop`` (the stream dies after the lock is
-    seen and the secret kept), ``refuse``."""
+    ``other`` (another skill, sealed as if listed), ``blank`` (whitespace only, which memory cannot
+    store: issue 49), ``variant`` (the listed words, other whitespace: issue 49), ``drop`` (the
+    stream dies after the lock is seen and the secret kept), ``refuse``."""
 
     deliver = "honest"
+
+    async def _sealed(self, sale: SaleRecord, quote: Quote, secret: bytes) -> Commitment:
+        if self.deliver in ("blank", "variant"):
+            return seal_skill(BLANK if self.deliver == "blank" else VARIANT, quote, secret)
+        return await super()._sealed(sale, quote, secret)
 
     async def _deliver(self, buyer: bytes, request: DeliveryRequest) -> bytes:
         if self.deliver == "refuse":
@@ -111,6 +126,9 @@ class CheatingBuyer(Buyer):
     release_good = True
     ask_at: int | None = None
     nearer = 0
+    #: Whether time passes with no block mined while it waits to ask (a chain that mines on demand:
+    #: the latest block grows stale, issue 49).
+    idle_chain = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -121,7 +139,8 @@ class CheatingBuyer(Buyer):
         if self.ask_at is not None:
             now = await self._chain.timestamp()
             if deal.quote.deadline_s + self.ask_at > now:
-                await self._chain.advance_time(deal.quote.deadline_s + self.ask_at - now)
+                wait = idle if self.idle_chain else Chain.advance_time
+                await wait(self._chain, deal.quote.deadline_s + self.ask_at - now)
         return await super()._receive(deal, request)
 
 
@@ -200,21 +219,27 @@ class FairExchange(RuleBasedStateMachine):
 
     @initialize(
         cheater=st.sampled_from(["buyer", "seller"]),
-        seller_deliver=st.sampled_from(["honest", "other", "drop", "refuse"]),
+        seller_deliver=st.sampled_from(["honest", "other", "blank", "variant", "drop", "refuse"]),
         buyer_release=st.booleans(),
         buyer_ask_at=st.sampled_from([None, None, -400, -100, -2, -2, 1, 1, 30]),
         buyer_nearer=st.sampled_from([0, 0, 0, 200]),
+        buyer_idle_chain=st.booleans(),
+        confirmations=st.sampled_from([0, 0, 2]),
     )
     def buy(self, cheater: str, seller_deliver: str, buyer_release: bool, buyer_ask_at: int | None,
-            buyer_nearer: int) -> None:  # fmt: skip
+            buyer_nearer: int, buyer_idle_chain: bool, confirmations: int) -> None:  # fmt: skip
         self.cheater = cheater
         self.run(self._setup(cheater))
+        # As on a public chain (issue 49): a lock is delivered against, and a deal's end recorded,
+        # only this many blocks deep.
+        self.live_chain.confirmations = confirmations
         if cheater == "seller":
             self.cheat_seller.deliver = seller_deliver
         else:
             self.cheat_buyer.release_good = buyer_release
             self.cheat_buyer.ask_at = buyer_ask_at
             self.cheat_buyer.nearer = buyer_nearer
+            self.cheat_buyer.idle_chain = buyer_idle_chain
         try:
             result = self.run(self.buyer.market.buy(self.seller.host.peer_id, self.seller.identity.public_key,
                                                     "k8s.drain", speaker=Speaker.PERSON))  # fmt: skip
@@ -284,7 +309,8 @@ class FairExchange(RuleBasedStateMachine):
         )  # fmt: skip
 
     async def _buyer_holds_skill(self) -> bool:
-        return await by_content_hash(self.buyer.store, content_hash(SKILL)) is not None
+        held = await by_content_hash(self.buyer.store, content_hash(SKILL))  # memory's hash: variants too
+        return held is not None and held.text == SKILL  # the exact bytes listed
 
     async def _buyer_can_open_commitment(self) -> bool:
         terms = await self._terms()
@@ -332,6 +358,19 @@ class FairExchange(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from([5, 30, 61, 200, 601, 3_601]))
     def wait(self, seconds: int) -> None:
         self.run(self._advance(seconds))
+
+    @rule(seconds=st.sampled_from([30, 200, 601]))
+    def chain_sits_idle(self, seconds: int) -> None:
+        """Time passes and no block is mined (a chain that mines on demand): the latest block is
+        ``seconds`` stale when the honest side next looks (issue 49)."""
+
+        async def sit() -> None:
+            await idle(self.live_chain, seconds)
+            for node in self.nodes:
+                node.clock.ahead_ms += seconds * 1000
+            await self._honest_round()
+
+        self.run(sit())
 
     @rule()
     def honest_round(self) -> None:
@@ -406,7 +445,7 @@ class FairExchange(RuleBasedStateMachine):
         self.run(late())
 
     @precondition(lambda self: self.cheater == "seller" and self.purchase_id)
-    @rule(deliver=st.sampled_from(["honest", "other", "drop", "refuse"]))
+    @rule(deliver=st.sampled_from(["honest", "other", "blank", "variant", "drop", "refuse"]))
     def seller_changes_its_delivery(self, deliver: str) -> None:
         self.cheat_seller.deliver = deliver
 
@@ -439,6 +478,24 @@ class FairExchange(RuleBasedStateMachine):
             ))  # fmt: skip
 
         self.run(ask())
+
+    @precondition(lambda self: self.cheater == "buyer" and self.purchase_id)
+    @rule(proof=st.sampled_from(["none", "replayed"]))
+    def fresh_keys_claim_the_buyers_wallet(self, proof: str) -> None:
+        """Fresh node keys ask for quotes naming the buyer's wallet, without a proof or with the
+        buyer's own proof replayed (signed for its node key): they must borrow none of its standing
+        (issue 49)."""
+
+        async def claim() -> None:
+            replayed = wallet_proof(self.buyer.wallet.private_key, self.buyer.identity.public_key)
+            for _ in range(3):
+                key = Identity.generate()
+                body = QuoteRequest("k8s.drain", 1, self.buyer.wallet.address,
+                                    replayed if proof == "replayed" else None).body()  # fmt: skip
+                request = seal_envelope(key, KIND_QUOTE_REQUEST, pack_body(body), now_ms=self.seller.clock())
+                await self.seller.market.answer(key.public_key.hex(), request.encode())
+
+        self.run(claim())
 
     @precondition(lambda self: self.cheater == "buyer" and self.purchase_id)
     @rule()
@@ -489,6 +546,39 @@ class FairExchange(RuleBasedStateMachine):
             seller = await chain.balance(self.seller.wallet.address) + await escrow.owed(self.seller.wallet.address)
             assert await chain.balance(self.buyer.wallet.address) >= FUNDS - PRICE and seller in (0, PRICE)
             self.balances_checked_at = head
+
+        self.run(check())
+
+    @invariant()
+    def the_honest_seller_never_pays_for_a_revert(self) -> None:
+        """Whatever the cheating buyer asks, every wei of gas the honest seller spent went into a
+        transaction that did what it was for (issue 49: a stranger's requests made it pay for
+        reverts)."""
+        if self.chain is None or self.cheater != "buyer":
+            return
+
+        async def check() -> None:
+            chain, seller = self.live_chain, self.seller.wallet.address
+            wei = await chain.run(lambda: int(chain.w3.eth.get_balance(seller)))
+            price = await chain.run(lambda: int(chain.w3.eth.gas_price))
+            mined = chain.sent.get(seller)
+            assert SELLER_GAS_WEI - wei == (mined.gas if mined else 0) * price, (SELLER_GAS_WEI - wei, mined)
+
+        self.run(check())
+
+    @invariant()
+    def no_stranger_holds_a_buyers_standing(self) -> None:
+        """Standing is the buyer's own node key's, or a wallet's it proved: never a claim's."""
+        if self.chain is None or not self.nodes:
+            return
+
+        async def check() -> None:
+            buyer = self.buyer.identity.public_key.hex()
+            async with self.seller.store.reader().execute(
+                "SELECT count(*) FROM sales WHERE standing = 1 AND buyer != ?", (buyer,)
+            ) as rows:
+                (row,) = await rows.fetchall()
+            assert row[0] == 0
 
         self.run(check())
 
