@@ -462,6 +462,7 @@ class Chain:
             spent = self.sent.setdefault(account.address, GasSpent())
             spent.transactions += 1
             spent.gas += mined.gas_used
+            spent.wei += mined.gas_used * price  # a legacy transaction pays its gas price, whatever the base fee
             return mined
 
         return await self.run(send)

@@ -66,6 +66,23 @@ def anvil_holding_usdc(name: str = "USDC", decimals: int = 6) -> Iterator[tuple[
 ON_ANVIL = pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
 
 
+@contextlib.asynccontextmanager
+async def _on_anvil(token: str) -> AsyncIterator[Chain]:
+    """A fresh anvil with our escrow on ``token``: "anvil" (our development token) or "usdc"
+    (Circle's FiatToken, skipped where it cannot be built)."""
+    if token == "usdc":
+        need_fiattoken()
+    with anvil_process() as url:
+        if token == "usdc":  # named as on Base, not as a client might assume ("USD Coin")
+            c = await usdc_chain(url, arbiter=ARBITER.address, name="USDC")
+        else:
+            c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
+        try:
+            yield c
+        finally:
+            await c.close()
+
+
 @pytest.fixture(params=["embedded", pytest.param("anvil", marks=ON_ANVIL), pytest.param("usdc", marks=ON_ANVIL)])
 async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
     """A fresh chain with our escrow deployed: on our token in the embedded EVM and on a real anvil
@@ -77,31 +94,17 @@ async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
         finally:
             await c.close()
         return
-    if request.param == "usdc":
-        need_fiattoken()
-    with anvil_process() as url:
-        if request.param == "usdc":
-            c = await usdc_chain(url, arbiter=ARBITER.address)
-        else:
-            c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
-        try:
-            yield c
-        finally:
-            await c.close()
+    async with _on_anvil(request.param) as c:
+        yield c
 
 
-@pytest.fixture
-async def anvil_client() -> AsyncIterator[Chain]:
-    """A fresh anvil with our contracts: for what the embedded EVM cannot do (hold a transaction
-    unmined: eth-tester re-validates it with a check too narrow for the chain id it signs with)."""
-    if ANVIL is None:
-        pytest.skip(NO_ANVIL)
-    with anvil_process() as url:
-        c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
-        try:
-            yield c
-        finally:
-            await c.close()
+@pytest.fixture(params=[pytest.param("anvil", marks=ON_ANVIL), pytest.param("usdc", marks=ON_ANVIL)])
+async def anvil_client(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
+    """A fresh anvil with our escrow, on our token and on Circle's FiatToken: for what the embedded
+    EVM cannot do (hold a transaction unmined: eth-tester re-validates it with a check too narrow
+    for the chain id it signs with)."""
+    async with _on_anvil(request.param) as c:
+        yield c
 
 
 async def idle(chain: Chain, seconds: int) -> None:
