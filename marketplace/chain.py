@@ -25,8 +25,8 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from ground.bridge import TrioThread
-from marketplace.arbiter_policy import arbiter_refusal
 from marketplace.chain_types import Account, EscrowRules, GasSpent, Receipt, TransferAuthorization, micro_usdc_amount
+from marketplace.deploy_policy import arbiter_refusal, usdc_like
 from marketplace.errors import (
     ChainError,
     ChainUnreachable,
@@ -47,7 +47,6 @@ RECEIPT_TIMEOUT_S = 30.0
 ESCROW_RULES = EscrowRules(
     arbiter="", min_delivery_window_s=300, max_lock_s=86_400, dispute_window_s=3_600, arbitration_window_s=7 * 86_400
 )
-USDC_DECIMALS = 6
 ESCROW_PROTOCOL_VERSION = 2
 
 _PERMIT_FIELDS = [
@@ -343,15 +342,7 @@ class Chain:
     def _check_contracts(self) -> None:
         """The token counts in micro-units like USDC (6 decimals), and the escrow holds that token:
         amounts are integer micro-USDC everywhere, and a mismatch would move other sums (worker thread)."""
-        try:
-            decimals = int(self._token.functions.decimals().call())
-        except Exception as exc:  # noqa: BLE001 - whatever the contract there does, it is not our token
-            raise ChainError(f"the token address {self.token_address} does not answer decimals(): {exc}") from None
-        if decimals != USDC_DECIMALS:
-            raise ChainError(
-                f"the token at {self.token_address} has {decimals} decimals; USDC has {USDC_DECIMALS}, and every "
-                "amount here is in micro-USDC"
-            )
+        usdc_like(self._w3, self.token_address)
         try:
             held = str(self.escrow_contract.functions.token().call())
         except Exception as exc:  # noqa: BLE001
@@ -473,6 +464,7 @@ class Chain:
             spent = self.sent.setdefault(account.address, GasSpent())
             spent.transactions += 1
             spent.gas += mined.gas_used
+            spent.wei += mined.gas_used * price  # a legacy transaction pays its gas price, whatever the base fee
             return mined
 
         return await self.run(send)

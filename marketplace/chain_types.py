@@ -169,10 +169,12 @@ class EscrowRules:
 
 @dataclass(slots=True)
 class GasSpent:
-    """What one account's transactions cost: how many were mined, and their gas."""
+    """What one account's transactions cost: how many were mined, their gas, and the wei paid for it
+    (at the price each was signed with: on a fee-market chain the price moves from block to block)."""
 
     transactions: int = 0
     gas: int = 0
+    wei: int = 0
 
 
 def micro_usdc_amount(micro_usdc: int) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from marketplace.arbiter_policy import arbiter_refusal
 from marketplace.chain import GAS_LIMIT, Chain
 from marketplace.chain_types import (
     DEAL_STATES,
@@ -32,6 +31,7 @@ from marketplace.chain_types import (
     EscrowRules,
     Receipt,
 )
+from marketplace.deploy_policy import arbiter_refusal
 from marketplace.errors import InvalidValue
 
 

@@ -39,13 +39,14 @@ def _busy(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _run(folder: Path, path: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(folder: Path, path: str, timeout: float, script: str | None = None) -> subprocess.CompletedProcess[str]:
     """``bash walkthrough.sh`` in ``folder`` as a user's shell runs it (no BITTERBOT_ settings, PATH
-    given), in its own session: whatever it started is stopped however it ends."""
+    given), in its own session: whatever it started is stopped however it ends. ``script``: the
+    walkthrough with the changes a test made to it, else the README's as written."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BITTERBOT_")}
     env["PATH"] = path
     env["HOME"] = str(folder)
-    (folder / "walkthrough.sh").write_text(walkthrough())
+    (folder / "walkthrough.sh").write_text(walkthrough() if script is None else script)
     proc = subprocess.Popen(
         ["bash", "walkthrough.sh"], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         stdin=subprocess.DEVNULL, start_new_session=True,
@@ -122,6 +123,59 @@ def test_the_readme_walkthrough_works_with_each_node_in_256_mb_and_one_cpu(tmp_p
         )  # fmt: skip
         embedded = json.loads(stats.stdout)
         assert embedded["total"] >= 1 and embedded["embedding_backlog"] == 0, (node, embedded)
+
+
+#: The walkthrough's two lines that assume our development token, and what a user of real USDC types
+#: instead: the escrow alone, for the token already on the chain; USDC from whoever holds it.
+DEPLOY_DEV = 'deploy() { bitterbot-node chain deploy --url http://127.0.0.1:8545 --arbiter "$ARBITER" > chain.toml; }'
+FUND_DEV = "bitterbot-node wallet fund 1 --data-dir buyer\n"
+BUYER_ADDRESS = """$(bitterbot-node wallet --data-dir buyer --json | json 'd["address"]')"""
+
+
+def _anvil_holding_usdc(folder: Path) -> tuple[Path, str]:
+    """An ``anvil`` for the walkthrough's PATH that starts the real one from a saved state in which
+    Circle's FiatToken is already deployed (named "USDC", as on Base): the chain as a user of real
+    USDC finds it. Its folder, and the token's address."""
+    from web3 import Web3
+
+    from marketplace.fiattoken.anvil import ANVIL, anvil_process
+    from marketplace.fiattoken.deploy import deploy_token
+
+    state = folder / "usdc-state.json"
+    with anvil_process("--dump-state", str(state)) as url:  # written as anvil stops
+        w3 = Web3(Web3.HTTPProvider(url))
+        token = deploy_token(w3, w3.eth.accounts[0], name="USDC")
+    tools = folder / "bin"
+    tools.mkdir()
+    (tools / "anvil").write_text(f'#!/bin/sh\nexec {ANVIL} --load-state {state} "$@"\n')
+    (tools / "anvil").chmod(0o755)
+    return tools, token
+
+
+@pytest.mark.timeout(300)
+def test_the_readme_walkthrough_buys_with_real_usdc(tmp_path: Path) -> None:
+    """Issue 49: the walkthrough's purchase on Circle's FiatToken (the code real USDC runs, compiled
+    from ../shared/usdc), already on the chain as on a test network. Two lines change, as a user of
+    real USDC changes them: `chain deploy --token` deploys only the escrow, and the buyer is paid
+    USDC by its minter (a faucet) instead of `wallet fund`; the rest runs as written."""
+    from tests.marketplace.conftest import need_fiattoken
+
+    anvil = _anvil_and_ports()
+    need_fiattoken()
+    tools, token = _anvil_holding_usdc(tmp_path)
+    script = walkthrough()
+    assert script.count(DEPLOY_DEV) == 1 and script.count(FUND_DEV) == 1, "the walkthrough's deploy or fund line moved"
+    script = script.replace(DEPLOY_DEV, DEPLOY_DEV.replace(" > chain.toml", f" --token {token} > chain.toml"))
+    faucet = f"python3 -m marketplace.fiattoken.faucet http://127.0.0.1:8545 {token} {BUYER_ADDRESS} 1000000\n"
+    script = script.replace(FUND_DEV, faucet)
+    assert f"--token {token}" in script and faucet in script and FUND_DEV not in script
+    walk = tmp_path / "walk"
+    walk.mkdir()
+    result = _run(walk, _path_with(str(tools), str(Path(anvil).parent)), timeout=240, script=script)
+    _walked(walk, result)
+    config = (walk / "buyer" / "config.toml").read_text()
+    assert f'token_address = "{token}"' in config and "dev = false" in config and '"USDC"' in config
+    assert "was given 1.000000 USDC and gas" in result.stdout
 
 
 @pytest.mark.timeout(300)

@@ -25,7 +25,7 @@ _DEPLOY_GAS = 8_000_000
 _UNLIMITED = 2**255
 
 
-def _send(w3: Any, call: Any, sender: str) -> Any:
+def send(w3: Any, call: Any, sender: str) -> Any:
     receipt = w3.eth.wait_for_transaction_receipt(call.transact({"from": sender, "gas": _DEPLOY_GAS}))
     if int(receipt["status"]) != 1:
         raise RuntimeError(f"FiatToken deployment step failed: {call}")
@@ -34,11 +34,12 @@ def _send(w3: Any, call: Any, sender: str) -> Any:
 
 def _create(w3: Any, sender: str, abi: Any, bytecode: str, *args: Any) -> str:
     factory = w3.eth.contract(abi=abi, bytecode=bytecode)
-    return str(_send(w3, factory.constructor(*args), sender)["contractAddress"])
+    return str(send(w3, factory.constructor(*args), sender)["contractAddress"])
 
 
-def deploy_token(w3: Any, deployer: str, *, name: str = NAME, symbol: str = SYMBOL) -> str:
-    """Deploy FiatTokenV2_2 behind its proxy, initialised as USDC is; the token's (proxy's) address."""
+def deploy_token(w3: Any, deployer: str, *, name: str = NAME, symbol: str = SYMBOL, decimals: int = 6) -> str:
+    """Deploy FiatTokenV2_2 behind its proxy, initialised as USDC is (``decimals``: other than 6 for a
+    token the market must refuse); the token's (proxy's) address."""
     built = artifacts()
     library = _create(w3, deployer, built["SignatureChecker"]["abi"], built["SignatureChecker"]["bytecode"])
     token = built["FiatTokenV2_2"]
@@ -46,13 +47,13 @@ def deploy_token(w3: Any, deployer: str, *, name: str = NAME, symbol: str = SYMB
     proxy_doc = built["FiatTokenProxy"]
     proxy = _create(w3, deployer, proxy_doc["abi"], proxy_doc["bytecode"], implementation)
     admin = w3.eth.accounts[-1]  # the proxy's admin may not call the token: one that never does
-    _send(w3, w3.eth.contract(address=proxy, abi=proxy_doc["abi"]).functions.changeAdmin(admin), deployer)
+    send(w3, w3.eth.contract(address=proxy, abi=proxy_doc["abi"]).functions.changeAdmin(admin), deployer)
     fiat = w3.eth.contract(address=proxy, abi=token["abi"]).functions
-    _send(w3, fiat.initialize(name, symbol, "USD", 6, deployer, deployer, deployer, deployer), deployer)
-    _send(w3, fiat.initializeV2(name), deployer)
-    _send(w3, fiat.initializeV2_1(deployer), deployer)
-    _send(w3, fiat.initializeV2_2([], symbol), deployer)
-    _send(w3, fiat.configureMinter(deployer, _UNLIMITED), deployer)
+    send(w3, fiat.initialize(name, symbol, "USD", decimals, deployer, deployer, deployer, deployer), deployer)
+    send(w3, fiat.initializeV2(name), deployer)
+    send(w3, fiat.initializeV2_1(deployer), deployer)
+    send(w3, fiat.initializeV2_2([], symbol), deployer)
+    send(w3, fiat.configureMinter(deployer, _UNLIMITED), deployer)
     return proxy
 
 
@@ -77,7 +78,7 @@ class Governor:
 
     async def _do(self, make: Any) -> None:
         w3 = self._chain.w3
-        await self._chain.run(lambda: _send(w3, make(self._token.functions), w3.eth.accounts[0]))
+        await self._chain.run(lambda: send(w3, make(self._token.functions), w3.eth.accounts[0]))
 
     async def blacklist(self, address: str) -> None:
         await self._do(lambda f: f.blacklist(address))

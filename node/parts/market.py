@@ -413,7 +413,13 @@ class MarketPart:
         except ChainUnreachable:
             raise
         except ChainError as exc:
-            raise InvalidValue(f"{exc} (set [chain] dev = true only for a local development chain)") from None
+            if market.chain.dev:
+                raise InvalidValue(f"could not mint development USDC: {exc}") from None
+            raise InvalidValue(
+                f"`wallet fund` mints our development token, and this chain's token is not one ([chain] dev = "
+                f"false): get USDC from whoever holds it (on a test network, its faucet) and send it to "
+                f"{self._wallet.address}, with ether for gas"
+            ) from None
         return {"address": self._wallet.address, "balance_micro_usdc": await market.chain.balance(self._wallet.address)}
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from marketplace.fiattoken.anvil import ANVIL as ANVIL  # the tests import these
 from marketplace.fiattoken.anvil import NO_ANVIL as NO_ANVIL
 from marketplace.fiattoken.anvil import anvil_process as anvil_process
 from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
-from marketplace.fiattoken.deploy import usdc_chain
+from marketplace.fiattoken.deploy import deploy_token, usdc_chain
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph import auto_link
@@ -48,7 +49,38 @@ def need_fiattoken() -> None:
         pytest.skip(f"Circle's FiatToken is unavailable: {exc}")
 
 
+@contextlib.contextmanager
+def anvil_holding_usdc(name: str = "USDC", decimals: int = 6) -> Iterator[tuple[str, str]]:
+    """An anvil where Circle's token is already deployed, as USDC is on a public test network (named
+    as on Base: not our default); yields its URL and the token's address. Skips where it cannot be."""
+    if ANVIL is None:
+        pytest.skip(NO_ANVIL)
+    need_fiattoken()
+    from web3 import Web3
+
+    with anvil_process() as url:
+        w3 = Web3(Web3.HTTPProvider(url))
+        yield url, deploy_token(w3, w3.eth.accounts[0], name=name, decimals=decimals)
+
+
 ON_ANVIL = pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL)
+
+
+@contextlib.asynccontextmanager
+async def _on_anvil(token: str) -> AsyncIterator[Chain]:
+    """A fresh anvil with our escrow on ``token``: "anvil" (our development token) or "usdc"
+    (Circle's FiatToken, skipped where it cannot be built)."""
+    if token == "usdc":
+        need_fiattoken()
+    with anvil_process() as url:
+        if token == "usdc":  # named as on Base, not as a client might assume ("USD Coin")
+            c = await usdc_chain(url, arbiter=ARBITER.address, name="USDC")
+        else:
+            c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
+        try:
+            yield c
+        finally:
+            await c.close()
 
 
 @pytest.fixture(params=["embedded", pytest.param("anvil", marks=ON_ANVIL), pytest.param("usdc", marks=ON_ANVIL)])
@@ -62,31 +94,17 @@ async def chain(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
         finally:
             await c.close()
         return
-    if request.param == "usdc":
-        need_fiattoken()
-    with anvil_process() as url:
-        if request.param == "usdc":
-            c = await usdc_chain(url, arbiter=ARBITER.address)
-        else:
-            c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
-        try:
-            yield c
-        finally:
-            await c.close()
+    async with _on_anvil(request.param) as c:
+        yield c
 
 
-@pytest.fixture
-async def anvil_client() -> AsyncIterator[Chain]:
-    """A fresh anvil with our contracts: for what the embedded EVM cannot do (hold a transaction
-    unmined: eth-tester re-validates it with a check too narrow for the chain id it signs with)."""
-    if ANVIL is None:
-        pytest.skip(NO_ANVIL)
-    with anvil_process() as url:
-        c = await Chain.rpc_dev(url, arbiter=ARBITER.address)
-        try:
-            yield c
-        finally:
-            await c.close()
+@pytest.fixture(params=[pytest.param("anvil", marks=ON_ANVIL), pytest.param("usdc", marks=ON_ANVIL)])
+async def anvil_client(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
+    """A fresh anvil with our escrow, on our token and on Circle's FiatToken: for what the embedded
+    EVM cannot do (hold a transaction unmined: eth-tester re-validates it with a check too narrow
+    for the chain id it signs with)."""
+    async with _on_anvil(request.param) as c:
+        yield c
 
 
 async def idle(chain: Chain, seconds: int) -> None:

@@ -33,17 +33,23 @@ def anvil_chain() -> Iterator[dict[str, str]]:
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
     with anvil_process() as url:
-        deployed = run_cli("chain", "deploy", "--url", url, "--arbiter", ARBITER.address)
-        assert deployed.returncode == 0, deployed.stderr
-        config = dict(re.findall(r'^(\w+) = "?([^"\n]+)"?$', deployed.stdout, re.MULTILINE))
-        assert config["url"] == url and config["dev"] == "true"
-        yield {
-            "BITTERBOT_CHAIN__URL": url,
-            "BITTERBOT_CHAIN__TOKEN_ADDRESS": config["token_address"],
-            "BITTERBOT_CHAIN__ESCROW_ADDRESS": config["escrow_address"],
-            "BITTERBOT_CHAIN__DEV": "true",
-            "BITTERBOT_CHAIN__RESUME_INTERVAL_S": "1",
-        }
+        yield chain_settings(url)
+
+
+def chain_settings(url: str, *options: str) -> dict[str, str]:
+    """`chain deploy` on the chain at ``url`` (with ``options``, such as ``--token``): the [chain]
+    settings it prints, as the daemons' variables."""
+    deployed = run_cli("chain", "deploy", "--url", url, "--arbiter", ARBITER.address, *options)
+    assert deployed.returncode == 0, deployed.stderr
+    config = dict(re.findall(r'^(\w+) = "?([^"\n]+)"?$', deployed.stdout, re.MULTILINE))
+    assert config["url"] == url and config["dev"] == ("false" if options else "true")
+    return {
+        "BITTERBOT_CHAIN__URL": url,
+        "BITTERBOT_CHAIN__TOKEN_ADDRESS": config["token_address"],
+        "BITTERBOT_CHAIN__ESCROW_ADDRESS": config["escrow_address"],
+        "BITTERBOT_CHAIN__DEV": config["dev"],
+        "BITTERBOT_CHAIN__RESUME_INTERVAL_S": "1",
+    }
 
 
 @contextlib.contextmanager

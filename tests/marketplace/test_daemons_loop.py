@@ -3,20 +3,24 @@
 A practice written three times on the seller becomes an emerging skill, is crystallised (private),
 run and recorded, and published by the person; the buyer finds it, buys it, is told it is held
 for review and how to release it, releases it, runs it and rates the run; then the seller's
-standing on the buyer and the seller's earnings. The chain and its token are the fixture's choice
-(``chain_env``): the development token on anvil today, the real USDC fixture once it lands.
+standing on the buyer and the seller's earnings. On anvil, with our development token, and with
+Circle's FiatToken (the code real USDC runs) already on the chain as on a test network: there the
+escrow alone is deployed (`chain deploy --token`), `wallet fund` refuses, and the buyer is paid
+USDC by the token's minter.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.daemons import Node, wait_for
+from tests.marketplace.conftest import anvil_holding_usdc
 from tests.marketplace.test_daemons import anvil_chain as anvil_chain  # the chain this loop runs on
-from tests.marketplace.test_daemons import started_pair
+from tests.marketplace.test_daemons import chain_settings, started_pair
 
 pytestmark = pytest.mark.slow  # real processes and a real chain
 
@@ -27,10 +31,34 @@ PRACTICES = (
 )
 
 
-@pytest.fixture
-def chain_env(anvil_chain: dict[str, str]) -> dict[str, str]:
-    """The [chain] settings both daemons get: switch the token here (one line)."""
-    return anvil_chain
+@pytest.fixture(params=["dev token", "usdc"])
+def chain_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The [chain] settings both daemons get: our development token, or Circle's FiatToken (named
+    "USDC", as on Base) with only our escrow deployed for it."""
+    if request.param == "dev token":
+        yield request.getfixturevalue("anvil_chain")
+        return
+    with anvil_holding_usdc(name="USDC") as (url, token):
+        yield chain_settings(url, "--token", token)
+
+
+def _fund(buyer: Node, chain_env: dict[str, str]) -> None:
+    """1 USDC (and gas) in the buyer's wallet: minted by `wallet fund` on our development token; on
+    real USDC, which `wallet fund` cannot mint, paid by whoever holds it (the token's minter here)."""
+    if chain_env["BITTERBOT_CHAIN__DEV"] == "true":
+        assert buyer.cli("wallet", "fund", "1").returncode == 0
+        return
+    from web3 import Web3
+
+    from marketplace.fiattoken.faucet import give
+
+    refused = buyer.cli("wallet", "fund", "1")
+    assert refused.returncode != 0 and "mints our development token" in refused.stderr, refused
+    address = buyer.json("wallet")["address"]
+    assert address in refused.stderr  # where to send USDC
+    url, token = chain_env["BITTERBOT_CHAIN__URL"], chain_env["BITTERBOT_CHAIN__TOKEN_ADDRESS"]
+    give(Web3(Web3.HTTPProvider(url)), token, address, 1_000_000)
+    assert buyer.json("wallet")["balance_micro_usdc"] == 1_000_000
 
 
 def _offered(buyer: Node, skill_id: str) -> list[dict[str, Any]]:
@@ -61,7 +89,7 @@ def test_practice_to_sale_between_two_daemons(tmp_path: Path, chain_env: dict[st
         (offer,) = wait_for(lambda: _offered(buyer, skill_id), 30, "the listing to reach the buyer", nodes)
         assert offer["price_micro_usdc"] == price
 
-        assert buyer.cli("wallet", "fund", "1").returncode == 0
+        _fund(buyer, chain_env)
         bought = buyer.json("skills", "buy", skill_id, "--max-price", "1")
         assert bought["state"] == "completed" and bought["price_micro_usdc"] == price
         crystal = bought["crystal_id"]

@@ -4,6 +4,7 @@ the market survives it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,12 +19,12 @@ from marketplace.errors import TransactionReverted
 from marketplace.escrow import Escrow
 from marketplace.exchange.seller import Seller
 from marketplace.fiattoken.deploy import NAME, Governor, usdc_chain
-from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, need_fiattoken
+from tests.marketplace.conftest import ARBITER, ON_ANVIL, anvil_process, need_fiattoken
 from tests.marketplace.test_escrow import HASH, SEALED
 from tests.marketplace.test_purchase import PRICE, SKILL, close, trade
 
 
-@pytest.fixture(params=["embedded", pytest.param("anvil", marks=pytest.mark.skipif(ANVIL is None, reason=NO_ANVIL))])
+@pytest.fixture(params=["embedded", pytest.param("anvil", marks=ON_ANVIL)])
 async def usdc(request: pytest.FixtureRequest) -> AsyncIterator[Chain]:
     """Our escrow on Circle's token, proxy and all: in the embedded EVM and on anvil."""
     need_fiattoken()
@@ -122,12 +123,19 @@ async def test_a_pause_during_deals_holds_no_money_once_the_token_resumes(usdc: 
     assert await usdc.balance(escrow.address) == 0
 
 
-async def test_signatures_follow_the_domain_the_token_was_deployed_with() -> None:
+@pytest.mark.parametrize("where", ["embedded", pytest.param("anvil", marks=ON_ANVIL)])
+async def test_signatures_follow_the_domain_the_token_was_deployed_with(where: str) -> None:
     """Deployments of USDC differ in their EIP-712 name ("USD Coin", "USDC", "Bridged USDC"): the
     permit and the transfer authorization are signed under the name read from the chain. A client
     with our name built in is refused by this token (the last check shows the test can tell)."""
     need_fiattoken()
-    usdc = await usdc_chain(None, arbiter=ARBITER.address, name="Bridged USDC (Test)")
+    with contextlib.ExitStack() as stack:
+        url = None if where == "embedded" else stack.enter_context(anvil_process())
+        bridged = await usdc_chain(url, arbiter=ARBITER.address, name="Bridged USDC (Test)")
+        await _signed_under_the_chains_domain(bridged)
+
+
+async def _signed_under_the_chains_domain(usdc: Chain) -> None:
     try:
         buyer, seller = Account.create(), Account.create()
         await usdc.fund(buyer.address, 1_000_000)
