@@ -57,6 +57,33 @@ def deploy_token(w3: Any, deployer: str, *, name: str = NAME, symbol: str = SYMB
     return proxy
 
 
+def deploy_token_at(w3: Any, deployer: str, address: str, *, name: str = NAME, symbol: str = SYMBOL) -> str:
+    """FiatToken behind its proxy at ``address`` (an anvil's ``anvil_setCode``: Base Sepolia's USDC
+    address on a local chain with its chain id). The proxy is deployed as above, its runtime code and
+    its two slots (implementation, admin) put at ``address``, and the token initialised through it
+    there: what lives at the address is real USDC's code, deployed the way Circle deploys it."""
+    from eth_utils.crypto import keccak
+
+    built = artifacts()
+    library = _create(w3, deployer, built["SignatureChecker"]["abi"], built["SignatureChecker"]["bytecode"])
+    token = built["FiatTokenV2_2"]
+    implementation = _create(w3, deployer, token["abi"], linked(token, {"SignatureChecker": library}))
+    proxy_doc = built["FiatTokenProxy"]
+    proxy = _create(w3, deployer, proxy_doc["abi"], proxy_doc["bytecode"], implementation)
+    send(w3, w3.eth.contract(address=proxy, abi=proxy_doc["abi"]).functions.changeAdmin(w3.eth.accounts[-1]), deployer)
+    w3.provider.make_request("anvil_setCode", [address, w3.eth.get_code(proxy).to_0x_hex()])
+    for label in (b"org.zeppelinos.proxy.implementation", b"org.zeppelinos.proxy.admin"):
+        slot = "0x" + keccak(label).hex()
+        w3.provider.make_request("anvil_setStorageAt", [address, slot, w3.eth.get_storage_at(proxy, slot).to_0x_hex()])
+    fiat = w3.eth.contract(address=address, abi=token["abi"]).functions
+    send(w3, fiat.initialize(name, symbol, "USD", 6, deployer, deployer, deployer, deployer), deployer)
+    send(w3, fiat.initializeV2(name), deployer)
+    send(w3, fiat.initializeV2_1(deployer), deployer)
+    send(w3, fiat.initializeV2_2([], symbol), deployer)
+    send(w3, fiat.configureMinter(deployer, _UNLIMITED), deployer)
+    return address
+
+
 def deployer(name: str = NAME) -> TokenDeployer:
     """What ``Chain.embedded`` / ``Chain.rpc_dev`` deploy instead of our development token."""
     return partial(deploy_token, name=name)

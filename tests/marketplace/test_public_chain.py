@@ -22,10 +22,11 @@ from marketplace.exchange.buyer import PurchaseResult
 from marketplace.exchange.deals import Sales, SaleState
 from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, KIND_ERROR, DeliveryRequest
 from marketplace.exchange.seller import COMMIT_AFTER_S
+from marketplace.fiattoken.deploy import deploy_token_at
 from marketplace.public_chain.log_cursor import Window, window
 from marketplace.public_chain.presets import BASE_SEPOLIA, ChainTuning
 from node.config import ChainSection
-from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process
+from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, need_fiattoken
 from tests.marketplace.test_arbitration import arbiter_of
 from tests.marketplace.test_cheating_parties import BuyerThatAsksLate
 from tests.marketplace.test_purchase import Side, TamperingSeller, close, terms_of, trade
@@ -57,14 +58,10 @@ def test_a_round_reads_confirmed_blocks_and_the_last_ones_again() -> None:
 
 
 def _real_address_token(chain: Chain) -> str:
-    """Our development token's code and storage put at Base Sepolia's USDC address, and an escrow of
-    that token deployed (chain thread): the escrow's address."""
+    """Circle's FiatToken (real USDC's code, behind its proxy, named as on Base) at Base Sepolia's USDC
+    address, and an escrow of that token deployed (chain thread): the escrow's address."""
     w3: Any = chain.w3
-    usdc = BASE_SEPOLIA.usdc_address
-    w3.provider.make_request("anvil_setCode", [usdc, w3.eth.get_code(chain.token_address).to_0x_hex()])
-    for slot in range(64):
-        value = w3.eth.get_storage_at(chain.token_address, slot).to_0x_hex()
-        w3.provider.make_request("anvil_setStorageAt", [usdc, hex(slot), value])
+    usdc = deploy_token_at(w3, w3.eth.accounts[0], BASE_SEPOLIA.usdc_address, name="USDC")
     rules = ESCROW_RULES
     return _deploy(w3, w3.eth.accounts[0], "Escrow", usdc, ARBITER.address, rules.min_delivery_window_s,
                    rules.max_lock_s, rules.dispute_window_s, rules.arbitration_window_s)  # fmt: skip
@@ -75,6 +72,7 @@ async def base_sepolia_anvil() -> AsyncIterator[Chain]:
     """anvil as Base Sepolia (its chain id, a token at its USDC address), with the preset's settings."""
     if ANVIL is None:
         pytest.skip(NO_ANVIL)
+    need_fiattoken()
     with anvil_process("--chain-id", str(BASE_SEPOLIA.chain_id)) as url:
         deployer = await Chain.rpc_dev(url, arbiter=ARBITER.address)
         try:
