@@ -236,7 +236,7 @@ class MarketPart:
             raise InvalidValue(EMBEDDED_CANNOT_TRADE)
         row = await self._find_listing(listing)
         await self._learn_seller_addrs(row)
-        try:
+        try:  # a PurchaseError is the market's own refusal (400 in node.error_status): not rewrapped
             result = await market.buy(
                 peer_id_from_ed25519(bytes.fromhex(row.seller)),
                 bytes.fromhex(row.seller),
@@ -244,8 +244,6 @@ class MarketPart:
                 max_price=parse_usdc(max_price) if max_price else None,
                 speaker=speaker,
             )
-        except PurchaseError as exc:
-            raise InvalidValue(str(exc)) from None
         finally:
             await self.refresh()
         return {
@@ -357,10 +355,7 @@ class MarketPart:
 
     async def dispute(self, purchase_id: str) -> dict[str, Any]:
         """Contest the seller's committed delivery of one of this node's purchases."""
-        try:
-            result = await (await self._ready()).dispute(_purchase_id(purchase_id))
-        except PurchaseError as exc:
-            raise InvalidValue(str(exc)) from None
+        result = await (await self._ready()).dispute(_purchase_id(purchase_id))
         return {"purchase_id": result.purchase_id, "state": result.state, "detail": result.detail}
 
     async def evidence(self, purchase_id: str) -> dict[str, Any]:
@@ -381,10 +376,7 @@ class MarketPart:
 
     async def arbitrate(self, purchase_id: str) -> dict[str, Any]:
         """Judge an answered dispute from the chain and send the decision (this node is the arbiter)."""
-        try:
-            verdict = await (await self._ready()).arbitrate(_purchase_id(purchase_id))
-        except PurchaseError as exc:
-            raise InvalidValue(str(exc)) from None
+        verdict = await (await self._ready()).arbitrate(_purchase_id(purchase_id))
         return {
             "purchase_id": verdict.terms.purchase_id.hex(),
             "to": "seller" if verdict.to_seller else "buyer",
@@ -394,10 +386,7 @@ class MarketPart:
     async def withdraw(self, usdc: str | None) -> dict[str, Any]:
         """Move what the escrow owes this node (all of it, or ``usdc``) into its wallet."""
         market = await self._ready()
-        try:
-            moved = await market.withdraw(None if usdc is None else parse_usdc(usdc))
-        except PurchaseError as exc:
-            raise InvalidValue(str(exc)) from None
+        moved = await market.withdraw(None if usdc is None else parse_usdc(usdc))
         return {
             "withdrawn_micro_usdc": moved,
             "balance_micro_usdc": await market.chain.balance(self._wallet.address),
