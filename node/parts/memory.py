@@ -37,6 +37,7 @@ from memory.errors import MemoryError_
 from memory.graph import auto_link
 from memory.llm import ChatEndpoint
 from memory.retrieval.query import Weights
+from memory.storage.after_embedding import owed_count
 from memory.storage.connection import is_transient_lock
 from memory.storage.counts import crystal_total
 from memory.storage.store import EmbeddedHook, LinkSettings, MemoryStore
@@ -64,6 +65,8 @@ class EmbeddingProgress:
     backlog: int = 0
     embedded: int = 0
     per_s: float | None = None
+    steps_owed: int = 0  # embedded, their after-steps (typing by meaning, links, supersession) still to run
+    steps_set_aside: int = 0  # whose after-steps failed MAX_ATTEMPTS times: logged, left for the person
 
     def record(self, count: int, seconds: float) -> None:
         self.embedded += count
@@ -75,15 +78,25 @@ class EmbeddingProgress:
     def as_dict(self) -> dict[str, Any]:
         eta = round(self.backlog / self.per_s) if self.backlog and self.per_s else None
         per_s = round(self.per_s, 1) if self.per_s else None
-        return {"backlog": self.backlog, "embedded": self.embedded, "per_s": per_s, "eta_s": eta}
+        return {
+            "backlog": self.backlog,
+            "embedded": self.embedded,
+            "per_s": per_s,
+            "eta_s": eta,
+            "steps_owed": self.steps_owed,
+            "steps_set_aside": self.steps_set_aside,
+        }
 
     def summary(self) -> str | None:
-        """ "1,200 waiting to be embedded (about 4 min)", or None when nothing waits."""
-        if not self.backlog:
-            return None
-        eta = self.as_dict()["eta_s"]
-        about = f" (about {max(1, round(eta / 60))} min)" if eta is not None else ""
-        return f"{self.backlog:,} waiting to be embedded{about}"
+        """ "1,200 waiting to be embedded (about 4 min)", what embedded crystals still owe, or None."""
+        said = []
+        if self.backlog:
+            eta = self.as_dict()["eta_s"]
+            about = f" (about {max(1, round(eta / 60))} min)" if eta is not None else ""
+            said.append(f"{self.backlog:,} waiting to be embedded{about}")
+        if self.steps_set_aside:
+            said.append(f"{self.steps_set_aside:,} whose links and supersession failed (see the log)")
+        return ", ".join(said) or None
 
 
 def search_weights(config: Config) -> Weights:
@@ -320,6 +333,7 @@ class MemoryPart:
         if self.store is not None:
             self._crystals = await crystal_total(self.store.reader(), None)
             self.embedding.backlog = await self.store.backlog_size()
+            self.embedding.steps_owed, self.embedding.steps_set_aside = await owed_count(self.store)
 
     def details(self) -> dict[str, Any]:
         """For ``status``: counts, hormones, and what the last consolidation and dream did."""
