@@ -40,20 +40,8 @@ def _create(w3: Any, sender: str, abi: Any, bytecode: str, *args: Any) -> str:
 def deploy_token(w3: Any, deployer: str, *, name: str = NAME, symbol: str = SYMBOL, decimals: int = 6) -> str:
     """Deploy FiatTokenV2_2 behind its proxy, initialised as USDC is (``decimals``: other than 6 for a
     token the market must refuse); the token's (proxy's) address."""
-    built = artifacts()
-    library = _create(w3, deployer, built["SignatureChecker"]["abi"], built["SignatureChecker"]["bytecode"])
-    token = built["FiatTokenV2_2"]
-    implementation = _create(w3, deployer, token["abi"], linked(token, {"SignatureChecker": library}))
-    proxy_doc = built["FiatTokenProxy"]
-    proxy = _create(w3, deployer, proxy_doc["abi"], proxy_doc["bytecode"], implementation)
-    admin = w3.eth.accounts[-1]  # the proxy's admin may not call the token: one that never does
-    send(w3, w3.eth.contract(address=proxy, abi=proxy_doc["abi"]).functions.changeAdmin(admin), deployer)
-    fiat = w3.eth.contract(address=proxy, abi=token["abi"]).functions
-    send(w3, fiat.initialize(name, symbol, "USD", decimals, deployer, deployer, deployer, deployer), deployer)
-    send(w3, fiat.initializeV2(name), deployer)
-    send(w3, fiat.initializeV2_1(deployer), deployer)
-    send(w3, fiat.initializeV2_2([], symbol), deployer)
-    send(w3, fiat.configureMinter(deployer, _UNLIMITED), deployer)
+    proxy = _proxy(w3, deployer)
+    _initialise(w3, deployer, proxy, name, symbol, decimals)
     return proxy
 
 
@@ -64,6 +52,18 @@ def deploy_token_at(w3: Any, deployer: str, address: str, *, name: str = NAME, s
     there: what lives at the address is real USDC's code, deployed the way Circle deploys it."""
     from eth_utils.crypto import keccak
 
+    proxy = _proxy(w3, deployer)
+    w3.provider.make_request("anvil_setCode", [address, w3.eth.get_code(proxy).to_0x_hex()])
+    for label in (b"org.zeppelinos.proxy.implementation", b"org.zeppelinos.proxy.admin"):
+        slot = "0x" + keccak(label).hex()
+        w3.provider.make_request("anvil_setStorageAt", [address, slot, w3.eth.get_storage_at(proxy, slot).to_0x_hex()])
+    _initialise(w3, deployer, address, name, symbol, 6)
+    return address
+
+
+def _proxy(w3: Any, deployer: str) -> str:
+    """The SignatureChecker library, the implementation linked to it, and the proxy over it, whose
+    admin moves to an account that never calls the token (the admin may not): the proxy's address."""
     built = artifacts()
     library = _create(w3, deployer, built["SignatureChecker"]["abi"], built["SignatureChecker"]["bytecode"])
     token = built["FiatTokenV2_2"]
@@ -71,17 +71,18 @@ def deploy_token_at(w3: Any, deployer: str, address: str, *, name: str = NAME, s
     proxy_doc = built["FiatTokenProxy"]
     proxy = _create(w3, deployer, proxy_doc["abi"], proxy_doc["bytecode"], implementation)
     send(w3, w3.eth.contract(address=proxy, abi=proxy_doc["abi"]).functions.changeAdmin(w3.eth.accounts[-1]), deployer)
-    w3.provider.make_request("anvil_setCode", [address, w3.eth.get_code(proxy).to_0x_hex()])
-    for label in (b"org.zeppelinos.proxy.implementation", b"org.zeppelinos.proxy.admin"):
-        slot = "0x" + keccak(label).hex()
-        w3.provider.make_request("anvil_setStorageAt", [address, slot, w3.eth.get_storage_at(proxy, slot).to_0x_hex()])
-    fiat = w3.eth.contract(address=address, abi=token["abi"]).functions
-    send(w3, fiat.initialize(name, symbol, "USD", 6, deployer, deployer, deployer, deployer), deployer)
+    return proxy
+
+
+def _initialise(w3: Any, deployer: str, address: str, name: str, symbol: str, decimals: int) -> None:
+    """Initialise the token at ``address`` as Circle does, ``deployer`` holding every role, and make it
+    a minter without a limit."""
+    fiat = w3.eth.contract(address=address, abi=artifacts()["FiatTokenV2_2"]["abi"]).functions
+    send(w3, fiat.initialize(name, symbol, "USD", decimals, deployer, deployer, deployer, deployer), deployer)
     send(w3, fiat.initializeV2(name), deployer)
     send(w3, fiat.initializeV2_1(deployer), deployer)
     send(w3, fiat.initializeV2_2([], symbol), deployer)
     send(w3, fiat.configureMinter(deployer, _UNLIMITED), deployer)
-    return address
 
 
 def deployer(name: str = NAME) -> TokenDeployer:
