@@ -11,17 +11,15 @@ import ipaddress
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
+from ground.settings import Section
 from marketplace.public_chain.presets import PRESETS, ChainTuning, gwei
 from memory import design
 from node.errors import InvalidValue
 
-
-class _Section(BaseModel):
-    # strict: "5" is not an int and 1 is not a bool; a TOML file says what it means.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+_Section = Section
 
 
 class NodeSection(_Section):
