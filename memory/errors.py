@@ -10,7 +10,8 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── EmbedderError           an embedder failed or is misconfigured
 ├── InvalidQuery            a search request that cannot be run (bad filter, empty query)
 ├── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
-└── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
+├── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
+└── SyncRefused             a change from another device that cannot be taken (too far ahead, not allowed)
 """
 
 from __future__ import annotations
@@ -95,3 +96,8 @@ class FileRefused(MemoryError_, Invalid):
         super().__init__(f"{path}: {reason}")
         self.path = str(path)
         self.reason = reason
+
+
+class SyncRefused(MemoryError_, Invalid):
+    """A change from another of the person's devices that this device cannot take: stamped too far
+    ahead of its clock, or out of order in its author's sequence."""
