@@ -19,6 +19,7 @@
     ├── SealedDataError               a passphrase-sealed blob cannot be opened
     │   └── SealedDataTampered
     ├── GroupSealError                a blob sealed for the device group cannot be opened or made
+    ├── DeviceGroupError              a member list that may not follow the one held, or a change it refuses
     └── PairingCodeError              a pairing code that is mistyped, damaged or of another kind (400)
 
 Decoding untrusted input raises only ``EnvelopeError`` subclasses; callers turn
@@ -176,3 +177,8 @@ class GroupSealError(CryptoError):
 
 class PairingCodeError(CryptoError, Invalid):
     """A pairing code that cannot be read: mistyped, cut short, or not a bitterbot pairing code."""
+
+
+class DeviceGroupError(CryptoError):
+    """A device group change that cannot be taken: a member list of another group, older, signed by
+    a non-member or forged, a device that left without a new epoch; or one asked that makes no sense."""
