@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import skill_versions
 from memory.cognition.retype import retype as correct
 from memory.dynamics.consolidation import unmerge as undo_merge
-from memory.graph import link as add_link
+from memory.emerging import skill_versions
+from memory.graph.links import link as add_link
 from memory.service.caller import Caller, refuse_unless_may_override
 from memory.service.requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SkillEditArgs, SupersedeArgs
 from memory.storage.store import MemoryStore

@@ -10,7 +10,7 @@ from memory.capture.sources import captured_from
 from memory.cognition.curiosity import Curiosity
 from memory.errors import NotEnabled
 from memory.governance import quarantine
-from memory.graph import associations, attribution_chain, derivation_tree
+from memory.graph.provenance import associations, attribution_chain, derivation_tree
 from memory.retrieval.query import SearchMode, SearchRequest, Weights, parse_bound
 from memory.retrieval.search import search as run_search
 from memory.service.requests import CountArgs, Filters, GapsArgs, ListArgs, SearchArgs, ShowArgs

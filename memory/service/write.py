@@ -12,13 +12,13 @@ from memory.capture.capture import capture_conversations
 from memory.capture.llm_extract import LlmExtractor
 from memory.cognition.adopt import pin as keep
 from memory.cognition.steering import give_feedback
+from memory.emerging.skill_versions import skill_of
 from memory.errors import InvalidRequest
 from memory.governance.erase import erase
 from memory.model import KNOWLEDGE_TYPES, Bounty, Feedback, Lifespan, NewCrystal, Origin
 from memory.retrieval.query import parse_since
 from memory.service.caller import Caller, refuse_unless_may_override
 from memory.service.requests import CaptureArgs, FeedbackArgs, ForgetArgs, RememberArgs, ShowArgs
-from memory.skill_versions import skill_of
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
 
