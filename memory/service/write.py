@@ -28,7 +28,7 @@ class AnsweredBounty(Protocol):
     marketplace keeps the bounties, above memory, so the node hands its finder down)."""
 
     def __call__(
-        self, store: MemoryStore, *, text: str, tags: Iterable[str], category: str, now_ms: int
+        self, store: MemoryStore, /, *, text: str, tags: Iterable[str], category: str, now_ms: int
     ) -> Awaitable[Bounty | None]: ...
 
 
