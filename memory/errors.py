@@ -9,6 +9,9 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── ExportRefused           governance forbids a crystal leaving the node
 ├── EmbedderError           an embedder failed or is misconfigured
 ├── InvalidQuery            a search request that cannot be run (bad filter, empty query)
+├── InvalidValue            a value given to ``memory`` is wrong
+│   └── InvalidRequest      a request of ``memory.service`` refused as given (400)
+├── NotEnabled              a part of memory this store runs without (curiosity): 503
 ├── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
 ├── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
 └── SyncRefused             a change from another device that cannot be taken (too far ahead, not allowed)
@@ -16,7 +19,7 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError, Invalid
+from ground.errors import BitterbotError, Invalid, Unavailable
 
 
 class MemoryError_(BitterbotError):  # trailing underscore: don't shadow the builtin MemoryError
@@ -86,6 +89,15 @@ class ForeignFormatError(MemoryError_, Invalid):
 
 class InvalidValue(MemoryError_, Invalid):
     """A value given to ``memory`` is wrong (also a ValueError): the message says which and why."""
+
+
+class InvalidRequest(InvalidValue):
+    """A request of ``memory.service`` the store refuses as given (the message says which value and
+    why): 400, before anything is written."""
+
+
+class NotEnabled(MemoryError_, Unavailable):
+    """A part of memory this store was opened without (curiosity): not the request's fault, 503."""
 
 
 class FileRefused(MemoryError_, Invalid):

@@ -32,7 +32,7 @@ import aiosqlite
 
 from ground import failpoints, json_text
 from memory.governance.injection import instruction_flags
-from memory.graph import Association, Attribution
+from memory.graph.provenance import Association, Attribution
 from memory.model import Crystal
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular
 from memory.storage.connection import select_in

@@ -34,8 +34,8 @@ from memory.embedders import make_embedder
 from memory.embedders.base import Embedder, HeldModel, Vectors
 from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import MemoryError_
-from memory.graph import auto_link
-from memory.llm import ChatEndpoint
+from memory.governance.llm import ChatEndpoint
+from memory.graph.links import auto_link
 from memory.retrieval.query import Weights
 from memory.storage.after_embedding import owed_count
 from memory.storage.connection import is_transient_lock

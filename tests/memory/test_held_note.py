@@ -6,9 +6,9 @@ from __future__ import annotations
 from ground.authority import Speaker
 from memory.governance.quarantine import approve, hold_of, review_note
 from memory.model import NewCrystal, Origin, Quarantine, SemanticType
+from memory.service.recall import show
+from memory.service.requests import ShowArgs
 from memory.storage.store import MemoryStore
-from node.commands.memory_requests import ShowArgs
-from node.commands.memory_service import show
 from node.commands.texts.memory import shown
 
 

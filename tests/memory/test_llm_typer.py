@@ -8,7 +8,7 @@ import pytest
 from ground.authority import Speaker
 from memory.cognition.llm_typer import LlmTyper, parse_answer
 from memory.cognition.retype import retype
-from memory.llm import ChatEndpoint
+from memory.governance.llm import ChatEndpoint
 from memory.model import NewCrystal, SemanticType, TypeSource
 from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeModelServer

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from ground.authority import Speaker
+from memory.emerging.skill_versions import clean_tags, edit_skill, freeze, skill_of
 from memory.errors import StoreError
-from memory.graph import associations, attribution_chain, link
+from memory.graph.links import link
+from memory.graph.provenance import associations, attribution_chain
 from memory.model import AssociationType, Lifecycle, NewCrystal, Origin, SemanticType, SkillVersion
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.skill_versions import clean_tags, edit_skill, freeze, skill_of
 from memory.storage.store import MemoryStore
 
 PERSON = Speaker.PERSON
