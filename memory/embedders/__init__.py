@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from memory.embedders.base import Embedder
@@ -41,5 +42,6 @@ def make_embedder(
     if name == "openai":
         from memory.embedders.openai_http import HttpEmbedderSettings, OpenAIHttpEmbedder
 
-        return OpenAIHttpEmbedder(http or HttpEmbedderSettings())
+        http = http or HttpEmbedderSettings()  # the key is read here, so that no settings object holds it
+        return OpenAIHttpEmbedder(http, api_key=os.environ.get(http.openai_api_key_env) or None)
     raise EmbedderError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
