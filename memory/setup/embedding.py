@@ -1,7 +1,7 @@
-"""The daemon's background embedding: the backlog drained in batches (crystals added in bulk, or left
-by a change of embedder, gain vectors without blocking anyone), a local model let go when idle, and
-how it stands (``EmbeddingProgress``, for ``status``, the dashboard and the metrics), counted here
-where the work is done."""
+"""The daemon's background embedding: the search's vectors loaded ahead, the backlog drained in
+batches (crystals added in bulk, or left by a change of embedder, gain vectors without blocking
+anyone), a local model let go when idle, and how it stands (``EmbeddingProgress``, for ``status``,
+the dashboard and the metrics), counted here where the work is done."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from ground.events import get_logger
 from memory.embedders.base import HeldModel
+from memory.errors import MemoryError_
 from memory.storage.connection import is_transient_lock
 from memory.storage.store import MemoryStore
 
@@ -91,3 +92,14 @@ async def release_idle_model(model: HeldModel, idle_s: float) -> None:
         await asyncio.sleep(min(30.0, max(0.25, idle_s / 4)))
         if await asyncio.to_thread(model.release_if_idle):
             log.info("memory.embedder_released", idle_s=idle_s)
+
+
+async def warm_vectors(store: MemoryStore) -> None:
+    """Load the search's vector codes in the background, so the first search does not wait."""
+    started = time.perf_counter()
+    try:
+        codes = await store.warm_vectors()
+    except MemoryError_ as exc:  # only a head start: the first search loads them itself, or reports why not
+        log.warning("memory.vectors_not_loaded", error=repr(exc))
+        return
+    log.info("memory.vectors_loaded", codes=codes, seconds=round(time.perf_counter() - started, 3))

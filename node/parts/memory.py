@@ -10,22 +10,17 @@ cycle every ``[dream] interval_min``. The CLI without a daemon opens the same st
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
 
-from crypto.errors import KeyFileError
-from crypto.identity import read_key_file_info
 from ground.events import get_logger
 from ground.progress import current_reporter
-from marketplace.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
 from memory.dynamics.consolidation import ConsolidationReport
 from memory.embedders.base import HeldModel
-from memory.errors import MemoryError_
 from memory.setup.cycles import consolidate_as_configured, search_weights
-from memory.setup.embedding import EmbeddingProgress, drain_backlog, release_idle_model
+from memory.setup.embedding import EmbeddingProgress, drain_backlog, release_idle_model, warm_vectors
 from memory.setup.endpoints import configured_extractor, configured_synthesizer
 from memory.setup.store import close_store, open_store
 from memory.storage.after_embedding import owed_count
@@ -35,6 +30,7 @@ from memory.working_memory.dream import dream
 from node.config import Config
 from node.errors import PartNotRunning
 from node.parts.capture_watch import CaptureWatcher
+from node.parts.dream_lines import emerging_lines, world_lines
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor
@@ -51,16 +47,6 @@ async def open_node_store(
     assert paths.memory_db is not None
     return await open_store(paths.memory_db, config.memory, config.hormones, config.llm, now_ms,
                             in_worker=in_worker, schemas=(MARKET_SCHEMA, P2P_SCHEMA))  # fmt: skip
-
-
-async def world_lines(store: MemoryStore, paths: NodePaths) -> tuple[str, ...]:
-    """What other parts of the node tell the dream about the person's world: the market ledger."""
-    try:
-        me: str | None = read_key_file_info(paths.key_file).public_key.hex()
-    except KeyFileError:
-        me = None
-    line = niche_line(await ledger(store, me))
-    return (line,) if line else ()
 
 
 class MemoryPart:
@@ -114,20 +100,21 @@ class MemoryPart:
         assert self._supervisor is not None, "a part started by a daemon has its supervisor"
         await self.open(in_worker=True)
         assert self.store is not None
-        stats = await self.store.stats()
+        store = self.store
+        stats = await store.stats()
         log.info(
             "memory.opened",
             path=str(self._paths.memory_db),
             crystals=stats["total"],
-            embedder=self.store.embedder.id,
+            embedder=store.embedder.id,
             backlog=stats["embedding_backlog"],
         )
         self._crystals = int(stats["total"])
         self.embedding.backlog = int(stats["embedding_backlog"])
-        self._supervisor.spawn("memory-warm-vectors", self._warm_vectors)
+        self._supervisor.spawn("memory-warm-vectors", lambda: warm_vectors(store))
         batch, idle_s = self._config.memory.embed_batch, self._config.memory.embedder_idle_s
         self._supervisor.spawn("memory-embedder", lambda: drain_backlog(lambda: self.store, self.embedding, batch))
-        embedder = self.store.embedder
+        embedder = store.embedder
         if isinstance(embedder, HeldModel) and idle_s > 0:
             self._supervisor.spawn("memory-embedder-release", lambda: release_idle_model(embedder, idle_s))
         self._supervisor.spawn(
@@ -136,17 +123,6 @@ class MemoryPart:
         self._supervisor.spawn("memory-dream", lambda: self._every(self._config.dream.interval_min, self._dream))
         if self._config.capture.watch:
             self._supervisor.spawn("memory-capture-watch", lambda: self.capture.run(lambda: self.store))
-
-    async def _warm_vectors(self) -> None:
-        """Load the search's vector codes in the background, so the first search does not wait."""
-        assert self.store is not None
-        started = time.perf_counter()
-        try:
-            codes = await self.store.warm_vectors()
-        except MemoryError_ as exc:  # only a head start: the first search loads them itself, or reports why not
-            log.warning("memory.vectors_not_loaded", error=repr(exc))
-            return
-        log.info("memory.vectors_loaded", codes=codes, seconds=round(time.perf_counter() - started, 3))
 
     async def stop(self) -> None:
         if self.store is not None:
@@ -248,16 +224,3 @@ class MemoryPart:
     def _captured(self, stored: int) -> None:
         self._crystals += stored
         self.embedding.backlog += stored
-
-
-async def emerging_lines(store: MemoryStore) -> tuple[str, ...]:
-    """MEMORY.md's lines for the emerging skills, counting the executions the marketplace recorded:
-    the eight most confident, those answering a live bounty first. Chosen before they are ordered,
-    so a stranger's bounty reorders the lines and never brings one in."""
-    from marketplace.catalog.bounties import with_answered_bounties
-    from marketplace.executions import executions_per_crystal
-    from memory.emerging.patterns import bounty_first
-    from memory.emerging.practice import emerging_skills
-
-    found = await emerging_skills(store, await executions_per_crystal(store))
-    return tuple(skill.line() for skill in bounty_first(await with_answered_bounties(store, found[:8])))

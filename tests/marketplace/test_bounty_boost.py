@@ -18,7 +18,7 @@ from memory.storage.store import MemoryStore
 from node.commands.memory_requests import RememberArgs
 from node.commands.memory_service import remember
 from node.commands.skills_service import crystallise_report, emerging_report
-from node.parts.memory import emerging_lines
+from node.parts.dream_lines import emerging_lines
 
 STRANGER = Identity.from_seed(b"x" * 32)
 DAY = 86_400_000
