@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ground.settings import SettingError
+from ground.settings import Section, SettingError
 from memory.capture.watch import WatchPlan, WatchSettings
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
@@ -21,7 +21,7 @@ from memory.storage.store_types import LinkSettings
 from node.config import Config
 from node.config_loading import load_config
 
-TABLES = {
+TABLES: dict[str, tuple[type[Section], tuple[type[Section], ...]]] = {
     "memory": (MemorySettings, (HttpEmbedderSettings, LinkSettings)),
     "capture": (CaptureSettings, (WatchSettings,)),
     "hormones": (HormonesSettings, (HormoneSettings,)),
