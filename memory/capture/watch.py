@@ -33,13 +33,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pydantic import Field
-
 from ground import failpoints
-from ground.settings import Section
 from memory.capture.capture import capture, default_session
 from memory.capture.formats import Conversation, ConversationFormat, detect, read_conversations
 from memory.capture.llm_extract import LlmExtractor
+from memory.capture.watch_settings import WatchSettings
 from memory.errors import CaptureFormatError, FileRefused
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular, read_bounded, walk_files
 from memory.storage.store import MemoryStore
@@ -53,23 +51,6 @@ HEAD_BYTES = 4_096
 TAIL_BYTES = 256
 #: A JSON file younger than this that does not parse is taken as still being written.
 SETTLING_NS = 5_000_000_000
-
-
-class WatchSettings(Section):
-    """The ``[capture]`` keys that say which folders to follow, how often and how much to read."""
-
-    # Folders of transcripts the daemon follows and captures as they are written (memory.capture.watch),
-    # e.g. ["~/.claude/projects"]: *.jsonl and *.json files under them, at any depth.
-    watch: list[str] = Field(default_factory=list, max_length=32)
-    poll_s: float = Field(default=5.0, ge=0.2, le=3600)
-    max_file_mb: int = Field(default=50, ge=1, le=10_000)
-    # The longest line of a JSONL input read (a watched transcript, a JSONL import, an export restored):
-    # a longer one is read past in blocks, never held whole, and skipped and counted like a damaged line.
-    max_line_mb: int = Field(default=8, ge=1, le=1_000)
-
-    @property
-    def max_line_bytes(self) -> int:
-        return self.max_line_mb * 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,26 +12,14 @@ import urllib.request
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import Field
 
 from ground.authority import Speaker
-from ground.settings import Section
 from memory.embedders.base import Vectors, normalise_rows
+from memory.embedders.http_settings import HttpEmbedderSettings
 from memory.errors import EmbedderError
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity, redacted
 from memory.model import Sensitivity
-
-
-class HttpEmbedderSettings(Section):
-    """Where an OpenAI-compatible embeddings endpoint is (``[memory] embedder = "openai"``). The key is
-    not a setting: it is read from the variable ``openai_api_key_env`` names where the embedder is built."""
-
-    openai_url: str = ""
-    openai_model: str = ""
-    openai_api_key_env: str = "OPENAI_API_KEY"
-    openai_dimensions: int = Field(default=0, ge=0, le=8192)
-
 
 BATCH = 64
 

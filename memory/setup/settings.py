@@ -10,10 +10,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ground.settings import Section, SettingError
-from memory.capture.watch import WatchSettings
+from memory.capture.watch_settings import WatchSettings
 from memory.dynamics.hormones import HormoneSettings
 from memory.dynamics.importance import DecaySettings
-from memory.embedders.openai_http import HttpEmbedderSettings
+from memory.embedders.http_settings import HttpEmbedderSettings
 from memory.storage.store_types import LinkSettings
 
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from pydantic import Field
 
 from ground.settings import Section
 from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
-from memory.embedders.base import Vectors
 from memory.model import Crystal, Hormones, NewCrystal
+
+if TYPE_CHECKING:  # only named in annotations: node.config reads LinkSettings without loading numpy
+    from memory.embedders.base import Vectors
 
 Progress = Callable[[int], None]
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from ground.events import get_logger
 from memory.capture.llm_extract import LlmExtractor
-from memory.capture.watch import WatchPlan, WatchRound, WatchSettings, watch_round, watch_summary
+from memory.capture.watch import WatchPlan, WatchRound, watch_round, watch_summary
+from memory.capture.watch_settings import WatchSettings
 from memory.errors import MemoryError_
 from memory.storage.store import MemoryStore
 from node.parts.metrics import NodeMetrics

@@ -17,7 +17,7 @@ import pytest
 
 from memory.embedders import make_embedder
 from memory.embedders.hashing import HashingEmbedder
-from memory.embedders.openai_http import HttpEmbedderSettings
+from memory.embedders.http_settings import HttpEmbedderSettings
 from memory.errors import EmbedderError
 from tests.memory.conftest import serving
 
