@@ -33,9 +33,10 @@ from bench.timing import percentiles_ms
 from memory.model import NewCrystal
 from memory.service import recall
 from memory.service.requests import SearchArgs
+from memory.setup.cycles import search_weights
 from memory.storage.store import MemoryStore
 from node.config_loading import load_config
-from node.parts.memory import open_store, search_weights
+from node.parts.memory import open_node_store
 from node.paths import NodePaths
 from node.runtime.status import read_status
 
@@ -60,7 +61,7 @@ async def _fill(data: Path, env: dict[str, str], size: int) -> list[str]:
     loaded = load_config(None, env)
     paths = NodePaths.of(data, loaded.config)
     paths.ensure_data_dir()
-    store = await open_store(loaded.config, paths)
+    store = await open_node_store(loaded.config, paths)
     try:
         texts = synthetic_texts(size, random.Random(7))
         await store.remember_many([NewCrystal(t) for t in texts])
@@ -116,8 +117,8 @@ class ApiClient:
 
 async def _measure(data: Path, env: dict[str, str], url: str, queries: list[str], rounds: int) -> dict[str, Any]:
     loaded = load_config(None, env)
-    store: MemoryStore = await open_store(loaded.config, NodePaths.of(data, loaded.config))
-    weights = search_weights(loaded.config)
+    store: MemoryStore = await open_node_store(loaded.config, NodePaths.of(data, loaded.config))
+    weights = search_weights(loaded.config.memory)
     client = ApiClient(url, (data / "api.token").read_text().strip())
     direct: list[float] = []
     through_api: list[float] = []

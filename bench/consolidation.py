@@ -27,7 +27,7 @@ from bench.memory_store import DIM, SyntheticEmbedder, synthetic_texts
 from memory.dynamics.consolidation import consolidate
 from memory.dynamics.importance import DAY_MS
 from memory.model import Hormones, Lifespan, NewCrystal
-from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.store import MemoryStore
 
 SIZE = 100_000
 QUICK_SIZE = 10_000
@@ -105,7 +105,7 @@ async def _plain_read_s(store: MemoryStore) -> float:
 
 
 async def _measure(size: int, tmp: Path) -> dict[str, Any]:
-    store = await MemoryStore.open(tmp / "consolidation.db", SyntheticEmbedder(), links=LinkSettings(enabled=False))
+    store = await MemoryStore.open(tmp / "consolidation.db", SyntheticEmbedder())
     try:
         await _fill(store, size, random.Random(size))
         plain = await _plain_read_s(store)

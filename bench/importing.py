@@ -26,9 +26,9 @@ from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.importer import crystals_from_file, find_sources
 from memory.model import NewCrystal
+from memory.setup.settings import LlmSettings, MemorySettings
+from memory.setup.store import embedded_hook
 from memory.storage.store import MemoryStore
-from node.config import Config
-from node.parts.memory import embedded_hook
 
 GOAL_PER_S = 300
 BATCHES = (64, 16)  # the default, then the earlier default (the baseline)
@@ -52,7 +52,8 @@ def messages(count: int, seed: int = 3) -> list[str]:
 
 
 async def _embed_rate(items: list[NewCrystal], embedder: Embedder, batch: int, tmp: Path) -> dict[str, float]:
-    store = await MemoryStore.open(tmp / f"b{batch}.db", embedder, on_embedded=embedded_hook(Config()))
+    hook = embedded_hook(MemorySettings(), LlmSettings())
+    store = await MemoryStore.open(tmp / f"b{batch}.db", embedder, on_embedded=hook)
     try:
         started = time.perf_counter()
         await store.remember_many(items)

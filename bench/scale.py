@@ -23,7 +23,7 @@ from bench.timing import percentiles_ms
 from memory.model import NewCrystal
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.store import MemoryStore
 
 GOAL_HYBRID_P50_MS = 30.0
 
@@ -46,7 +46,7 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"crystals": size, "peak_rss_mb_with_texts": peak_rss_mb()}
     report["baseline_raw_sqlite_insert_per_s"] = round(raw_insert_rate(tmp / "raw.db", texts))
     embedder = SyntheticEmbedder()
-    store = await MemoryStore.open(tmp / "store.db", embedder, links=LinkSettings(enabled=False))
+    store = await MemoryStore.open(tmp / "store.db", embedder)
     try:
         started = time.perf_counter()
         await store.remember_many([NewCrystal(t) for t in texts], batch_size=2000)  # untyped: the store types

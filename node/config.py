@@ -16,7 +16,14 @@ from pydantic import Field, field_validator, model_validator
 from crypto.anchors import parse_public_key
 from ground.settings import Section
 from marketplace.public_chain.presets import PRESETS, ChainTuning, gwei
-from memory import design
+from memory.setup.settings import (
+    CaptureSettings,
+    ConsolidationSettings,
+    DreamSettings,
+    HormonesSettings,
+    LlmSettings,
+    MemorySettings,
+)
 from node.errors import InvalidValue
 
 _Section = Section
@@ -73,96 +80,6 @@ class WireSection(_Section):
     max_age_s: int = Field(default=300, ge=1, le=86_400)
     max_ahead_s: int = Field(default=60, ge=0, le=3_600)
     replay_cache_entries: int = Field(default=100_000, ge=1_000, le=10_000_000)
-
-
-class MemorySection(_Section):
-    db_file: str = Field(default="memory/crystals.db", min_length=1)
-    embedder: Literal["minilm", "hashing", "openai"] = "minilm"
-    openai_url: str = ""
-    openai_model: str = ""
-    openai_api_key_env: str = "OPENAI_API_KEY"
-    openai_dimensions: int = Field(default=0, ge=0, le=8192)
-    related_threshold: float = Field(default=design.RELATED_LINK_SIMILARITY, gt=0, le=1)
-    updates_threshold: float = Field(default=design.UPDATES_LINK_SIMILARITY, gt=0, le=1)
-    embed_batch: int = Field(default=64, ge=1, le=1024)
-    # The daemon runs a local model (minilm) in a worker process, started when a text first needs it
-    # and let go after this many seconds unused, so an idle daemon holds none of it; 0 keeps it.
-    embedder_idle_s: float = Field(default=300.0, ge=0, le=86_400)
-    # Run MiniLM's weights as float32, unpacked from int8 once per machine (memory/embedders/minilm_fold):
-    # a query embeds in ~3 ms instead of ~50; off, each run unpacks them again (configs/edge.toml).
-    minilm_fold_weights: bool = True
-    rrf_k: int = Field(default=10, ge=1, le=1000)
-    vector_weight: float = Field(default=0.7, ge=0, le=10)
-    relevance_floor: float = Field(default=0.3, ge=0, le=1)
-    max_curiosity_gaps: int = Field(default=200, ge=1, le=100_000)
-    typer: Literal["offline", "llm"] = "offline"
-    # A newer crystal that updates an older one supersedes it (memory.supersession): "offline" judges
-    # by wording and similarity, "llm" also asks [llm] about ambiguous choices, "off" never does.
-    supersession: Literal["offline", "llm", "off"] = "offline"
-
-
-class CaptureSection(_Section):
-    # Folders of transcripts the daemon follows and captures as they are written (memory.capture.watch),
-    # e.g. ["~/.claude/projects"]: *.jsonl and *.json files under them, at any depth.
-    watch: list[str] = Field(default_factory=list, max_length=32)
-    poll_s: float = Field(default=5.0, ge=0.2, le=3600)
-    max_file_mb: int = Field(default=50, ge=1, le=10_000)
-    # The longest line of a JSONL input read (a watched transcript, a JSONL import, an export restored):
-    # a longer one is read past in blocks, never held whole, and skipped and counted like a damaged line.
-    max_line_mb: int = Field(default=8, ge=1, le=1_000)
-    # "llm": the [llm] endpoint picks the statements worth keeping, checked against the messages
-    # (memory.capture.llm_extract); offline, deterministic, when it fails or a message is confidential.
-    extractor: Literal["offline", "llm"] = "offline"
-
-
-class LlmSection(_Section):
-    """An OpenAI-compatible chat endpoint for ``[memory] typer = "llm"`` and ``supersession = "llm"``."""
-
-    url: str = ""
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = Field(default=10.0, gt=0, le=600)
-
-
-class HormonesSection(_Section):
-    dopamine_half_life_min: float = Field(default=30.0, gt=0, le=10_080)
-    cortisol_half_life_min: float = Field(default=60.0, gt=0, le=10_080)
-    oxytocin_half_life_min: float = Field(default=45.0, gt=0, le=10_080)
-    dopamine_home: float = Field(default=0.15, ge=0, le=1)
-    cortisol_home: float = Field(default=0.02, ge=0, le=1)
-    oxytocin_home: float = Field(default=0.10, ge=0, le=1)
-
-
-class ConsolidationSection(_Section):
-    interval_min: float = Field(default=30.0, gt=0, le=10_080)
-    decay_rate_per_ms: float = Field(default=design.DECAY_RATE_PER_MS, ge=0, le=1e-6)
-    forget_threshold: float = Field(default=design.FORGET_THRESHOLD, ge=0, lt=1)
-    promote_threshold: float = Field(default=design.PROMOTE_THRESHOLD, gt=0, le=1)
-    merge_similarity: float = Field(default=design.MERGE_SIMILARITY, gt=0, le=1)
-    emotion_decay_resistance: float = Field(default=design.EMOTION_DECAY_RESISTANCE, ge=0, lt=1)
-    retention_days: int = Field(default=30, ge=0, le=3_650)
-
-    @model_validator(mode="after")
-    def _forget_below_promote(self) -> ConsolidationSection:
-        if self.forget_threshold >= self.promote_threshold:
-            raise InvalidValue("forget_threshold must be below promote_threshold")
-        return self
-
-
-class DreamSection(_Section):
-    interval_min: float = Field(default=120.0, gt=0, le=10_080)
-    workspace_dir: str = Field(default="workspace", min_length=1)
-    synthesizer: Literal["extractive", "chat"] = "extractive"
-    chat_url: str = ""
-    chat_model: str = ""
-    chat_api_key_env: str = "OPENAI_API_KEY"
-    chat_timeout_s: float = Field(default=60.0, gt=0, le=600)
-
-    @model_validator(mode="after")
-    def _chat_needs_endpoint(self) -> DreamSection:
-        if self.synthesizer == "chat" and not (self.chat_url and self.chat_model):
-            raise InvalidValue('synthesizer = "chat" needs chat_url and chat_model')
-        return self
 
 
 #: A management node's fastest weather renewal: twice the receivers' weather rate (1 a second, p2p.validation).
@@ -447,12 +364,12 @@ class Config(_Section):
     identity: IdentitySection = Field(default_factory=IdentitySection)
     trust: TrustSection = Field(default_factory=TrustSection)
     wire: WireSection = Field(default_factory=WireSection)
-    memory: MemorySection = Field(default_factory=MemorySection)
-    hormones: HormonesSection = Field(default_factory=HormonesSection)
-    consolidation: ConsolidationSection = Field(default_factory=ConsolidationSection)
-    dream: DreamSection = Field(default_factory=DreamSection)
-    capture: CaptureSection = Field(default_factory=CaptureSection)
-    llm: LlmSection = Field(default_factory=LlmSection)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    hormones: HormonesSettings = Field(default_factory=HormonesSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    dream: DreamSettings = Field(default_factory=DreamSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
     p2p: P2PSection = Field(default_factory=P2PSection)
     marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
     chain: ChainSection = Field(default_factory=ChainSection)

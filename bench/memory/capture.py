@@ -30,7 +30,7 @@ from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.store import MemoryStore
 
 GOAL_RECALL_AT_10 = 0.75
 GOAL_CRYSTALS_PER_MESSAGE = 0.6
@@ -71,7 +71,7 @@ async def _recall(store: MemoryStore, qa: list[dict[str, Any]], turns_of_crystal
 
 
 async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
-    store = await MemoryStore.open(tmp / f"capture{index}.db", embedder, links=LinkSettings(enabled=False))
+    store = await MemoryStore.open(tmp / f"capture{index}.db", embedder)
     try:
         messages = chat_messages(sample["conversation"])
         started = time.perf_counter()
@@ -90,7 +90,7 @@ async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Emb
 
 
 async def _per_turn(tmp: Path, index: int, sample: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
-    store = await MemoryStore.open(tmp / f"turns{index}.db", embedder, links=LinkSettings(enabled=False))
+    store = await MemoryStore.open(tmp / f"turns{index}.db", embedder)
     try:
         turns = turns_of(sample["conversation"])
         started = time.perf_counter()

@@ -37,6 +37,7 @@ from ground import failpoints
 from memory.capture.capture import capture, default_session
 from memory.capture.formats import Conversation, ConversationFormat, detect, read_conversations
 from memory.capture.llm_extract import LlmExtractor
+from memory.capture.watch_settings import WatchSettings
 from memory.errors import CaptureFormatError, FileRefused
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular, read_bounded, walk_files
 from memory.storage.store import MemoryStore
@@ -53,12 +54,20 @@ SETTLING_NS = 5_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
-class WatchSettings:
+class WatchPlan:
+    """What a round reads, in bytes: ``WatchPlan.of`` the settings (a test sets byte caps directly)."""
+
     folders: tuple[Path, ...]
     max_file_bytes: int = 50_000_000
     max_line_bytes: int = MAX_LINE_BYTES  # a longer line is skipped as damaged, never held whole
     max_files: int = 10_000  # per round: a folder holding more is read in name order up to this
     extractor: LlmExtractor | None = None  # [capture] extractor = "llm"
+
+    @classmethod
+    def of(cls, settings: WatchSettings, extractor: LlmExtractor | None = None) -> WatchPlan:
+        """The plan of ``settings``' folders (``~`` and variables expanded) and caps."""
+        return cls(expand(settings.watch), settings.max_file_mb * 1_000_000, settings.max_line_bytes,
+                   extractor=extractor)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +98,7 @@ class WatchRound:
     skipped_links: list[tuple[str, str]] = field(default_factory=list)  # (path, why): symlinks, hard links
 
 
-def transcript_files(settings: WatchSettings, skipped: list[tuple[str, str]] | None = None) -> Iterator[Path]:
+def transcript_files(settings: WatchPlan, skipped: list[tuple[str, str]] | None = None) -> Iterator[Path]:
     """The regular files under the watched folders, in name order, at most ``max_files``; no
     symlink is followed and no hard link read (``memory.safe_files``): those go to ``skipped``."""
     count = 0
@@ -107,7 +116,7 @@ def transcript_files(settings: WatchSettings, skipped: list[tuple[str, str]] | N
                     return
 
 
-async def watch_round(store: MemoryStore, settings: WatchSettings, *, actor: str = "capture") -> WatchRound:
+async def watch_round(store: MemoryStore, settings: WatchPlan, *, actor: str = "capture") -> WatchRound:
     """Capture what changed in the watched folders since the last round."""
     marks = await load_marks(store)
     result = WatchRound()
@@ -146,7 +155,7 @@ async def _read(
     mark: FileMark,
     size: int,
     mtime_ns: int,
-    settings: WatchSettings,
+    settings: WatchPlan,
     actor: str,
     result: WatchRound,
 ) -> FileMark:
@@ -208,7 +217,7 @@ async def _read_lines(
     mtime_ns: int,
     actor: str,
     result: WatchRound,
-    settings: WatchSettings,
+    settings: WatchPlan,
 ) -> FileMark:
     """Capture ``lines``, the complete lines of ``path`` from ``mark.offset`` on."""
     if not lines.consumed:  # no complete line yet: a half-written last line waits

@@ -31,6 +31,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from pydantic import Field
+
+from ground.settings import Section
 from memory.design import MERGE_CORTISOL_SLOPE, MERGE_SIMILARITY
 from memory.errors import InvalidValue
 from memory.model import Hormones, Origin
@@ -95,22 +98,15 @@ _EVENT_PATTERNS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class HormoneSettings:
-    dopamine_half_life_min: float = 30.0
-    cortisol_half_life_min: float = 60.0
-    oxytocin_half_life_min: float = 45.0
-    dopamine_home: float = 0.15
-    cortisol_home: float = 0.02
-    oxytocin_home: float = 0.10
+class HormoneSettings(Section):
+    """The ``[hormones]`` keys: each level's half-life (minutes) and the homeostasis it decays to."""
 
-    def __post_init__(self) -> None:
-        for name in ("dopamine_half_life_min", "cortisol_half_life_min", "oxytocin_half_life_min"):
-            if getattr(self, name) <= 0:
-                raise InvalidValue(f"{name} must be positive")
-        for name in ("dopamine_home", "cortisol_home", "oxytocin_home"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise InvalidValue(f"{name} must be in [0, 1]")
+    dopamine_half_life_min: float = Field(default=30.0, gt=0, le=10_080)
+    cortisol_half_life_min: float = Field(default=60.0, gt=0, le=10_080)
+    oxytocin_half_life_min: float = Field(default=45.0, gt=0, le=10_080)
+    dopamine_home: float = Field(default=0.15, ge=0, le=1)
+    cortisol_home: float = Field(default=0.02, ge=0, le=1)
+    oxytocin_home: float = Field(default=0.10, ge=0, le=1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,10 @@ statement. A test keeps the two equal.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from pydantic import Field, model_validator
+
+from ground.settings import Section, SettingError
 from memory.design import (
     DECAY_RATE_PER_MS,
     EMOTION_DECAY_RESISTANCE,
@@ -30,31 +32,30 @@ from memory.design import (
     MERGE_SIMILARITY,
     PROMOTE_THRESHOLD,
 )
-from memory.errors import InvalidValue
 
 DAY_MS = 86_400_000
 
 
-@dataclass(frozen=True, slots=True)
-class DecaySettings:
-    decay_rate_per_ms: float = DECAY_RATE_PER_MS  # half-life of an unreinforced crystal: ln 2 / rate ~ 16 days
-    forget_threshold: float = FORGET_THRESHOLD  # below: expired
-    promote_threshold: float = PROMOTE_THRESHOLD  # at or above: consolidated, and a merge candidate
-    merge_similarity: float = MERGE_SIMILARITY  # cosine similarity at or above which near-duplicates merge
-    emotion_decay_resistance: float = EMOTION_DECAY_RESISTANCE
-    retention_ms: int = 30 * DAY_MS  # expired and archived crystals are purged this long after
+class DecaySettings(Section):
+    """How importance decays and what consolidation does at which importance (the ``[consolidation]``
+    keys; ``memory.design`` has the defaults' reasons)."""
 
-    def __post_init__(self) -> None:
-        if self.decay_rate_per_ms < 0:
-            raise InvalidValue("decay_rate_per_ms must be >= 0")
-        if not 0 <= self.forget_threshold < self.promote_threshold <= 1:
-            raise InvalidValue("need 0 <= forget_threshold < promote_threshold <= 1")
-        if not 0 < self.merge_similarity <= 1:
-            raise InvalidValue("merge_similarity must be in (0, 1]")
-        if not 0 <= self.emotion_decay_resistance < 1:
-            raise InvalidValue("emotion_decay_resistance must be in [0, 1)")
-        if self.retention_ms < 0:
-            raise InvalidValue("retention_ms must be >= 0")
+    decay_rate_per_ms: float = Field(default=DECAY_RATE_PER_MS, ge=0, le=1e-6)  # ln 2 / rate ~ 16 days half-life
+    forget_threshold: float = Field(default=FORGET_THRESHOLD, ge=0, lt=1)  # below: expired
+    promote_threshold: float = Field(default=PROMOTE_THRESHOLD, gt=0, le=1)  # at or above: consolidated
+    merge_similarity: float = Field(default=MERGE_SIMILARITY, gt=0, le=1)  # near-duplicates this similar merge
+    emotion_decay_resistance: float = Field(default=EMOTION_DECAY_RESISTANCE, ge=0, lt=1)
+    retention_days: int = Field(default=30, ge=0, le=3_650)  # expired and archived crystals are purged this long after
+
+    @property
+    def retention_ms(self) -> int:
+        return self.retention_days * DAY_MS
+
+    @model_validator(mode="after")
+    def _forget_below_promote(self) -> DecaySettings:
+        if self.forget_threshold >= self.promote_threshold:
+            raise SettingError("forget_threshold must be below promote_threshold")
+        return self
 
 
 def access_strength(access_count: int) -> float:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from memory.embedders.base import Embedder
 from memory.errors import EmbedderError
 
-if TYPE_CHECKING:  # the HTTP client and the gate it needs load only for the openai embedder: the
-    # MiniLM worker process imports this package too, and is ~9 MB smaller without them
-    from memory.embedders.openai_http import HttpEmbedderSettings
+if TYPE_CHECKING:  # the HTTP client and the gate it needs load only for the openai embedder (the
+    # MiniLM worker process imports this package too, and is ~9 MB smaller without them), and
+    # numpy only with an embedder: node.config reads this package's settings without either
+    from memory.embedders.base import Embedder
+    from memory.embedders.http_settings import HttpEmbedderSettings
 
 EMBEDDER_NAMES = ("minilm", "hashing", "openai")
 __all__ = ["EMBEDDER_NAMES", "make_embedder"]
@@ -39,7 +41,9 @@ def make_embedder(
 
         return MiniLMOnnxEmbedder(fold_weights=fold_weights)
     if name == "openai":
-        from memory.embedders.openai_http import HttpEmbedderSettings, OpenAIHttpEmbedder
+        from memory.embedders.http_settings import HttpEmbedderSettings
+        from memory.embedders.openai_http import OpenAIHttpEmbedder
 
-        return OpenAIHttpEmbedder(http or HttpEmbedderSettings())
+        http = http or HttpEmbedderSettings()  # the key is read here, so that no settings object holds it
+        return OpenAIHttpEmbedder(http, api_key=os.environ.get(http.openai_api_key_env) or None)
     raise EmbedderError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")

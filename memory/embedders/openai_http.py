@@ -10,28 +10,16 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ground.authority import Speaker
 from memory.embedders.base import Vectors, normalise_rows
+from memory.embedders.http_settings import HttpEmbedderSettings
 from memory.errors import EmbedderError
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity, redacted
 from memory.model import Sensitivity
-
-
-@dataclass(frozen=True, slots=True)
-class HttpEmbedderSettings:
-    """Where an OpenAI-compatible embeddings endpoint is and how to call it."""
-
-    url: str = ""
-    model: str = ""
-    api_key: str | None = None
-    dimensions: int = 0
-    timeout_s: float = 30.0
-
 
 BATCH = 64
 
@@ -39,15 +27,17 @@ BATCH = 64
 class OpenAIHttpEmbedder:
     carries_meaning = True
 
-    def __init__(self, settings: HttpEmbedderSettings) -> None:
-        if not settings.url or not settings.model:
+    def __init__(self, settings: HttpEmbedderSettings, *, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+        if not settings.openai_url or not settings.openai_model:
             raise EmbedderError("the openai embedder needs memory.openai_url and memory.openai_model")
         self._settings = settings
-        self._dim = settings.dimensions or len(self._request(["dimension probe"])[0])
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._dim = settings.openai_dimensions or len(self._request(["dimension probe"])[0])
 
     @property
     def id(self) -> str:
-        return f"openai-{self._settings.model}-{self._dim}"
+        return f"openai-{self._settings.openai_model}-{self._dim}"
 
     @property
     def dim(self) -> int:
@@ -74,27 +64,27 @@ class OpenAIHttpEmbedder:
         return row
 
     def _request(self, texts: list[str]) -> list[list[float]]:
-        body: dict[str, object] = {"model": self._settings.model, "input": texts}
-        if self._settings.dimensions:
-            body["dimensions"] = self._settings.dimensions
+        body: dict[str, object] = {"model": self._settings.openai_model, "input": texts}
+        if self._settings.openai_dimensions:
+            body["dimensions"] = self._settings.openai_dimensions
         headers = {"Content-Type": "application/json"}
-        if self._settings.api_key:
-            headers["Authorization"] = f"Bearer {self._settings.api_key}"
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(  # noqa: S310 - the URL is the user's configured endpoint
-            self._settings.url.rstrip("/") + "/embeddings", data=json.dumps(body).encode(), headers=headers
+            self._settings.openai_url.rstrip("/") + "/embeddings", data=json.dumps(body).encode(), headers=headers
         )
         try:
-            with urllib.request.urlopen(request, timeout=self._settings.timeout_s) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:  # noqa: S310
                 doc = json.loads(response.read())
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise EmbedderError(f"embedding endpoint {self._settings.url} failed: {exc}") from exc
+            raise EmbedderError(f"embedding endpoint {self._settings.openai_url} failed: {exc}") from exc
         except ValueError as exc:
-            raise EmbedderError(f"embedding endpoint {self._settings.url} returned non-JSON") from exc
+            raise EmbedderError(f"embedding endpoint {self._settings.openai_url} returned non-JSON") from exc
         try:
             data = sorted(doc["data"], key=lambda item: item["index"])
             return [list(map(float, item["embedding"])) for item in data]
         except (KeyError, TypeError, ValueError) as exc:
-            raise EmbedderError(f"embedding endpoint {self._settings.url} returned an unexpected shape") from exc
+            raise EmbedderError(f"embedding endpoint {self._settings.openai_url} returned an unexpected shape") from exc
 
 
 def _as_the_gate_allows(text: str) -> str:

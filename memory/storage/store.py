@@ -108,7 +108,7 @@ class MemoryStore:
         self.embedder = embedder
         self.now_ms = now_ms
         self.links = links
-        self._on_embedded = on_embedded if links.enabled else None
+        self._on_embedded = on_embedded
         self.vectors = VectorIndex(embedder.id, embedder.dim)
         self._write_lock = asyncio.Lock()
         self._closed = False
@@ -133,7 +133,7 @@ class MemoryStore:
         schemas: Sequence[SchemaSet] = (),
     ) -> MemoryStore:
         """Open (creating and migrating as needed) the database at ``path``, with ``schemas``: other
-        packages' tables in the file. ``on_embedded`` (``links`` on) runs after each embedding."""
+        packages' tables in the file. ``on_embedded`` (linking, supersession) runs after each embedding."""
         private_dir(path.parent)
         private_file(path)
         writer = await open_connection(path)

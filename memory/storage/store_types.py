@@ -6,23 +6,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from pydantic import Field
+
+from ground.settings import Section
 from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
-from memory.embedders.base import Vectors
 from memory.model import Crystal, Hormones, NewCrystal
+
+if TYPE_CHECKING:  # only named in annotations: node.config reads LinkSettings without loading numpy
+    from memory.embedders.base import Vectors
 
 Progress = Callable[[int], None]
 
 
-@dataclass(frozen=True, slots=True)
-class LinkSettings:
-    """Automatic graph links made when a crystal is embedded (see ``memory.graph``)."""
+class LinkSettings(Section):
+    """Automatic graph links made when a crystal is embedded (see ``memory.graph``): a neighbour this
+    similar is ``related_to`` it, this much more ``updates`` it. A store opened without an
+    ``on_embedded`` hook makes none."""
 
-    enabled: bool = True
-    neighbours: int = 5
-    related_threshold: float = RELATED_LINK_SIMILARITY
-    updates_threshold: float = UPDATES_LINK_SIMILARITY
+    related_threshold: float = Field(default=RELATED_LINK_SIMILARITY, gt=0, le=1)
+    updates_threshold: float = Field(default=UPDATES_LINK_SIMILARITY, gt=0, le=1)
+    #: How many nearest neighbours of a new crystal linking and supersession look at.
+    neighbours: ClassVar[int] = 5
 
 
 class HormoneSource(Protocol):

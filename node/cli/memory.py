@@ -71,7 +71,7 @@ def memory_import(
         from node.cli.export_keys import trusted_signers
 
         trusted: frozenset[bytes] | None = None  # read at the first export file: a folder of notes needs no key
-        max_line = resolve(config_path, data_dir)[0].config.capture.max_line_mb * 1_000_000
+        max_line = resolve(config_path, data_dir)[0].config.capture.max_line_bytes
 
         stored_before.append(await crystal_total(store.reader()))
         totals = progress_so_far  # what Ctrl-C reports: the store keeps every batch already written

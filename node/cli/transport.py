@@ -42,9 +42,9 @@ def with_store(config_path: Path | None, data_dir: Path | None, action: Callable
     paths.ensure_data_dir()
 
     async def go() -> T:
-        from node.parts.memory import open_store
+        from node.parts.memory import open_node_store
 
-        store = await open_store(loaded.config, paths)
+        store = await open_node_store(loaded.config, paths)
         try:
             return await action(store)
         finally:

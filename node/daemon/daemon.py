@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ground.events import get_logger
+from ground.settings import SettingError
 from node.daemon.wiring import build_parts
 from node.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from node.runtime.context import NodeContext
@@ -109,7 +110,7 @@ class Daemon:
         try:
             for part in self._parts:
                 await self._stack.start(part)
-        except UsageError as exc:  # something the user can fix (a busy port): say what, exit 2
+        except (UsageError, SettingError) as exc:  # the user can fix it (a busy port, an embedder's url): exit 2
             self._failure = str(exc)
             self._failure_code = EXIT_USAGE
             log.error("node.start_failed", error=str(exc))

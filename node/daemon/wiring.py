@@ -9,7 +9,7 @@ from typing import Any
 from ground.errors import WiringError
 from node.dashboard.web import Dashboard
 from node.parts.market import MarketPart
-from node.parts.memory import MemoryPart, decay_settings
+from node.parts.memory import MemoryPart
 from node.parts.metrics import MetricsPart, NodeMetrics
 from node.parts.p2p import P2PPart
 from node.parts.skill_ledger import file_hosts
@@ -65,7 +65,7 @@ def build_parts(
             dashboard = hosts["ui"] = Dashboard(
                 lambda: hosts,
                 session_hours=api.dashboard_session_hours,
-                decay=decay_settings(ctx.config),
+                decay=ctx.config.consolidation,
                 dream_every_min=ctx.config.dream.interval_min,
                 loopback_only=not api.allow_remote,
             )

@@ -113,10 +113,10 @@ def check_sqlite() -> Check:
 
 
 def check_embedder(config: Config) -> Check:
-    from node.parts.memory import embedder_from_config
+    from memory.setup.store import configured_embedder
 
     try:
-        embedder = embedder_from_config(config)
+        embedder = configured_embedder(config.memory)
         started = time.perf_counter()
         vector = embedder.embed_query("doctor check")
         took = (time.perf_counter() - started) * 1000

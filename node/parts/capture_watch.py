@@ -14,10 +14,10 @@ from typing import Any
 
 from ground.events import get_logger
 from memory.capture.llm_extract import LlmExtractor
-from memory.capture.watch import WatchRound, WatchSettings, expand, watch_round, watch_summary
+from memory.capture.watch import WatchPlan, WatchRound, watch_round, watch_summary
+from memory.capture.watch_settings import WatchSettings
 from memory.errors import MemoryError_
 from memory.storage.store import MemoryStore
-from node.config import CaptureSection
 from node.parts.metrics import NodeMetrics
 
 log = get_logger("node.capture")
@@ -31,18 +31,13 @@ class CaptureWatcher:
 
     def __init__(
         self,
-        cfg: CaptureSection,
+        cfg: WatchSettings,
         extractor: LlmExtractor | None,
         metrics: NodeMetrics | None,
         on_stored: Callable[[int], None],
     ) -> None:
         self._cfg = cfg
-        self.settings = WatchSettings(
-            folders=expand(cfg.watch),
-            max_file_bytes=cfg.max_file_mb * 1_000_000,
-            max_line_bytes=cfg.max_line_mb * 1_000_000,
-            extractor=extractor,
-        )
+        self.settings = WatchPlan.of(cfg, extractor)
         self._metrics = metrics
         self._on_stored = on_stored
         self._summary: dict[str, Any] | None = None

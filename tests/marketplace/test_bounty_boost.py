@@ -20,7 +20,7 @@ from memory.service.requests import RememberArgs
 from memory.service.write import remember
 from memory.storage.store import MemoryStore
 from node.commands.skills_service import crystallise_report, emerging_report
-from node.parts.memory import emerging_lines
+from node.parts.dream_lines import emerging_lines
 
 STRANGER = Identity.from_seed(b"x" * 32)
 DAY = 86_400_000

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from memory.capture.sources import captured_from
-from memory.capture.watch import WatchSettings, load_marks, watch_round, watch_summary
+from memory.capture.watch import WatchPlan, load_marks, watch_round, watch_summary
 from memory.embedders.hashing import HashingEmbedder
 from memory.storage.counts import crystal_total
 from memory.storage.store import MemoryStore
@@ -23,8 +23,8 @@ def line(uuid: str, role: str, text: str) -> str:
     return json.dumps(entry) + "\n"
 
 
-def settings(folder: Path) -> WatchSettings:
-    return WatchSettings(folders=(folder,))
+def settings(folder: Path) -> WatchPlan:
+    return WatchPlan(folders=(folder,))
 
 
 async def test_new_lines_are_captured_as_they_are_written_and_a_half_line_waits(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory.capture import watch
-from memory.capture.watch import WatchSettings, load_marks, watch_round, watch_summary
+from memory.capture.watch import WatchPlan, load_marks, watch_round, watch_summary
 from memory.safe_files import read_bounded
 from memory.storage.counts import crystal_total
 from memory.storage.store import MemoryStore
@@ -71,7 +71,7 @@ async def test_a_file_of_lines_is_read_at_most_the_cap_at_a_time_from_its_waterm
     that grew past it was skipped for good. Now at most the cap is read, from the watermark on."""
     said = [line(f"u{i}", "user", f"Fact number {i}: the rack {i} fuse is rated {10 + i} amps.") for i in range(6)]
     cap = len(said[0]) * 2 + 10  # two lines fit, three do not
-    capped = WatchSettings(folders=(tmp_path,), max_file_bytes=cap)
+    capped = WatchPlan(folders=(tmp_path,), max_file_bytes=cap)
     session = tmp_path / f"{SESSION}.jsonl"
     session.write_text(said[0])
     rounds = [await watch_round(store, capped)]

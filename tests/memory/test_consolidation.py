@@ -23,10 +23,10 @@ from memory.graph.provenance import derivation_tree
 from memory.model import Hormones, Lifecycle, Lifespan, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
+from memory.setup.settings import ConsolidationSettings
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
 from memory.supersession.detect import supersede
-from node.config import ConsolidationSection
 from tests.memory.conftest import DAY, T0, FakeClock
 
 NEAR_A = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa one"
@@ -178,7 +178,7 @@ async def test_stress_raises_the_merge_threshold(store: MemoryStore) -> None:
 def test_the_defaults_are_the_designs_numbers() -> None:
     """Seed 000's decayRate, forgetThreshold, promoteThreshold, mergeOverlapThreshold and
     emotionDecayResistance, for the engine and for the config, from ``memory.design``."""
-    engine, config = DecaySettings(), ConsolidationSection()
+    engine, config = DecaySettings(), ConsolidationSettings()
     design = (DECAY_RATE_PER_MS, FORGET_THRESHOLD, PROMOTE_THRESHOLD, MERGE_SIMILARITY, EMOTION_DECAY_RESISTANCE)
     assert design == (5e-10, 0.02, 0.7, 0.92, 0.5)
     for settings in (engine, config):
@@ -204,7 +204,7 @@ async def test_purge_after_retention_keeps_the_history(store: MemoryStore, clock
     gone = (await store.remember(NewCrystal("forget me"))).crystal
     kept = (await store.remember(NewCrystal("keep me"))).crystal
     await store.forget(gone.id)
-    settings = DecaySettings(retention_ms=7 * DAY)
+    settings = DecaySettings(retention_days=7)
     assert (await consolidate(store, settings=settings, levels=Hormones())).purged == 0
     clock.advance(7 * DAY)
     await store.touch([kept.id])

@@ -8,8 +8,8 @@ from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
 from memory.graph.links import link, link_type
 from memory.graph.provenance import associations, attribution_chain, derivation_tree
 from memory.model import AssociationType, NewCrystal
+from memory.setup.settings import MemorySettings
 from memory.storage.store import LinkSettings, MemoryStore
-from node.config import MemorySection
 
 
 def test_links_follow_the_designs_thresholds() -> None:
@@ -18,7 +18,7 @@ def test_links_follow_the_designs_thresholds() -> None:
     settings = LinkSettings()
     assert settings.related_threshold == RELATED_LINK_SIMILARITY
     assert settings.updates_threshold == UPDATES_LINK_SIMILARITY
-    assert (MemorySection().related_threshold, MemorySection().updates_threshold) == (0.7, 0.9)
+    assert (MemorySettings().related_threshold, MemorySettings().updates_threshold) == (0.7, 0.9)
     assert link_type(UPDATES_LINK_SIMILARITY + 0.001, settings) is AssociationType.UPDATES
     assert link_type(UPDATES_LINK_SIMILARITY, settings) is AssociationType.RELATED_TO
     assert link_type(RELATED_LINK_SIMILARITY + 0.001, settings) is AssociationType.RELATED_TO
@@ -65,12 +65,14 @@ async def test_derivation_tree_goes_five_deep_and_attribution_is_ordered(store: 
     assert [(a.actor, a.action) for a in history] == [("dream", "created")]
 
 
-async def test_link_settings_can_turn_linking_off(tmp_path: pytest.TempPathFactory) -> None:
+async def test_a_store_opened_without_the_after_embedding_hook_makes_no_links(
+    tmp_path: pytest.TempPathFactory,
+) -> None:
     from pathlib import Path
 
     from memory.embedders.hashing import HashingEmbedder
 
-    s = await MemoryStore.open(Path(str(tmp_path)) / "m.db", HashingEmbedder(), links=LinkSettings(enabled=False))
+    s = await MemoryStore.open(Path(str(tmp_path)) / "m.db", HashingEmbedder(), on_embedded=None)
     try:
         await s.remember(NewCrystal("same same same"))
         b = (await s.remember(NewCrystal("same same same same"))).crystal

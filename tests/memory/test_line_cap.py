@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memory.capture.watch import WatchSettings, watch_round
+from memory.capture.watch import WatchPlan, watch_round
 from memory.importer import crystals_from_file, find_sources
 from memory.model import NewCrystal
 from memory.storage.store import MemoryStore
@@ -59,7 +59,7 @@ async def test_a_gigantic_line_in_a_watched_transcript_is_skipped_unread_and_nam
         + _giant_line()
         + line("u2", "user", "Hotfixes need two approvals from the platform team.")
     )
-    settings = WatchSettings(folders=(tmp_path,), max_line_bytes=CAP)
+    settings = WatchPlan(folders=(tmp_path,), max_line_bytes=CAP)
     done, peak = await _apeak(lambda: watch_round(store, settings))
     assert done.skipped_lines == [(str(session), 2)]
     assert done.new_messages == 2 and done.new_errors == []

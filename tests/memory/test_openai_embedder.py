@@ -17,7 +17,7 @@ import pytest
 
 from memory.embedders import make_embedder
 from memory.embedders.hashing import HashingEmbedder
-from memory.embedders.openai_http import HttpEmbedderSettings
+from memory.embedders.http_settings import HttpEmbedderSettings
 from memory.errors import EmbedderError
 from tests.memory.conftest import serving
 
@@ -69,13 +69,16 @@ def server() -> Iterator[FakeEmbeddingServer]:
 
 
 def settings(srv: FakeEmbeddingServer, **kw: Any) -> HttpEmbedderSettings:
-    return HttpEmbedderSettings(
-        url=f"http://127.0.0.1:{srv.server_address[1]}/v1", model="test-embed", timeout_s=5, **kw
-    )
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    return HttpEmbedderSettings(openai_url=url, openai_model="test-embed", **kw)
 
 
-def test_embeds_in_order_normalised_with_the_key_sent(server: FakeEmbeddingServer) -> None:
-    embedder = make_embedder("openai", settings(server, api_key="k-123"))
+def test_embeds_in_order_normalised_with_the_key_sent(
+    server: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is read from the variable the settings name, when the embedder is built."""
+    monkeypatch.setenv("TEST_EMBED_KEY", "k-123")
+    embedder = make_embedder("openai", settings(server, openai_api_key_env="TEST_EMBED_KEY"))
     assert (embedder.id, embedder.dim) == ("openai-test-embed-64", 64)  # dimension probed from the server
     texts = ["alpha beta", "gamma delta", "alpha beta gamma"]
     got = embedder.embed_documents(texts)
@@ -113,7 +116,7 @@ def test_a_misbehaving_endpoint_gives_a_clear_error(server: FakeEmbeddingServer,
 
 def test_unreachable_endpoint_and_missing_settings() -> None:
     with pytest.raises(EmbedderError, match="failed"):
-        make_embedder("openai", HttpEmbedderSettings(url="http://127.0.0.1:9/v1", model="m", timeout_s=2))
+        make_embedder("openai", HttpEmbedderSettings(openai_url="http://127.0.0.1:9/v1", openai_model="m"))
     with pytest.raises(EmbedderError, match="openai_url"):
         make_embedder("openai", HttpEmbedderSettings())
     with pytest.raises(EmbedderError, match="unknown embedder"):

@@ -19,13 +19,13 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.errors import StoreError
 from memory.graph.links import auto_link
 from memory.model import NewCrystal
+from memory.setup.settings import LlmSettings, MemorySettings
+from memory.setup.store import embedded_hook
 from memory.storage.after_embedding import owed_count
 from memory.storage.store import MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ExtractiveSynthesizer
-from node.config import Config
-from node.parts.memory import embedded_hook
 from node.runtime.lifecycle import TaskSupervisor
 from tests.memory.conftest import FakeClock
 from tests.memory.test_store import RecordingEmbedder
@@ -114,7 +114,7 @@ class _BreaksOnce:
     """The real steps after embedding, which fail once, at the ``at``-th crystal, before doing anything."""
 
     def __init__(self, at: int) -> None:
-        self.steps = embedded_hook(Config())
+        self.steps = embedded_hook(MemorySettings(), LlmSettings())
         self.at, self.calls = at, Counter[str]()
 
     async def __call__(self, store: MemoryStore, crystal_id: str, vector: Vectors) -> int:

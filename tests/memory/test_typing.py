@@ -17,9 +17,9 @@ from memory.cognition.typing import TypingModel, features, read_examples, shippe
 from memory.embedders.base import Embedder
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import EpistemicLayer, NewCrystal, Origin, SemanticType, TypeSource
+from memory.setup.settings import LlmSettings, MemorySettings
+from memory.setup.store import embedded_hook
 from memory.storage.store import MemoryStore
-from node.config import Config
-from node.parts.memory import embedded_hook
 from tests.memory.conftest import FakeClock
 
 DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "data" / "typing_dev.jsonl"
@@ -31,7 +31,8 @@ async def test_untyped_memories_get_a_type_a_confidence_and_a_layer(
     # The issue's own examples; none of them is among the statements the typer is fitted on. Typed
     # as the node types them: by words when stored, by words and meaning once embedded (the words
     # alone now read "moved … last year" as an episode).
-    store = await MemoryStore.open(tmp_path / "t.db", minilm, now_ms=clock, on_embedded=embedded_hook(Config()))
+    hook = embedded_hook(MemorySettings(), LlmSettings())
+    store = await MemoryStore.open(tmp_path / "t.db", minilm, now_ms=clock, on_embedded=hook)
     try:
         await _typed_as_the_issue_says(store)
     finally:

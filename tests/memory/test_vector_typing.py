@@ -17,9 +17,9 @@ from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.embedders.base import Embedder, Vectors
 from memory.graph.provenance import attribution_chain
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, TypeSource
+from memory.setup.settings import LlmSettings, MemorySettings
+from memory.setup.store import embedded_hook
 from memory.storage.store import MemoryStore
-from node.config import Config
-from node.parts.memory import embedded_hook
 from tests.memory.conftest import FakeClock
 
 # Typed an episode by its words ("get … sorted before the trip in May"), a goal by its meaning.
@@ -29,7 +29,8 @@ PLAN = "Gotta get the visa sorted before the trip in May."
 @pytest.fixture
 async def node_store(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
     """A store with MiniLM and the node's own after-embedding hook."""
-    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=embedded_hook(Config()))
+    hook = embedded_hook(MemorySettings(), LlmSettings())
+    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=hook)
     try:
         yield store
     finally:

@@ -10,7 +10,7 @@ import pytest
 from memory.embedders.base import normalise_rows
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal
-from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.store import MemoryStore
 from memory.storage.vectors import VectorIndex, binary_codes
 
 
@@ -46,9 +46,8 @@ def test_codes_match_sqlite_vec_quantisation() -> None:
 
 async def test_a_second_connection_sees_appends_rewrites_and_deletions(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    no_links = LinkSettings(enabled=False)
-    writer = await MemoryStore.open(path, HashingEmbedder(), links=no_links)
-    other = await MemoryStore.open(path, HashingEmbedder(), links=no_links)  # as another process would
+    writer = await MemoryStore.open(path, HashingEmbedder())
+    other = await MemoryStore.open(path, HashingEmbedder())  # as another process would
     try:
         await writer.remember(NewCrystal("alpha bravo charlie"))
         query = HashingEmbedder().embed_query("alpha bravo charlie")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal
+from memory.setup.embedding import EmbeddingProgress
 from memory.storage.after_embedding import MAX_ATTEMPTS, owe, owed_count
 from memory.storage.store import MemoryStore
-from node.parts.memory import EmbeddingProgress
 
 
 def test_the_rate_and_eta_follow_the_runs_and_nothing_waiting_says_nothing() -> None:

@@ -1,0 +1,25 @@
+"""The ``[capture]`` keys of continuous capture (``memory.capture.watch``), in a module of their own:
+``node.config`` reads them without loading the capture and the store."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ground.settings import Section
+
+
+class WatchSettings(Section):
+    """The ``[capture]`` keys that say which folders to follow, how often and how much to read."""
+
+    # Folders of transcripts the daemon follows and captures as they are written (memory.capture.watch),
+    # e.g. ["~/.claude/projects"]: *.jsonl and *.json files under them, at any depth.
+    watch: list[str] = Field(default_factory=list, max_length=32)
+    poll_s: float = Field(default=5.0, ge=0.2, le=3600)
+    max_file_mb: int = Field(default=50, ge=1, le=10_000)
+    # The longest line of a JSONL input read (a watched transcript, a JSONL import, an export restored):
+    # a longer one is read past in blocks, never held whole, and skipped and counted like a damaged line.
+    max_line_mb: int = Field(default=8, ge=1, le=1_000)
+
+    @property
+    def max_line_bytes(self) -> int:
+        return self.max_line_mb * 1_000_000
