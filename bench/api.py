@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 
 from bench.memory_store import synthetic_texts
 from bench.timing import percentiles_ms
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from memory.storage.store import MemoryStore
 from node.commands import memory_service as service
 from node.commands.memory_requests import SearchArgs
 from node.config_loading import load_config
@@ -116,7 +116,7 @@ class ApiClient:
 
 async def _measure(data: Path, env: dict[str, str], url: str, queries: list[str], rounds: int) -> dict[str, Any]:
     loaded = load_config(None, env)
-    store: MemoryStore = await open_store(loaded.config, NodePaths.of(data, loaded.config))
+    store: IntakeStore = await open_store(loaded.config, NodePaths.of(data, loaded.config))
     weights = search_weights(loaded.config)
     client = ApiClient(url, (data / "api.token").read_text().strip())
     direct: list[float] = []

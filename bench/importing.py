@@ -25,8 +25,8 @@ from typing import Any
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.importer import crystals_from_file, find_sources
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from memory.storage.store import MemoryStore
 from node.config import Config
 from node.parts.memory import embedded_hook
 
@@ -52,7 +52,7 @@ def messages(count: int, seed: int = 3) -> list[str]:
 
 
 async def _embed_rate(items: list[NewCrystal], embedder: Embedder, batch: int, tmp: Path) -> dict[str, float]:
-    store = await MemoryStore.open(tmp / f"b{batch}.db", embedder, on_embedded=embedded_hook(Config()))
+    store = await IntakeStore.open(tmp / f"b{batch}.db", embedder, on_embedded=embedded_hook(Config()))
     try:
         started = time.perf_counter()
         await store.remember_many(items)

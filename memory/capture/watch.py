@@ -38,6 +38,7 @@ from memory.capture.capture import capture, default_session
 from memory.capture.formats import Conversation, ConversationFormat, detect, read_conversations
 from memory.capture.llm_extract import LlmExtractor
 from memory.errors import CaptureFormatError, FileRefused
+from memory.intake.store import IntakeStore
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular, read_bounded, walk_files
 from memory.storage.store import MemoryStore
 
@@ -107,7 +108,7 @@ def transcript_files(settings: WatchSettings, skipped: list[tuple[str, str]] | N
                     return
 
 
-async def watch_round(store: MemoryStore, settings: WatchSettings, *, actor: str = "capture") -> WatchRound:
+async def watch_round(store: IntakeStore, settings: WatchSettings, *, actor: str = "capture") -> WatchRound:
     """Capture what changed in the watched folders since the last round."""
     marks = await load_marks(store)
     result = WatchRound()
@@ -141,7 +142,7 @@ async def watch_round(store: MemoryStore, settings: WatchSettings, *, actor: str
 
 
 async def _read(
-    store: MemoryStore,
+    store: IntakeStore,
     path: Path,
     mark: FileMark,
     size: int,
@@ -200,7 +201,7 @@ async def _read(
 
 
 async def _read_lines(
-    store: MemoryStore,
+    store: IntakeStore,
     path: Path,
     lines: _Lines,
     mark: FileMark,
@@ -295,7 +296,7 @@ def _lines_before(path: Path, offset: int) -> int:
 
 
 async def _capture(
-    store: MemoryStore,
+    store: IntakeStore,
     conversations: Sequence[Conversation],
     actor: str,
     result: WatchRound,

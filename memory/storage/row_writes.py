@@ -11,7 +11,7 @@ from typing import Any
 import aiosqlite
 
 from ground.authority import STANDING, Speaker
-from memory.cognition.epistemic import layer_for
+from memory.epistemic import layer_for
 from memory.errors import CrystalNotFound
 from memory.model import Crystal, Lifecycle, Lifespan, NewCrystal, content_hash, speaker_of
 from memory.storage.connection import select_in

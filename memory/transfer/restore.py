@@ -33,6 +33,7 @@ import aiosqlite
 from ground import failpoints, json_text
 from memory.governance.injection import instruction_flags
 from memory.graph import Association, Attribution
+from memory.intake.store import IntakeStore
 from memory.model import Crystal
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular
 from memory.storage.connection import select_in
@@ -108,7 +109,7 @@ def is_export_file(path: Path) -> bool:
 
 
 async def restore_export(
-    store: MemoryStore,
+    store: IntakeStore,
     path: Path,
     progress: Callable[[int], None] | None = None,
     *,
@@ -162,7 +163,7 @@ async def restore_export(
 
 
 async def _write_demoted(
-    store: MemoryStore,
+    store: IntakeStore,
     batch: list[tuple[Crystal, tuple[Attribution, ...]]],
     ids: dict[str, str],
     created: tuple[set[str], str],

@@ -33,6 +33,7 @@ from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
 from memory.governance.prompt_gate import Route, admits_sql
 from memory.governance.rules import classify_sensitivity
+from memory.intake.store import IntakeStore
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.connection import sync_wal
@@ -144,7 +145,7 @@ async def directives(store: MemoryStore, limit: int = 20) -> list[str]:
     return [one_line(c.text) for c in found]
 
 
-async def seed_from_hand_written(store: MemoryStore, files: WorkingMemoryFiles) -> int:
+async def seed_from_hand_written(store: IntakeStore, files: WorkingMemoryFiles) -> int:
     """Once per store: chunk a hand-written MEMORY.md into consolidated crystals and back it up.
     Returns how many chunks were stored (0 when there was nothing to seed or it already ran)."""
     if await store.get_meta(SEEDED_KEY) is not None:
@@ -291,7 +292,7 @@ async def _note_new_highs(store: MemoryStore, files: WorkingMemoryFiles, levels:
 
 
 async def dream(
-    store: MemoryStore,
+    store: IntakeStore,
     files: WorkingMemoryFiles,
     synthesizer: Synthesizer,
     *,
@@ -411,7 +412,7 @@ async def dream(
 _SOURCES = re.compile(r"\s*\[([0-9a-f,\s]+)\]\s*\.?$")
 
 
-async def _store_insights(store: MemoryStore, lines: tuple[str, ...], material: DreamInput) -> int:
+async def _store_insights(store: IntakeStore, lines: tuple[str, ...], material: DreamInput) -> int:
     """Store each insight as an ``insight`` crystal derived from the crystals it names. Only ids of
     crystals the dream was given count: an insight that names none is not stored (no provenance)."""
     speakers = {
@@ -471,7 +472,7 @@ NOTE_IMPORTANCE = 0.7
 
 
 async def working_memory_note(
-    store: MemoryStore,
+    store: IntakeStore,
     files: WorkingMemoryFiles,
     note: str,
     importance: float | None = None,

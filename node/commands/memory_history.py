@@ -41,10 +41,11 @@ async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
     from memory.cognition.retype import retype as correct
     from node.commands.memory_service import crystal_json
 
-    await refuse_unless_may_override(host.running_store(), request.id, "retyping it")
+    store = host.running_store()
+    await refuse_unless_may_override(store, request.id, "retyping it")
     actor = current_actor()
     return crystal_json(
-        await correct(host.running_store(), request.id, request.type, actor=actor, speaker=speaker_of(actor))
+        await correct(store, request.id, request.type, actor=actor, speaker=speaker_of(actor), typer=store.typer)
     )
 
 
@@ -181,7 +182,7 @@ async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing:
 )
 async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
     """Tag, categorise, version (a new text) or freeze a local skill."""
-    from memory import skill_versions
+    from memory.supersession import skill_edits as skill_versions
     from node.commands.memory_service import crystal_json, refuse_unless_may_override
 
     store, actor = host.running_store(), current_actor()

@@ -19,6 +19,7 @@ from memory.governance import quarantine
 from memory.governance.erase import erase
 from memory.governance.rules import classify_sensitivity
 from memory.graph import associations, attribution_chain, derivation_tree
+from memory.intake.store import IntakeStore
 from memory.model import KNOWLEDGE_TYPES, Crystal, Lifespan, NewCrystal, Origin, Sensitivity
 from memory.retrieval.query import SearchMode, SearchRequest, Weights, parse_bound, parse_since
 from memory.retrieval.search import search
@@ -45,7 +46,7 @@ def crystal_json(crystal: Crystal) -> dict[str, Any]:
     return crystal_fields(crystal)
 
 
-async def remember(store: MemoryStore, args: RememberArgs, *, actor: str) -> dict[str, Any]:
+async def remember(store: IntakeStore, args: RememberArgs, *, actor: str) -> dict[str, Any]:
     try:
         ttl_ms = -parse_since(args.ttl, 0) if args.ttl else None
         if args.pin and ttl_ms:

@@ -16,6 +16,7 @@ from ground.events import get_logger
 from memory.capture.llm_extract import LlmExtractor
 from memory.capture.watch import WatchRound, WatchSettings, expand, watch_round, watch_summary
 from memory.errors import MemoryError_
+from memory.intake.store import IntakeStore
 from memory.storage.store import MemoryStore
 from node.config import CaptureSection
 from node.parts.metrics import NodeMetrics
@@ -69,7 +70,7 @@ class CaptureWatcher:
             notes.append(f"{self.skipped_lines} damaged lines skipped, last {last['file']}:{last['line']}")
         return f"capturing {self._summary['files']} transcripts ({', '.join(notes)})"
 
-    async def run(self, store_of: Callable[[], MemoryStore | None]) -> None:
+    async def run(self, store_of: Callable[[], IntakeStore | None]) -> None:
         """Capture what is written in the watched folders, every ``poll_s``, while a store is open."""
         while (store := store_of()) is not None:
             try:

@@ -35,6 +35,7 @@ from memory.embedders.base import Embedder, HeldModel, Vectors
 from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import MemoryError_
 from memory.graph import auto_link
+from memory.intake.store import IntakeStore
 from memory.llm import ChatEndpoint
 from memory.retrieval.query import Weights
 from memory.storage.after_embedding import owed_count
@@ -184,7 +185,8 @@ def embedded_hook(config: Config) -> EmbeddedHook:
         then = Supersession(judge).hook()
 
     async def after_embedding(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
-        await refine_type(store, crystal_id, vector)
+        if isinstance(store, IntakeStore):  # the node's store: the typer its intake types with refines
+            await refine_type(store, store.typer, crystal_id, vector)
         return await then(store, crystal_id, vector)
 
     return after_embedding
@@ -192,7 +194,7 @@ def embedded_hook(config: Config) -> EmbeddedHook:
 
 async def open_store(
     config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None, *, in_worker: bool = False
-) -> MemoryStore:
+) -> IntakeStore:
     """The node's memory file, opened with the configured embedder (``in_worker``: see
     ``embedder_from_config``); its owner closes the embedder after the store (``close_store``)."""
     assert paths.memory_db is not None
@@ -200,7 +202,7 @@ async def open_store(
         related_threshold=config.memory.related_threshold, updates_threshold=config.memory.updates_threshold
     )
     embedder = embedder_from_config(config, in_worker=in_worker)
-    store = await MemoryStore.open(
+    store = await IntakeStore.open(
         paths.memory_db,
         embedder,
         links=links,
@@ -252,7 +254,7 @@ class MemoryPart:
         self._config = config
         self._paths = paths
         self._supervisor = supervisor
-        self.store: MemoryStore | None = None
+        self.store: IntakeStore | None = None
         self.files = paths.working_memory_files()
         self.synthesizer = synthesizer_from_config(config)
         self._crystals = 0
@@ -272,7 +274,7 @@ class MemoryPart:
         """Whether a daemon's embedder drains the backlog (else a command embeds what it stored)."""
         return self._supervisor is not None and self.store is not None
 
-    def running_store(self) -> MemoryStore:
+    def running_store(self) -> IntakeStore:
         if self.store is None:
             raise PartNotRunning("the memory store is not open")
         return self.store
@@ -374,7 +376,7 @@ class MemoryPart:
             if await asyncio.to_thread(model.release_if_idle):
                 log.info("memory.embedder_released", idle_s=idle_s)
 
-    async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[object]]) -> None:
+    async def _every(self, minutes: float, work: Callable[[IntakeStore], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(minutes * 60)
             if self.store is None:
@@ -407,7 +409,7 @@ class MemoryPart:
         )
         return report
 
-    async def _dream(self, store: MemoryStore) -> dict[str, Any]:
+    async def _dream(self, store: IntakeStore) -> dict[str, Any]:
         async with self._dreaming:
             report = await dream(
                 store,
