@@ -6,7 +6,7 @@ hormones and curiosity and applies the authority table), so nothing the store wr
 Writes are one transaction per logical change (``BEGIN IMMEDIATE``), durable
 before they return, and every lifecycle transition leaves an audit row. The
 same text is never stored or embedded twice (content hash). Crystals are
-stored first and embedded by ``embed_backlog`` (bulk paths: ``_UNEMBEDDED`` is its backlog) or at
+stored first and embedded by ``embed_backlog`` (bulk paths: ``memory.storage.embedding``) or at
 once (``write`` with a vector): a crash between the two leaves a row the backlog embeds later. The steps after
 embedding (the ``on_embedded`` hook) are owed from the vectors' transaction until done
 (``memory.storage.after_embedding``)."""
@@ -26,18 +26,18 @@ import aiosqlite
 import sqlean
 
 from ground.clock import Clock, wall_clock_ms
-from memory.embedders.base import Embedder, Vectors, crystal_vectors
+from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, StoreError
 from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal
 from memory.sensitivity import is_visible
-from memory.storage import after_embedding
+from memory.storage import after_embedding, embedding
 from memory.storage.access import AccessCounter, count_accesses
 from memory.storage.connection import close_connections, is_transient_lock, open_connection, sync_wal
 from memory.storage.counts import crystal_counts
-from memory.storage.lifecycle import can_transition
 from memory.storage.migrations import SchemaSet, migrate_all
 from memory.storage.private_files import private_dir, private_file
 from memory.storage.row_writes import (
+    can_transition,
     crystal_any,
     crystal_by_hash,
     delete_rows,
@@ -61,26 +61,15 @@ from memory.storage.store_types import (
     Remembered,
     Restated,
 )
-from memory.storage.vectors import VectorIndex, delete_from_old_space
+from memory.storage.vectors import VectorIndex
 
 _log = logging.getLogger("memory.store")
-_UNEMBEDDED = "(embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' AND quarantined = 0"
 
 #: Called after a crystal is embedded, with the store, its id and its vector: how the graph
 #: (``memory.graph.auto_link``) links it to its neighbours without the store importing the graph.
 EmbeddedHook = Callable[["MemoryStore", str, Vectors], Awaitable[int]]
 
-__all__ = [
-    "Admitted",
-    "BulkResult",
-    "EmbeddedHook",
-    "HormoneSource",
-    "LinkSettings",
-    "MemoryStore",
-    "Progress",
-    "Remembered",
-    "Restated",
-]
+__all__ = ["BulkResult", "EmbeddedHook", "HormoneSource", "LinkSettings", "MemoryStore", "Progress", "Remembered"]
 
 
 #: Crystals per bulk transaction. A commit writes each page it dirtied to the WAL, and the random
@@ -229,7 +218,8 @@ class MemoryStore:
                 )
             if vector is not None:
                 embedded = [(await rowid_of(db, crystal_id), crystal_id, vector[0])]
-                await self._store_vectors(db, embedded, previous={})
+                owe = self._on_embedded is not None  # the steps after embedding, owed until they are done
+                await embedding.store_vectors(self.embedder.id, self.vectors, db, embedded, {}, owe=owe)
         if vector is not None and self._on_embedded is not None:
             await after_embedding.pay(self, self._on_embedded, embedded)
         return crystal_id, True
@@ -288,37 +278,13 @@ class MemoryStore:
         self, *, batch_size: int = 64, limit: int | None = None, progress: Progress | None = None
     ) -> int:
         """Embed every live crystal not yet in the active embedder's space; resumable. Returns how many."""
-        done = 0
-        if self._on_embedded is not None:  # first what a failure or a kill left owed
-            await after_embedding.pay_owed(self, self._on_embedded)
-        while limit is None or done < limit:
-            take = batch_size if limit is None else min(batch_size, limit - done)
-            async with self.reader().execute(
-                f"SELECT rowid, id, text, embedded_with, context FROM crystals WHERE {_UNEMBEDDED} "
-                "ORDER BY rowid LIMIT ?",
-                (self.embedder.id, take),
-            ) as cursor:
-                rows = list(await cursor.fetchall())
-            if not rows:
-                break
-            vectors = await asyncio.to_thread(crystal_vectors, self.embedder, [(r[2], r[4]) for r in rows])
-            embedded = [(int(r[0]), str(r[1]), v) for r, v in zip(rows, vectors, strict=True)]
-            async with self.transaction() as db:
-                await self._store_vectors(db, embedded, previous={int(r[0]): r[3] for r in rows if r[3] is not None})
-            if self._on_embedded is not None:
-                await after_embedding.pay(self, self._on_embedded, embedded)
-            done += len(rows)
-            if progress:
-                progress(len(rows))
-        if done:
-            await self.checkpoint()
-        return done
+        return await embedding.embed_backlog(
+            self, self._on_embedded, batch_size=batch_size, limit=limit, progress=progress
+        )
 
     async def backlog_size(self) -> int:
-        sql = f"SELECT count(*) FROM crystals WHERE {_UNEMBEDDED}"
-        async with self.reader().execute(sql, (self.embedder.id,)) as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
+        """How many crystals wait to be embedded (``embed_backlog``)."""
+        return await embedding.backlog_size(self)
 
     async def transition(self, crystal_id: str, target: Lifecycle, *, reason: str, actor: str) -> Crystal:
         """Move a crystal to ``target`` if the lifecycle allows it, with its audit row."""
@@ -326,7 +292,7 @@ class MemoryStore:
             crystal = await crystal_any(db, crystal_id)
             if not can_transition(crystal.lifecycle, target):
                 raise StoreError(f"crystal {crystal_id} cannot go from {crystal.lifecycle} to {target}")
-            await self.write_transition(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
+            await write_transitions(db, [(crystal_id, crystal.lifecycle, target, reason)], actor, self.now_ms())
         return await crystal_any(self.reader(), crystal_id)
 
     async def forget(self, crystal_id: str, *, actor: str = "local", reason: str = "forgotten") -> Crystal:
@@ -408,37 +374,3 @@ class MemoryStore:
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
-
-    # --- internals ----------------------------------------------------------------------
-
-    async def write_transition(
-        self,
-        db: aiosqlite.Connection,
-        crystal_id: str,
-        old: Lifecycle,
-        new: Lifecycle,
-        reason: str,
-        actor: str,
-        now: int,
-    ) -> None:
-        """Move one crystal to ``new`` and write its audit row, inside the caller's transaction ``db``."""
-        await write_transitions(db, [(crystal_id, old, new, reason)], actor, now)
-
-    async def write_transitions(
-        self, db: aiosqlite.Connection, moves: Sequence[tuple[str, Lifecycle, Lifecycle, str]], actor: str, now: int
-    ) -> None:
-        """``write_transition`` for many (crystal id, from, to, reason) at once."""
-        await write_transitions(db, moves, actor, now)
-
-    async def _store_vectors(
-        self, db: aiosqlite.Connection, rows: list[tuple[int, str, Any]], previous: dict[int, str]
-    ) -> None:
-        await self.vectors.put(db, [(r[0], r[2]) for r in rows])
-        await db.executemany(
-            "UPDATE crystals SET embedded_with = ? WHERE rowid = ?", [(self.embedder.id, r[0]) for r in rows]
-        )
-        for rowid, old_id in previous.items():
-            if old_id != self.embedder.id:
-                await delete_from_old_space(db, old_id, rowid)
-        if self._on_embedded is not None:  # the steps after embedding, owed until they are done
-            await after_embedding.owe(db, [(r[0], r[1]) for r in rows])

@@ -37,6 +37,7 @@ from memory.intake.store import IntakeStore
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.retrieval.query import fts_terms
 from memory.storage.connection import sync_wal
+from memory.storage.row_writes import write_transitions
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, mood, parse
@@ -177,7 +178,7 @@ async def seed_from_hand_written(store: IntakeStore, files: WorkingMemoryFiles) 
             f"SELECT id FROM crystals WHERE lifecycle = 'generated' AND id IN ({marks})", result.ids
         ) as cursor:
             fresh = [r[0] for r in await cursor.fetchall()]
-        await store.write_transitions(
+        await write_transitions(
             db,
             [
                 (cid, Lifecycle.GENERATED, Lifecycle.CONSOLIDATED, "seeded from a hand-written MEMORY.md")
