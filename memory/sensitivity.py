@@ -65,6 +65,15 @@ def classify_sensitivity(text: str) -> Sensitivity:
     return Sensitivity.NORMAL
 
 
+_STRICTNESS = [Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.CONFIDENTIAL]
+
+
+def stricter(claimed: Sensitivity, text: str) -> Sensitivity:
+    """The stricter of what a file calls a text and what this node's rules call it: a file may make
+    a text more private, never less (a secret called "normal" would reach MEMORY.md)."""
+    return max(claimed, classify_sensitivity(text), key=_STRICTNESS.index)
+
+
 def is_visible(
     crystal: Crystal, caller: CallerScope, now_ms: int, *, include_archived: bool = False, include_held: bool = True
 ) -> bool:

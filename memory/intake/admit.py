@@ -10,11 +10,12 @@ made here and nowhere else, so no writer reaches the store around them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memory.errors import InvalidValue
-from memory.model import Hormones, NewCrystal, Sensitivity
-from memory.sensitivity import classify_sensitivity
-from memory.storage.store_types import Admitted, Restated, Typing
+from memory.model import Crystal, Hormones, NewCrystal, Sensitivity
+from memory.sensitivity import classify_sensitivity, stricter
+from memory.storage.store_types import Admitted, Readmitted, Restated, Typing
 
 
 def restated(new: NewCrystal, content_hash: str) -> Restated:
@@ -50,3 +51,12 @@ def admit_batch(
         )
         for i, (new, chash, typing) in enumerate(zip(items, hashes, typings, strict=True))
     ]
+
+
+def readmit(crystal: Crystal) -> Readmitted:
+    """A crystal of this node's own signed export, as it goes back in (``memory.transfer.restore``):
+    current for now (the restore sets its supersession once both ends are in), and never less
+    private than this node's own rules call its text. The file's word is taken for everything else,
+    but a secret the file calls "normal" would reach MEMORY.md and the remote endpoints, which
+    confidential text never does."""
+    return Readmitted(replace(crystal, superseded=None, sensitivity=stricter(crystal.sensitivity, crystal.text)))

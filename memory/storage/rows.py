@@ -26,7 +26,7 @@ from memory.model import (
     Verification,
     speaker_of,
 )
-from memory.storage.store_types import Admitted
+from memory.storage.store_types import Admitted, Readmitted
 from memory.when import time_window
 
 COLUMNS = (
@@ -96,8 +96,9 @@ RESTORE_COLUMNS = (*(name.strip() for name in COLUMNS.split(",") if name.strip()
 RESTORE_SQL = f"INSERT INTO crystals ({', '.join(RESTORE_COLUMNS)}) VALUES ({', '.join('?' * len(RESTORE_COLUMNS))})"
 
 
-def restore_params(c: Crystal) -> tuple[Any, ...]:
-    """The INSERT's parameters for ``c`` as it is, in ``RESTORE_COLUMNS`` order."""
+def restore_params(row: Readmitted) -> tuple[Any, ...]:
+    """The INSERT's parameters for the readmitted crystal as it is, in ``RESTORE_COLUMNS`` order."""
+    c = row.crystal
     skill, bounty, hormones = c.skill, c.bounty, c.hormones
     return (
         c.id, c.text, c.content_hash, c.semantic_type.value, c.origin.value, c.created_at_ms, c.stored_at_ms,

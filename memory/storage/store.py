@@ -1,10 +1,10 @@
 """The Knowledge Crystal store: one SQLite file (WAL), one writer, read-only readers.
 
 It persists rows; it does not decide them. A new crystal reaches it only as a row the intake
-admitted (``Admitted``, ``Restated``: ``memory.intake`` types it, classifies it, stamps it with the
-hormones and curiosity and applies the authority table), so nothing the store writes skipped those.
-Writes are one transaction per logical change (``BEGIN IMMEDIATE``), durable
-before they return, and every lifecycle transition leaves an audit row. The
+admitted (``Admitted``, ``Restated``; a restored export's ``Readmitted``): ``memory.intake`` types
+it, classifies it, stamps it with the hormones and curiosity and applies the authority table, so
+nothing the store writes skipped those. Writes are one transaction per logical change (``BEGIN
+IMMEDIATE``), durable before they return, and every lifecycle transition leaves an audit row. The
 same text is never stored or embedded twice (content hash). Crystals are
 stored first and embedded by ``embed_backlog`` (bulk paths: ``memory.storage.embedding``) or at
 once (``write`` with a vector): a crash between the two leaves a row the backlog embeds later. The steps after

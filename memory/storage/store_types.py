@@ -50,6 +50,14 @@ class Admitted:
 
 
 @dataclass(frozen=True, slots=True)
+class Readmitted:
+    """A crystal of this node's own signed export, as the intake lets it back in
+    (``memory.intake.admit.readmit``): the row the store restores (``rows.restore_params``)."""
+
+    crystal: Crystal
+
+
+@dataclass(frozen=True, slots=True)
 class Restated:
     """A text the store holds, said again by ``new``'s speaker (``row_writes.said_again``): the one
     write of a new crystal that needs no typing, made by the intake alone as ``Admitted`` is."""

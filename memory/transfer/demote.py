@@ -16,20 +16,13 @@ from pathlib import Path
 
 from ground.authority import ROADS, Road
 from memory.governance.injection import instruction_flags
-from memory.governance.rules import classify_sensitivity
 from memory.intake.store import IntakeStore
-from memory.model import Crystal, Lifecycle, NewCrystal, Origin, Quarantine, Sensitivity
+from memory.model import Crystal, Lifecycle, NewCrystal, Origin, Quarantine
+from memory.sensitivity import stricter
 from memory.storage.connection import select_in
 
-_STRICTNESS = [Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.CONFIDENTIAL]
 _HELD_WHEN_EXPORTED = "held when it was exported, in an export this node did not sign"
 _FROM_A_PEER = "from a peer, in an export this node did not sign"
-
-
-def stricter(claimed: Sensitivity, text: str) -> Sensitivity:
-    """The stricter of what a file calls a text and what this node's rules call it: a file may make
-    a text more private, never less (a secret called "normal" would reach MEMORY.md)."""
-    return max(claimed, classify_sensitivity(text), key=_STRICTNESS.index)
 
 
 def as_imported_text(crystal: Crystal, path: Path, now_ms: int) -> NewCrystal:
