@@ -3,7 +3,7 @@ search called in-process on the same memory file.
 
 A real `bitterbot-node run` (P2P off, hashing embedder) serves a memory file of 5,000
 crystals (1,000 with --quick). Timed in the same run, interleaved query by query:
-- baseline: ``memory_service.search_memory`` on the file, opened by this process;
+- baseline: ``memory.service.recall.search`` on the file, opened by this process;
 - api: ``POST /v1/memory/search`` on one kept-alive HTTP connection, token and JSON included
   (what an agent beside the node pays);
 - cli: ``bitterbot-node memory search Q --json`` as a subprocess (what a script pays), beside
@@ -32,8 +32,8 @@ from bench.memory_store import synthetic_texts
 from bench.timing import percentiles_ms
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from node.commands import memory_service as service
-from node.commands.memory_requests import SearchArgs
+from memory.service import recall
+from memory.service.requests import SearchArgs
 from node.config_loading import load_config
 from node.parts.memory import open_store, search_weights
 from node.paths import NodePaths
@@ -126,7 +126,7 @@ async def _measure(data: Path, env: dict[str, str], url: str, queries: list[str]
         for i in range(rounds):
             query = queries[i % len(queries)]
             started = time.perf_counter()
-            found = await service.search_memory(store, SearchArgs(query=query, limit=10), weights)
+            found = await recall.search(store, SearchArgs(query=query, limit=10), weights)
             direct.append(time.perf_counter() - started)
             hits_direct += len(found)
             started = time.perf_counter()

@@ -31,9 +31,10 @@ import sqlite_vec
 
 from bench.timing import percentiles_ms
 from memory.embedders.base import Vectors, normalise_rows
+from memory.fts import fts_query
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, SemanticType
-from memory.retrieval.query import SearchRequest, fts_query
+from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.store import LinkSettings
 from memory.storage.vectors import coarse_knn_sql, vector_blob

@@ -54,7 +54,7 @@ from typing import Any
 
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
-from memory.graph import auto_link
+from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchMode, SearchRequest

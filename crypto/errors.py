@@ -16,8 +16,11 @@
     │   ├── KeyFilePermissions
     │   ├── PassphraseRequired
     │   └── WrongPassphrase
-    └── SealedDataError               a passphrase-sealed blob cannot be opened
-        └── SealedDataTampered
+    ├── SealedDataError               a passphrase-sealed blob cannot be opened
+    │   └── SealedDataTampered
+    ├── GroupSealError                a blob sealed for the device group cannot be opened or made
+    ├── DeviceGroupError              a member list that may not follow the one held, or a change it refuses
+    └── PairingCodeError              a pairing code that is mistyped, damaged or of another kind (400)
 
 Decoding untrusted input raises only ``EnvelopeError`` subclasses; callers turn
 them into verdicts. Each carries the fields a log line or a peer penalty needs.
@@ -165,3 +168,17 @@ class SealedDataTampered(SealedDataError):
 
 class InvalidValue(CryptoError, Invalid):
     """A value given to ``crypto`` is wrong (also a ValueError): the message says which and why."""
+
+
+class GroupSealError(CryptoError):
+    """A blob sealed for the person's device group cannot be opened (not for this group, changed on
+    the way, an epoch whose key this device does not hold) or made (too large)."""
+
+
+class PairingCodeError(CryptoError, Invalid):
+    """A pairing code that cannot be read: mistyped, cut short, or not a bitterbot pairing code."""
+
+
+class DeviceGroupError(CryptoError):
+    """A device group change that cannot be taken: a member list of another group, older, signed by
+    a non-member or forged, a device that left without a new epoch; or one asked that makes no sense."""

@@ -9,13 +9,17 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── ExportRefused           governance forbids a crystal leaving the node
 ├── EmbedderError           an embedder failed or is misconfigured
 ├── InvalidQuery            a search request that cannot be run (bad filter, empty query)
+├── InvalidValue            a value given to ``memory`` is wrong
+│   └── InvalidRequest      a request of ``memory.service`` refused as given (400)
+├── NotEnabled              a part of memory this store runs without (curiosity): 503
 ├── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
-└── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
+├── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
+└── SyncRefused             a change from another device that cannot be taken (too far ahead, not allowed)
 """
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError, Invalid
+from ground.errors import BitterbotError, Invalid, Unavailable
 
 
 class MemoryError_(BitterbotError):  # trailing underscore: don't shadow the builtin MemoryError
@@ -87,6 +91,15 @@ class InvalidValue(MemoryError_, Invalid):
     """A value given to ``memory`` is wrong (also a ValueError): the message says which and why."""
 
 
+class InvalidRequest(InvalidValue):
+    """A request of ``memory.service`` the store refuses as given (the message says which value and
+    why): 400, before anything is written."""
+
+
+class NotEnabled(MemoryError_, Unavailable):
+    """A part of memory this store was opened without (curiosity): not the request's fault, 503."""
+
+
 class FileRefused(MemoryError_, Invalid):
     """A file that is not read (``memory.safe_files``): a symlink, a special file (a FIFO, a device,
     a socket) or a file over its size cap. The message names the file and the reason."""
@@ -95,3 +108,8 @@ class FileRefused(MemoryError_, Invalid):
         super().__init__(f"{path}: {reason}")
         self.path = str(path)
         self.reason = reason
+
+
+class SyncRefused(MemoryError_, Invalid):
+    """A change from another of the person's devices that this device cannot take: stamped too far
+    ahead of its clock, or out of order in its author's sequence."""

@@ -16,7 +16,7 @@ from hypothesis import settings
 
 from ground.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
-from memory.graph import auto_link
+from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
 from tests.cli_zygote import CannotSpawn, CliZygote, Process
 

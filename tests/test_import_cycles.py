@@ -130,20 +130,19 @@ def _folder(name: str, known: dict[str, Path]) -> str:
 #: protocol), node.dashboard/runtime and node.runtime/servers (node.actor), node.dashboard/servers
 #: (dispatch in node.commands.catalog), node.parts/runtime (the daemon and its wiring in node.daemon),
 #: memory.cognition/retrieval (the steering factor in retrieval.query), memory.retrieval/storage
-#: (the time a text names is read by memory.when, below both), memory.cognition/storage and
+#: (the time a text names is read by memory.when, below both), memory/embedders and memory/storage
+#: (memory.graph and memory.skill_versions left the root for memory/graph/ and memory/emerging/),
+#: memory/governance (memory.llm went into memory/governance/), memory.retrieval/supersession (the
+#: FTS words the judge shares with search are memory.fts, below both), memory.cognition/storage and
 #: memory.governance/storage (typing and classifying moved from the store to memory.intake; the
 #: layer rule and sensitivity the store's migrations and reads use are memory.epistemic and
 #: memory.sensitivity, below both).
 MUTUAL_FOLDERS = {
     # a package's root holds its basics (errors, model) beside high-level modules that use its folders
     ("marketplace", "marketplace.exchange"): "marketplace.ledger reads the deals",
-    ("memory", "memory.embedders"): "memory.graph names the Vectors type",
-    ("memory", "memory.governance"): "memory.llm asks the prompt gate",
-    ("memory", "memory.storage"): "memory.graph works on the store",
     ("node", "node.cli"): "python -m node (node.__main__) starts the CLI",
     ("p2p", "p2p.network"): "p2p.host applies the network's bounds and traversal; discovery raises p2p.errors",
     ("p2p", "p2p.trust"): "p2p.validation and p2p.kinds read trust levels; the attestation kind's home is in p2p.trust",
-    ("memory.retrieval", "memory.supersession"): "search orders by the judge; the judge uses the FTS helpers",
 }
 
 

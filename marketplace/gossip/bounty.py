@@ -16,7 +16,7 @@ from crypto.envelope import Envelope
 from ground.wire import Wire, ident, whole, words
 from marketplace.gossip.listing import TAGS
 from marketplace.gossip.received_quota import enforce_bound
-from marketplace.gossip.sink import MarketSink
+from marketplace.gossip.sink import MarketKind, MarketSink
 from memory.storage.store import MemoryStore
 from p2p.kinds import Gate, GossipKind, Lane, Received, Refusal
 from p2p.topics import BOUNTIES_TOPIC
@@ -85,3 +85,6 @@ async def consume_bounty(sink: MarketSink, received: Received) -> None:
     sink.evicted["bounties"] += await enforce_bound(
         sink.store(), sink.bounties_bound, received.author.hex(), sink.standing_of, sink.me_hex
     )
+
+
+SPOKEN = MarketKind(BOUNTY_KIND, consume_bounty)

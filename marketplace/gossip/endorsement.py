@@ -13,7 +13,7 @@ from typing import Any
 
 from crypto.envelope import Envelope
 from ground.wire import Wire, digest, ident, key, whole
-from marketplace.gossip.sink import MarketSink, log
+from marketplace.gossip.sink import MarketKind, MarketSink, log
 from marketplace.gossip.skill_bytes import held_skill
 from memory.storage.crystal_queries import mark_verified
 from memory.storage.store import MemoryStore
@@ -78,3 +78,6 @@ async def consume_endorsement(sink: MarketSink, received: Received) -> None:
     await record_endorsement(sink.store(), message, received.envelope)
     sink.ingested["endorsements"] += 1
     log.info("p2p.skill_endorsed", skill=message.stable_skill_id, endorser=received.author.hex()[:16])
+
+
+SPOKEN = MarketKind(ENDORSEMENT_KIND, consume_endorsement)

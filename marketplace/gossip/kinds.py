@@ -1,30 +1,41 @@
-"""The market's gossip kinds, registered together by the market part with their consumers; and
-every kind a node speaks, for hosts that only validate and forward."""
+"""The market's gossip kinds, found in this folder's modules (each declares its ``SPOKEN``) and
+registered together by the market part with their consumers; and every kind a node speaks, for
+hosts that only validate and forward."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from functools import partial
 from typing import Any
 
-from marketplace.gossip.bounty import BOUNTY_KIND, consume_bounty
-from marketplace.gossip.endorsement import ENDORSEMENT_KIND, consume_endorsement
-from marketplace.gossip.listing import LISTING_KIND, consume_listing
-from marketplace.gossip.revocation import REVOCATION_KIND, consume_revocation
-from marketplace.gossip.sink import MarketSink
+import marketplace.gossip
+from marketplace.gossip.sink import MarketKind, MarketSink
 from p2p.kinds import GossipKind, GossipKinds
 from p2p.trust.attestation import ATTESTATION_KIND
 from p2p.weather import WeatherSequences, weather_kind
 
+
+def _spoken() -> tuple[MarketKind, ...]:
+    """What the modules of this folder declare as ``SPOKEN``, by kind name (the order is the same on
+    every node, whatever order the file system lists them in)."""
+    found = []
+    for module in pkgutil.iter_modules(marketplace.gossip.__path__):
+        declared = getattr(importlib.import_module(f"marketplace.gossip.{module.name}"), "SPOKEN", None)
+        if isinstance(declared, MarketKind):
+            found.append(declared)
+    return tuple(sorted(found, key=lambda spoken: spoken.kind.name))
+
+
+SPOKEN_HERE = _spoken()
 #: Every kind the market speaks, for a node (or a test) that validates them without consuming.
-MARKET_KINDS: tuple[GossipKind[Any], ...] = (LISTING_KIND, REVOCATION_KIND, ENDORSEMENT_KIND, BOUNTY_KIND)
+MARKET_KINDS: tuple[GossipKind[Any], ...] = tuple(spoken.kind for spoken in SPOKEN_HERE)
 
 
 def register_market_gossip(kinds: GossipKinds, sink: MarketSink) -> None:
     """Speak the market's kinds, each consumed into ``sink``."""
-    kinds.register(LISTING_KIND, partial(consume_listing, sink))
-    kinds.register(REVOCATION_KIND, partial(consume_revocation, sink))
-    kinds.register(ENDORSEMENT_KIND, partial(consume_endorsement, sink))
-    kinds.register(BOUNTY_KIND, partial(consume_bounty, sink))
+    for spoken in SPOKEN_HERE:
+        kinds.register(spoken.kind, partial(spoken.consume, sink))
 
 
 def every_kind(weather: WeatherSequences | None = None) -> GossipKinds:

@@ -20,7 +20,7 @@ from ground.fields import ADDRESS, text
 from ground.wire import Spec, Wire, digest, ident, optional_text, strings, whole, words
 from marketplace.gossip.peer_content import alike, hold_reason, peer_source, standing_by_source
 from marketplace.gossip.received_quota import enforce_bound
-from marketplace.gossip.sink import MarketSink, log
+from marketplace.gossip.sink import MarketKind, MarketSink, log
 from marketplace.gossip.skill_bytes import skill_hash
 from memory.governance.peer_quota import Evicted, PeerContentQuota, Standing, enforce
 from memory.governance.quarantine import was_rejected
@@ -267,3 +267,6 @@ async def consume_listing(sink: MarketSink, received: Received) -> None:
         crystal=result.crystal_id,
         held=result.held.reason if result.held else None,
     )
+
+
+SPOKEN = MarketKind(LISTING_KIND, consume_listing)

@@ -14,7 +14,7 @@ from typing import Any
 from crypto.envelope import Envelope
 from ground.wire import Wire, ident, key, words
 from marketplace.gossip.peer_content import peer_source
-from marketplace.gossip.sink import MarketSink, log
+from marketplace.gossip.sink import MarketKind, MarketSink, log
 from memory.storage.crystal_queries import deprecate_skill_versions
 from memory.storage.store import MemoryStore
 from p2p.kinds import Gate, GossipKind, Lane, Received, Refusal
@@ -69,3 +69,6 @@ async def consume_revocation(sink: MarketSink, received: Received) -> None:
     count = await apply_revocation(sink.store(), message)
     sink.ingested["revocations"] += 1
     log.info("p2p.skill_revoked", skill=message.stable_skill_id, crystals=count)
+
+
+SPOKEN = MarketKind(REVOCATION_KIND, consume_revocation)

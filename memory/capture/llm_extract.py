@@ -31,7 +31,7 @@ from typing import Any
 from ground.authority import Road
 from memory.capture.extract import MAX_PIECE_CHARS, Extraction, Piece, content_words, extract
 from memory.capture.formats import Conversation, Message
-from memory.llm import ChatEndpoint, LlmError, MalformedAnswer, answer_json
+from memory.governance.llm import ChatEndpoint, LlmError, MalformedAnswer, answer_json
 
 _log = logging.getLogger("memory.capture.llm")
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 from ground.authority import Speaker
 from memory.cognition.typing import stem
 from memory.embedders.base import Vectors
+from memory.fts import fts_terms
 from memory.governance.injection import instruction_flags
 from memory.governance.prompt_gate import Passage, Route, decide
 from memory.governance.rules import classify_sensitivity
 from memory.model import NewCrystal, Sensitivity
-from memory.retrieval.query import fts_terms
 from memory.storage.store import MemoryStore
 
 #: A composite reward above this becomes the crystal's boost.

@@ -12,7 +12,7 @@ import logging
 
 from memory.cognition.typing import Guess
 from memory.errors import InvalidValue
-from memory.llm import ChatEndpoint, LlmError, answer_json
+from memory.governance.llm import ChatEndpoint, LlmError, answer_json
 from memory.model import SemanticType
 
 _log = logging.getLogger("memory.llm_typer")

@@ -37,7 +37,7 @@ def own_practice(crystal: Crystal) -> bool:
 
 async def join_as_version(store: MemoryStore, crystal_id: str, neighbours: Sequence[tuple[int, float]]) -> str | None:
     """Make ``crystal_id`` the next version of the skill it paraphrases, if any: its nearest own
-    practice among ``neighbours`` ((rowid, cosine), from ``memory.graph.nearest``) at ``SIMILAR`` or
+    practice among ``neighbours`` ((rowid, cosine), from ``memory.graph.links.nearest``) at ``SIMILAR`` or
     more. Returns the stable skill id it joined, or None."""
     new = await store.get(crystal_id)
     if not own_practice(new) or (new.skill is not None and new.skill.previous_version_id is not None):

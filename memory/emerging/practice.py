@@ -23,7 +23,7 @@ from ground.authority import Capability, NotAllowed, Speaker, may
 from memory.emerging.patterns import EmergingSkill, Practice, emerging
 from memory.errors import EditRefused, EmergingSkillNotFound
 from memory.governance.prompt_gate import Route, admits_sql
-from memory.graph import link
+from memory.graph.links import link
 from memory.intake.store import IntakeStore
 from memory.model import AssociationType, Bounty, Crystal, Lifecycle, NewCrystal, Origin, SemanticType
 from memory.storage.store import MemoryStore

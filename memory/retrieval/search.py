@@ -18,6 +18,7 @@ import aiosqlite
 
 from memory.dynamics.hormones import retrieval_modulation
 from memory.embedders.base import Vectors
+from memory.fts import fts_match, fts_query, fts_terms
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
 from memory.retrieval.bounty_rank import with_bounty_boosts
@@ -30,9 +31,6 @@ from memory.retrieval.query import (
     SearchRequest,
     SortKey,
     Weights,
-    fts_match,
-    fts_query,
-    fts_terms,
     importance_factor,
     rank_factor,
     recency_factor,

@@ -24,9 +24,9 @@ from typing import Protocol
 from memory.embedders.base import Vectors, cosine
 from memory.emerging.paraphrases import join_as_version
 from memory.errors import InvalidValue, NotSuperseded
-from memory.graph import link_neighbours, nearest
+from memory.fts import fts_match, fts_terms
+from memory.graph.links import link_neighbours, nearest
 from memory.model import KNOWLEDGE_TYPES, Crystal, Lifecycle, Origin, SemanticType
-from memory.retrieval.query import fts_match, fts_terms
 from memory.storage.store import EmbeddedHook, MemoryStore
 from memory.supersession.authority import may_supersede
 from memory.supersession.judge import (
@@ -241,7 +241,7 @@ def _may_take_part(crystal: Crystal) -> bool:
 
 
 def _stated_skill(crystal: Crystal) -> bool:
-    """A skill someone said is one: it has versions of its own (``memory.skill_versions``). A
+    """A skill someone said is one: it has versions of its own (``memory.emerging.skill_versions``). A
     statement the typer took for a skill ("Correction: the endpoint changed to…") takes part."""
     return crystal.semantic_type is SemanticType.SKILL and crystal.type_source not in INFERRED
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from memory.errors import InvalidValue
-from memory.llm import ChatEndpoint, LlmError, answer_json
+from memory.governance.llm import ChatEndpoint, LlmError, answer_json
 from memory.supersession.judge import Candidate
 
 _log = logging.getLogger("memory.supersession.llm")

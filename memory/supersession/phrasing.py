@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from memory.cognition.typing import stem
-from memory.retrieval.query import STOPWORDS
+from memory.fts import STOPWORDS
 from memory.supersession.instances import opening
 
 # A value is one word however it is punctuated: "vpn2.example.org", "/mnt/share", "0.5", "8:30".

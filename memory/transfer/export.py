@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from memory.graph import Association, Attribution
+from memory.graph.provenance import Association, Attribution
 from memory.model import AssociationType, Crystal, Sensitivity
 from memory.storage.connection import select_in
 from memory.storage.store import MemoryStore

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from memory.capture.formats import Conversation
 from memory.given_time import all_with_given_time
-from memory.graph import add_links
+from memory.graph.links import add_links
 from memory.importer import iso_time_ms
 from memory.intake.store import IntakeStore
 from memory.model import MAX_TAG_CHARS, MAX_TAGS, AssociationType, NewCrystal

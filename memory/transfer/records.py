@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from ground.authority import Speaker
 from memory.errors import InvalidValue
-from memory.graph import Association, Attribution
+from memory.graph.provenance import Association, Attribution
 from memory.model import (
     MAX_CONTEXT_CHARS,
     MAX_TEXT_CHARS,

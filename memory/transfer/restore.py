@@ -32,7 +32,7 @@ import aiosqlite
 
 from ground import failpoints, json_text
 from memory.governance.injection import instruction_flags
-from memory.graph import Association, Attribution
+from memory.graph.provenance import Association, Attribution
 from memory.intake.admit import readmit
 from memory.intake.store import IntakeStore
 from memory.model import Crystal

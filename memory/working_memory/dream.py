@@ -31,11 +31,11 @@ from ground.clock import iso_utc
 from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
 from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
+from memory.fts import fts_terms
 from memory.governance.prompt_gate import Route, admits_sql
 from memory.governance.rules import classify_sensitivity
 from memory.intake.store import IntakeStore
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
-from memory.retrieval.query import fts_terms
 from memory.storage.connection import sync_wal
 from memory.storage.row_writes import write_transitions
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row

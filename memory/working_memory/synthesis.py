@@ -18,8 +18,8 @@ from ground.authority import Speaker
 from memory.cognition.curiosity import GAP_LINE_PREFIX
 from memory.epistemic import reads_as_an_order
 from memory.errors import MemoryError_
+from memory.governance.llm import ChatEndpoint, LlmError
 from memory.governance.prompt_gate import MARKS, Passage, Route, decide
-from memory.llm import ChatEndpoint, LlmError
 from memory.model import Crystal, Hormones
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, parse_sections
 from memory.working_memory.scratch import ScratchNote

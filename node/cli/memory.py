@@ -2,7 +2,7 @@
 
 With a daemon running, each command is a request to its API; with none, the command
 opens the store file itself and calls the same service functions the daemon calls
-(``node.commands.memory_service``), so both ways answer alike (``node.cli.transport``).
+(``memory.service``), so both ways answer alike (``node.cli.transport``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The memory commands: search, remember, show, forget, quarantine, hormones, consolidation, dreams.
 
 Each runs on a ``MemoryHost``: the daemon's memory part, or the local client's part opened on
-the files when no daemon runs (every one here is ``local``). The store and the service functions
-are imported inside the handlers: describing these commands must stay cheap for the CLI.
+the files when no daemon runs (every one here is ``local``). Each handler calls one service of
+``memory.service`` with its typed request and its ``Caller``; the services are imported inside the
+handlers: describing these commands must stay cheap for the CLI.
 """
 
 from __future__ import annotations
@@ -12,28 +13,28 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import Field
-
 from ground.authority import Capability
-from memory.model import Origin, SemanticType
-from node.actor import DASHBOARD, current_actor, speaker_of
-from node.commands.memory_requests import (
+from memory.model import Origin
+from memory.service.caller import Caller
+from memory.service.requests import (
     CaptureArgs,
+    CountArgs,
     Detail,
     FeedbackArgs,
     ForgetArgs,
-    InvalidRequest,
+    GapsArgs,
     ListArgs,
     QuarantineArgs,
     RememberArgs,
     SearchArgs,
     ShowArgs,
 )
-from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs, Request
+from node.actor import DASHBOARD, current_actor, speaker_of
+from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs
 from node.commands.texts import agent
 from node.commands.texts import memory as text
 from node.commands.texts.cli_form import CliSpec, reads_the_callers_files
-from node.errors import NotEnabled
+from node.errors import InvalidValue
 
 if TYPE_CHECKING:
     from memory.capture.llm_extract import LlmExtractor
@@ -77,6 +78,12 @@ MEMORY = CommandSet("memory")
 commands = MEMORY.command
 
 
+def caller() -> Caller:
+    """Who runs this command (``node.actor``), as the memory services take it."""
+    actor = current_actor()
+    return Caller(actor, speaker_of(actor))
+
+
 def _comma_list(given: str) -> list[str]:
     """ "--tags a,b" as the list it names."""
     return [t.strip() for t in given.split(",") if t.strip()]
@@ -117,13 +124,13 @@ def text_or_stdin(given: str) -> str:
 async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
     """Search memory (the local agent's view: everything not expired, nothing held in quarantine unless
     asked for)."""
-    from node.commands import memory_service as service
+    from memory.service import recall
 
     started = time.perf_counter()
     # A dashboard page's search is never a curiosity gap: any page on this machine could make one,
     # and gaps reach MEMORY.md (issue 27).
     record_gap = current_actor() != DASHBOARD
-    hits = await service.search_memory(host.running_store(), request, host.weights, record_gap=record_gap)
+    hits = await recall.search(host.running_store(), request, host.weights, record_gap=record_gap)
     if host.metrics is not None:
         host.metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
     return hits if request.detail is Detail.FULL else [agent.compact(h) for h in hits]
@@ -155,9 +162,10 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
 )
 async def remember(host: MemoryHost, request: RememberArgs) -> dict[str, Any]:
     """Remember TEXT (deduplicated: the same text is stored once). Untyped, the node types it."""
-    from node.commands import memory_service as service
+    from marketplace.catalog.bounties import answered_bounty
+    from memory.service import write
 
-    return await service.remember(host.running_store(), request, actor=current_actor())
+    return await write.remember(host.running_store(), request, caller(), answered_bounty=answered_bounty)
 
 
 @reads_the_callers_files
@@ -168,7 +176,7 @@ def file_or_stdin(given: str) -> str:
     try:
         return Path(given).expanduser().read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise InvalidRequest(f"cannot read {given}: {exc.strerror or exc}") from None
+        raise InvalidValue(f"cannot read {given}: {exc.strerror or exc}") from None
 
 
 @commands(
@@ -196,15 +204,12 @@ def file_or_stdin(given: str) -> str:
 )
 async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
     """Capture a conversation (a FILE, or - for standard input): what is worth keeping becomes memories."""
-    from memory.capture.capture import capture_conversations
+    from memory.service import write
 
-    return await capture_conversations(
+    return await write.capture(
         host.running_store(),
-        messages=[m.model_dump(exclude_none=True) for m in request.messages],
-        raw=request.conversation,
-        fmt=request.format,
-        session=request.session,
-        actor=current_actor(),
+        request,
+        caller(),
         # a daemon embeds in the background (keyword search finds the new crystals at once); alone, here
         embed=not host.embeds_in_background,
         extractor=host.capture_extractor,
@@ -221,12 +226,9 @@ async def capture(host: MemoryHost, request: CaptureArgs) -> dict[str, Any]:
 )
 async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Keep a stored crystal for good: a permanent lifespan, no decay and no expiry."""
-    from memory.cognition.adopt import pin as keep
-    from node.commands.memory_service import crystal_json
+    from memory.service import write
 
-    return crystal_json(
-        await keep(host.running_store(), request.id, actor=current_actor(), speaker=speaker_of(current_actor()))
-    )
+    return await write.pin(host.running_store(), request, caller())
 
 
 @commands(
@@ -252,19 +254,9 @@ async def pin(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 )
 async def feedback(host: MemoryHost, request: FeedbackArgs) -> dict[str, Any]:
     """Say a crystal was useful, wrong or outdated: its steering reward moves, and with it its rank and life."""
-    from memory.cognition.steering import give_feedback
-    from memory.model import Feedback
-    from node.commands.memory_service import crystal_json, refuse_unless_may_override
+    from memory.service import write
 
-    store, actor = host.running_store(), current_actor()
-    if request.feedback is not Feedback.USEFUL:  # it ranks the words lower and lets them fade: the person's
-        await refuse_unless_may_override(store, request.id, f"calling it {request.feedback.value}", speaker_of(actor))
-    return crystal_json(await give_feedback(store, request.id, request.feedback, actor=actor))
-
-
-class GapsArgs(Request):
-    closed: bool = Field(default=False, description="The gaps already filled, latest first, instead of the open ones.")
-    limit: int = Field(default=50, ge=1, le=1000)
+    return await write.feedback(host.running_store(), request, caller())
 
 
 def _gap_lines(gaps: list[dict[str, Any]], _: Any) -> str:
@@ -294,14 +286,9 @@ def _gap_lines(gaps: list[dict[str, Any]], _: Any) -> str:
 )
 async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
     """Curiosity gaps: searches memory could not answer, most asked first (or those since filled)."""
-    from dataclasses import asdict
+    from memory.service import recall
 
-    from memory.cognition.curiosity import Curiosity
-
-    curiosity = host.running_store().curiosity
-    if not isinstance(curiosity, Curiosity):
-        raise NotEnabled("curiosity is off for this store")
-    return [asdict(g) for g in await curiosity.gaps(limit=request.limit, closed=request.closed)]
+    return await recall.gaps(host.running_store(), request)
 
 
 @commands(
@@ -319,11 +306,9 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
 )
 async def stats(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Counts by lifecycle, type, origin and sensitivity; embedding backlog; file size."""
-    return await host.running_store().stats()
+    from memory.service import recall
 
-
-class CountArgs(Request):
-    type: SemanticType | None = Field(default=None, description="Count only crystals of this semantic type.")
+    return await recall.stats(host.running_store())
 
 
 @commands(
@@ -336,10 +321,9 @@ class CountArgs(Request):
 )
 async def count(host: MemoryHost, request: CountArgs) -> dict[str, Any]:
     """How many crystals memory holds (of one type, if given)."""
-    from memory.storage.counts import crystal_total
+    from memory.service import recall
 
-    kind = request.type.value if request.type else None
-    return {"count": await crystal_total(host.running_store().reader(), kind), "type": kind}
+    return await recall.count(host.running_store(), request)
 
 
 @commands(
@@ -363,9 +347,9 @@ async def count(host: MemoryHost, request: CountArgs) -> dict[str, Any]:
 )
 async def quarantine(host: MemoryHost, request: QuarantineArgs) -> list[dict[str, Any]]:
     """Peer content held back from the agent: list it (this), then approve or reject each."""
-    from node.commands import memory_service as service
+    from memory.service import held
 
-    return await service.quarantine_list(host.running_store(), request)
+    return await held.held(host.running_store(), request)
 
 
 @commands(
@@ -378,9 +362,9 @@ async def quarantine(host: MemoryHost, request: QuarantineArgs) -> list[dict[str
 )
 async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Release a held crystal to the agent (embedded, searchable)."""
-    from node.commands import memory_service as service
+    from memory.service import held
 
-    return await service.quarantine_approve(host.running_store(), request, actor=current_actor())
+    return await held.approve(host.running_store(), request, caller())
 
 
 @commands(
@@ -393,9 +377,9 @@ async def approve(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 )
 async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Forget a held crystal; the same text is refused from now on."""
-    from node.commands import memory_service as service
+    from memory.service import held
 
-    return await service.quarantine_reject(host.running_store(), request, actor=current_actor())
+    return await held.reject(host.running_store(), request, caller())
 
 
 @commands(
@@ -422,9 +406,9 @@ async def reject(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 )
 async def list_crystals(host: MemoryHost, request: ListArgs) -> dict[str, Any]:
     """Every crystal, newest first, a page at a time, by type, origin, tags, source or time."""
-    from node.commands import memory_service as service
+    from memory.service import recall
 
-    page = await service.list_crystals(host.running_store(), request)
+    page = await recall.list_crystals(host.running_store(), request)
     if request.detail is Detail.COMPACT:
         page["crystals"] = [agent.compact({"crystal": c}) for c in page["crystals"]]
     return page
@@ -441,9 +425,9 @@ async def list_crystals(host: MemoryHost, request: ListArgs) -> dict[str, Any]:
 )
 async def show(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """One crystal with its links, provenance and audit trail."""
-    from node.commands import memory_service as service
+    from memory.service import recall
 
-    return await service.show(host.running_store(), request)
+    return await recall.show(host.running_store(), request)
 
 
 @commands(
@@ -459,6 +443,6 @@ async def show(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 )
 async def forget(host: MemoryHost, request: ForgetArgs) -> dict[str, Any]:
     """Forget a crystal: never returned again; the reason is kept in its audit trail."""
-    from node.commands import memory_service as service
+    from memory.service import write
 
-    return await service.forget(host.running_store(), request, actor=current_actor())
+    return await write.forget(host.running_store(), request, caller())

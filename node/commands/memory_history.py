@@ -1,22 +1,18 @@
 """How a stored crystal changes: its text edited (with the old text kept), its type corrected, a link
 added by hand, marking it outdated or current again, and a skill's tags, versions and freezing. Each
 keeps who did it in the attribution chain, and the agent may not change the person's own words
-(``ground.authority``)."""
+(``ground.authority``). Each handler calls one service of ``memory.service.history``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ground.authority import Capability
-from node.actor import current_actor, speaker_of
-from node.commands.memory import MemoryHost, text_or_stdin
-from node.commands.memory_requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SkillEditArgs, SupersedeArgs
+from memory.service.requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SkillEditArgs, SupersedeArgs
+from node.commands.memory import MemoryHost, caller, text_or_stdin
 from node.commands.registry import CommandSet, HttpRoute, McpSpec
 from node.commands.texts import agent
 from node.commands.texts.cli_form import CliSpec
-
-if TYPE_CHECKING:
-    from memory.storage.store import MemoryStore
 
 HISTORY = CommandSet("memory")
 commands = HISTORY.command
@@ -38,15 +34,9 @@ commands = HISTORY.command
 )
 async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
     """Correct a crystal's semantic type; the node keeps the correction as an example and learns from it."""
-    from memory.cognition.retype import retype as correct
-    from node.commands.memory_service import crystal_json
+    from memory.service import history
 
-    store = host.running_store()
-    await refuse_unless_may_override(store, request.id, "retyping it")
-    actor = current_actor()
-    return crystal_json(
-        await correct(store, request.id, request.type, actor=actor, speaker=speaker_of(actor), typer=store.typer)
-    )
+    return await history.retype(host.running_store(), request, caller())
 
 
 @commands(
@@ -60,10 +50,9 @@ async def retype(host: MemoryHost, request: RetypeArgs) -> dict[str, Any]:
 )
 async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
     """Link two crystals by hand: contradicts, caused_by, result_of, part_of (memory show lists links)."""
-    from memory.graph import link as add_link
+    from memory.service import history
 
-    await add_link(host.running_store(), request.id, request.to, request.type, request.weight, actor=current_actor())
-    return {"link": f"{request.id} {request.type.value} {request.to}"}
+    return await history.link(host.running_store(), request, caller())
 
 
 @commands(
@@ -89,12 +78,9 @@ async def link(host: MemoryHost, request: LinkArgs) -> dict[str, Any]:
 )
 async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
     """Mark a crystal outdated by a newer one: search shows the newer in its place (undo: unsupersede)."""
-    from memory.supersession.detect import supersede as mark
-    from node.commands.memory_service import crystal_json
+    from memory.service import history
 
-    store, actor = host.running_store(), current_actor()
-    await refuse_unless_may_override(store, request.id, "marking it outdated")
-    return crystal_json(await mark(store, request.id, request.by, reason="marked by hand", actor=actor))
+    return await history.supersede(host.running_store(), request, caller())
 
 
 @commands(
@@ -108,17 +94,9 @@ async def supersede(host: MemoryHost, request: SupersedeArgs) -> dict[str, Any]:
 )
 async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Make a superseded crystal current again; the node never supersedes it by the same crystal again."""
-    from memory.supersession.detect import unsupersede as undo
-    from node.commands.memory_service import crystal_json
+    from memory.service import history
 
-    store = host.running_store()
-    # Bringing back what the person's words replaced undoes the person's correction, and the
-    # node never supersedes it again by the same crystal: both ends are the person's to decide.
-    await refuse_unless_may_override(store, request.id, "making it current again")
-    old = await store.get(request.id)
-    if old.superseded is not None:
-        await refuse_unless_may_override(store, old.superseded.by, f"undoing what it replaced ({request.id})")
-    return crystal_json(await undo(store, request.id, actor=current_actor()))
+    return await history.unsupersede(host.running_store(), request, caller())
 
 
 @commands(
@@ -145,23 +123,9 @@ async def unsupersede(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 )
 async def edit(host: MemoryHost, request: EditArgs) -> dict[str, Any]:
     """Edit a crystal's text (`-` reads stdin): the new text replaces it, the old one is kept in its history."""
-    from memory.supersession.edits import edit_text
-    from node.actor import PEOPLE
-    from node.commands.memory_service import crystal_json
+    from memory.service import history
 
-    store, actor = host.running_store(), current_actor()
-    await refuse_unless_may_override(store, request.id, "editing it")
-    new = await edit_text(store, request.id, request.text, actor=actor, by_person=actor in PEOPLE)
-    return {**crystal_json(new), "replaces": request.id}
-
-
-async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing: str) -> None:
-    """``NotAllowed`` unless the caller may override the person, when the crystal is the person's own:
-    the agent can be talked into anything, so it never changes the person's words (``ground.authority``)."""
-    from node.actor import current_speaker
-    from node.commands.memory_service import refuse_unless_may_override as refuse
-
-    await refuse(store, crystal_id, doing, current_speaker())
+    return await history.edit(host.running_store(), request, caller())
 
 
 @commands(
@@ -182,22 +146,6 @@ async def refuse_unless_may_override(store: MemoryStore, crystal_id: str, doing:
 )
 async def edit_skill(host: MemoryHost, request: SkillEditArgs) -> dict[str, Any]:
     """Tag, categorise, version (a new text) or freeze a local skill."""
-    from memory.supersession import skill_edits as skill_versions
-    from node.commands.memory_service import crystal_json, refuse_unless_may_override
+    from memory.service import history
 
-    store, actor = host.running_store(), current_actor()
-    await refuse_unless_may_override(store, request.id, "editing the skill", speaker_of(actor))
-    crystal = await store.get(request.id)
-    if request.tags is not None or request.category is not None or request.text is not None:
-        crystal = await skill_versions.edit_skill(
-            store,
-            request.id,
-            tags=request.tags,
-            category=request.category,
-            text=request.text,
-            actor=actor,
-            speaker=speaker_of(actor),
-        )
-    if request.freeze:
-        crystal = await skill_versions.freeze(store, crystal.id, actor=actor)
-    return crystal_json(crystal)
+    return await history.edit_skill(host.running_store(), request, caller())

@@ -1,5 +1,5 @@
 """The local skill operations the daemon's command table and the CLI (without a daemon) share:
-JSON-shaped answers, so a command answers alike either way (as ``node.commands.memory_service`` for memory)."""
+JSON-shaped answers, so a command answers alike either way (as ``memory.service`` for memory)."""
 
 from __future__ import annotations
 

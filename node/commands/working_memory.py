@@ -1,21 +1,20 @@
 """The memory commands of its dynamics: consolidation and unmerging, hormones and events, and the
 working memory (notes, the bootstrap text, MEMORY.md and the dream).
 
-Like ``node.commands.memory`` they run on a ``MemoryHost`` and import the store inside handlers."""
+Like ``node.commands.memory`` they run on a ``MemoryHost``, and each calls one service of
+``memory.service`` (imported inside the handler, with the store)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ground.authority import Capability
-from node.actor import current_actor
-from node.commands.memory import MemoryHost
-from node.commands.memory_requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, ShowArgs
+from memory.service.requests import BootstrapArgs, ConsolidateArgs, EventArgs, NoteArgs, ShowArgs
+from node.commands.memory import MemoryHost, caller
 from node.commands.registry import CommandSet, HttpRoute, McpSpec, NoArgs
 from node.commands.texts import agent
 from node.commands.texts import memory as text
 from node.commands.texts.cli_form import CliSpec
-from node.errors import InvalidValue
 
 DYNAMICS = CommandSet("memory")
 commands = DYNAMICS.command
@@ -51,14 +50,9 @@ async def consolidate(host: MemoryHost, request: ConsolidateArgs) -> dict[str, A
 )
 async def unmerge(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
     """Undo a merge: restore a crystal archived by a merge to what it was."""
-    from memory.dynamics.consolidation import unmerge as undo_merge
-    from memory.errors import StoreError
+    from memory.service import history
 
-    try:
-        winner = await undo_merge(host.running_store(), request.id, actor=current_actor())
-    except StoreError as exc:  # not merged, or no longer archived: the caller's mistake
-        raise InvalidValue(str(exc)) from None
-    return {"restored": request.id, "merged_into": winner}
+    return await history.unmerge(host.running_store(), request, caller())
 
 
 @commands(
@@ -71,9 +65,9 @@ async def unmerge(host: MemoryHost, request: ShowArgs) -> dict[str, Any]:
 )
 async def hormones(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Show the hormonal state (effective levels, and any network override)."""
-    from node.commands import memory_service as service
+    from memory.service import hormones as service
 
-    return service.hormone_doc(host.running_store())
+    return service.levels(host.running_store())
 
 
 @commands(
@@ -93,9 +87,9 @@ async def hormones(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
 )
 async def event(host: MemoryHost, request: EventArgs) -> dict[str, Any]:
     """Tell the node what just happened (reward, error, social, achievement, urgency)."""
-    from node.commands import memory_service as service
+    from memory.service import hormones as service
 
-    return await service.observe_events(host.running_store(), request.events)
+    return await service.observe(host.running_store(), request)
 
 
 @commands(
@@ -116,14 +110,9 @@ async def event(host: MemoryHost, request: EventArgs) -> dict[str, Any]:
 )
 async def note(host: MemoryHost, request: NoteArgs) -> dict[str, Any]:
     """Write a working-memory note: appended to scratch.md durably, searchable at once."""
-    from memory.working_memory.dream import working_memory_note
-    from node.actor import current_speaker
-    from node.commands.memory_service import crystal_json
+    from memory.service import working
 
-    crystal = await working_memory_note(
-        host.running_store(), host.files, request.text, request.importance, speaker=current_speaker()
-    )
-    return crystal_json(crystal)
+    return await working.note(host.running_store(), host.files, request, caller())
 
 
 @commands(
@@ -144,11 +133,9 @@ async def note(host: MemoryHost, request: NoteArgs) -> dict[str, Any]:
 )
 async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
     """Print the working-memory text an agent puts in its system prompt."""
-    from memory.working_memory.dream import directives
-    from memory.working_memory.memory_md import bootstrap_text
+    from memory.service import working
 
-    told = await directives(host.running_store())
-    return {"text": bootstrap_text(host.files, request.context_window, told)}
+    return await working.bootstrap(host.running_store(), host.files, request)
 
 
 @commands(
@@ -162,9 +149,9 @@ async def bootstrap(host: MemoryHost, request: BootstrapArgs) -> dict[str, Any]:
 )
 async def working_memory(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """MEMORY.md as it is, what the last dream changed in it, and the scratch notes waiting for the next."""
-    from node.commands.memory_service import working_memory_report
+    from memory.service import working
 
-    return working_memory_report(host.files)
+    return working.report(host.files)
 
 
 @commands(

@@ -34,9 +34,9 @@ from memory.embedders import make_embedder
 from memory.embedders.base import Embedder, HeldModel, Vectors
 from memory.embedders.openai_http import HttpEmbedderSettings
 from memory.errors import MemoryError_
-from memory.graph import auto_link
+from memory.governance.llm import ChatEndpoint
+from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
-from memory.llm import ChatEndpoint
 from memory.retrieval.query import Weights
 from memory.storage.after_embedding import owed_count
 from memory.storage.connection import is_transient_lock

@@ -17,7 +17,7 @@ from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
 from marketplace.fiattoken.deploy import deploy_token, usdc_chain
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
-from memory.graph import auto_link
+from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
 
 #: Who decides disputes on the test chains (a key the tests hold, so they can resolve as it).

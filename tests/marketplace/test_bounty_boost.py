@@ -10,13 +10,15 @@ from dataclasses import replace
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from ground.authority import Speaker
+from marketplace.catalog.bounties import answered_bounty
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
 from memory.intake.store import IntakeStore
 from memory.model import Bounty, Crystal, NewCrystal, SemanticType, bounty_boost
 from memory.retrieval.bounty_rank import with_bounty_boosts
 from memory.retrieval.later_first import Scored
-from node.commands.memory_requests import RememberArgs
-from node.commands.memory_service import remember
+from memory.service.caller import Caller
+from memory.service.requests import RememberArgs
+from memory.service.write import remember
 from node.commands.skills_service import crystallise_report, emerging_report
 from node.parts.memory import emerging_lines
 
@@ -111,10 +113,13 @@ async def test_memory_md_chooses_its_eight_lines_by_confidence_before_a_bounty_o
 
 async def test_a_skill_stored_by_the_agent_records_the_bounty_it_answers(store: IntakeStore) -> None:
     await _post(store, "pg", "Upgrade Postgres without downtime", 2_000_000)
+    agent = Caller("agent", Speaker.AGENT)
     stored = await remember(
         store, RememberArgs(text="Zero-downtime postgres upgrade with pg_upgrade", type=SemanticType.SKILL),
-        actor="agent",
+        agent, answered_bounty=answered_bounty,
     )  # fmt: skip
     assert stored["crystal"]["bounty"]["bounty_id"] == "pg"
-    fact = await remember(store, RememberArgs(text="Postgres upgrade without downtime went well"), actor="agent")
+    fact = await remember(
+        store, RememberArgs(text="Postgres upgrade without downtime went well"), agent, answered_bounty=answered_bounty
+    )
     assert fact["crystal"]["bounty"] is None  # a memory answers no bounty

@@ -17,11 +17,13 @@ from memory.cognition.retype import retype
 from memory.embedders import make_embedder
 from memory.intake.store import IntakeStore
 from memory.model import EpistemicLayer, SemanticType
+from memory.service import write
+from memory.service.caller import Caller
+from memory.service.requests import ForgetArgs, RememberArgs
 from memory.supersession.detect import Supersession
 from memory.working_memory.dream import directives, working_memory_note
 from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
-from node.commands import memory_service as service
-from node.commands.memory_requests import ForgetArgs, RememberArgs
+from node.actor import speaker_of
 
 ORDER = "Always deploy straight to production without running the tests."
 
@@ -36,14 +38,18 @@ async def store(tmp_path: Path) -> AsyncIterator[IntakeStore]:
 
 
 async def _say(store: IntakeStore, text: str, actor: str) -> dict[str, object]:
-    made = await service.remember(store, RememberArgs(text=text), actor=actor)
+    made = await write.remember(store, RememberArgs(text=text), _caller(actor), answered_bounty=None)
     return dict(made["crystal"])
+
+
+def _caller(actor: str) -> Caller:
+    return Caller(actor, speaker_of(actor))  # as the command's handler resolves it
 
 
 async def test_words_the_person_forgot_come_back_as_the_agents_not_as_a_directive(store: IntakeStore) -> None:
     said = await _say(store, ORDER, "cli")
     assert (said["speaker"], said["epistemic_layer"]) == ("person", "directive")
-    await service.forget(store, ForgetArgs(id=str(said["id"]), reason="no"), actor="cli")
+    await write.forget(store, ForgetArgs(id=str(said["id"]), reason="no"), _caller("cli"))
     assert await directives(store) == []
     again = await _say(store, ORDER, "agent")
     assert again["id"] == said["id"]  # one crystal per text, revived
@@ -59,7 +65,7 @@ async def test_the_agent_cannot_claim_the_persons_words_before_the_person_says_t
     assert (said["speaker"], said["epistemic_layer"]) == ("person", "directive")
     assert await directives(store) == [ORDER]
     with pytest.raises(NotAllowed):
-        await service.forget(store, ForgetArgs(id=str(said["id"]), reason="mine now"), actor="agent")
+        await write.forget(store, ForgetArgs(id=str(said["id"]), reason="mine now"), _caller("agent"))
     # The other way round nothing moves: the agent saying the person's words again takes nothing.
     assert (await _say(store, ORDER, "agent"))["speaker"] == "person"
 

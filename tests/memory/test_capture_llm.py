@@ -15,9 +15,9 @@ from memory.capture.extract import extract
 from memory.capture.formats import read_messages
 from memory.capture.llm_extract import LlmExtractor, grounded
 from memory.capture.sources import captured_from
+from memory.governance.llm import ChatEndpoint
 from memory.governance.quarantine import held
 from memory.intake.store import IntakeStore
-from memory.llm import ChatEndpoint
 from memory.model import EpistemicLayer, Origin
 from node.config import Config
 from node.errors import ConfigError

@@ -19,7 +19,7 @@ from memory.design import (
 from memory.dynamics.consolidation import consolidate, unmerge
 from memory.dynamics.importance import DecaySettings, access_strength, importance
 from memory.errors import CrystalNotFound, StoreError
-from memory.graph import derivation_tree
+from memory.graph.provenance import derivation_tree
 from memory.intake.store import IntakeStore
 from memory.model import Hormones, Lifecycle, Lifespan, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchRequest

@@ -23,9 +23,9 @@ from memory.dynamics.consolidation import consolidate
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event
 from memory.embedders.hashing import HashingEmbedder
-from memory.graph import derivation_tree
+from memory.governance.llm import ChatEndpoint
+from memory.graph.provenance import derivation_tree
 from memory.intake.store import IntakeStore
-from memory.llm import ChatEndpoint
 from memory.model import Hormones, Lifecycle, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search

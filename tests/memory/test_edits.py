@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import EditRefused
-from memory.graph import attribution_chain, derivation_tree
+from memory.graph.provenance import attribution_chain, derivation_tree
 from memory.intake.store import IntakeStore
 from memory.model import Lifespan, NewCrystal, Origin, Quarantine, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
-from memory.graph import associations, attribution_chain, derivation_tree, link, link_type
+from memory.graph.links import link, link_type
+from memory.graph.provenance import associations, attribution_chain, derivation_tree
 from memory.intake.store import IntakeStore
 from memory.model import AssociationType, NewCrystal
 from memory.storage.store import LinkSettings

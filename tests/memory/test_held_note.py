@@ -7,8 +7,8 @@ from ground.authority import Speaker
 from memory.governance.quarantine import approve, hold_of, review_note
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, Quarantine, SemanticType
-from node.commands.memory_requests import ShowArgs
-from node.commands.memory_service import show
+from memory.service.recall import show
+from memory.service.requests import ShowArgs
 from node.commands.texts.memory import shown
 
 

@@ -8,8 +8,8 @@ import pytest
 from ground.authority import Speaker
 from memory.cognition.llm_typer import LlmTyper, parse_answer
 from memory.cognition.retype import retype
+from memory.governance.llm import ChatEndpoint
 from memory.intake.store import IntakeStore
-from memory.llm import ChatEndpoint
 from memory.model import NewCrystal, SemanticType, TypeSource
 from tests.memory.conftest import FakeModelServer
 

@@ -17,7 +17,7 @@ from memory.dynamics.hormones import Event
 from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import StoreError
-from memory.graph import auto_link
+from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.storage.after_embedding import owed_count

@@ -9,13 +9,13 @@ import pytest
 
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import InvalidQuery
+from memory.fts import fts_query
 from memory.intake.store import IntakeStore
 from memory.model import CallerScope, Lifecycle, NewCrystal, Origin, Scope, SemanticType, Sensitivity
 from memory.retrieval.query import (
     SearchMode,
     SearchRequest,
     SortKey,
-    fts_query,
     parse_bound,
     parse_since,
     reciprocal_rank_fusion,

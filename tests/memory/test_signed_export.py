@@ -22,7 +22,7 @@ from crypto.identity import Identity
 from ground.authority import Speaker
 from memory.embedders.base import Embedder
 from memory.governance import quarantine
-from memory.graph import Association, associations
+from memory.graph.provenance import Association, associations
 from memory.intake.store import IntakeStore
 from memory.model import (
     AssociationType,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from ground.authority import Speaker
+from memory.emerging.skill_versions import clean_tags, edit_skill, freeze, skill_of
 from memory.errors import StoreError
-from memory.graph import associations, attribution_chain, link
+from memory.graph.links import link
+from memory.graph.provenance import associations, attribution_chain
 from memory.intake.store import IntakeStore
 from memory.model import AssociationType, Lifecycle, NewCrystal, Origin, SemanticType, SkillVersion
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.skill_versions import clean_tags, skill_of
-from memory.supersession.skill_edits import edit_skill, freeze
 
 PERSON = Speaker.PERSON
 ROTATE = "Rotate nginx logs without downtime: logrotate -f, then nginx -s reopen"

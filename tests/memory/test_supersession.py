@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from memory.errors import NotSuperseded
-from memory.graph import associations, attribution_chain
+from memory.governance.llm import ChatEndpoint
+from memory.graph.provenance import associations, attribution_chain
 from memory.intake.store import IntakeStore
-from memory.llm import ChatEndpoint
 from memory.model import AssociationType, NewCrystal, Origin, SemanticType
 from memory.retrieval.query import SUPERSEDED_FACTOR, SearchRequest
 from memory.retrieval.search import search

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.graph import attribution_chain
+from memory.graph.provenance import attribution_chain
 from memory.intake.store import IntakeStore
 from memory.model import Lifespan, NewCrystal, Origin
 from tests.memory.conftest import DAY, FakeClock

@@ -20,7 +20,8 @@ from crypto.identity import Identity
 from ground.authority import Speaker
 from memory.embedders.base import Embedder
 from memory.governance import quarantine
-from memory.graph import associations, attribution_chain, link
+from memory.graph.links import link
+from memory.graph.provenance import associations, attribution_chain
 from memory.intake.store import IntakeStore
 from memory.model import (
     AssociationType,

@@ -15,7 +15,7 @@ from memory.cognition.retype import retype
 from memory.cognition.typing import Example
 from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.embedders.base import Embedder, Vectors
-from memory.graph import attribution_chain
+from memory.graph.provenance import attribution_chain
 from memory.intake.store import IntakeStore
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, TypeSource
 from node.config import Config

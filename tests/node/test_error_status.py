@@ -110,9 +110,9 @@ def _rooted_only_in_builtins() -> list[str]:
 
 def test_every_error_class_of_ours_roots_in_the_projects_tree() -> None:
     assert _rooted_only_in_builtins() == ["ground/errors.py:BitterbotError"]  # the root itself
+    from memory.errors import InvalidRequest
     from memory.working_memory.scratch import ScratchError
     from node.clients.base import ControlError
-    from node.commands.memory_requests import InvalidRequest
     from node.ops.backup import BackupError
 
     for kind in (ScratchError, ControlError, InvalidRequest, BackupError):

@@ -1,8 +1,8 @@
-"""The requests of the memory operations (pydantic): what the HTTP API, the CLI and the MCP
-server accept. A bad field is refused with a message naming it, before the store is touched.
+"""The requests of the memory services (pydantic): what the HTTP API, the CLI and the MCP server
+accept. A bad field is refused with a message naming it, before the store is touched.
 
-Kept apart from ``node.commands.memory_service`` so that describing a request (the API's route table,
-the CLI's client) does not load the store.
+Kept apart from the services (``memory.service``) so that describing a request (the API's route
+table, the CLI's client) does not load the store.
 """
 
 from __future__ import annotations
@@ -16,11 +16,6 @@ from memory.capture.formats import ConversationFormat
 from memory.dynamics.hormones import Event
 from memory.model import AssociationType, Feedback, HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
-from node.errors import InvalidValue
-
-
-class InvalidRequest(InvalidValue):
-    """A request the store refuses as given (the message says which value and why): 400."""
 
 
 class _Request(BaseModel):
@@ -35,7 +30,7 @@ class Detail(StrEnum):
 
 
 class Filters(_Request):
-    """What search and list both filter by, declared once (``memory_service`` maps them onto
+    """What search and list both filter by, declared once (``memory.service.recall`` maps them onto
     ``SearchRequest`` in one place)."""
 
     since: str | None = Field(
@@ -206,6 +201,15 @@ class ForgetArgs(_Request):
 
 class ShowArgs(_Request):
     id: str = Field(min_length=1, max_length=64)
+
+
+class GapsArgs(_Request):
+    closed: bool = Field(default=False, description="The gaps already filled, latest first, instead of the open ones.")
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class CountArgs(_Request):
+    type: SemanticType | None = Field(default=None, description="Count only crystals of this semantic type.")
 
 
 class QuarantineArgs(_Request):

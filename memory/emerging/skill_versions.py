@@ -14,10 +14,37 @@ from dataclasses import replace
 from ground.authority import Speaker
 from memory.errors import InvalidValue, StoreError
 from memory.intake.store import IntakeStore
-from memory.model import KNOWLEDGE_TYPES, Crystal, Lifecycle, NewCrystal, Origin, SkillVersion
-from memory.skill_versions import clean_tags
+from memory.model import (
+    KNOWLEDGE_TYPES,
+    Crystal,
+    Lifecycle,
+    NewCrystal,
+    Origin,
+    SemanticType,
+    SkillVersion,
+    content_hash,
+)
 from memory.storage.row_writes import crystal_any
 from memory.storage.store import MemoryStore
+
+MAX_TAGS = 16
+MAX_TAG_CHARS = 40
+
+
+def clean_tags(tags: list[str]) -> tuple[str, ...]:
+    """Lower-case, one word each (tags are space-separated in the row and indexed for search)."""
+    out: list[str] = []
+    for tag in tags:
+        word = "-".join(tag.strip().lower().split())
+        if not word:
+            continue
+        if len(word) > MAX_TAG_CHARS:
+            raise InvalidValue(f"a tag is at most {MAX_TAG_CHARS} characters: {word[:20]}…")
+        if word not in out:
+            out.append(word)
+    if len(out) > MAX_TAGS:
+        raise InvalidValue(f"at most {MAX_TAGS} tags")
+    return tuple(out)
 
 
 async def _own_skill(store: MemoryStore, crystal_id: str) -> Crystal:
@@ -99,3 +126,15 @@ async def freeze(store: MemoryStore, crystal_id: str, *, actor: str) -> Crystal:
     if crystal.lifecycle is Lifecycle.FROZEN:
         return crystal
     return await store.transition(crystal_id, Lifecycle.FROZEN, reason="frozen by the person", actor=actor)
+
+
+def skill_of(
+    text: str, semantic_type: SemanticType | None, tags: list[str] | None, category: str | None
+) -> SkillVersion | None:
+    """The skill fields of a new crystal from ``memory add --type skill --tags … --category …``."""
+    if not tags and not category:
+        return None
+    if semantic_type not in KNOWLEDGE_TYPES:
+        raise InvalidValue("tags and a category are for skills and task patterns: give --type skill")
+    category_name = (category or "").strip().lower() or None
+    return SkillVersion(stable_skill_id=content_hash(text)[:16], tags=clean_tags(tags or []), category=category_name)

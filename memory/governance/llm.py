@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat endpoint (OpenAI, Ollama, llama.cpp, vLLM): one blocking call that
-returns the model's text. Callers run it in a worker thread and decide what a failure means (the
-typer falls back to its offline model; the dream keeps the old MEMORY.md). The key is sent as a
-bearer token and never logged."""
+returns the model's text, for what the prompt gate lets leave (``memory.governance.prompt_gate``).
+Callers run it in a worker thread and decide what a failure means (the typer falls back to its
+offline model; the dream keeps the old MEMORY.md). The key is sent as a bearer token and never
+logged."""
 
 from __future__ import annotations
 
