@@ -10,16 +10,28 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Self, TypedDict, Unpack
 
+from ground.clock import Clock
 from memory.cognition.bulk_typing import WORKER_MIN_ITEMS, BulkTyping
 from memory.cognition.typer import Typer, load_corrections
 from memory.embedders.base import Embedder, crystal_vectors
 from memory.intake.admit import admit, admit_batch, restated
 from memory.model import Lifecycle, NewCrystal, content_hash
+from memory.storage.migrations import SchemaSet
 from memory.storage.row_writes import crystal_any, crystal_by_hash
-from memory.storage.store import BULK_BATCH, MemoryStore
-from memory.storage.store_types import BulkResult, Progress, Remembered
+from memory.storage.store import BULK_BATCH, EmbeddedHook, MemoryStore
+from memory.storage.store_types import BulkResult, LinkSettings, Progress, Remembered
+
+
+class OpenOptions(TypedDict, total=False):
+    """``MemoryStore.open``'s keywords, which ``IntakeStore.open`` hands on."""
+
+    now_ms: Clock
+    links: LinkSettings | None
+    on_embedded: EmbeddedHook | None
+    readers: int
+    schemas: Sequence[SchemaSet]
 
 
 class IntakeStore(MemoryStore):
@@ -30,7 +42,7 @@ class IntakeStore(MemoryStore):
     typer: Typer
 
     @classmethod
-    async def open(cls, path: Path, embedder: Embedder, **options: Any) -> Self:
+    async def open(cls, path: Path, embedder: Embedder, **options: Unpack[OpenOptions]) -> Self:
         """``MemoryStore.open``, with the typer that learned the person's stored corrections."""
         store = await super().open(path, embedder, **options)
         store.typer = Typer(await load_corrections(store.reader()))

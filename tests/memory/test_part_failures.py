@@ -21,6 +21,7 @@ from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.storage.after_embedding import owed_count
+from memory.storage.store import MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ExtractiveSynthesizer
@@ -117,7 +118,7 @@ class _BreaksOnce:
         self.steps = embedded_hook(Config())
         self.at, self.calls = at, Counter[str]()
 
-    async def __call__(self, store: IntakeStore, crystal_id: str, vector: Vectors) -> int:
+    async def __call__(self, store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
         if sum(self.calls.values()) + 1 == self.at and self.at > 0:
             self.at = 0
             raise StoreError("the judge fell over")
