@@ -38,8 +38,8 @@ from node.errors import InvalidValue
 
 if TYPE_CHECKING:
     from memory.capture.llm_extract import LlmExtractor
+    from memory.intake.store import IntakeStore
     from memory.retrieval.query import Weights
-    from memory.storage.store import MemoryStore
     from memory.working_memory.memory_md import WorkingMemoryFiles
 
 
@@ -67,7 +67,7 @@ class MemoryHost(Protocol):
     @property
     def capture_extractor(self) -> LlmExtractor | None: ...
 
-    def running_store(self) -> MemoryStore: ...
+    def running_store(self) -> IntakeStore: ...
 
     async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]: ...
 

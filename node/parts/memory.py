@@ -19,6 +19,7 @@ from ground.progress import current_reporter
 from marketplace.schema import MARKET_SCHEMA
 from memory.dynamics.consolidation import ConsolidationReport
 from memory.embedders.base import HeldModel
+from memory.intake.store import IntakeStore
 from memory.setup.cycles import consolidate_as_configured, search_weights
 from memory.setup.embedding import EmbeddingProgress, drain_backlog, release_idle_model, warm_vectors
 from memory.setup.endpoints import configured_extractor, configured_synthesizer
@@ -41,7 +42,7 @@ log = get_logger("node.memory")
 
 async def open_node_store(
     config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None, *, in_worker: bool = False
-) -> MemoryStore:
+) -> IntakeStore:
     """The node's memory file, opened as its config says (``memory.setup.store.open_store``), with the
     marketplace's and the network's tables in the same file; close it with ``close_store``."""
     assert paths.memory_db is not None
@@ -63,7 +64,7 @@ class MemoryPart:
         self._config = config
         self._paths = paths
         self._supervisor = supervisor
-        self.store: MemoryStore | None = None
+        self.store: IntakeStore | None = None
         self.files = paths.working_memory_files()
         self.synthesizer = configured_synthesizer(config.dream)
         self._crystals = 0
@@ -83,7 +84,7 @@ class MemoryPart:
         """Whether a daemon's embedder drains the backlog (else a command embeds what it stored)."""
         return self._supervisor is not None and self.store is not None
 
-    def running_store(self) -> MemoryStore:
+    def running_store(self) -> IntakeStore:
         if self.store is None:
             raise PartNotRunning("the memory store is not open")
         return self.store
@@ -167,7 +168,7 @@ class MemoryPart:
         out["summary"] = ", ".join(parts)
         return out
 
-    async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[object]]) -> None:
+    async def _every(self, minutes: float, work: Callable[[IntakeStore], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(minutes * 60)
             if self.store is None:
@@ -201,7 +202,7 @@ class MemoryPart:
         )
         return report
 
-    async def _dream(self, store: MemoryStore) -> dict[str, Any]:
+    async def _dream(self, store: IntakeStore) -> dict[str, Any]:
         async with self._dreaming:
             report = await dream(
                 store,

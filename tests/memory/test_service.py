@@ -14,6 +14,7 @@ from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import Event, HormoneSettings
 from memory.embedders import make_embedder
 from memory.errors import InvalidRequest, NotEnabled
+from memory.intake.store import IntakeStore
 from memory.model import Bounty, SemanticType
 from memory.retrieval.query import Weights
 from memory.service import history, hormones, recall, write
@@ -27,15 +28,15 @@ AGENT = Caller("agent", Speaker.AGENT)
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    opened = await MemoryStore.open(tmp_path / "m.db", make_embedder("hashing"))
+async def store(tmp_path: Path) -> AsyncIterator[IntakeStore]:
+    opened = await IntakeStore.open(tmp_path / "m.db", make_embedder("hashing"))
     try:
         yield opened
     finally:
         await opened.close()
 
 
-async def test_a_store_without_curiosity_answers_gaps_503_not_400(store: MemoryStore) -> None:
+async def test_a_store_without_curiosity_answers_gaps_503_not_400(store: IntakeStore) -> None:
     with pytest.raises(NotEnabled) as refused:
         await recall.gaps(store, GapsArgs())
     assert http_status(refused.value) == 503  # as node.errors.NotEnabled answered before the move
@@ -44,13 +45,13 @@ async def test_a_store_without_curiosity_answers_gaps_503_not_400(store: MemoryS
     assert [g["query"] for g in await recall.gaps(store, GapsArgs())] == ["zebra migration routes"]
 
 
-async def test_a_dashboard_search_records_no_gap(store: MemoryStore) -> None:
+async def test_a_dashboard_search_records_no_gap(store: IntakeStore) -> None:
     await Curiosity.attach(store)
     await recall.search(store, SearchArgs(query="zebra migration routes"), Weights(), record_gap=False)
     assert await recall.gaps(store, GapsArgs()) == []
 
 
-async def test_hormones_off_is_a_400_and_on_they_move(store: MemoryStore) -> None:
+async def test_hormones_off_is_a_400_and_on_they_move(store: IntakeStore) -> None:
     with pytest.raises(InvalidRequest) as refused:
         hormones.levels(store)
     assert http_status(refused.value) == 400
@@ -60,7 +61,7 @@ async def test_hormones_off_is_a_400_and_on_they_move(store: MemoryStore) -> Non
     assert after["dopamine"] > before
 
 
-async def test_the_agent_cannot_mark_the_persons_words_outdated(store: MemoryStore) -> None:
+async def test_the_agent_cannot_mark_the_persons_words_outdated(store: IntakeStore) -> None:
     mine = await write.remember(store, RememberArgs(text="My editor is Helix."), PERSON, answered_bounty=None)
     newer = await write.remember(store, RememberArgs(text="I use Zed now."), AGENT, answered_bounty=None)
     request = SupersedeArgs(id=mine["crystal"]["id"], by=newer["crystal"]["id"])
@@ -70,7 +71,7 @@ async def test_the_agent_cannot_mark_the_persons_words_outdated(store: MemorySto
     assert done["superseded"]["by"] == newer["crystal"]["id"]
 
 
-async def test_what_the_agent_says_is_never_the_persons_input(store: MemoryStore) -> None:
+async def test_what_the_agent_says_is_never_the_persons_input(store: IntakeStore) -> None:
     said = await write.remember(store, RememberArgs(text="Deploys go out on Fridays."), AGENT, answered_bounty=None)
     assert (said["crystal"]["origin"], said["crystal"]["speaker"]) == ("session", "agent")
     with pytest.raises(NotAllowed):  # pinning is directing, the person's alone
@@ -79,7 +80,7 @@ async def test_what_the_agent_says_is_never_the_persons_input(store: MemoryStore
     assert shown["crystal"]["id"] == said["crystal"]["id"]
 
 
-async def test_a_skill_asks_the_finder_the_node_hands_down_and_records_its_bounty(store: MemoryStore) -> None:
+async def test_a_skill_asks_the_finder_the_node_hands_down_and_records_its_bounty(store: IntakeStore) -> None:
     asked: list[tuple[str, tuple[str, ...], str]] = []
 
     async def finder(
