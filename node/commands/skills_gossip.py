@@ -36,7 +36,6 @@ from node.commands.skills_requests import (
     ShareArgs,
     SkillsHost,
 )
-from node.commands.skills_service import price_settings
 from node.errors import InvalidValue, NotFoundHere
 
 
@@ -67,7 +66,7 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     crystal = await store.get(request.crystal_id)
     me = p2p.ctx.identity.public_key
     _, breakdown, stats, _ = await price_of(
-        store, crystal, price_settings(p2p.ctx.config.marketplace),
+        store, crystal, p2p.ctx.config.marketplace,
         reputation_milli=reputation_in(p2p.trust), me=me.hex(),
     )  # fmt: skip
     if reasons := refusals(crystal, stats, publishing=True):

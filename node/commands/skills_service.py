@@ -15,11 +15,6 @@ from memory.emerging.patterns import EmergingSkill, bounty_first
 from memory.emerging.practice import crystallise, emerging_skills, find, skill_text
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
-from node.config import MarketplaceSection
-
-
-def price_settings(market: MarketplaceSection) -> PriceSettings:
-    return PriceSettings(market.base_price_micro_usdc, market.min_price_micro_usdc, market.max_price_micro_usdc)
 
 
 async def record_report(

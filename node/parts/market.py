@@ -24,16 +24,13 @@ from marketplace.errors import ChainError, ChainUnreachable, MarketUnavailable, 
 from marketplace.escrow import Escrow
 from marketplace.exchange.advice import purchase_advice, sale_advice
 from marketplace.exchange.deals import Purchases, Sales
+from marketplace.exchange.ledger import ledger
 from marketplace.exchange.market import Market
-from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import PROTOCOL, readable_quote
-from marketplace.exchange.seller import SellerLimits
-from marketplace.exchange.spending import SpendLimits
 from marketplace.gossip.kinds import register_market_gossip
 from marketplace.gossip.listing import LISTING
 from marketplace.gossip.received_quota import bounties_bound, listings_bound
 from marketplace.gossip.sink import MarketSink
-from marketplace.ledger import ledger
 from marketplace.pricing import format_usdc, parse_usdc
 from marketplace.wallet import load_or_create_wallet
 from memory.errors import CrystalNotFound
@@ -131,9 +128,8 @@ class MarketPart:
             self._chain_error = str(exc)
             return
         chain.receipt_timeout_s = cfg.receipt_timeout_s
-        bounds = DeadlineBounds(cfg.min_delivery_window_s, cfg.max_lock_s)
         try:
-            mismatch = bounds.outside(await Escrow(chain).rules()) or await Escrow(chain).arbiter_refusal()
+            mismatch = cfg.outside(await Escrow(chain).rules()) or await Escrow(chain).arbiter_refusal()
         except ChainError as exc:
             mismatch = str(exc)
         if mismatch is not None:
@@ -156,19 +152,10 @@ class MarketPart:
             chain,
             host,
             escrow_window_s=cfg.escrow_window_s,
-            bounds=bounds,
+            bounds=cfg,
             payment=market.payment,
-            limits=SellerLimits(
-                requests_per_min=market.seller_requests_per_min,
-                request_burst=market.seller_request_burst,
-                max_open_quotes=market.max_open_quotes,
-                max_open_quotes_per_buyer=market.max_open_quotes_per_buyer,
-                max_open_quotes_strangers=market.max_open_quotes_strangers,
-                max_open_quotes_per_stranger_wallet=market.max_open_quotes_per_stranger_wallet,
-                max_open_quotes_unproven=market.max_open_quotes_unproven,
-                quote_funds_cache_s=market.quote_funds_cache_s,
-            ),
-            spend_limits=SpendLimits(market.max_purchase_micro_usdc, market.agent_daily_budget_micro_usdc),
+            limits=market,
+            spend_limits=market,
             round_interval_s=cfg.resume_interval_s,
             standing=self._p2p.trust.has_standing,
         )

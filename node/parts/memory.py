@@ -20,7 +20,7 @@ from crypto.identity import read_key_file_info
 from ground.clock import wall_clock_ms
 from ground.events import get_logger
 from ground.progress import current_reporter
-from marketplace.ledger import ledger, niche_line
+from marketplace.exchange.ledger import ledger, niche_line
 from marketplace.schema import MARKET_SCHEMA
 from memory.capture.llm_extract import LlmExtractor
 from memory.cognition.curiosity import Curiosity

@@ -11,7 +11,6 @@ from crypto.identity import read_key_file_info
 from marketplace.pricing import PriceSettings
 from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli, reputation_in
 from memory.storage.store import MemoryStore
-from node.commands.skills_service import price_settings
 from node.config import Config
 from node.parts.memory import MemoryPart
 from node.paths import NodePaths
@@ -32,7 +31,7 @@ class FileSkillLedger:
         return self._memory.running_store()
 
     def price_settings(self) -> PriceSettings:
-        return price_settings(self._config.marketplace)
+        return self._config.marketplace
 
     async def reputation(self) -> tuple[int, str | None]:
         try:

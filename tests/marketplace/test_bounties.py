@@ -95,7 +95,7 @@ async def test_bounty_matches_raise_the_price_of_a_local_skill(store: MemoryStor
     )  # fmt: skip
     for _ in range(3):
         await record_execution(store, skill.crystal.id, success=True, reward_milli=1000, actor="test")
-    settings = PriceSettings(10_000, 1_000, 100_000_000)
+    settings = PriceSettings(base_price_micro_usdc=10_000, min_price_micro_usdc=1_000, max_price_micro_usdc=100_000_000)
     me = SELLER.public_key.hex()
     inputs, plain, _, _ = await price_of(store, skill.crystal, settings, reputation_milli=500, me=me)
     assert inputs.bounty_matches == 0 and plain.demand == Decimal(1)
