@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import Field
 
 from node.commands.registry import Request
 
 if TYPE_CHECKING:
-    from crypto.anchors import TrustAnchors
-    from crypto.envelope import Envelope
     from marketplace.pricing import PriceSettings
     from memory.storage.store import MemoryStore
-    from node.runtime.context import NodeContext
-    from p2p.host import P2PHost
-    from p2p.kinds import GossipKind
-    from p2p.trust.book import TrustBook, TrustLevel
 
 
 class SkillArgs(Request):
@@ -76,25 +70,6 @@ class BountyArgs(Request):
     category: str = Field(default="", max_length=64)
     days: float = Field(default=7.0, gt=0, le=30)
     bounty_id: str | None = Field(default=None, max_length=64)
-
-
-class SkillsHost(Protocol):
-    """What the skills commands need of the part that gossips (``node.parts.p2p.P2PPart``)."""
-
-    host: P2PHost | None
-    trust: TrustBook
-
-    @property
-    def ctx(self) -> NodeContext: ...
-
-    @property
-    def anchors(self) -> TrustAnchors: ...
-
-    def store(self) -> MemoryStore: ...
-
-    def level_of_key(self, key: bytes) -> TrustLevel: ...
-
-    async def publish(self, kind: GossipKind[Any], message: Any, *, now_ms: int | None = None) -> Envelope: ...
 
 
 class SkillLedgerHost(Protocol):

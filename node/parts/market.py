@@ -14,6 +14,7 @@ from ground.events import get_logger
 from marketplace.desk.connection import MarketConnection, MarketInputs
 from marketplace.desk.rounds import ROUND_ERRORS, market_round
 from marketplace.desk.service import MarketDesk
+from marketplace.desk.skills import SkillDesk
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
 from marketplace.gossip.kinds import register_market_gossip
@@ -43,8 +44,12 @@ class MarketPart:
                 store=lambda: memory.store, host=lambda: p2p.host, standing=p2p.trust.has_standing,
             )
         )  # fmt: skip
-        #: What the market commands call (``node.commands.market.MarketHost``).
+        #: What the market commands call (``node.commands.market.MarketHost``), and the skill commands
+        #: that sign and gossip (``node.commands.skills.SKILLS``).
         self.desk = MarketDesk(self.connection, memory.running_store)
+        self.skills = SkillDesk(
+            p2p, memory.running_store, ctx.identity, self._wallet, ctx.config.marketplace, ctx.now_ms
+        )
         self._last_round: dict[str, Any] = {}
         p2p.add_service(PROTOCOL, self._answer)
         register_market_gossip(p2p.gossip, market_sink(p2p, ctx.config))  # the market's kinds, consumed here

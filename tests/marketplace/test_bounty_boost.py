@@ -10,6 +10,7 @@ from dataclasses import replace
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from ground.authority import Speaker
+from marketplace.desk.skill_ledger import crystallise_report, emerging_report
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
 from memory.model import Bounty, Crystal, NewCrystal, SemanticType, bounty_boost
 from memory.retrieval.bounty_rank import with_bounty_boosts
@@ -17,7 +18,6 @@ from memory.retrieval.later_first import Scored
 from memory.storage.store import MemoryStore
 from node.commands.memory_requests import RememberArgs
 from node.commands.memory_service import remember
-from node.commands.skills_service import crystallise_report, emerging_report
 from node.parts.memory import emerging_lines
 
 STRANGER = Identity.from_seed(b"x" * 32)
@@ -91,7 +91,7 @@ async def test_an_emerging_skill_answering_a_bounty_comes_first_and_its_skill_re
     assert first["bounty"] == {"bounty_id": "wanted", "reward_micro_usdc": 5_000_000,
                                "priority_boost": bounty_boost(5_000_000)}  # fmt: skip
 
-    done = await crystallise_report(store, first["id"], None, actor="cli")
+    done = await crystallise_report(store, first["id"], None, actor="cli", speaker=Speaker.PERSON)
     assert done["skill"]["bounty"] == first["bounty"]
     assert (await store.get(done["skill"]["id"])).bounty == Bounty("wanted", 5_000_000)
 

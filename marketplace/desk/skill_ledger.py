@@ -1,11 +1,13 @@
-"""The local skill operations the daemon's command table and the CLI (without a daemon) share:
-JSON-shaped answers, so a command answers alike either way (as ``node.commands.memory_service`` for memory)."""
+"""The skill ledger's services (``node.commands.skills.LEDGER``), which the daemon's command table and
+the CLI without a daemon share: JSON-shaped answers, so a command answers alike either way. Who
+speaks is the handler's to say (``speaker``, ``actor``), never guessed here."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
+from ground.authority import Speaker
 from marketplace.catalog.bounties import answered_bounty, with_answered_bounties
 from marketplace.executions import executions_per_crystal, inherit_executions, record_execution
 from marketplace.offer import price_of
@@ -52,16 +54,17 @@ async def emerging_report(store: MemoryStore, limit: int) -> dict[str, Any]:
     return {"emerging": [_emerging_json(s) for s in found[:limit]], "total": len(found)}
 
 
-async def crystallise_report(store: MemoryStore, skill_id: str, text: str | None, *, actor: str) -> dict[str, Any]:
-    """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen."""
+async def crystallise_report(
+    store: MemoryStore, skill_id: str, text: str | None, *, actor: str, speaker: Speaker
+) -> dict[str, Any]:
+    """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen
+    (the authority table asks whether ``speaker`` may)."""
     pattern = find(await emerging_skills(store, await executions_per_crystal(store)), skill_id)
-    from node.actor import speaker_of
-
     typical = await store.get(pattern.typical_id)
     bounty = await answered_bounty(
         store, text=skill_text(typical, text), tags=typical.tags, category="", now_ms=store.now_ms()
     )
-    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker_of(actor), bounty=bounty)
+    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker, bounty=bounty)
     # The practices' runs are the new skill's: it need not be run three times more to be listed.
     runs = await inherit_executions(store, skill.id, pattern.crystal_ids)
     return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen, "runs": runs}
