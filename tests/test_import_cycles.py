@@ -133,7 +133,7 @@ def _folder(name: str, known: dict[str, Path]) -> str:
 #: (the time a text names is read by memory.when, below both).
 MUTUAL_FOLDERS = {
     # a package's root holds its basics (errors, model) beside high-level modules that use its folders
-    ("marketplace", "marketplace.exchange"): "marketplace.offer counts a skill's buyers in the deals",
+    ("marketplace", "marketplace.exchange"): "marketplace.settings is made of the exchange's settings components",
     ("memory", "memory.embedders"): "memory.graph names the Vectors type",
     ("memory", "memory.governance"): "memory.llm asks the prompt gate",
     ("memory", "memory.storage"): "memory.graph and memory.skill_versions work on the store",

@@ -10,7 +10,7 @@ from crypto.envelope import decode_envelope
 from crypto.peer_id import peer_id_from_ed25519
 from marketplace.catalog.listings import ListingRow, listing_envelope, live_listings
 from marketplace.errors import InvalidValue, ListingNotFound
-from marketplace.gossip.listing import LISTING
+from marketplace.gossip.listing import LISTING, SkillListing
 from memory.storage.store import MemoryStore
 
 #: Listings are stored after validation under the gossip size bound; this only bounds the decode.
@@ -41,9 +41,15 @@ async def find_listing(store: MemoryStore, wanted: str, *, me_hex: str) -> Listi
     return rows[0]
 
 
+async def stored_listing(store: MemoryStore, seller_hex: str, skill_id: str) -> SkillListing | None:
+    """The signed listing of ``skill_id`` by ``seller_hex`` as stored here, or None."""
+    wire = await listing_envelope(store, seller_hex, skill_id)
+    if wire is None:
+        return None
+    return LISTING.parse(decode_envelope(wire, max_bytes=_MAX_LISTING_BYTES).body_map())
+
+
 async def seller_addrs(store: MemoryStore, row: ListingRow) -> list[str]:
     """Where the listing says its seller listens (a buyer not connected to it can still dial it)."""
-    wire = await listing_envelope(store, row.seller, row.stable_skill_id)
-    if wire is None:
-        return []
-    return list(LISTING.parse(decode_envelope(wire, max_bytes=_MAX_LISTING_BYTES).body_map()).seller_addrs)
+    listing = await stored_listing(store, row.seller, row.stable_skill_id)
+    return list(listing.seller_addrs) if listing is not None else []

@@ -9,8 +9,8 @@ from typing import Any
 
 from ground.authority import Speaker
 from marketplace.catalog.bounties import answered_bounty, with_answered_bounties
+from marketplace.desk.offer import price_of
 from marketplace.executions import executions_per_crystal, inherit_executions, record_execution
-from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
 from memory.emerging.patterns import EmergingSkill, bounty_first

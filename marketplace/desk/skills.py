@@ -14,20 +14,21 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 from crypto.anchors import TrustAnchors
-from crypto.envelope import Envelope, decode_envelope
+from crypto.envelope import Envelope
 from crypto.identity import Identity
 from crypto.peer_id import ed25519_from_peer_id, peer_id_from_ed25519
 from ground.authority import Speaker
 from ground.clock import Clock
 from marketplace.catalog.browse import bounties_page, listings_page
-from marketplace.catalog.listings import endorsers_of, listing_envelope
+from marketplace.catalog.listings import endorsers_of
 from marketplace.chain_types import Account
+from marketplace.desk.lookup import stored_listing
+from marketplace.desk.offer import price_of
 from marketplace.errors import InvalidValue, ListingNotFound, NotListable
 from marketplace.gossip.bounty import BOUNTY, BOUNTY_KIND, MAX_BOUNTY_S, SkillBounty, record_bounty
 from marketplace.gossip.endorsement import ENDORSEMENT_KIND, SkillEndorsement, record_endorsement
-from marketplace.gossip.listing import LISTING, LISTING_KIND, listing_of, record_listing
+from marketplace.gossip.listing import LISTING_KIND, listing_of, record_listing
 from marketplace.gossip.revocation import REVOCATION_KIND, SkillRevocation, revoke_listing
-from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, parse_usdc
 from marketplace.quality import refusals
 from marketplace.reputation import reputation_in
@@ -38,9 +39,6 @@ from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
 from p2p.kinds import GossipKind
 from p2p.trust.book import TrustBook, TrustLevel
-
-#: Listings are stored after validation under the gossip size bound; this only bounds the decode.
-_MAX_LISTING_BYTES = 1_000_000
 
 
 class Network(Protocol):
@@ -211,10 +209,9 @@ class SkillDesk:
         if seller is None or not skill_id:
             raise InvalidValue("name the listing as SELLER_PEER_ID/SKILL_ID (see `bitterbot-node skills list`)")
         store = self._store()
-        wire = await listing_envelope(store, seller.hex(), skill_id)
-        if wire is None:
+        listing = await stored_listing(store, seller.hex(), skill_id)
+        if listing is None:
             raise ListingNotFound(f"no live listing of {skill_id} from {seller_peer} seen here")
-        listing = LISTING.parse(decode_envelope(wire, max_bytes=_MAX_LISTING_BYTES).body_map())
         endorsement = SkillEndorsement(seller, skill_id, listing.version, listing.content_hash)
         envelope = await self._network.publish(ENDORSEMENT_KIND, endorsement)
         await record_endorsement(store, endorsement, envelope)

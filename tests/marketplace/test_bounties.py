@@ -9,10 +9,10 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.bounties import BountyRow, bounties_answered_by, live_bounties, matches, purge_expired_bounties
 from marketplace.catalog.browse import bounties_page, listings_page
+from marketplace.desk.offer import price_of
 from marketplace.executions import record_execution
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
-from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
 from memory.model import NewCrystal, Scope, SemanticType, SkillVersion
 from memory.storage.store import MemoryStore
