@@ -4,8 +4,9 @@ speaks is the handler's to say (``speaker``, ``actor``), never guessed here."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 from ground.authority import Speaker
 from marketplace.catalog.bounties import answered_bounty, with_answered_bounties
@@ -17,6 +18,55 @@ from memory.emerging.patterns import EmergingSkill, bounty_first
 from memory.emerging.practice import crystallise, emerging_skills, find, skill_text
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
+
+#: How peers rate this node (thousandths) and its key hex: the live trust book's, or the files'.
+Reputation = Callable[[], Awaitable[tuple[int, str | None]]]
+
+
+class SkillRequest(Protocol):
+    crystal_id: str
+
+
+class RecordRequest(SkillRequest, Protocol):
+    success: bool
+    reward: float | None
+
+
+class EmergingRequest(Protocol):
+    limit: int
+
+
+class CrystalliseRequest(Protocol):
+    skill_id: str
+    text: str | None
+
+
+class SkillLedger:
+    """What the skill ledger commands call: over the running store (``store`` raises while memory is
+    not open), with this node's prices and how peers rate it."""
+
+    def __init__(self, store: Callable[[], MemoryStore], prices: PriceSettings, reputation: Reputation) -> None:
+        self._store = store
+        self._prices = prices
+        self._reputation = reputation
+
+    async def record(self, request: RecordRequest, *, actor: str) -> dict[str, Any]:
+        """Record one execution by ``actor``; with no reward given, a success scores 1 and a failure 0."""
+        reward = request.reward if request.reward is not None else (1.0 if request.success else 0.0)
+        return await record_report(
+            self._store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000), actor=actor
+        )
+
+    async def price(self, request: SkillRequest) -> dict[str, Any]:
+        """The price this node would ask for a local skill, every factor, and whether it may be listed."""
+        reputation, me = await self._reputation()
+        return await price_report(self._store(), request.crystal_id, self._prices, reputation_milli=reputation, me=me)
+
+    async def emerging(self, request: EmergingRequest) -> dict[str, Any]:
+        return await emerging_report(self._store(), request.limit)
+
+    async def crystallise(self, request: CrystalliseRequest, *, actor: str, speaker: Speaker) -> dict[str, Any]:
+        return await crystallise_report(self._store(), request.skill_id, request.text, actor=actor, speaker=speaker)
 
 
 async def record_report(

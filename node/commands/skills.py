@@ -1,11 +1,11 @@
 """The skill commands. Over the network (``SKILLS``, on ``marketplace.desk.skills.SkillDesk``, which
 the market part builds on the P2P part's host and trust): share, publish, list, revoke, endorse,
-bounties. On the node's own ledger (``LEDGER``, also local without a daemon): record an execution,
-price a skill."""
+bounties. On the node's own ledger (``LEDGER``, on ``marketplace.desk.skill_ledger.SkillLedger``, also
+local without a daemon): record an execution, price a skill, crystallise an emerging one."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ground.authority import Capability
 from node.actor import current_actor, current_speaker, speaker_of
@@ -23,14 +23,12 @@ from node.commands.skills_requests import (
     ShareArgs,
     SkillArgs,
     SkillLedgerHost,
+    SkillsHost,
 )
 from node.commands.texts import agent
 from node.commands.texts import market as ledger_text
 from node.commands.texts import network as text
 from node.commands.texts.cli_form import CliSpec
-
-if TYPE_CHECKING:  # the commands' table loads without the network's modules
-    from marketplace.desk.skills import SkillDesk
 
 SKILLS = CommandSet("listings")
 commands = SKILLS.command
@@ -44,7 +42,7 @@ LEDGER = CommandSet("skills")
     cli=CliSpec("skills", "share", arguments=("crystal_id",), render=text.shared),
     needs=Capability.WRITE,
 )
-async def share(skills: SkillDesk, request: ShareArgs) -> dict[str, Any]:
+async def share(skills: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""
     return await skills.share(request)
 
@@ -56,7 +54,7 @@ async def share(skills: SkillDesk, request: ShareArgs) -> dict[str, Any]:
     cli=CliSpec("skills", "publish", arguments=("crystal_id",), render=text.published),
     needs=Capability.CHANGE_SCOPE,
 )
-async def publish(skills: SkillDesk, request: PublishArgs) -> dict[str, Any]:
+async def publish(skills: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     """List a proven skill for sale: the quality gate, the price, a signed listing on the network."""
     return await skills.publish(request, speaker=current_speaker(), actor=current_actor())
 
@@ -79,7 +77,7 @@ async def publish(skills: SkillDesk, request: PublishArgs) -> dict[str, Any]:
     ),
     needs=Capability.READ,
 )
-async def list_offers(skills: SkillDesk, request: ListingsArgs) -> list[dict[str, Any]]:
+async def list_offers(skills: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
     """What the network offers (or what matches QUERY): skill, price, seller and the seller's trust level.
     Sellers trusted here come first, then the most relevant, then the newest."""
     return await skills.list_offers(request)
@@ -98,7 +96,7 @@ async def list_offers(skills: SkillDesk, request: ListingsArgs) -> list[dict[str
     ),
     needs=Capability.WRITE,
 )
-async def revoke(skills: SkillDesk, request: RevokeArgs) -> dict[str, Any]:
+async def revoke(skills: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
     """Revoke a skill this node published: every node marks it deprecated."""
     return await skills.revoke(request)
 
@@ -110,7 +108,7 @@ async def revoke(skills: SkillDesk, request: RevokeArgs) -> dict[str, Any]:
     cli=CliSpec("skills", "endorse", arguments=("listing",), render=text.endorsed),
     needs=Capability.WRITE,
 )
-async def endorse(skills: SkillDesk, request: EndorseArgs) -> dict[str, Any]:
+async def endorse(skills: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
     """Vouch for a seller's listed skill as a management node: LISTING is SELLER_PEER_ID/SKILL_ID. Every node
     then marks that version [verified]; a newer version needs a new endorsement."""
     return await skills.endorse(request)
@@ -129,7 +127,7 @@ async def endorse(skills: SkillDesk, request: EndorseArgs) -> dict[str, Any]:
     ),
     needs=Capability.WRITE,
 )
-async def post_bounty(skills: SkillDesk, request: BountyArgs) -> dict[str, Any]:
+async def post_bounty(skills: SkillsHost, request: BountyArgs) -> dict[str, Any]:
     """Ask the network for a skill: a signed bounty with the reward offered. Listings that answer it (same
     category, a shared tag, or its words) are shown first in `skills list`, and their sellers' prices count
     the demand."""
@@ -143,7 +141,7 @@ async def post_bounty(skills: SkillDesk, request: BountyArgs) -> dict[str, Any]:
     cli=CliSpec("skills", "bounties", render=text.bounties),
     needs=Capability.READ,
 )
-async def list_bounties(skills: SkillDesk, request: PageArgs) -> list[dict[str, Any]]:
+async def list_bounties(skills: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
     """Live bounties on the network: authors trusted here first, then the largest reward; with how many
     listings answer each."""
     return await skills.list_bounties(request)
@@ -166,13 +164,7 @@ async def list_bounties(skills: SkillDesk, request: PageArgs) -> list[dict[str, 
 )
 async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]:
     """Record an execution of a skill by the local agent (the quality gate and price use these)."""
-    from marketplace.desk.skill_ledger import record_report
-
-    reward = request.reward if request.reward is not None else (1.0 if request.success else 0.0)
-    return await record_report(
-        ledger.store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000),
-        actor=current_actor(),
-    )  # fmt: skip
+    return await ledger.record(request, actor=current_actor())
 
 
 @LEDGER.command(
@@ -192,12 +184,7 @@ async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]
 )
 async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     """The USDC price this node would ask for a skill, and whether it may be listed (with every factor)."""
-    from marketplace.desk.skill_ledger import price_report
-
-    reputation, me = await ledger.reputation()
-    return await price_report(
-        ledger.store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
-    )
+    return await ledger.price(request)
 
 
 @LEDGER.command(
@@ -212,9 +199,7 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
 async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, Any]:
     """Tasks written down again and again (task patterns and skills, by meaning, with their recorded
     executions), with occurrences and confidence: skills in the making, not yet crystallised."""
-    from marketplace.desk.skill_ledger import emerging_report
-
-    return await emerging_report(ledger.store(), request.limit)
+    return await ledger.emerging(request)
 
 
 @LEDGER.command(
@@ -229,9 +214,5 @@ async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, 
 async def crystallise(ledger: SkillLedgerHost, request: CrystalliseArgs) -> dict[str, Any]:
     """Promote an emerging skill to a skill: a new skill crystal derived from its practices, each of
     which is frozen and linked to it."""
-    from marketplace.desk.skill_ledger import crystallise_report
-
     actor = current_actor()
-    return await crystallise_report(
-        ledger.store(), request.skill_id, request.text, actor=actor, speaker=speaker_of(actor)
-    )
+    return await ledger.crystallise(request, actor=actor, speaker=speaker_of(actor))

@@ -1,16 +1,14 @@
-"""The skill commands' requests, and what each kind of command needs of the part that runs it."""
+"""The skill commands' requests, and what their handlers call: a marketplace service each
+(described here as protocols, so the command table loads without the marketplace's modules)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from pydantic import Field
 
+from ground.authority import Speaker
 from node.commands.registry import Request
-
-if TYPE_CHECKING:
-    from marketplace.pricing import PriceSettings
-    from memory.storage.store import MemoryStore
 
 
 class SkillArgs(Request):
@@ -72,14 +70,32 @@ class BountyArgs(Request):
     bounty_id: str | None = Field(default=None, max_length=64)
 
 
+class SkillsHost(Protocol):
+    """What the network skill commands call (``marketplace.desk.skills.SkillDesk``)."""
+
+    async def share(self, request: ShareArgs) -> dict[str, Any]: ...
+
+    async def publish(self, request: PublishArgs, *, speaker: Speaker, actor: str) -> dict[str, Any]: ...
+
+    async def list_offers(self, request: ListingsArgs) -> list[dict[str, Any]]: ...
+
+    async def revoke(self, request: RevokeArgs) -> dict[str, Any]: ...
+
+    async def endorse(self, request: EndorseArgs) -> dict[str, Any]: ...
+
+    async def post_bounty(self, request: BountyArgs) -> dict[str, Any]: ...
+
+    async def list_bounties(self, request: PageArgs) -> list[dict[str, Any]]: ...
+
+
 class SkillLedgerHost(Protocol):
-    """What recording and pricing a local skill need: the store, and how peers rate this node.
-    The daemon's P2P part, or the local client's files (the trust file the daemon keeps)."""
+    """What the skill ledger commands call (``marketplace.desk.skill_ledger.SkillLedger``: the
+    daemon's, or the local client's on the files)."""
 
-    def store(self) -> MemoryStore: ...
+    async def record(self, request: RecordArgs, *, actor: str) -> dict[str, Any]: ...
 
-    def price_settings(self) -> PriceSettings: ...
+    async def price(self, request: SkillArgs) -> dict[str, Any]: ...
 
-    async def reputation(
-        self,
-    ) -> tuple[int, str | None]: ...  # (peers' rating of this node in thousandths, own key hex)
+    async def emerging(self, request: EmergingArgs) -> dict[str, Any]: ...
+
+    async def crystallise(self, request: CrystalliseArgs, *, actor: str, speaker: Speaker) -> dict[str, Any]: ...

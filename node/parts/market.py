@@ -14,6 +14,7 @@ from ground.events import get_logger
 from marketplace.desk.connection import MarketConnection, MarketInputs
 from marketplace.desk.rounds import ROUND_ERRORS, market_round
 from marketplace.desk.service import MarketDesk
+from marketplace.desk.skill_ledger import SkillLedger
 from marketplace.desk.skills import SkillDesk
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
@@ -22,6 +23,8 @@ from marketplace.gossip.received_quota import bounties_bound, listings_bound
 from marketplace.gossip.sink import MarketSink
 from marketplace.wallet import load_or_create_wallet
 from memory.governance.peer_quota import PeerContentQuota
+from node.commands.market import MarketHost
+from node.commands.skills_requests import SkillLedgerHost, SkillsHost
 from node.config import Config
 from node.parts.memory import MemoryPart
 from node.parts.p2p import P2PPart
@@ -44,15 +47,22 @@ class MarketPart:
                 store=lambda: memory.store, host=lambda: p2p.host, standing=p2p.trust.has_standing,
             )
         )  # fmt: skip
-        #: What the market commands call (``node.commands.market.MarketHost``), and the skill commands
-        #: that sign and gossip (``node.commands.skills.SKILLS``).
         self.desk = MarketDesk(self.connection, memory.running_store)
+        self.ledger = SkillLedger(memory.running_store, ctx.config.marketplace, p2p.reputation)
         self.skills = SkillDesk(
             p2p, memory.running_store, ctx.identity, self._wallet, ctx.config.marketplace, ctx.now_ms
         )
         self._last_round: dict[str, Any] = {}
         p2p.add_service(PROTOCOL, self._answer)
         register_market_gossip(p2p.gossip, market_sink(p2p, ctx.config))  # the market's kinds, consumed here
+
+    def hosts(self) -> dict[str, Any]:
+        """The services this part built, by the command set that calls them (typed here, so mypy
+        checks each has what its commands call)."""
+        market: MarketHost = self.desk
+        ledger: SkillLedgerHost = self.ledger
+        listings: SkillsHost = self.skills
+        return {"market": market, "skills": ledger, "listings": listings}
 
     @property
     def market(self) -> Market | None:
