@@ -14,7 +14,8 @@ from marketplace.exchange.seller import SellerLimits
 from marketplace.exchange.spending import SpendLimits, purchase_cap
 from marketplace.pricing import PriceInputs, PriceSettings, price
 from marketplace.settings import ChainSettings, MarketplaceSettings
-from node.config_loading import ConfigError, load_config
+from node.config_loading import load_config
+from node.errors import ConfigError
 
 TOML = """
 [marketplace]
