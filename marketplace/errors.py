@@ -9,6 +9,7 @@ MarketError (a ``ground.errors.BitterbotError``)
 │   └── TransactionReverted
 │       └── InsufficientFunds
 ├── PurchaseError          a purchase (or a sale) could not go on; says what happened to the money
+├── ListingNotFound        no live listing answers the name a buyer gave (also a NotFound: 404)
 ├── NotListable            a skill the quality gate refuses to list (400): every reason, nothing changed
 ├── SpendRefused           the caller may not spend this much (also ``ground.authority.NotAllowed``: 403)
 └── WalletError            the wallet file is missing, unreadable or not ours
@@ -17,7 +18,7 @@ MarketError (a ``ground.errors.BitterbotError``)
 from __future__ import annotations
 
 from ground.authority import Capability, NotAllowed, Speaker
-from ground.errors import BitterbotError, Invalid, Unavailable
+from ground.errors import BitterbotError, Invalid, NotFound, Unavailable
 
 
 class MarketError(BitterbotError):
@@ -84,6 +85,10 @@ class SpendRefused(MarketError, NotAllowed):
 
 class WalletError(MarketError):
     """The wallet file is missing, unreadable or not a wallet."""
+
+
+class ListingNotFound(MarketError, NotFound):
+    """No live listing answers the name a buyer gave (404, ahead of ``MarketError`` in the status table)."""
 
 
 class InvalidValue(MarketError, Invalid):

@@ -18,6 +18,9 @@ from dataclasses import asdict, dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import Any
 
+from pydantic import Field, model_validator
+
+from ground.settings import Section, SettingError
 from marketplace.errors import InvalidValue
 
 MICRO_PER_USDC = 1_000_000
@@ -25,15 +28,18 @@ RARE_AT_MOST = 2
 UNCOMMON_AT_MOST = 9
 
 
-@dataclass(frozen=True, slots=True)
-class PriceSettings:
-    base_micro_usdc: int = 10_000  # 0.01 USDC
-    minimum_micro_usdc: int = 1_000  # 0.001 USDC
-    maximum_micro_usdc: int = 100_000_000  # 100 USDC
+class PriceSettings(Section):
+    """The ``[marketplace]`` keys of pricing: the base price and the range every price is clamped to."""
 
-    def __post_init__(self) -> None:
-        if not 0 < self.minimum_micro_usdc <= self.base_micro_usdc <= self.maximum_micro_usdc:
-            raise InvalidValue("need 0 < minimum <= base <= maximum")
+    base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)  # 0.01 USDC
+    min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)  # 0.001 USDC
+    max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)  # 100 USDC
+
+    @model_validator(mode="after")
+    def _range(self) -> PriceSettings:
+        if not self.min_price_micro_usdc <= self.base_price_micro_usdc <= self.max_price_micro_usdc:
+            raise SettingError("need min_price_micro_usdc <= base_price_micro_usdc <= max_price_micro_usdc")
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +104,11 @@ def price(inputs: PriceInputs, settings: PriceSettings | None = None) -> PriceBr
         demand = Decimal(1) + log_term * Decimal("0.1")
         reputation = Decimal("0.5") + Decimal(inputs.seller_reputation_milli) / Decimal(1000)
         scarce, scarce_class = scarcity(inputs.category_listings_seen)
-        raw = Decimal(s.base_micro_usdc) * quality * demand * reputation * scarce
+        raw = Decimal(s.base_price_micro_usdc) * quality * demand * reputation * scarce
         unclamped = int(raw.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
-    final = min(s.maximum_micro_usdc, max(s.minimum_micro_usdc, unclamped))
+    final = min(s.max_price_micro_usdc, max(s.min_price_micro_usdc, unclamped))
     return PriceBreakdown(
-        base_micro_usdc=s.base_micro_usdc,
+        base_micro_usdc=s.base_price_micro_usdc,
         success_rate=success_rate,
         average_reward=average_reward,
         quality=quality,

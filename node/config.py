@@ -8,14 +8,13 @@ Every field is documented in ``configs/edge.toml``; a test keeps that file equal
 from __future__ import annotations
 
 import ipaddress
-import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
 from ground.settings import Section
-from marketplace.public_chain.presets import PRESETS, ChainTuning, gwei
+from marketplace.settings import ChainSettings, MarketplaceSettings
 from memory.setup.settings import (
     CaptureSettings,
     ConsolidationSettings,
@@ -173,140 +172,6 @@ class P2PSection(_Section):
         return self
 
 
-class MarketplaceSection(_Section):
-    base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)
-    min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)
-    max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)
-    # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC);
-    # only the person may pass a --max-price above it (the agent never spends past it).
-    max_purchase_micro_usdc: int = Field(default=1_000_000, ge=1, le=10**12)
-    # What the agent's purchases of the last 24 hours may add up to; the person's do not count.
-    agent_daily_budget_micro_usdc: int = Field(default=3_000_000, ge=0, le=10**12)
-    # Sales are paid into the escrow (one storage write, not a transfer); the node withdraws them
-    # to its wallet once they reach this much, in one transaction. 0: only on `wallet withdraw`.
-    withdraw_at_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
-    payment: Literal["escrow", "direct"] = "escrow"
-    seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
-    seller_request_burst: int = Field(default=5, ge=1, le=1_000)
-    max_open_quotes: int = Field(default=100, ge=1, le=100_000)
-    max_open_quotes_per_buyer: int = Field(default=3, ge=1, le=1_000)
-    # Of max_open_quotes, how many buyers without standing here (never paid this node, not
-    # trusted) may hold at once: fresh keys cost nothing and must not lock out known buyers.
-    max_open_quotes_strangers: int = Field(default=40, ge=1, le=100_000)
-    # Strangers must prove their wallet (it signs the request) holds the price, read from the chain
-    # (a balance that covers it is kept quote_funds_cache_s); one open quote per such wallet.
-    # Strangers without the proof (an earlier release) share max_open_quotes_unproven.
-    max_open_quotes_per_stranger_wallet: int = Field(default=1, ge=1, le=1_000)
-    max_open_quotes_unproven: int = Field(default=10, ge=0, le=100_000)
-    quote_funds_cache_s: float = Field(default=30.0, ge=0, le=3_600)
-
-    @model_validator(mode="after")
-    def _range(self) -> MarketplaceSection:
-        if not self.min_price_micro_usdc <= self.base_price_micro_usdc <= self.max_price_micro_usdc:
-            raise InvalidValue("need min_price_micro_usdc <= base_price_micro_usdc <= max_price_micro_usdc")
-        return self
-
-
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
-
-
-class ChainSection(_Section):
-    url: str = ""
-    # A public test network by name (marketplace/public_chain/presets.py): "base-sepolia" checks the
-    # chain id (84532), takes its real USDC as token_address, and sets the three keys below when
-    # they are left unset. escrow_address stays ours to give.
-    preset: Literal["", "base-sepolia"] = ""
-    # Blocks an escrow event must lie under the head before this node acts on it, and blocks read
-    # again below that each round (an event a reorg moved is still seen). -1: the preset's, else 0.
-    confirmations: int = Field(default=-1, ge=-1, le=10_000)
-    reorg_blocks: int = Field(default=-1, ge=-1, le=100_000)
-    # Nothing is sent while the chain's gas price is above this (a spike, or a hostile RPC quoting
-    # one, cannot drain the wallet's ether). -1: the preset's, else no cap.
-    max_gas_price_gwei: float = Field(default=-1, ge=-1, le=100_000)
-    token_address: str = ""
-    escrow_address: str = ""
-    dev: bool = False
-    escrow_window_s: int = Field(default=600, ge=60, le=30 * 86_400)
-    # The escrow deadlines this node accepts, as buyer (in a quote) and as seller (in a lock):
-    # a deadline nearer than the minimum lets a buyer refund itself before a delivery can be
-    # paid for; one further than the maximum freezes a buyer's money for as long as a seller asks.
-    min_delivery_window_s: int = Field(default=300, ge=60, le=86_400)
-    max_lock_s: int = Field(default=86_400, ge=600, le=30 * 86_400)
-    receipt_timeout_s: float = Field(default=30.0, ge=1, le=600)
-    resume_interval_s: float = Field(default=30.0, gt=0, le=3_600)
-
-    @field_validator("url")
-    @classmethod
-    def _http(cls, url: str) -> str:
-        if url and not url.startswith(("http://", "https://")):
-            raise InvalidValue(f"{url!r} is not an http(s) JSON-RPC URL (like http://127.0.0.1:8545)")
-        return url
-
-    @model_validator(mode="after")
-    def _window_within_bounds(self) -> ChainSection:
-        if not self.min_delivery_window_s <= self.escrow_window_s <= self.max_lock_s:
-            raise InvalidValue(
-                f"escrow_window_s ({self.escrow_window_s}) must lie between min_delivery_window_s "
-                f"({self.min_delivery_window_s}) and max_lock_s ({self.max_lock_s})"
-            )
-        return self
-
-    @model_validator(mode="before")
-    @classmethod
-    def _preset_token(cls, data: Any) -> Any:
-        """A preset's real USDC is the token, unless the file names one (checked below)."""
-        if isinstance(data, dict) and (preset := PRESETS.get(data.get("preset", ""))) is not None:
-            return {"token_address": preset.usdc_address, **data}
-        return data
-
-    @model_validator(mode="after")
-    def _preset(self) -> ChainSection:
-        preset = PRESETS.get(self.preset)
-        if preset is None:
-            return self
-        if not self.url:
-            raise InvalidValue(f"[chain] preset = {self.preset!r} needs the url of an RPC of that network")
-        if self.token_address.lower() != preset.usdc_address.lower():
-            raise InvalidValue(
-                f"{self.preset}'s USDC is {preset.usdc_address}, not {self.token_address}: leave token_address unset"
-            )
-        if self.dev:
-            raise InvalidValue(f"{self.preset} is a public network, not a dev chain: set dev = false")
-        return self
-
-    def settled(self) -> ChainTuning:
-        """What the chain client is set to: the keys left unset take the preset's values, or a dev
-        chain's (0)."""
-        preset = PRESETS.get(self.preset)
-        if preset is None:
-            return ChainTuning(None, max(self.confirmations, 0), max(self.reorg_blocks, 0),
-                               gwei(max(self.max_gas_price_gwei, 0)))  # fmt: skip
-
-        def pick(value: float, preset_value: float) -> float:
-            return value if value >= 0 else preset_value
-
-        return ChainTuning(
-            preset.chain_id, int(pick(self.confirmations, preset.confirmations)),
-            int(pick(self.reorg_blocks, preset.reorg_blocks)), gwei(pick(self.max_gas_price_gwei,
-            preset.max_gas_price_gwei)), preset.log_chunk_blocks, preset.log_lookback,
-        )  # fmt: skip
-
-    @model_validator(mode="after")
-    def _addresses(self) -> ChainSection:
-        if self.url:
-            for name in ("token_address", "escrow_address"):
-                if not _ADDRESS.fullmatch(getattr(self, name)):
-                    raise InvalidValue(
-                        f"with a chain url, {name} must be the 0x-prefixed contract address "
-                        "(`bitterbot-node chain deploy --url URL` deploys ours on a dev chain and prints both)"
-                    )
-        elif self.dev or self.token_address or self.escrow_address:
-            raise InvalidValue(
-                "token_address, escrow_address and dev belong to a chain url; the embedded chain has its own"
-            )
-        return self
-
-
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -371,7 +236,7 @@ class Config(_Section):
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     p2p: P2PSection = Field(default_factory=P2PSection)
-    marketplace: MarketplaceSection = Field(default_factory=MarketplaceSection)
-    chain: ChainSection = Field(default_factory=ChainSection)
+    marketplace: MarketplaceSettings = Field(default_factory=MarketplaceSettings)
+    chain: ChainSettings = Field(default_factory=ChainSettings)
     api: ApiSection = Field(default_factory=ApiSection)
     doctor: DoctorSection = Field(default_factory=DoctorSection)

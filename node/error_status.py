@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from crypto.errors import CryptoError
 from ground.authority import NotAllowed
 from ground.errors import BitterbotError, Invalid, NotFound, Unavailable
-from marketplace.errors import ChainUnreachable, MarketError
+from marketplace.errors import ChainUnreachable, ListingNotFound, MarketError
 from memory.errors import CrystalNotFound, EditRefused, ExportRefused, MemoryError_
 from node.errors import EXIT_FAILURE, EXIT_USAGE, PartOff, UnknownCommand
 from p2p.errors import P2PError, RequestFailed, RequestTimedOut
@@ -34,6 +34,7 @@ HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (NotAllowed, 403),
     (EditRefused, 409),  # the crystal's state forbids it (outdated, held): the message names what to edit instead
     (ChainUnreachable, 502),  # before MarketError: the chain is down, not the request wrong
+    (ListingNotFound, 404),  # before MarketError: "no live listing of …"
     (RequestFailed, 502),  # before P2PError: the peer could not be reached or the stream broke
     (RequestTimedOut, 504),  # before P2PError: the peer did not answer in time
     (ValidationError, 400),

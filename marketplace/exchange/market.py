@@ -59,7 +59,7 @@ class Market:
         self._chain = chain
         self._escrow = Escrow(chain)  # one client: the escrow's rules are read once
         bounds = bounds or DeadlineBounds()
-        if not bounds.min_s <= escrow_window_s <= bounds.max_s:
+        if not bounds.min_delivery_window_s <= escrow_window_s <= bounds.max_lock_s:
             raise InvalidValue(f"the escrow window ({escrow_window_s} s) lies outside the deadline bounds {bounds}")
         party = Party(identity, wallet, store, chain, Messenger(identity, host, clock), clock, bounds, standing)
         self._buyer = buyer_class(party, payment=payment, spend_limits=spend_limits)

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from crypto.identity import Identity
 from ground.clock import Clock
+from ground.settings import Section
 from marketplace.chain import Chain
 from marketplace.chain_types import Account, DealState, DealStatus, DealTerms, EscrowRules
 from marketplace.errors import ChainError, MarketError
@@ -19,22 +22,25 @@ MIN_DELIVERY_WINDOW_S = 300
 MAX_LOCK_S = 86_400
 
 
-@dataclass(frozen=True, slots=True)
-class DeadlineBounds:
-    """The escrow deadlines this node accepts, in seconds from the chain's now: a buyer refuses a
-    quote outside them (a far deadline freezes its money that long), and the seller delivers only
-    against a lock whose deadline is the one it quoted (a near one lets the buyer refund itself
-    before the delivery is paid for)."""
+class DeadlineBounds(Section):
+    """The ``[chain]`` keys of the escrow deadlines this node accepts, in seconds from the chain's
+    now: a buyer refuses a quote outside them (a far deadline freezes its money that long), and the
+    seller delivers only against a lock whose deadline is the one it quoted (a near one lets the
+    buyer refund itself before the delivery is paid for)."""
 
-    min_s: int = MIN_DELIVERY_WINDOW_S
-    max_s: int = MAX_LOCK_S
+    # The escrow deadlines this node accepts, as buyer (in a quote) and as seller (in a lock):
+    # a deadline nearer than the minimum lets a buyer refund itself before a delivery can be
+    # paid for; one further than the maximum freezes a buyer's money for as long as a seller asks.
+    min_delivery_window_s: int = Field(default=MIN_DELIVERY_WINDOW_S, ge=60, le=86_400)
+    max_lock_s: int = Field(default=MAX_LOCK_S, ge=600, le=30 * 86_400)
 
     def outside(self, rules: EscrowRules) -> str | None:
         """Why these bounds do not lie within the escrow's own (a quote they accept would be a lock
         the escrow refuses), or None."""
-        if self.min_s < rules.min_delivery_window_s or self.max_s > rules.max_lock_s:
+        low, high = self.min_delivery_window_s, self.max_lock_s
+        if low < rules.min_delivery_window_s or high > rules.max_lock_s:
             return (
-                f"this node accepts escrow deadlines {self.min_s}-{self.max_s} s away, the escrow only "
+                f"this node accepts escrow deadlines {low}-{high} s away, the escrow only "
                 f"{rules.min_delivery_window_s}-{rules.max_lock_s} s: set [chain] min_delivery_window_s and "
                 "max_lock_s within the escrow's"
             )
@@ -42,11 +48,11 @@ class DeadlineBounds:
 
     def refusal(self, deadline_s: int, chain_now_s: int) -> str | None:
         """Why ``deadline_s`` is out of bounds, or None."""
-        ahead = deadline_s - chain_now_s
-        if ahead < self.min_s:
-            return f"its escrow deadline is {ahead} s away, less than the {self.min_s} s this node needs"
-        if ahead > self.max_s:
-            return f"its escrow deadline is {ahead} s away, more than the {self.max_s} s this node locks money for"
+        ahead, low, high = deadline_s - chain_now_s, self.min_delivery_window_s, self.max_lock_s
+        if ahead < low:
+            return f"its escrow deadline is {ahead} s away, less than the {low} s this node needs"
+        if ahead > high:
+            return f"its escrow deadline is {ahead} s away, more than the {high} s this node locks money for"
         return None
 
 
@@ -66,7 +72,7 @@ class Party:
     chain: Chain
     messenger: Messenger
     clock: Clock
-    bounds: DeadlineBounds = DeadlineBounds()
+    bounds: DeadlineBounds = field(default_factory=DeadlineBounds)
     #: The standing of a peer here: a seller serves buyers with standing first; a bought skill from
     #: a seller without it is held for the person, like gossip.
     standing: Standing = no_standing

@@ -16,11 +16,13 @@ What keeps an honest seller paid whatever the buyer does (``docs/marketplace/fai
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from pydantic import Field
 
 from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
 from ground.rates import RateLimit, TokenBuckets
+from ground.settings import Section
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain_types import Commitment, DealState, DealStatus, EscrowRules, TransferAuthorization
 from marketplace.direct_payment import authorization_paid
@@ -64,24 +66,25 @@ _S = SaleState
 _D = DealState
 
 
-@dataclass(frozen=True, slots=True)
-class SellerLimits:
-    """What one peer may ask of this node as a seller: requests are signed by keys that cost
-    nothing, and each quote is a row and a chain call."""
+class SellerLimits(Section):
+    """The ``[marketplace]`` keys of what one peer may ask of this node as a seller: requests are
+    signed by keys that cost nothing, and each quote is a row and a chain call."""
 
-    requests_per_min: float = 12.0  # quote and delivery requests per peer, sustained
-    request_burst: int = 5
-    max_open_quotes: int = 100  # quotes not yet expired and not delivered, from everyone
-    max_open_quotes_per_buyer: int = 3
-    #: Of ``max_open_quotes``, how many buyers without standing here whose wallet proved it holds
-    #: the price may hold at once, one per wallet (``quote_slots``): fresh keys cost nothing, so
-    #: they must never take the slots of buyers who paid before, are trusted, or can pay.
-    max_open_quotes_strangers: int = 40
-    max_open_quotes_per_stranger_wallet: int = 1
-    #: Of ``max_open_quotes``, how many strangers that prove no wallet may hold at once.
-    max_open_quotes_unproven: int = 10
-    #: How long a stranger's wallet balance read from the chain is trusted.
-    quote_funds_cache_s: float = 30.0
+    #: Quote and delivery requests per peer, sustained, and the burst above it.
+    seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
+    seller_request_burst: int = Field(default=5, ge=1, le=1_000)
+    #: Quotes not yet expired and not delivered, from everyone, and from one buyer.
+    max_open_quotes: int = Field(default=100, ge=1, le=100_000)
+    max_open_quotes_per_buyer: int = Field(default=3, ge=1, le=1_000)
+    #: Of max_open_quotes, how many buyers without standing here (never paid this node, not
+    #: trusted) may hold at once: fresh keys cost nothing and must not lock out known buyers.
+    max_open_quotes_strangers: int = Field(default=40, ge=1, le=100_000)
+    #: Strangers must prove their wallet (it signs the request) holds the price, read from the chain
+    #: (a balance that covers it is kept quote_funds_cache_s); one open quote per such wallet.
+    #: Strangers without the proof (an earlier release) share max_open_quotes_unproven.
+    max_open_quotes_per_stranger_wallet: int = Field(default=1, ge=1, le=1_000)
+    max_open_quotes_unproven: int = Field(default=10, ge=0, le=100_000)
+    quote_funds_cache_s: float = Field(default=30.0, ge=0, le=3_600)
 
 
 class Seller:
@@ -105,7 +108,8 @@ class Seller:
         self._sales = Sales(party.store, party.clock)
         self._escrow = party.escrow
         self._funds = FundsCache(int(limits.quote_funds_cache_s * 1000), party.clock)
-        self._requests = TokenBuckets(RateLimit(limits.requests_per_min / 60, limits.request_burst), max_keys=10_000)
+        per_peer = RateLimit(limits.seller_requests_per_min / 60, limits.seller_request_burst)
+        self._requests = TokenBuckets(per_peer, max_keys=10_000)
         #: A delivery is committed once the deadline is this near (a round may pass in between).
         self.commit_margin_s = int(round_interval_s) + COMMIT_SLACK_S
         #: Off chain, the sealed skill goes out only with this much time left before the deadline:

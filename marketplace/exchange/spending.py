@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+
+from pydantic import Field
 
 from ground.authority import Capability, Speaker, may, require, spend_allowance
 from ground.clock import Clock
+from ground.settings import Section
 from marketplace.errors import PurchaseError, SpendRefused
 from marketplace.exchange.deals import Purchases
 from marketplace.pricing import format_usdc
@@ -29,12 +31,14 @@ DEFAULT_CEILING_MICRO_USDC = 1_000_000
 DEFAULT_AGENT_DAILY_BUDGET_MICRO_USDC = 3_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class SpendLimits:
-    """The purchase ceiling and the agent's daily budget, in micro-USDC."""
+class SpendLimits(Section):
+    """The ``[marketplace]`` keys of the purchase ceiling and the agent's daily budget, in micro-USDC."""
 
-    ceiling_micro_usdc: int = DEFAULT_CEILING_MICRO_USDC
-    agent_daily_budget_micro_usdc: int = DEFAULT_AGENT_DAILY_BUDGET_MICRO_USDC
+    # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC);
+    # only the person may pass a --max-price above it (the agent never spends past it).
+    max_purchase_micro_usdc: int = Field(default=DEFAULT_CEILING_MICRO_USDC, ge=1, le=10**12)
+    # What the agent's purchases of the last 24 hours may add up to; the person's do not count.
+    agent_daily_budget_micro_usdc: int = Field(default=DEFAULT_AGENT_DAILY_BUDGET_MICRO_USDC, ge=0, le=10**12)
 
 
 def purchase_cap(
@@ -43,7 +47,7 @@ def purchase_cap(
     """The most ``speaker`` may pay for this purchase (the quote is held to it too), or why not:
     ``SpendRefused`` (403) for what the authority table refuses, ``PurchaseError`` for a listing
     dearer than the caller's own limit."""
-    ceiling = limits.ceiling_micro_usdc
+    ceiling = limits.max_purchase_micro_usdc
     if max_price is not None and max_price > ceiling:
         require(speaker, Capability.SPEND_PAST_CEILING, f"--max-price {format_usdc(max_price)} above the ceiling")
     why = spend_allowance(
@@ -82,7 +86,7 @@ class Spending:
         spent = await self.agent_spent_today()
         budget = self.limits.agent_daily_budget_micro_usdc
         return {
-            "ceiling_micro_usdc": self.limits.ceiling_micro_usdc,
+            "ceiling_micro_usdc": self.limits.max_purchase_micro_usdc,
             "agent_daily_budget_micro_usdc": budget,
             "agent_spent_today_micro_usdc": spent,
             "agent_left_today_micro_usdc": max(0, budget - spent),

@@ -16,7 +16,7 @@ from node.commands.texts.cli_form import CliSpec
 
 
 class MarketHost(Protocol):
-    """What the market commands need of the market part (``node.parts.market.MarketPart``)."""
+    """What the market commands call: ``marketplace.desk.service.MarketDesk``, which the market part builds."""
 
     async def buy_listing(self, listing: str, max_price: str | None, speaker: Speaker) -> dict[str, Any]: ...
 

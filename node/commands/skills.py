@@ -1,13 +1,14 @@
-"""The skill commands. Over the network (``SKILLS``, on the P2P part: it gossips through its host
-and reads its trust levels): share, publish, list, revoke, endorse, bounties. On the node's own
-ledger (``LEDGER``, also local without a daemon): record an execution, price a skill."""
+"""The skill commands. Over the network (``SKILLS``, on ``marketplace.desk.skills.SkillDesk``, which
+the market part builds on the P2P part's host and trust): share, publish, list, revoke, endorse,
+bounties. On the node's own ledger (``LEDGER``, on ``marketplace.desk.skill_ledger.SkillLedger``, also
+local without a daemon): record an execution, price a skill, crystallise an emerging one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ground.authority import Capability
-from node.actor import current_actor
+from node.actor import current_actor, current_speaker, speaker_of
 from node.commands.registry import CommandSet, HttpRoute, McpSpec
 from node.commands.skills_requests import (
     BountyArgs,
@@ -29,7 +30,7 @@ from node.commands.texts import market as ledger_text
 from node.commands.texts import network as text
 from node.commands.texts.cli_form import CliSpec
 
-SKILLS = CommandSet("p2p")
+SKILLS = CommandSet("listings")
 commands = SKILLS.command
 LEDGER = CommandSet("skills")
 
@@ -41,11 +42,9 @@ LEDGER = CommandSet("skills")
     cli=CliSpec("skills", "share", arguments=("crystal_id",), render=text.shared),
     needs=Capability.WRITE,
 )
-async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
+async def share(skills: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     """Gossip a local skill (a skill or task-pattern crystal) to the network, free."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.share(p2p, request)
+    return await skills.share(request)
 
 
 @commands(
@@ -55,11 +54,9 @@ async def share(p2p: SkillsHost, request: ShareArgs) -> dict[str, Any]:
     cli=CliSpec("skills", "publish", arguments=("crystal_id",), render=text.published),
     needs=Capability.CHANGE_SCOPE,
 )
-async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
+async def publish(skills: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     """List a proven skill for sale: the quality gate, the price, a signed listing on the network."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.publish(p2p, request)
+    return await skills.publish(request, speaker=current_speaker(), actor=current_actor())
 
 
 @commands(
@@ -80,12 +77,10 @@ async def publish(p2p: SkillsHost, request: PublishArgs) -> dict[str, Any]:
     ),
     needs=Capability.READ,
 )
-async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
+async def list_offers(skills: SkillsHost, request: ListingsArgs) -> list[dict[str, Any]]:
     """What the network offers (or what matches QUERY): skill, price, seller and the seller's trust level.
     Sellers trusted here come first, then the most relevant, then the newest."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.list_offers(p2p, request)
+    return await skills.list_offers(request)
 
 
 @commands(
@@ -101,11 +96,9 @@ async def list_offers(p2p: SkillsHost, request: ListingsArgs) -> list[dict[str, 
     ),
     needs=Capability.WRITE,
 )
-async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
+async def revoke(skills: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
     """Revoke a skill this node published: every node marks it deprecated."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.revoke(p2p, request)
+    return await skills.revoke(request)
 
 
 @commands(
@@ -115,12 +108,10 @@ async def revoke(p2p: SkillsHost, request: RevokeArgs) -> dict[str, Any]:
     cli=CliSpec("skills", "endorse", arguments=("listing",), render=text.endorsed),
     needs=Capability.WRITE,
 )
-async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
+async def endorse(skills: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
     """Vouch for a seller's listed skill as a management node: LISTING is SELLER_PEER_ID/SKILL_ID. Every node
     then marks that version [verified]; a newer version needs a new endorsement."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.endorse(p2p, request)
+    return await skills.endorse(request)
 
 
 @commands(
@@ -136,13 +127,11 @@ async def endorse(p2p: SkillsHost, request: EndorseArgs) -> dict[str, Any]:
     ),
     needs=Capability.WRITE,
 )
-async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
+async def post_bounty(skills: SkillsHost, request: BountyArgs) -> dict[str, Any]:
     """Ask the network for a skill: a signed bounty with the reward offered. Listings that answer it (same
     category, a shared tag, or its words) are shown first in `skills list`, and their sellers' prices count
     the demand."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.post_bounty(p2p, request)
+    return await skills.post_bounty(request)
 
 
 @commands(
@@ -152,12 +141,10 @@ async def post_bounty(p2p: SkillsHost, request: BountyArgs) -> dict[str, Any]:
     cli=CliSpec("skills", "bounties", render=text.bounties),
     needs=Capability.READ,
 )
-async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
+async def list_bounties(skills: SkillsHost, request: PageArgs) -> list[dict[str, Any]]:
     """Live bounties on the network: authors trusted here first, then the largest reward; with how many
     listings answer each."""
-    from node.commands import skills_gossip as gossip
-
-    return await gossip.list_bounties(p2p, request)
+    return await skills.list_bounties(request)
 
 
 @LEDGER.command(
@@ -177,13 +164,7 @@ async def list_bounties(p2p: SkillsHost, request: PageArgs) -> list[dict[str, An
 )
 async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]:
     """Record an execution of a skill by the local agent (the quality gate and price use these)."""
-    from node.commands.skills_service import record_report
-
-    reward = request.reward if request.reward is not None else (1.0 if request.success else 0.0)
-    return await record_report(
-        ledger.store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000),
-        actor=current_actor(),
-    )  # fmt: skip
+    return await ledger.record(request, actor=current_actor())
 
 
 @LEDGER.command(
@@ -203,12 +184,7 @@ async def record(ledger: SkillLedgerHost, request: RecordArgs) -> dict[str, Any]
 )
 async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
     """The USDC price this node would ask for a skill, and whether it may be listed (with every factor)."""
-    from node.commands.skills_service import price_report
-
-    reputation, me = await ledger.reputation()
-    return await price_report(
-        ledger.store(), request.crystal_id, ledger.price_settings(), reputation_milli=reputation, me=me
-    )
+    return await ledger.price(request)
 
 
 @LEDGER.command(
@@ -223,9 +199,7 @@ async def price(ledger: SkillLedgerHost, request: SkillArgs) -> dict[str, Any]:
 async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, Any]:
     """Tasks written down again and again (task patterns and skills, by meaning, with their recorded
     executions), with occurrences and confidence: skills in the making, not yet crystallised."""
-    from node.commands.skills_service import emerging_report
-
-    return await emerging_report(ledger.store(), request.limit)
+    return await ledger.emerging(request)
 
 
 @LEDGER.command(
@@ -240,6 +214,5 @@ async def emerging(ledger: SkillLedgerHost, request: EmergingArgs) -> dict[str, 
 async def crystallise(ledger: SkillLedgerHost, request: CrystalliseArgs) -> dict[str, Any]:
     """Promote an emerging skill to a skill: a new skill crystal derived from its practices, each of
     which is frozen and linked to it."""
-    from node.commands.skills_service import crystallise_report
-
-    return await crystallise_report(ledger.store(), request.skill_id, request.text, actor=current_actor())
+    actor = current_actor()
+    return await ledger.crystallise(request, actor=actor, speaker=speaker_of(actor))

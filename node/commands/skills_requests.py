@@ -1,22 +1,14 @@
-"""The skill commands' requests, and what each kind of command needs of the part that runs it."""
+"""The skill commands' requests, and what their handlers call: a marketplace service each
+(described here as protocols, so the command table loads without the marketplace's modules)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import Field
 
+from ground.authority import Speaker
 from node.commands.registry import Request
-
-if TYPE_CHECKING:
-    from crypto.anchors import TrustAnchors
-    from crypto.envelope import Envelope
-    from marketplace.pricing import PriceSettings
-    from memory.intake.store import IntakeStore
-    from node.runtime.context import NodeContext
-    from p2p.host import P2PHost
-    from p2p.kinds import GossipKind
-    from p2p.trust.book import TrustBook, TrustLevel
 
 
 class SkillArgs(Request):
@@ -79,32 +71,31 @@ class BountyArgs(Request):
 
 
 class SkillsHost(Protocol):
-    """What the skills commands need of the part that gossips (``node.parts.p2p.P2PPart``)."""
+    """What the network skill commands call (``marketplace.desk.skills.SkillDesk``)."""
 
-    host: P2PHost | None
-    trust: TrustBook
+    async def share(self, request: ShareArgs) -> dict[str, Any]: ...
 
-    @property
-    def ctx(self) -> NodeContext: ...
+    async def publish(self, request: PublishArgs, *, speaker: Speaker, actor: str) -> dict[str, Any]: ...
 
-    @property
-    def anchors(self) -> TrustAnchors: ...
+    async def list_offers(self, request: ListingsArgs) -> list[dict[str, Any]]: ...
 
-    def store(self) -> IntakeStore: ...
+    async def revoke(self, request: RevokeArgs) -> dict[str, Any]: ...
 
-    def level_of_key(self, key: bytes) -> TrustLevel: ...
+    async def endorse(self, request: EndorseArgs) -> dict[str, Any]: ...
 
-    async def publish(self, kind: GossipKind[Any], message: Any, *, now_ms: int | None = None) -> Envelope: ...
+    async def post_bounty(self, request: BountyArgs) -> dict[str, Any]: ...
+
+    async def list_bounties(self, request: PageArgs) -> list[dict[str, Any]]: ...
 
 
 class SkillLedgerHost(Protocol):
-    """What recording and pricing a local skill need: the store, and how peers rate this node.
-    The daemon's P2P part, or the local client's files (the trust file the daemon keeps)."""
+    """What the skill ledger commands call (``marketplace.desk.skill_ledger.SkillLedger``: the
+    daemon's, or the local client's on the files)."""
 
-    def store(self) -> IntakeStore: ...
+    async def record(self, request: RecordArgs, *, actor: str) -> dict[str, Any]: ...
 
-    def price_settings(self) -> PriceSettings: ...
+    async def price(self, request: SkillArgs) -> dict[str, Any]: ...
 
-    async def reputation(
-        self,
-    ) -> tuple[int, str | None]: ...  # (peers' rating of this node in thousandths, own key hex)
+    async def emerging(self, request: EmergingArgs) -> dict[str, Any]: ...
+
+    async def crystallise(self, request: CrystalliseArgs, *, actor: str, speaker: Speaker) -> dict[str, Any]: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
-from marketplace.ledger import ledger, niche_line
+from marketplace.exchange.ledger import ledger, niche_line
 from memory.storage.store import MemoryStore
 from node.paths import NodePaths
 

@@ -20,15 +20,14 @@ from crypto.peer_id import ed25519_from_peer_id
 from ground.events import get_logger
 from ground.rates import RateLimit
 from marketplace.catalog.bounties import purge_expired_bounties
+from marketplace.exchange.ledger import paid_by_seller, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.executions import executions_by_source, good_run_days_by_source
 from marketplace.gossip.peer_content import peer_source
-from marketplace.ledger import paid_by_seller, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.pricing import PriceSettings
 from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
 from memory.governance.quarantine import release_from
 from memory.intake.store import IntakeStore
-from node.commands.skills_service import price_settings
 from node.errors import InvalidValue
 from node.logs import route_library_logs
 from node.parts.memory import MemoryPart
@@ -428,7 +427,7 @@ class P2PPart:
         return self._ctx
 
     def price_settings(self) -> PriceSettings:
-        return price_settings(self._ctx.config.marketplace)
+        return self._ctx.config.marketplace
 
     async def reputation(self) -> tuple[int, str | None]:
         """How peers rate this node in the live trust book, and its key."""

@@ -9,10 +9,10 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from marketplace.catalog.bounties import BountyRow, bounties_answered_by, live_bounties, matches, purge_expired_bounties
 from marketplace.catalog.browse import bounties_page, listings_page
+from marketplace.desk.offer import price_of
 from marketplace.executions import record_execution
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
-from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, SkillVersion
@@ -95,7 +95,7 @@ async def test_bounty_matches_raise_the_price_of_a_local_skill(store: IntakeStor
     )  # fmt: skip
     for _ in range(3):
         await record_execution(store, skill.crystal.id, success=True, reward_milli=1000, actor="test")
-    settings = PriceSettings(10_000, 1_000, 100_000_000)
+    settings = PriceSettings(base_price_micro_usdc=10_000, min_price_micro_usdc=1_000, max_price_micro_usdc=100_000_000)
     me = SELLER.public_key.hex()
     inputs, plain, _, _ = await price_of(store, skill.crystal, settings, reputation_milli=500, me=me)
     assert inputs.bounty_matches == 0 and plain.demand == Decimal(1)

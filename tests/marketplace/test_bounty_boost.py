@@ -11,6 +11,7 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from ground.authority import Speaker
 from marketplace.catalog.bounties import answered_bounty
+from marketplace.desk.skill_ledger import crystallise_report, emerging_report
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
 from memory.intake.store import IntakeStore
 from memory.model import Bounty, Crystal, NewCrystal, SemanticType, bounty_boost
@@ -19,7 +20,6 @@ from memory.retrieval.later_first import Scored
 from memory.service.caller import Caller
 from memory.service.requests import RememberArgs
 from memory.service.write import remember
-from node.commands.skills_service import crystallise_report, emerging_report
 from node.parts.dream_lines import emerging_lines
 
 STRANGER = Identity.from_seed(b"x" * 32)
@@ -93,7 +93,7 @@ async def test_an_emerging_skill_answering_a_bounty_comes_first_and_its_skill_re
     assert first["bounty"] == {"bounty_id": "wanted", "reward_micro_usdc": 5_000_000,
                                "priority_boost": bounty_boost(5_000_000)}  # fmt: skip
 
-    done = await crystallise_report(store, first["id"], None, actor="cli")
+    done = await crystallise_report(store, first["id"], None, actor="cli", speaker=Speaker.PERSON)
     assert done["skill"]["bounty"] == first["bounty"]
     assert (await store.get(done["skill"]["id"])).bounty == Bounty("wanted", 5_000_000)
 

@@ -3,10 +3,11 @@ skill carries them, and the quality gate counts them (issue 49 part 4)."""
 
 from __future__ import annotations
 
+from ground.authority import Speaker
+from marketplace.desk.skill_ledger import crystallise_report, emerging_report
 from marketplace.executions import execution_stats, record_execution
 from marketplace.quality import MIN_EXECUTIONS, refusals
 from memory.intake.store import IntakeStore
-from node.commands.skills_service import crystallise_report, emerging_report
 from tests.marketplace.test_bounty_boost import practise
 
 
@@ -23,7 +24,7 @@ async def test_the_practices_runs_count_towards_the_new_skills_gate(store: Intak
     await record_execution(store, ids[1], success=True, reward_milli=800)
     await record_execution(store, ids[1], success=False, reward_milli=0)
 
-    done = await crystallise_report(store, first, "Run task one: all six steps", actor="cli")
+    done = await crystallise_report(store, first, "Run task one: all six steps", actor="cli", speaker=Speaker.PERSON)
     assert done["runs"] == 3
     skill = await store.get(done["skill"]["id"])
     stats = await execution_stats(store, skill.id)
@@ -40,7 +41,7 @@ async def test_a_pattern_never_run_gives_its_skill_no_runs_and_the_gate_still_as
 ) -> None:
     await practise(store, 2, 3)
     first, _ = await _the_pattern(store)
-    done = await crystallise_report(store, first, None, actor="cli")
+    done = await crystallise_report(store, first, None, actor="cli", speaker=Speaker.PERSON)
     assert done["runs"] == 0
     skill = await store.get(done["skill"]["id"])
     reasons = refusals(skill, await execution_stats(store, skill.id), publishing=True)

@@ -90,10 +90,11 @@ async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(st
 def test_deadline_bounds_must_lie_within_the_escrows() -> None:
     rules = EscrowRules("0x" + "00" * 20, min_delivery_window_s=300, max_lock_s=86_400, dispute_window_s=3_600,
                         arbitration_window_s=604_800)  # fmt: skip
-    assert DeadlineBounds(300, 86_400).outside(rules) is None
-    assert DeadlineBounds(600, 3_600).outside(rules) is None  # stricter than the escrow: fine
-    too_near = DeadlineBounds(120, 86_400).outside(rules)
+    assert DeadlineBounds(min_delivery_window_s=300, max_lock_s=86_400).outside(rules) is None
+    stricter = DeadlineBounds(min_delivery_window_s=600, max_lock_s=3_600)
+    assert stricter.outside(rules) is None  # stricter than the escrow: fine
+    too_near = DeadlineBounds(min_delivery_window_s=120, max_lock_s=86_400).outside(rules)
     assert too_near is not None and "the escrow only 300-86400 s" in too_near
-    assert DeadlineBounds(300, 172_800).outside(rules) is not None
-    assert DeadlineBounds(300, 86_400).refusal(1_000 + 299, 1_000) is not None  # a quote 299 s away
-    assert DeadlineBounds(300, 86_400).refusal(1_000 + 300, 1_000) is None
+    assert DeadlineBounds(min_delivery_window_s=300, max_lock_s=172_800).outside(rules) is not None
+    assert DeadlineBounds().refusal(1_000 + 299, 1_000) is not None  # a quote 299 s away
+    assert DeadlineBounds().refusal(1_000 + 300, 1_000) is None

@@ -63,7 +63,7 @@ def test_the_price_is_the_seeds_formula_with_our_reputation_factor(
     """Every factor but reputation is the seed's; reputation is 0.5 + the score where the seed has the
     score itself, so ours is the seed's price times (0.5 + r) / r, and at r = 0 the seed's is 0."""
     inputs = PriceInputs(executions, successes, reward_milli, buyers, bounties, reputation_milli, seen)
-    ours = price(inputs, PriceSettings(minimum_micro_usdc=1)).unclamped_micro_usdc
+    ours = price(inputs, PriceSettings(min_price_micro_usdc=1)).unclamped_micro_usdc
     r = reputation_milli / 1000
     scarce = 1.5 if seen <= 2 else 1.2 if seen <= 9 else 1.0
     args = (10_000.0, successes / executions, reward_milli / 1000 / executions, buyers, bounties)
@@ -84,11 +84,11 @@ def test_scarcity_classes(seen: int, factor: str, name: str) -> None:
 def test_prices_are_clamped_to_the_configured_range() -> None:
     cheap = price(PriceInputs(executions=3, successes=3, reward_sum_milli=150, category_listings_seen=10))
     assert (cheap.unclamped_micro_usdc, cheap.price_micro_usdc, cheap.clamped) == (500, 1_000, True)
-    settings = PriceSettings(base_micro_usdc=10_000, minimum_micro_usdc=1_000, maximum_micro_usdc=12_000)
+    settings = PriceSettings(base_price_micro_usdc=10_000, min_price_micro_usdc=1_000, max_price_micro_usdc=12_000)
     dear = price(PriceInputs(executions=3, successes=3, reward_sum_milli=3000, seller_reputation_milli=1000), settings)
     assert (dear.unclamped_micro_usdc, dear.price_micro_usdc) == (22_500, 12_000)
-    with pytest.raises(ValueError, match="minimum <= base <= maximum"):
-        PriceSettings(base_micro_usdc=10, minimum_micro_usdc=100)
+    with pytest.raises(ValueError, match="min_price_micro_usdc <= base_price_micro_usdc"):
+        PriceSettings(base_price_micro_usdc=10, min_price_micro_usdc=100)
     with pytest.raises(ValueError, match="successes"):
         PriceInputs(executions=1, successes=2, reward_sum_milli=0)
     assert format_usdc(1_500_000) == "1.500000 USDC" and format_usdc(0) == "0.000000 USDC"

@@ -25,7 +25,7 @@ from marketplace.exchange.seller import COMMIT_AFTER_S
 from marketplace.fiattoken.deploy import deploy_token_at
 from marketplace.public_chain.log_cursor import Window, window
 from marketplace.public_chain.presets import BASE_SEPOLIA, ChainTuning
-from node.config import ChainSection
+from marketplace.settings import ChainSettings
 from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, need_fiattoken
 from tests.marketplace.test_arbitration import arbiter_of
 from tests.marketplace.test_cheating_parties import BuyerThatAsksLate
@@ -35,19 +35,19 @@ ESCROW = "0x" + "12" * 20
 
 
 def test_the_base_sepolia_preset_names_its_chain_and_real_usdc() -> None:
-    cfg = ChainSection(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW)
+    cfg = ChainSettings(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW)
     assert cfg.token_address == "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
     p = BASE_SEPOLIA
     assert cfg.settled() == ChainTuning(84532, p.confirmations, p.reorg_blocks, 2 * 10**9, 10_000, p.log_lookback)
-    tuned = ChainSection(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW,
+    tuned = ChainSettings(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW,
                          confirmations=20, max_gas_price_gwei=0.5)  # fmt: skip
     assert tuned.settled() == ChainTuning(84532, 20, p.reorg_blocks, 5 * 10**8, 10_000, p.log_lookback)
-    assert ChainSection().settled() == ChainTuning()  # the embedded dev chain: act at once, no cap
+    assert ChainSettings().settled() == ChainTuning()  # the embedded dev chain: act at once, no cap
     with pytest.raises(ValueError, match="leave token_address unset"):
-        ChainSection(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW,
+        ChainSettings(url="https://sepolia.base.org", preset="base-sepolia", escrow_address=ESCROW,
                      token_address="0x" + "34" * 20)  # fmt: skip
     with pytest.raises(ValueError, match="needs the url"):
-        ChainSection(preset="base-sepolia")
+        ChainSettings(preset="base-sepolia")
 
 
 def test_a_round_reads_confirmed_blocks_and_the_last_ones_again() -> None:
@@ -79,7 +79,7 @@ async def base_sepolia_anvil() -> AsyncIterator[Chain]:
             escrow = await deployer.run(lambda: _real_address_token(deployer))
         finally:
             await deployer.close()
-        cfg = ChainSection(url=url, preset="base-sepolia", escrow_address=escrow)
+        cfg = ChainSettings(url=url, preset="base-sepolia", escrow_address=escrow)
         tuning = cfg.settled()
         chain = await Chain.rpc(url, cfg.token_address, escrow, dev=True, chain_id=tuning.chain_id)
         tuning.apply(chain)

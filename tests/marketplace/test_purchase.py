@@ -19,12 +19,18 @@ from marketplace.errors import PurchaseError, TransactionReverted
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.deals import Purchases
+from marketplace.exchange.ledger import (
+    SkillEarnings,
+    ledger,
+    niche_line,
+    purchase_outcomes_by_seller,
+    sale_defaults_by_buyer,
+)
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest, quote_of
 from marketplace.exchange.seller import COMMIT_AFTER_S, QUOTE_VALID_MS, Seller, SellerLimits
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
-from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore

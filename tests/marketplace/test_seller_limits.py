@@ -41,7 +41,7 @@ async def sales_rows(seller: Side) -> int:
 
 
 #: Small limits, so a test reaches them quickly.
-SMALL = SellerLimits(requests_per_min=6, request_burst=4, max_open_quotes=6, max_open_quotes_per_buyer=2)
+SMALL = SellerLimits(seller_requests_per_min=6, seller_request_burst=4, max_open_quotes=6, max_open_quotes_per_buyer=2)
 
 
 async def test_one_peer_gets_its_burst_then_is_refused_before_any_row_and_others_are_not(

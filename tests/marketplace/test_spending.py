@@ -19,7 +19,8 @@ from marketplace.exchange.spending import DAY_MS, Spending, SpendLimits, purchas
 from memory.intake.store import IntakeStore
 from tests.marketplace.test_purchase import PRICE, close, trade
 
-LIMITS = SpendLimits(ceiling_micro_usdc=1_000_000, agent_daily_budget_micro_usdc=3_000_000)
+LIMITS = SpendLimits(max_purchase_micro_usdc=1_000_000, agent_daily_budget_micro_usdc=3_000_000)
+LOW = SpendLimits(max_purchase_micro_usdc=PRICE - 1, agent_daily_budget_micro_usdc=10 * PRICE)
 
 
 def cap(speaker: Speaker, price: int, max_price: int | None = None, spent_today: int = 0) -> int:
@@ -67,7 +68,7 @@ async def test_the_agents_spending_is_read_from_the_recorded_purchases(store: In
 
 @pytest.mark.slow
 async def test_the_agent_cannot_buy_a_listing_past_the_ceiling_and_the_person_can(tmp_path: Path, chain: Chain) -> None:
-    seller, buyer = await trade(tmp_path, chain, buyer_options={"spend_limits": SpendLimits(PRICE - 1, 10 * PRICE)})
+    seller, buyer = await trade(tmp_path, chain, buyer_options={"spend_limits": LOW})
     try:
         with pytest.raises(NotAllowed, match="the agent may not spend past the purchase ceiling"):
             await buyer.market.buy(seller.host.peer_id, seller.identity.public_key, "db.pg-upgrade",

@@ -1,14 +1,17 @@
-"""The local skill operations the daemon's command table and the CLI (without a daemon) share:
-JSON-shaped answers, so a command answers alike either way (as ``memory.service`` for memory)."""
+"""The skill ledger's services (``node.commands.skills.LEDGER``), which the daemon's command table and
+the CLI without a daemon share: JSON-shaped answers, so a command answers alike either way. Who
+speaks is the handler's to say (``speaker``, ``actor``), never guessed here."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
+from ground.authority import Speaker
 from marketplace.catalog.bounties import answered_bounty, with_answered_bounties
+from marketplace.desk.offer import price_of
 from marketplace.executions import executions_per_crystal, inherit_executions, record_execution
-from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
 from memory.emerging.patterns import EmergingSkill, bounty_first
@@ -16,11 +19,55 @@ from memory.emerging.practice import crystallise, emerging_skills, find, skill_t
 from memory.intake.store import IntakeStore
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
-from node.config import MarketplaceSection
+
+#: How peers rate this node (thousandths) and its key hex: the live trust book's, or the files'.
+Reputation = Callable[[], Awaitable[tuple[int, str | None]]]
 
 
-def price_settings(market: MarketplaceSection) -> PriceSettings:
-    return PriceSettings(market.base_price_micro_usdc, market.min_price_micro_usdc, market.max_price_micro_usdc)
+class SkillRequest(Protocol):
+    crystal_id: str
+
+
+class RecordRequest(SkillRequest, Protocol):
+    success: bool
+    reward: float | None
+
+
+class EmergingRequest(Protocol):
+    limit: int
+
+
+class CrystalliseRequest(Protocol):
+    skill_id: str
+    text: str | None
+
+
+class SkillLedger:
+    """What the skill ledger commands call: over the running store (``store`` raises while memory is
+    not open), with this node's prices and how peers rate it."""
+
+    def __init__(self, store: Callable[[], IntakeStore], prices: PriceSettings, reputation: Reputation) -> None:
+        self._store = store
+        self._prices = prices
+        self._reputation = reputation
+
+    async def record(self, request: RecordRequest, *, actor: str) -> dict[str, Any]:
+        """Record one execution by ``actor``; with no reward given, a success scores 1 and a failure 0."""
+        reward = request.reward if request.reward is not None else (1.0 if request.success else 0.0)
+        return await record_report(
+            self._store(), request.crystal_id, success=request.success, reward_milli=round(reward * 1000), actor=actor
+        )
+
+    async def price(self, request: SkillRequest) -> dict[str, Any]:
+        """The price this node would ask for a local skill, every factor, and whether it may be listed."""
+        reputation, me = await self._reputation()
+        return await price_report(self._store(), request.crystal_id, self._prices, reputation_milli=reputation, me=me)
+
+    async def emerging(self, request: EmergingRequest) -> dict[str, Any]:
+        return await emerging_report(self._store(), request.limit)
+
+    async def crystallise(self, request: CrystalliseRequest, *, actor: str, speaker: Speaker) -> dict[str, Any]:
+        return await crystallise_report(self._store(), request.skill_id, request.text, actor=actor, speaker=speaker)
 
 
 async def record_report(
@@ -58,16 +105,17 @@ async def emerging_report(store: MemoryStore, limit: int) -> dict[str, Any]:
     return {"emerging": [_emerging_json(s) for s in found[:limit]], "total": len(found)}
 
 
-async def crystallise_report(store: IntakeStore, skill_id: str, text: str | None, *, actor: str) -> dict[str, Any]:
-    """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen."""
+async def crystallise_report(
+    store: IntakeStore, skill_id: str, text: str | None, *, actor: str, speaker: Speaker
+) -> dict[str, Any]:
+    """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen
+    (the authority table asks whether ``speaker`` may)."""
     pattern = find(await emerging_skills(store, await executions_per_crystal(store)), skill_id)
-    from node.actor import speaker_of
-
     typical = await store.get(pattern.typical_id)
     bounty = await answered_bounty(
         store, text=skill_text(typical, text), tags=typical.tags, category="", now_ms=store.now_ms()
     )
-    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker_of(actor), bounty=bounty)
+    skill, frozen = await crystallise(store, pattern, text=text, actor=actor, speaker=speaker, bounty=bounty)
     # The practices' runs are the new skill's: it need not be run three times more to be listed.
     runs = await inherit_executions(store, skill.id, pattern.crystal_ids)
     return {"skill": crystal_fields(skill), "from": _emerging_json(pattern), "frozen": frozen, "runs": runs}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from marketplace.catalog.bounties import bounties_answered_by
 from marketplace.catalog.listings import listings_in_category
+from marketplace.exchange.ledger import unique_buyers
 from marketplace.executions import ExecutionStats, execution_stats
-from marketplace.ledger import unique_buyers
 from marketplace.pricing import PriceBreakdown, PriceInputs, PriceSettings, price
 from marketplace.quality import refusals
 from memory.model import Crystal
