@@ -47,7 +47,7 @@ from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.store import MemoryStore
-from p2p.host import HostSettings, P2PHost
+from p2p.host import LOOPBACK, HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -62,7 +62,7 @@ async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, 
         identity,
         MessageValidator(TrustAnchors(), kinds=every_kind()),
         PenaltyBox(),
-        HostSettings(degree=3, degree_low=1),
+        HostSettings(listen=LOOPBACK, degree=3, degree_low=1),
     )
     # One buyer buys many times in a row here: the seller's per-peer limits (issue 13) are lifted so
     # that the figure is a purchase's time, not the limiter's.

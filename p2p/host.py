@@ -20,15 +20,17 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import multiaddr
 import trio
+from pydantic import Field, field_validator, model_validator
 
 from crypto.identity import Identity
 from ground.bridge import TrioThread
 from ground.clock import wall_clock_ms
 from ground.errors import WiringError
+from ground.settings import SettingError
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, InvalidValue, PeerUnreachable, ProtocolRefused, RequestFailed, RequestTimedOut
 from p2p.framing import MAX_FRAME_BYTES, read_frame, write_frame
@@ -45,19 +47,37 @@ RequestHandler = Callable[[str, bytes], Coroutine[Any, Any, bytes]]
 _log = logging.getLogger("p2p.host")
 
 
-@dataclass(frozen=True, slots=True)
-class HostSettings:
-    listen: tuple[str, ...] = ("/ip4/127.0.0.1/tcp/0",)
-    bootstrap: tuple[str, ...] = ()
+#: The gossip heartbeat (mesh upkeep), in seconds.
+HEARTBEAT_S = 1
+#: One loopback address on a port the system picks: what a host in a test, a benchmark or a tool listens on.
+LOOPBACK = ["/ip4/127.0.0.1/tcp/0"]
+
+
+class HostSettings(ConnectionBounds, RelaySettings):
+    """The host's settings: where it listens, whom it dials first, its gossip mesh degrees and the
+    accepted messages it holds per lane (``p2p.deliveries``), with its connection bounds and relaying."""
+
+    listen: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/4001"])
+    bootstrap: list[str] = Field(default_factory=list)
     mdns: bool = False
-    degree: int = 6
-    degree_low: int = 4
-    degree_high: int = 12
-    heartbeat_s: int = 1
-    event_queue: int = 1024  # accepted messages waiting per lane (p2p.deliveries)
-    redial_s: float = 10.0
-    relay: RelaySettings = field(default_factory=RelaySettings)
-    limits: ConnectionBounds = field(default_factory=ConnectionBounds)
+    degree: int = Field(default=6, ge=1, le=50)
+    degree_low: int = Field(default=4, ge=1, le=50)
+    degree_high: int = Field(default=12, ge=1, le=100)
+    delivery_queue: int = Field(default=1024, ge=16, le=1_000_000)
+
+    @field_validator("listen", "bootstrap")
+    @classmethod
+    def _multiaddrs(cls, addrs: list[str]) -> list[str]:
+        for addr in addrs:
+            if not addr.startswith("/"):
+                raise SettingError(f"{addr!r} is not a multiaddr (like /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...)")
+        return addrs
+
+    @model_validator(mode="after")
+    def _degrees_ordered(self) -> Self:
+        if not self.degree_low <= self.degree <= self.degree_high:
+            raise SettingError("need degree_low <= degree <= degree_high")
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +108,17 @@ class P2PHost:
         settings: HostSettings,
         *,
         now_ms: Callable[[], int] = wall_clock_ms,
+        redial_s: float = 10.0,
     ) -> None:
         self._identity = identity
+        self._redial_s = redial_s
         self.validator = validator
         self.penalties = penalties
         self.settings = settings
         self._now_ms = now_ms
         self.peer_id = identity.peer_id
         self.counters = HostCounters()
-        self.deliveries = DeliveryLanes(settings.event_queue)
+        self.deliveries = DeliveryLanes(settings.delivery_queue)
         self._bridge = TrioThread("libp2p")
         self._nursery: trio.Nursery | None = None  # the trio side's, for tasks the validator starts
         self._host: Any = None
@@ -301,7 +323,7 @@ class P2PHost:
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)
         listen = [multiaddr.Multiaddr(a) for a in s.listen]
-        resources = BoundedResources(s.limits, on_flood=self._ban_flooder)
+        resources = BoundedResources(s, on_flood=self._ban_flooder)
         host = new_host(
             key_pair=key_pair,
             # Noise only: the library's default list also offers plaintext and secio.
@@ -309,7 +331,7 @@ class P2PHost:
             listen_addrs=listen,
             addrs_factory=advertised,  # 0.0.0.0 told as this machine's addresses, never as itself
             enable_mDNS=s.mdns,
-            connection_config=connection_config(s.limits),
+            connection_config=connection_config(s),
             resource_manager=resources,
         )
         # Without the library's stream semaphore a stream past the bounds is reset, instead of
@@ -322,16 +344,16 @@ class P2PHost:
             degree=s.degree,
             degree_low=s.degree_low,
             degree_high=s.degree_high,
-            heartbeat_interval=s.heartbeat_s,
+            heartbeat_interval=HEARTBEAT_S,
             adaptive_gossip_enabled=False,
             spam_protection_enabled=False,
             eclipse_protection_enabled=False,
         )
         # Seen-message memory outlives the envelope window, so a message is never validated twice.
-        window_s = (self.validator.settings.max_age_ms + self.validator.settings.max_ahead_ms) // 1000
+        window_s = (self.validator.wire.max_age_ms + self.validator.wire.max_ahead_ms) // 1000
         pubsub = TolerantPubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
         self._host, self._pubsub = host, pubsub
-        self._traversal = Traversal(host, s.relay, self._bootstrap_infos)
+        self._traversal = Traversal(host, s, self._bootstrap_infos)
         try:
             async with host.run(listen_addrs=listen), trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -424,7 +446,7 @@ class P2PHost:
                 if info.peer_id not in connected and not self._pubsub.is_peer_blacklisted(info.peer_id):
                     # The library refuses for 60 s to dial a peer whose every address failed; a
                     # bootstrap peer that starts after this node would stay out of reach that long.
-                    # This loop paces its own redials (``redial_s``), so each one really dials.
+                    # This loop paces its own redials (``redial_s``, given at construction), so each one really dials.
                     self._host.get_network().unblock_peer(info.peer_id)
                     try:
                         with trio.move_on_after(10):
@@ -434,14 +456,14 @@ class P2PHost:
                             "p2p.bootstrap_unreachable",
                             extra={"fields": {"peer": str(info.peer_id), "error": str(exc)}},
                         )
-            await trio.sleep(self.settings.redial_s)
+            await trio.sleep(self._redial_s)
 
     def _ban_flooder(self, peer: str) -> None:
         """A peer that opened far more streams than its share (``p2p.network.resources``): banned as a
         peer past its penalty threshold is, and its connection closed now, which frees what it sent."""
         from libp2p.peer.id import ID
 
-        if not self.penalties.penalize(peer, int(self.penalties.settings.threshold), self._now_ms()):
+        if not self.penalties.penalize(peer, self.penalties.settings.penalty_threshold, self._now_ms()):
             return  # banned already: its connection is being closed
         self.counters.bans += 1
         _log.warning("p2p.peer_banned", extra={"fields": {"peer": peer, "last_reason": "stream_flood"}})

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, decode_envelope, verify_signature
 from crypto.errors import (
@@ -41,6 +43,7 @@ from crypto.peer_id import peer_id_from_ed25519
 from crypto.windows import ReplayGuard, TimestampWindow
 from ground.errors import FieldError, WiringError
 from ground.rates import RateLimit, TokenBuckets
+from ground.settings import Section
 from p2p.kinds import GossipKind, GossipKinds
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.book import STANDING_LEVELS, TrustLevel
@@ -62,54 +65,89 @@ class Outcome:
         return self.publisher_penalty if forwarder == origin else self.penalty
 
 
-@dataclass(frozen=True, slots=True)
-class ValidatorSettings:
-    max_envelope_bytes: int = 65_536
-    max_age_ms: int = 300_000
-    max_ahead_ms: int = 60_000
-    replay_entries: int = 100_000
-    skill_rate: RateLimit = RateLimit(per_s=5.0, burst=20)
-    weather_rate: RateLimit = RateLimit(per_s=1.0, burst=5)
-    trust_rate: RateLimit = RateLimit(per_s=0.2, burst=3)
-    bounty_rate: RateLimit = RateLimit(per_s=0.2, burst=5)
-    # Shared by every author without standing (provisional or untrusted): fresh keys are free, so
-    # per-author rates alone do not bound strangers as a crowd.
-    strangers_skill_rate: RateLimit = RateLimit(per_s=20.0, burst=100)
-    strangers_bounty_rate: RateLimit = RateLimit(per_s=1.0, burst=10)
+#: Fixed per-author rates of the kinds that carry no setting (a node sends these rarely).
+WEATHER_RATE = RateLimit(per_s=1.0, burst=5)
+TRUST_RATE = RateLimit(per_s=0.2, burst=3)
+BOUNTY_RATE = RateLimit(per_s=0.2, burst=5)
+STRANGERS_BOUNTY_BURST = 10
+
+
+class EnvelopeBounds(Section):
+    """What an envelope may be: its size, how old or how far ahead its timestamp, and how many
+    (author, nonce) pairs the replay guard remembers (each of its two memories)."""
+
+    max_envelope_bytes: int = Field(default=65_536, ge=1_024, le=1_048_576)
+    max_age_s: int = Field(default=300, ge=1, le=86_400)
+    max_ahead_s: int = Field(default=60, ge=0, le=3_600)
+    replay_cache_entries: int = Field(default=100_000, ge=1_000, le=10_000_000)
+
+    @property
+    def max_age_ms(self) -> int:
+        return self.max_age_s * 1000
+
+    @property
+    def max_ahead_ms(self) -> int:
+        return self.max_ahead_s * 1000
+
+
+class GossipRates(Section):
+    """How fast gossip is taken in: skill listings per author, and from every author without
+    standing (provisional or untrusted) as one crowd, since fresh keys are free and per-author rates
+    alone do not bound strangers; bounties from that crowd likewise."""
+
+    skill_rate_per_s: float = Field(default=5.0, gt=0, le=1_000)
+    skill_burst: int = Field(default=20, ge=1, le=10_000)
+    strangers_skill_rate_per_s: float = Field(default=20.0, gt=0, le=10_000)
+    strangers_skill_burst: int = Field(default=100, ge=1, le=100_000)
+    strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
+
+    @property
+    def skill_rate(self) -> RateLimit:
+        return RateLimit(self.skill_rate_per_s, self.skill_burst)
+
+    @property
+    def strangers_skill_rate(self) -> RateLimit:
+        return RateLimit(self.strangers_skill_rate_per_s, self.strangers_skill_burst)
+
+    @property
+    def strangers_bounty_rate(self) -> RateLimit:
+        return RateLimit(self.strangers_bounty_rate_per_s, STRANGERS_BOUNTY_BURST)
 
 
 class MessageValidator:
     def __init__(
         self,
         anchors: TrustAnchors,
-        settings: ValidatorSettings | None = None,
+        wire: EnvelopeBounds | None = None,
+        rates: GossipRates | None = None,
         *,
         kinds: GossipKinds | None = None,
         own_key: bytes | None = None,
     ) -> None:
-        self.settings = settings or ValidatorSettings()
+        self.wire = wire or EnvelopeBounds()
+        rates = rates or GossipRates()
         #: The kinds this node speaks; their owners register them before the host starts.
         self.kinds = kinds if kinds is not None else GossipKinds()
         # This node's own publications are not ingestion: weather never holds them here, the
         # first peer decides (and refuses them if it does not trust this node).
         self.own_key = own_key
-        s = self.settings
+        s = self.wire
         self._anchors = anchors
         self._window = TimestampWindow(max_age_ms=s.max_age_ms, max_ahead_ms=s.max_ahead_ms)
         # Two replay memories: a flood from strangers fills (and raises the floor of) theirs only, so
         # peers with standing are never refused as "older than the guard remembers" because of it.
         horizon_ms = s.max_age_ms + s.max_ahead_ms
-        self._replay_known = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_entries)
-        self._replay_strangers = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_entries)
+        self._replay_known = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_cache_entries)
+        self._replay_strangers = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_cache_entries)
         self._rates = {
-            SKILLS_TOPIC: TokenBuckets(s.skill_rate),
-            WEATHER_TOPIC: TokenBuckets(s.weather_rate),
-            TRUST_TOPIC: TokenBuckets(s.trust_rate),
-            BOUNTIES_TOPIC: TokenBuckets(s.bounty_rate),
+            SKILLS_TOPIC: TokenBuckets(rates.skill_rate),
+            WEATHER_TOPIC: TokenBuckets(WEATHER_RATE),
+            TRUST_TOPIC: TokenBuckets(TRUST_RATE),
+            BOUNTIES_TOPIC: TokenBuckets(BOUNTY_RATE),
         }
         self._strangers_rates = {
-            SKILLS_TOPIC: TokenBuckets(s.strangers_skill_rate),
-            BOUNTIES_TOPIC: TokenBuckets(s.strangers_bounty_rate),
+            SKILLS_TOPIC: TokenBuckets(rates.strangers_skill_rate),
+            BOUNTIES_TOPIC: TokenBuckets(rates.strangers_bounty_rate),
         }
         self._peer_ids: dict[bytes, str] = {}
         self._counters: Counter[tuple[str, str]] = Counter()
@@ -157,7 +195,7 @@ class MessageValidator:
         if not kinds:
             return _out(Reason.WRONG_KIND, f"no such topic {topic}")
         try:
-            envelope = decode_envelope(data, kinds=kinds, max_bytes=self.settings.max_envelope_bytes)
+            envelope = decode_envelope(data, kinds=kinds, max_bytes=self.wire.max_envelope_bytes)
         except EnvelopeTooLarge as exc:
             return _out(Reason.TOO_LARGE, str(exc))
         except UnknownVersion as exc:

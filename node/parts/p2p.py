@@ -18,7 +18,6 @@ from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope
 from crypto.peer_id import ed25519_from_peer_id
 from ground.events import get_logger
-from ground.rates import RateLimit
 from marketplace.catalog.bounties import purge_expired_bounties
 from marketplace.executions import executions_by_source, good_run_days_by_source
 from marketplace.gossip.peer_content import peer_source
@@ -38,22 +37,20 @@ from node.runtime.lifecycle import TaskSupervisor
 from node.runtime.ports import refuse_busy_listen
 from p2p.deliveries import Delivery
 from p2p.errors import HostNotRunning
-from p2p.host import HostSettings, P2PHost, RequestHandler
+from p2p.host import P2PHost, RequestHandler
 from p2p.kinds import GossipKind, GossipKinds, Received
-from p2p.network.bounds import ConnectionBounds
 from p2p.network.discovery import PROTOCOL as DISCOVERY_PROTOCOL
-from p2p.network.discovery import DiscoverySettings, PeerDiscovery, PeerStore
-from p2p.network.relay import RelaySettings
-from p2p.penalties import PenaltyBox, PenaltySettings
+from p2p.network.discovery import PeerDiscovery, PeerStore
+from p2p.penalties import PenaltyBox
 from p2p.trust.attestation import ATTESTATION_KIND, TrustAttestation
-from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, TrustLimits, compute_trust
-from p2p.trust.floors import Evidence, TrustFloors
+from p2p.trust.book import STANDING_LEVELS, TrustBook, TrustLevel, compute_trust
+from p2p.trust.floors import Evidence
 from p2p.trust.peer_listing import peer_rows
 from p2p.trust.records import TrustRecords
-from p2p.validation import MessageValidator, ValidatorSettings
+from p2p.validation import MessageValidator
 from p2p.weather import NetworkWeather
 from p2p.weather.ask import PROTOCOL as WEATHER_PROTOCOL
-from p2p.weather.ask import AskSettings, WeatherAnswers, asker
+from p2p.weather.ask import WeatherAnswers, asker
 
 log = get_logger("node.p2p")
 
@@ -73,34 +70,10 @@ class P2PPart:
         #: The gossip kinds this node speaks, each registered with its consumer by the part that owns it.
         self.gossip = GossipKinds()
         self.validator = MessageValidator(
-            self._anchors,
-            ValidatorSettings(
-                max_envelope_bytes=cfg.wire.max_envelope_bytes,
-                max_age_ms=cfg.wire.max_age_s * 1000,
-                max_ahead_ms=cfg.wire.max_ahead_s * 1000,
-                replay_entries=cfg.wire.replay_cache_entries,
-                skill_rate=RateLimit(cfg.p2p.skill_rate_per_s, cfg.p2p.skill_burst),
-                strangers_skill_rate=RateLimit(cfg.p2p.strangers_skill_rate_per_s, cfg.p2p.strangers_skill_burst),
-                strangers_bounty_rate=RateLimit(cfg.p2p.strangers_bounty_rate_per_s, 10),
-            ),
-            kinds=self.gossip,
-            own_key=ctx.identity.public_key,
+            self._anchors, cfg.wire, cfg.p2p, kinds=self.gossip, own_key=ctx.identity.public_key
         )
         self.weather = NetworkWeather(self.validator, self._endocrine, self._save)
-        self._trust_limits = TrustLimits(
-            max_attesters=cfg.trust.max_attesters,
-            max_ratings_per_attester=cfg.trust.max_ratings_per_attester,
-            max_tracked_peers=cfg.trust.max_tracked_peers,
-            time_budget_s=cfg.trust.eigentrust_budget_s,
-        )
-        self._trust_floors = TrustFloors(
-            min_days=cfg.trust.trusted_min_days,
-            min_executions=cfg.trust.trusted_min_executions,
-            min_paid_micro_usdc=cfg.trust.trusted_min_paid_micro_usdc,
-        )
-        self.trust = TrustBook(
-            ctx.identity.public_key, frozenset(self._anchors), self._trust_limits, floors=self._trust_floors
-        )
+        self.trust = TrustBook(ctx.identity.public_key, frozenset(self._anchors), cfg.trust, floors=cfg.trust)
         #: What the quotas deleted since start: peer crystals and their bytes (``memory.governance.peer_quota``),
         #: listings and bounties (``marketplace.gossip.received_quota``).
         self.evicted = {"crystals": 0, "bytes": 0, "listings": 0, "bounties": 0}
@@ -114,7 +87,7 @@ class P2PPart:
         }  # fmt: skip
         self._peer_summary: dict[str, Any] = {"connected": 0, "by_level": {}, "banned": 0}
         self._services: dict[str, RequestHandler] = {}
-        self.weather_answers = WeatherAnswers(self.weather.sequences, AskSettings())  # replaced at start
+        self.weather_answers = WeatherAnswers(self.weather.sequences, cfg.p2p)  # replaced at start
         self.station = WeatherStation(self.weather, ctx.identity.public_key, ctx.now_ms, self.publish, self.ingested)
         self.gossip.register(self.station.kind, self.station.received)
         self.gossip.register(ATTESTATION_KIND, self._attestation)
@@ -130,61 +103,16 @@ class P2PPart:
         await self._load_state()
         await self._fold_in_local_evidence()
         await self._recompute_levels()
-        self.host = P2PHost(
-            self._ctx.identity,
-            self.validator,
-            PenaltyBox(PenaltySettings(threshold=cfg.penalty_threshold, ban_ms=int(cfg.ban_minutes * 60_000))),
-            HostSettings(
-                listen=tuple(cfg.listen),
-                bootstrap=tuple(cfg.bootstrap),
-                mdns=cfg.mdns,
-                degree=cfg.degree,
-                degree_low=cfg.degree_low,
-                degree_high=cfg.degree_high,
-                event_queue=cfg.delivery_queue,
-                relay=RelaySettings(
-                    offer=cfg.relay_service,
-                    max_reservations=cfg.relay_max_reservations,
-                    max_circuits=cfg.relay_max_circuits,
-                    circuit_s=cfg.relay_circuit_s,
-                    circuit_bytes=cfg.relay_circuit_bytes,
-                    reachability=cfg.reachability,
-                    noted_peers=cfg.peer_store_size,
-                ),
-                limits=ConnectionBounds(
-                    max_connections=cfg.max_connections,
-                    max_inbound=cfg.max_inbound_connections,
-                    per_ip=cfg.connections_per_ip,
-                    per_peer=cfg.connections_per_peer,
-                    max_streams=cfg.max_streams,
-                    streams_per_peer=cfg.streams_per_peer,
-                    stream_opens_per_s=cfg.stream_opens_per_peer_per_s,
-                    handshake_s=cfg.handshake_s,
-                ),
-            ),
-            now_ms=self._ctx.now_ms,
-        )
+        self.host = P2PHost(self._ctx.identity, self.validator, PenaltyBox(cfg), cfg, now_ms=self._ctx.now_ms)
         import libp2p  # noqa: F401 - imported here so that its logging can be routed before it runs
 
         route_library_logs(debug=self._ctx.config.log.level == "debug")
         self.host.on_reject = self._rejected
         store = PeerStore(self._ctx.paths.data_dir / cfg.peers_file, cfg.peer_store_size, cfg.peer_store_per_source)
         store.load()
-        self.discovery = PeerDiscovery(
-            self.host,
-            DiscoverySettings(
-                target_peers=cfg.target_peers,
-                discover_s=cfg.discover_s,
-                store_size=cfg.peer_store_size,
-                peers_per_source=cfg.peer_store_per_source,
-            ),
-            store,
-            me=self._ctx.identity.peer_id,
-            now_ms=self._ctx.now_ms,
-        )
+        self.discovery = PeerDiscovery(self.host, cfg, store, me=self._ctx.identity.peer_id, now_ms=self._ctx.now_ms)
         self.host.serve(DISCOVERY_PROTOCOL, self.discovery.answer)
-        asking = AskSettings(cfg.weather_ask_peers, cfg.weather_ask_timeout_s, cfg.weather_answers_per_peer_per_s)
-        self.weather_answers = WeatherAnswers(self.weather.sequences, asking, now_ms=self._ctx.now_ms)
+        self.weather_answers = WeatherAnswers(self.weather.sequences, cfg, now_ms=self._ctx.now_ms)
         self.host.serve(WEATHER_PROTOCOL, self.weather_answers.answer)
         for protocol, handler in self._services.items():
             self.host.serve(protocol, handler)
@@ -195,7 +123,7 @@ class P2PPart:
         self._supervisor.spawn("p2p-trust", self._trust_loop)
         self._supervisor.spawn("p2p-peers", self._watch_peers)
         self._supervisor.spawn("p2p-discovery", self.discovery.run)
-        ask = asker(self.host, asking)
+        ask = asker(self.host, cfg)
         self._supervisor.spawn("p2p-weather-confirm", lambda: self.station.confirmer.run(ask))
         if self._ctx.config.node.role == "management" and cfg.weather_renew_s > 0:
             self._supervisor.spawn("p2p-weather-renewal", lambda: self.station.renew_every(cfg.weather_renew_s))
@@ -444,7 +372,7 @@ class P2PPart:
     async def _load_state(self) -> None:
         """The trust book and weather sequences from the database, after importing the JSON files
         an earlier release kept (a damaged one is set aside for inspection, never fatal at start)."""
-        me, limits = self._ctx.identity.public_key, self._trust_limits
+        me, limits = self._ctx.identity.public_key, self._ctx.config.trust
         records = TrustRecords(self.store())
         self._records = records
         for path in (self._trust_path, self._state_path):
@@ -461,7 +389,7 @@ class P2PPart:
             if imported:
                 log.info("p2p.state_imported", file=str(path), kept_as=f"{path.name}.imported")
         self.trust = await records.load(me, frozenset(self._anchors), limits)
-        self.trust.floors = self._trust_floors
+        self.trust.floors = self._ctx.config.trust
         self.weather.restore(*await records.weather_sequences(), me=self._ctx.identity.public_key)
 
     async def _save(self) -> None:

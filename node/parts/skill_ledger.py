@@ -15,7 +15,6 @@ from node.commands.skills_service import price_settings
 from node.config import Config
 from node.parts.memory import MemoryPart
 from node.paths import NodePaths
-from p2p.trust.book import TrustLimits
 from p2p.trust.records import TrustRecords
 
 
@@ -39,7 +38,7 @@ class FileSkillLedger:
             me = read_key_file_info(self._paths.key_file).public_key
         except KeyFileError:
             return NEUTRAL_MILLI, None
-        book = await TrustRecords(self.store()).load(me, frozenset(), TrustLimits())
+        book = await TrustRecords(self.store()).load(me, frozenset(), self._config.trust)
         assert self._paths.trust_file is not None
         if not book.attestations and self._paths.trust_file.exists():
             # A data dir no daemon of this release has opened yet: its book is still the JSON file.

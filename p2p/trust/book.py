@@ -50,6 +50,9 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from pydantic import Field
+
+from ground.settings import Section
 from p2p.errors import InvalidValue
 from p2p.trust.eigentrust import EigenTrustResult, eigentrust
 from p2p.trust.floors import Evidence, TrustFloors
@@ -75,12 +78,13 @@ _LEVEL_ORDER = {
 STANDING_LEVELS = frozenset({TrustLevel.TRUSTED, TrustLevel.VERIFIED})
 
 
-@dataclass(frozen=True, slots=True)
-class TrustLimits:
-    max_attesters: int = 256
-    max_ratings_per_attester: int = 256
-    max_tracked_peers: int = 10_000
-    time_budget_s: float = 2.0
+class TrustLimits(Section):
+    """What strangers can make this node remember about trust, and how long EigenTrust may run."""
+
+    max_attesters: int = Field(default=256, ge=1, le=100_000)
+    max_ratings_per_attester: int = Field(default=256, ge=1, le=256)
+    max_tracked_peers: int = Field(default=10_000, ge=100, le=1_000_000)
+    eigentrust_budget_s: float = Field(default=2.0, gt=0, le=60)
 
     def max_file_bytes(self) -> int:
         """A trust file larger than the limits allow is not ours to load (about 200 bytes a rating)."""
@@ -154,7 +158,7 @@ def _run(snapshot: TrustSnapshot, attesters: Iterable[bytes]) -> tuple[EigenTrus
     }
     graph[snapshot.me] = {peer: milli / 1000 for peer, milli in own_ratings(snapshot.me, snapshot.outcomes)}
     anchors = snapshot.management | {snapshot.me}
-    result = eigentrust(graph, anchors, time_budget_s=snapshot.limits.time_budget_s)
+    result = eigentrust(graph, anchors, time_budget_s=snapshot.limits.eigentrust_budget_s)
     top = max((v for k, v in result.scores.items() if k not in anchors), default=0.0) or 1.0
     out: dict[bytes, PeerTrust] = {}
     for peer in set(result.scores) | set(snapshot.outcomes):

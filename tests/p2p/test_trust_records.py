@@ -56,12 +56,12 @@ async def test_a_book_round_trips_in_order_and_a_save_writes_only_what_changed(s
 
 
 async def test_a_book_larger_than_the_limits_loads_trimmed(store: MemoryStore) -> None:
-    big = TrustBook(A, frozenset({M}), TrustLimits(max_tracked_peers=50))
-    for i in range(50):
+    big = TrustBook(A, frozenset({M}), TrustLimits(max_tracked_peers=200))
+    for i in range(200):
         big.record(bytes([i + 10]) * 32, valid=1)
     await TrustRecords(store).save(big)
-    small = await TrustRecords(store).load(A, frozenset({M}), TrustLimits(max_tracked_peers=20))
-    assert list(small.outcomes) == list(big.outcomes)[-20:]  # the newest news kept
+    small = await TrustRecords(store).load(A, frozenset({M}), TrustLimits(max_tracked_peers=100))
+    assert list(small.outcomes) == list(big.outcomes)[-100:]  # the newest news kept
 
 
 async def test_the_json_files_are_imported_once_and_kept_aside(store: MemoryStore, tmp_path: Path) -> None:
