@@ -14,8 +14,8 @@ from pydantic import Field, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
 from ground.settings import Section, SettingError
-from p2p.host import HostSettings
 from p2p.network.discovery import DiscoverySettings
+from p2p.network.host_settings import HostSettings
 from p2p.penalties import PenaltySettings
 from p2p.trust.book import TrustLimits
 from p2p.trust.floors import TrustFloors

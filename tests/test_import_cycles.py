@@ -138,8 +138,8 @@ MUTUAL_FOLDERS = {
     ("memory", "memory.governance"): "memory.llm asks the prompt gate",
     ("memory", "memory.storage"): "memory.graph and memory.skill_versions work on the store",
     ("node", "node.cli"): "python -m node (node.__main__) starts the CLI",
-    ("p2p", "p2p.network"): "p2p.host applies the network's bounds and traversal; discovery raises p2p.errors",
-    ("p2p", "p2p.trust"): "p2p.validation and p2p.kinds read trust levels; the attestation kind's home is in p2p.trust",
+    ("p2p", "p2p.network"): "p2p.settings is made of the network's settings; discovery raises p2p.errors",
+    ("p2p", "p2p.trust"): "p2p.settings is made of the book's limits; p2p.kinds reads levels; the keeper is above",
     # the store is both below and beside what it calls at write time
     ("memory.cognition", "memory.storage"): "the store types at ingest; steering writes through it",
     ("memory.governance", "memory.storage"): "the store classifies sensitivity at ingest; erase writes through it",

@@ -17,7 +17,8 @@ from crypto.identity import Identity
 from ground.errors import WiringError
 from marketplace.gossip.kinds import every_kind
 from p2p.errors import ProtocolRefused, RequestFailed
-from p2p.host import LOOPBACK, HostSettings, P2PHost
+from p2p.host import P2PHost
+from p2p.network.host_settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox, PenaltySettings
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import GossipRates, MessageValidator, Outcome

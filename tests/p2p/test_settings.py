@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from node.config_loading import load_config
 from node.errors import ConfigError
-from p2p.host import LOOPBACK, HostSettings
 from p2p.network.bounds import ConnectionBounds
+from p2p.network.host_settings import LOOPBACK, HostSettings
 from p2p.network.resources import connection_config
 from p2p.penalties import PenaltyBox
 from p2p.settings import P2PSettings
