@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crypto.envelope import Envelope
+from crypto.identity import Identity
 from ground.clock import wall_clock_ms
 from ground.events import get_logger
 from p2p.deliveries import Delivery
@@ -35,7 +36,7 @@ class NetworkService:
 
     def __init__(
         self,
-        identity: Any,  # crypto.identity.Identity: signs what this node publishes
+        identity: Identity,  # signs what this node publishes
         validator: MessageValidator,
         gossip: GossipKinds,
         keeper: TrustKeeper,
