@@ -32,9 +32,9 @@ from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, InvalidValue, PeerUnreachable, ProtocolRefused, RequestFailed, RequestTimedOut
 from p2p.framing import MAX_FRAME_BYTES, read_frame, write_frame
-from p2p.network.host_settings import HostSettings
 from p2p.network.reach import reach
 from p2p.network.relay import Traversal
+from p2p.network.settings import HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from p2p.verdicts import Verdict

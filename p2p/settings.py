@@ -4,6 +4,13 @@ Each table is the union of the settings of the components it configures (``groun
 the node hands ``config.p2p`` itself to the host, the penalty box, discovery, the weather askers
 and the validator, ``config.trust`` to the trust book, and ``config.wire`` to the validator.
 What is left here is what no one component owns, and the checks that span components.
+
+Each component's settings live in a light module that imports pydantic and little else, because
+every CLI command reads the config (``tests/p2p/test_settings.py``): ``p2p.network.settings``,
+``p2p.network.bounds``, ``p2p.penalties``, ``p2p.trust.limits`` and ``p2p.trust.floors``. The
+validator's two (``EnvelopeBounds``, ``GossipRates``) and the weather askers' are here, as the
+validator and the askers import the kinds, the trust book and the crypto; and the package root must
+not import ``p2p.weather``, which imports the root (``tests/test_import_cycles.py``).
 """
 
 from __future__ import annotations
@@ -13,25 +20,69 @@ from typing import Self
 from pydantic import Field, field_validator, model_validator
 
 from crypto.anchors import parse_public_key
+from ground.rates import RateLimit
 from ground.settings import Section, SettingError
-from p2p.network.discovery import DiscoverySettings
-from p2p.network.host_settings import HostSettings
+from p2p.network.settings import DiscoverySettings, HostSettings
 from p2p.penalties import PenaltySettings
-from p2p.trust.book import TrustLimits
 from p2p.trust.floors import TrustFloors
-from p2p.validation import EnvelopeBounds, GossipRates
+from p2p.trust.limits import TrustLimits
 
 #: A management node's fastest weather renewal: twice the receivers' weather rate (1 a second,
 #: ``p2p.validation.WEATHER_RATE``).
 MIN_WEATHER_RENEW_S = 2.0
 
 
+#: The burst of the strangers' shared bounty rate (``GossipRates.strangers_bounty_rate``).
+STRANGERS_BOUNTY_BURST = 10
+
+
+class EnvelopeBounds(Section):
+    """What an envelope may be: its size, how old or how far ahead its timestamp, and how many
+    (author, nonce) pairs the replay guard remembers (each of its two memories)."""
+
+    max_envelope_bytes: int = Field(default=65_536, ge=1_024, le=1_048_576)
+    max_age_s: int = Field(default=300, ge=1, le=86_400)
+    max_ahead_s: int = Field(default=60, ge=0, le=3_600)
+    replay_cache_entries: int = Field(default=100_000, ge=1_000, le=10_000_000)
+
+    @property
+    def max_age_ms(self) -> int:
+        return self.max_age_s * 1000
+
+    @property
+    def max_ahead_ms(self) -> int:
+        return self.max_ahead_s * 1000
+
+
+class GossipRates(Section):
+    """How fast gossip is taken in: skill listings per author, and from every author without
+    standing (provisional or untrusted) as one crowd, since fresh keys are free and per-author rates
+    alone do not bound strangers; bounties from that crowd likewise."""
+
+    skill_rate_per_s: float = Field(default=5.0, gt=0, le=1_000)
+    skill_burst: int = Field(default=20, ge=1, le=10_000)
+    strangers_skill_rate_per_s: float = Field(default=20.0, gt=0, le=10_000)
+    strangers_skill_burst: int = Field(default=100, ge=1, le=100_000)
+    strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
+
+    @property
+    def skill_rate(self) -> RateLimit:
+        return RateLimit(self.skill_rate_per_s, self.skill_burst)
+
+    @property
+    def strangers_skill_rate(self) -> RateLimit:
+        return RateLimit(self.strangers_skill_rate_per_s, self.strangers_skill_burst)
+
+    @property
+    def strangers_bounty_rate(self) -> RateLimit:
+        return RateLimit(self.strangers_bounty_rate_per_s, STRANGERS_BOUNTY_BURST)
+
+
 class AskSettings(Section):
     """Before obeying the first weather of an issuer in a run, a node asks the issuer (if connected)
     and this many other peers for the newest it holds, waiting this long for each answer; it answers
     one asker at most this often (burst ``p2p.weather.ask.ANSWER_BURST``; past it the stream is
-    reset). Declared here rather than beside the asker: the package root does not import its folders
-    that import it (``tests/test_import_cycles.py``)."""
+    reset)."""
 
     weather_ask_peers: int = Field(default=3, ge=0, le=32)
     weather_ask_timeout_s: float = Field(default=5.0, gt=0, le=60)

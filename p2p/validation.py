@@ -24,8 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field
-
 from crypto.anchors import TrustAnchors
 from crypto.envelope import Envelope, decode_envelope, verify_signature
 from crypto.errors import (
@@ -43,8 +41,8 @@ from crypto.peer_id import peer_id_from_ed25519
 from crypto.windows import ReplayGuard, TimestampWindow
 from ground.errors import FieldError, WiringError
 from ground.rates import RateLimit, TokenBuckets
-from ground.settings import Section
 from p2p.kinds import GossipKind, GossipKinds
+from p2p.settings import EnvelopeBounds, GossipRates
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.book import STANDING_LEVELS, TrustLevel
 from p2p.verdicts import POLICY, Reason, Verdict
@@ -69,49 +67,6 @@ class Outcome:
 WEATHER_RATE = RateLimit(per_s=1.0, burst=5)
 TRUST_RATE = RateLimit(per_s=0.2, burst=3)
 BOUNTY_RATE = RateLimit(per_s=0.2, burst=5)
-STRANGERS_BOUNTY_BURST = 10
-
-
-class EnvelopeBounds(Section):
-    """What an envelope may be: its size, how old or how far ahead its timestamp, and how many
-    (author, nonce) pairs the replay guard remembers (each of its two memories)."""
-
-    max_envelope_bytes: int = Field(default=65_536, ge=1_024, le=1_048_576)
-    max_age_s: int = Field(default=300, ge=1, le=86_400)
-    max_ahead_s: int = Field(default=60, ge=0, le=3_600)
-    replay_cache_entries: int = Field(default=100_000, ge=1_000, le=10_000_000)
-
-    @property
-    def max_age_ms(self) -> int:
-        return self.max_age_s * 1000
-
-    @property
-    def max_ahead_ms(self) -> int:
-        return self.max_ahead_s * 1000
-
-
-class GossipRates(Section):
-    """How fast gossip is taken in: skill listings per author, and from every author without
-    standing (provisional or untrusted) as one crowd, since fresh keys are free and per-author rates
-    alone do not bound strangers; bounties from that crowd likewise."""
-
-    skill_rate_per_s: float = Field(default=5.0, gt=0, le=1_000)
-    skill_burst: int = Field(default=20, ge=1, le=10_000)
-    strangers_skill_rate_per_s: float = Field(default=20.0, gt=0, le=10_000)
-    strangers_skill_burst: int = Field(default=100, ge=1, le=100_000)
-    strangers_bounty_rate_per_s: float = Field(default=1.0, gt=0, le=1_000)
-
-    @property
-    def skill_rate(self) -> RateLimit:
-        return RateLimit(self.skill_rate_per_s, self.skill_burst)
-
-    @property
-    def strangers_skill_rate(self) -> RateLimit:
-        return RateLimit(self.strangers_skill_rate_per_s, self.strangers_skill_burst)
-
-    @property
-    def strangers_bounty_rate(self) -> RateLimit:
-        return RateLimit(self.strangers_bounty_rate_per_s, STRANGERS_BOUNTY_BURST)
 
 
 class MessageValidator:

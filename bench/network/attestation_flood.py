@@ -32,7 +32,7 @@ from crypto.identity import Identity
 from ground.clock import wall_clock_ms
 from marketplace.gossip.kinds import every_kind
 from p2p.host import P2PHost
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.topics import TRUST_TOPIC
 from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation

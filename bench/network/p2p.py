@@ -38,8 +38,9 @@ from bench.timing import percentiles_ms, rate_per_s
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
+from p2p.settings import EnvelopeBounds, GossipRates
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import EnvelopeBounds, GossipRates, MessageValidator
+from p2p.validation import MessageValidator
 
 NODES = int(os.environ.get("P2P_NODES", "32"))
 QUICK_NODES = 8

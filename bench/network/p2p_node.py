@@ -30,7 +30,7 @@ from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing
 from memory.model import content_hash
 from p2p.host import P2PHost
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import MessageValidator, Outcome

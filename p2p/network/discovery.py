@@ -34,13 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import Field
-
 from ground import failpoints, json_text
 from ground.events import get_logger
 from p2p.errors import InvalidValue, ProtocolRefused
-from p2p.network.bounds import PeerStoreBounds
 from p2p.network.scope import LocalNetworks, dialable_from, host_ip, interface_networks
+from p2p.network.settings import DiscoverySettings
 
 T = TypeVar("T")
 log = get_logger("p2p.discovery")
@@ -52,14 +50,6 @@ MAX_ANSWER_BYTES = 32_768
 ASK_INTERVAL_MS = 10_000  # a peer is answered at most this often
 ASKS_PER_ROUND = 3  # neighbours asked in a round below the target number of connections
 UNDIALABLE = ("/ip4/0.0.0.0/", "/ip6/::/")
-
-
-class DiscoverySettings(PeerStoreBounds):
-    """Finding the network from one address: the connections this node keeps up to by asking its
-    neighbours for theirs, and how often it asks while below that."""
-
-    target_peers: int = Field(default=8, ge=0, le=1_000)
-    discover_s: float = Field(default=15.0, ge=1, le=3_600)
 
 
 @dataclass(frozen=True, slots=True)

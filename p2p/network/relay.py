@@ -26,10 +26,9 @@ from typing import Any, Literal
 
 import multiaddr
 import trio
-from pydantic import Field
 
-from p2p.network.bounds import PeerStoreBounds
 from p2p.network.punch import guarded_dcutr
+from p2p.network.settings import RelaySettings
 
 _log = logging.getLogger("p2p.relay")
 Reachability = Literal["unknown", "public", "private"]
@@ -41,19 +40,6 @@ MAX_RELAYS_A_PEER = 4
 
 #: How often reachability is asked again, and reservations renewed.
 CHECK_S = 300.0
-
-
-class RelaySettings(PeerStoreBounds):
-    """Through NAT: a reachable node may relay for nodes behind NATs, within these bounds;
-    ``reachability = "auto"`` asks the bootstrap peers to dial back (AutoNAT), and behind a NAT
-    reserves a slot on those that relay."""
-
-    relay_service: bool = False
-    relay_max_reservations: int = Field(default=32, ge=1, le=10_000)
-    relay_max_circuits: int = Field(default=16, ge=1, le=10_000)
-    relay_circuit_s: int = Field(default=120, ge=10, le=86_400)
-    relay_circuit_bytes: int = Field(default=1 << 20, ge=65_536, le=2**34)
-    reachability: Literal["auto", "public", "private"] = "auto"
 
 
 class RelayBook:

@@ -50,12 +50,10 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field
-
-from ground.settings import Section
 from p2p.errors import InvalidValue
 from p2p.trust.eigentrust import EigenTrustResult, eigentrust
 from p2p.trust.floors import Evidence, TrustFloors
+from p2p.trust.limits import TrustLimits
 
 TRUSTED_AT = 0.6
 UNTRUSTED_BELOW = 0.2
@@ -76,19 +74,6 @@ _LEVEL_ORDER = {
 
 #: Levels whose attestations count and whose content skips quarantine.
 STANDING_LEVELS = frozenset({TrustLevel.TRUSTED, TrustLevel.VERIFIED})
-
-
-class TrustLimits(Section):
-    """What strangers can make this node remember about trust, and how long EigenTrust may run."""
-
-    max_attesters: int = Field(default=256, ge=1, le=100_000)
-    max_ratings_per_attester: int = Field(default=256, ge=1, le=256)
-    max_tracked_peers: int = Field(default=10_000, ge=100, le=1_000_000)
-    eigentrust_budget_s: float = Field(default=2.0, gt=0, le=60)
-
-    def max_file_bytes(self) -> int:
-        """A trust file larger than the limits allow is not ours to load (about 200 bytes a rating)."""
-        return 1_000_000 + 200 * (self.max_attesters * self.max_ratings_per_attester + self.max_tracked_peers)
 
 
 @dataclass(slots=True)

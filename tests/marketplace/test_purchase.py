@@ -30,7 +30,7 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.store import MemoryStore
 from p2p.host import P2PHost
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from tests.marketplace.conftest import funds

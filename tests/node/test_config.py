@@ -12,7 +12,7 @@ from node.config import Config
 from node.config_loading import load_config
 from node.errors import ConfigError
 from node.paths import choose_config_path, choose_data_dir
-from p2p.network.discovery import DiscoverySettings
+from p2p.network.settings import DiscoverySettings
 
 REPO = Path(__file__).resolve().parents[2]
 

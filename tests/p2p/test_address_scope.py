@@ -16,9 +16,9 @@ from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
 from p2p.host import P2PHost
-from p2p.network.discovery import PROTOCOL, DiscoverySettings, KnownPeer, PeerDiscovery, PeerStore, proven_addrs
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.discovery import PROTOCOL, KnownPeer, PeerDiscovery, PeerStore, proven_addrs
 from p2p.network.scope import LocalNetworks, may_dial
+from p2p.network.settings import LOOPBACK, DiscoverySettings, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 

@@ -16,8 +16,8 @@ from ground import failpoints
 from marketplace.gossip.kinds import every_kind
 from node.runtime.lifecycle import TaskSupervisor
 from p2p.host import P2PHost
-from p2p.network.discovery import PROTOCOL, DiscoverySettings, PeerDiscovery, PeerStore
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.discovery import PROTOCOL, PeerDiscovery, PeerStore
+from p2p.network.settings import LOOPBACK, DiscoverySettings, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 

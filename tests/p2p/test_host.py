@@ -18,10 +18,11 @@ from ground.errors import WiringError
 from marketplace.gossip.kinds import every_kind
 from p2p.errors import ProtocolRefused, RequestFailed
 from p2p.host import P2PHost
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox, PenaltySettings
+from p2p.settings import GossipRates
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import GossipRates, MessageValidator, Outcome
+from p2p.validation import MessageValidator, Outcome
 from p2p.verdicts import POLICY, Reason, Verdict
 from tests.p2p.conftest import listing, skill_envelope, wall_ms, weather_envelope
 

@@ -16,8 +16,8 @@ from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
 from p2p.host import P2PHost
-from p2p.network.host_settings import LOOPBACK, HostSettings
 from p2p.network.punch import MAX_PUNCH_ADDRS, PUNCH_WINDOW_S, PUNCHES_PER_PEER, PunchBudget, punch_targets
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from p2p.penalties import PenaltyBox, PenaltySettings
-from p2p.trust.book import Outcomes, TrustBook, TrustLevel, TrustLimits, compute_trust, local_trust
+from p2p.trust.book import Outcomes, TrustBook, TrustLevel, compute_trust, local_trust
 from p2p.trust.eigentrust import eigentrust, eigentrust_dense
 from p2p.trust.floors import NO_FLOORS
+from p2p.trust.limits import TrustLimits
 
 A, B, C, M = (bytes([i]) * 32 for i in (1, 2, 3, 9))
 

@@ -14,7 +14,8 @@ import pytest
 from memory.embedders.hashing import HashingEmbedder
 from memory.storage.store import MemoryStore
 from p2p.schema import P2P_SCHEMA
-from p2p.trust.book import Outcomes, TrustBook, TrustLimits
+from p2p.trust.book import Outcomes, TrustBook
+from p2p.trust.limits import TrustLimits
 from p2p.trust.records import TrustRecords
 
 A, B, C, M = (bytes([i]) * 32 for i in (1, 2, 3, 9))

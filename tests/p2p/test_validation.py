@@ -15,10 +15,11 @@ from marketplace.gossip.endorsement import ENDORSEMENT, KIND_SKILL_ENDORSEMENT, 
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING
 from marketplace.gossip.revocation import KIND_SKILL_REVOCATION, REVOCATION, SkillRevocation
+from p2p.settings import EnvelopeBounds, GossipRates
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, TrustAttestation
 from p2p.trust.book import TrustLevel
-from p2p.validation import EnvelopeBounds, GossipRates, MessageValidator
+from p2p.validation import MessageValidator
 from p2p.verdicts import POLICY, RELAY_FAULTS, Reason, Verdict
 from p2p.weather import NetworkWeather, WeatherSequences
 from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope

@@ -24,7 +24,7 @@ from marketplace.gossip.kinds import every_kind
 from p2p.errors import InvalidValue, RequestFailed
 from p2p.host import P2PHost, RequestHandler
 from p2p.kinds import Received
-from p2p.network.host_settings import LOOPBACK, HostSettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.settings import AskSettings
 from p2p.topics import WEATHER_TOPIC
