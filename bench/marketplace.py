@@ -37,17 +37,18 @@ from marketplace.chain_types import Account, Commitment, DealTerms, GasSpent
 from marketplace.escrow import Escrow
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import PROTOCOL
-from marketplace.exchange.seller import SellerLimits
 from marketplace.fiattoken.anvil import ANVIL, NO_ANVIL, anvil_process
 from marketplace.fiattoken.build import FiatTokenUnavailable, artifacts
 from marketplace.fiattoken.deploy import usdc_chain
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
+from marketplace.limits import SellerLimits
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
-from p2p.host import HostSettings, P2PHost
+from p2p.host import P2PHost
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -62,7 +63,7 @@ async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, 
         identity,
         MessageValidator(TrustAnchors(), kinds=every_kind()),
         PenaltyBox(),
-        HostSettings(degree=3, degree_low=1),
+        HostSettings(listen=LOOPBACK, degree=3, degree_low=1),
     )
     # One buyer buys many times in a row here: the seller's per-peer limits (issue 13) are lifted so
     # that the figure is a purchase's time, not the limiter's (past what a config file accepts:

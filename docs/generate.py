@@ -126,10 +126,10 @@ def config_page() -> str:
         "",
         GENERATED,
         "",
-        "Every setting, by section, as the settings models define it (`node/config.py`): its type, its",
-        "default (what `bitterbot-node run` uses with no file), its bounds, and what `configs/edge.toml`",
-        "says of it. A key is set in the TOML file's `[section]` or by `BITTERBOT_<SECTION>__<KEY>`",
-        "([Configuration](../operations/configuration.md)).",
+        "Every setting, by section, as the settings models define it (each package's, composed by",
+        "`node/config.py`): its type, its default (what `bitterbot-node run` uses with no file), its",
+        "bounds, and what `configs/edge.toml` says of it, in the file's order. A key is set in the TOML",
+        "file's `[section]` or by `BITTERBOT_<SECTION>__<KEY>` ([Configuration](../operations/configuration.md)).",
     ]
     for section_name, section_field in Config.model_fields.items():
         model = section_field.annotation
@@ -140,7 +140,13 @@ def config_page() -> str:
             "| key | type | default | bounds | what it is |",
             "|---|---|---|---|---|",
         ]
-        for key, field in model.model_fields.items():  # type: ignore[union-attr]
+        # In the order configs/edge.toml writes them (a section inherits its components' fields in
+        # class order, which is no order to read in); a key the file leaves out comes last.
+        written = [key for section, key in words if section == section_name]
+        fields = model.model_fields.items()  # type: ignore[union-attr]
+        for key, field in sorted(
+            fields, key=lambda item: written.index(item[0]) if item[0] in written else len(written)
+        ):
             said = words.get((section_name, key), "").replace("|", "\\|")
             kind = _type_name(field.annotation).replace("|", "\\|")
             default = _default(field).replace("|", "\\|")

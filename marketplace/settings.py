@@ -10,9 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ground.settings import SettingError
-from marketplace.exchange.party import DeadlineBounds
-from marketplace.exchange.seller import SellerLimits
-from marketplace.exchange.spending import SpendLimits
+from marketplace.limits import DeadlineBounds, SellerLimits, SpendLimits
 from marketplace.pricing import PriceSettings
 from marketplace.public_chain.presets import PRESETS, ChainTuning, gwei
 

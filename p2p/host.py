@@ -32,9 +32,9 @@ from ground.errors import WiringError
 from p2p.deliveries import Delivery, DeliveryLanes
 from p2p.errors import HostNotRunning, InvalidValue, PeerUnreachable, ProtocolRefused, RequestFailed, RequestTimedOut
 from p2p.framing import MAX_FRAME_BYTES, read_frame, write_frame
-from p2p.network.bounds import ConnectionBounds
 from p2p.network.reach import reach
-from p2p.network.relay import RelaySettings, Traversal
+from p2p.network.relay import Traversal
+from p2p.network.settings import HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from p2p.verdicts import Verdict
@@ -45,19 +45,8 @@ RequestHandler = Callable[[str, bytes], Coroutine[Any, Any, bytes]]
 _log = logging.getLogger("p2p.host")
 
 
-@dataclass(frozen=True, slots=True)
-class HostSettings:
-    listen: tuple[str, ...] = ("/ip4/127.0.0.1/tcp/0",)
-    bootstrap: tuple[str, ...] = ()
-    mdns: bool = False
-    degree: int = 6
-    degree_low: int = 4
-    degree_high: int = 12
-    heartbeat_s: int = 1
-    event_queue: int = 1024  # accepted messages waiting per lane (p2p.deliveries)
-    redial_s: float = 10.0
-    relay: RelaySettings = field(default_factory=RelaySettings)
-    limits: ConnectionBounds = field(default_factory=ConnectionBounds)
+#: The gossip heartbeat (mesh upkeep), in seconds.
+HEARTBEAT_S = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +77,17 @@ class P2PHost:
         settings: HostSettings,
         *,
         now_ms: Callable[[], int] = wall_clock_ms,
+        redial_s: float = 10.0,
     ) -> None:
         self._identity = identity
+        self._redial_s = redial_s
         self.validator = validator
         self.penalties = penalties
         self.settings = settings
         self._now_ms = now_ms
         self.peer_id = identity.peer_id
         self.counters = HostCounters()
-        self.deliveries = DeliveryLanes(settings.event_queue)
+        self.deliveries = DeliveryLanes(settings.delivery_queue)
         self._bridge = TrioThread("libp2p")
         self._nursery: trio.Nursery | None = None  # the trio side's, for tasks the validator starts
         self._host: Any = None
@@ -301,7 +292,7 @@ class P2PHost:
         s = self.settings
         key_pair = create_new_key_pair(self._identity.seed)
         listen = [multiaddr.Multiaddr(a) for a in s.listen]
-        resources = BoundedResources(s.limits, on_flood=self._ban_flooder)
+        resources = BoundedResources(s, on_flood=self._ban_flooder)
         host = new_host(
             key_pair=key_pair,
             # Noise only: the library's default list also offers plaintext and secio.
@@ -309,7 +300,7 @@ class P2PHost:
             listen_addrs=listen,
             addrs_factory=advertised,  # 0.0.0.0 told as this machine's addresses, never as itself
             enable_mDNS=s.mdns,
-            connection_config=connection_config(s.limits),
+            connection_config=connection_config(s),
             resource_manager=resources,
         )
         # Without the library's stream semaphore a stream past the bounds is reset, instead of
@@ -322,16 +313,16 @@ class P2PHost:
             degree=s.degree,
             degree_low=s.degree_low,
             degree_high=s.degree_high,
-            heartbeat_interval=s.heartbeat_s,
+            heartbeat_interval=HEARTBEAT_S,
             adaptive_gossip_enabled=False,
             spam_protection_enabled=False,
             eclipse_protection_enabled=False,
         )
         # Seen-message memory outlives the envelope window, so a message is never validated twice.
-        window_s = (self.validator.settings.max_age_ms + self.validator.settings.max_ahead_ms) // 1000
+        window_s = (self.validator.wire.max_age_ms + self.validator.wire.max_ahead_ms) // 1000
         pubsub = TolerantPubsub(host, router, seen_ttl=window_s + 60, validation_cache_ttl=window_s)
         self._host, self._pubsub = host, pubsub
-        self._traversal = Traversal(host, s.relay, self._bootstrap_infos)
+        self._traversal = Traversal(host, s, self._bootstrap_infos)
         try:
             async with host.run(listen_addrs=listen), trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -424,7 +415,7 @@ class P2PHost:
                 if info.peer_id not in connected and not self._pubsub.is_peer_blacklisted(info.peer_id):
                     # The library refuses for 60 s to dial a peer whose every address failed; a
                     # bootstrap peer that starts after this node would stay out of reach that long.
-                    # This loop paces its own redials (``redial_s``), so each one really dials.
+                    # This loop paces its own redials (``redial_s``, given at construction), so each one really dials.
                     self._host.get_network().unblock_peer(info.peer_id)
                     try:
                         with trio.move_on_after(10):
@@ -434,14 +425,14 @@ class P2PHost:
                             "p2p.bootstrap_unreachable",
                             extra={"fields": {"peer": str(info.peer_id), "error": str(exc)}},
                         )
-            await trio.sleep(self.settings.redial_s)
+            await trio.sleep(self._redial_s)
 
     def _ban_flooder(self, peer: str) -> None:
         """A peer that opened far more streams than its share (``p2p.network.resources``): banned as a
         peer past its penalty threshold is, and its connection closed now, which frees what it sent."""
         from libp2p.peer.id import ID
 
-        if not self.penalties.penalize(peer, int(self.penalties.settings.threshold), self._now_ms()):
+        if not self.penalties.penalize(peer, self.penalties.settings.penalty_threshold, self._now_ms()):
             return  # banned already: its connection is being closed
         self.counters.bans += 1
         _log.warning("p2p.peer_banned", extra={"fields": {"peer": peer, "last_reason": "stream_flood"}})

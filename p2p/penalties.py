@@ -1,21 +1,30 @@
 """Peer penalties: points from rejected messages, decaying with time; past the threshold a ban.
 
 ``p2p.validation.POLICY`` says how many points each rejection costs the peer that
-forwarded it. Points halve every ``half_life_ms`` so an honest peer that once relayed
-something odd recovers; a peer that reaches ``threshold`` is disconnected and banned
-until ``ban_ms`` has passed.
+forwarded it. Points halve every ``HALF_LIFE_MS`` so an honest peer that once relayed
+something odd recovers; a peer that reaches ``penalty_threshold`` is disconnected and banned
+for ``ban_minutes``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
 
-@dataclass(frozen=True, slots=True)
-class PenaltySettings:
-    threshold: float = 100.0
-    half_life_ms: int = 60_000
-    ban_ms: int = 600_000
+from ground.settings import Section
+
+#: Points halve in this time.
+HALF_LIFE_MS = 60_000
+
+
+class PenaltySettings(Section):
+    penalty_threshold: int = Field(default=100, ge=10, le=100_000)
+    ban_minutes: float = Field(default=10.0, gt=0, le=10_080)
+
+    @property
+    def ban_ms(self) -> int:
+        return int(self.ban_minutes * 60_000)
 
 
 @dataclass(slots=True)
@@ -34,7 +43,7 @@ class PenaltyBox:
         standing = self._standing.get(peer)
         if standing is None:
             return 0.0
-        decay: float = 0.5 ** (max(0, now_ms - standing.at_ms) / self.settings.half_life_ms)
+        decay: float = 0.5 ** (max(0, now_ms - standing.at_ms) / HALF_LIFE_MS)
         return standing.points * decay
 
     def penalize(self, peer: str, points: int, now_ms: int) -> bool:
@@ -43,7 +52,7 @@ class PenaltyBox:
             return False
         total = self.points(peer, now_ms) + points
         self._standing[peer] = _Standing(total, now_ms)
-        if total >= self.settings.threshold:
+        if total >= self.settings.penalty_threshold:
             self._banned_until[peer] = now_ms + self.settings.ban_ms
             del self._standing[peer]
             return True

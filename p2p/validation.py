@@ -42,6 +42,7 @@ from crypto.windows import ReplayGuard, TimestampWindow
 from ground.errors import FieldError, WiringError
 from ground.rates import RateLimit, TokenBuckets
 from p2p.kinds import GossipKind, GossipKinds
+from p2p.settings import EnvelopeBounds, GossipRates
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.book import STANDING_LEVELS, TrustLevel
 from p2p.verdicts import POLICY, Reason, Verdict
@@ -62,54 +63,46 @@ class Outcome:
         return self.publisher_penalty if forwarder == origin else self.penalty
 
 
-@dataclass(frozen=True, slots=True)
-class ValidatorSettings:
-    max_envelope_bytes: int = 65_536
-    max_age_ms: int = 300_000
-    max_ahead_ms: int = 60_000
-    replay_entries: int = 100_000
-    skill_rate: RateLimit = RateLimit(per_s=5.0, burst=20)
-    weather_rate: RateLimit = RateLimit(per_s=1.0, burst=5)
-    trust_rate: RateLimit = RateLimit(per_s=0.2, burst=3)
-    bounty_rate: RateLimit = RateLimit(per_s=0.2, burst=5)
-    # Shared by every author without standing (provisional or untrusted): fresh keys are free, so
-    # per-author rates alone do not bound strangers as a crowd.
-    strangers_skill_rate: RateLimit = RateLimit(per_s=20.0, burst=100)
-    strangers_bounty_rate: RateLimit = RateLimit(per_s=1.0, burst=10)
+#: Fixed per-author rates of the kinds that carry no setting (a node sends these rarely).
+WEATHER_RATE = RateLimit(per_s=1.0, burst=5)
+TRUST_RATE = RateLimit(per_s=0.2, burst=3)
+BOUNTY_RATE = RateLimit(per_s=0.2, burst=5)
 
 
 class MessageValidator:
     def __init__(
         self,
         anchors: TrustAnchors,
-        settings: ValidatorSettings | None = None,
+        wire: EnvelopeBounds | None = None,
+        rates: GossipRates | None = None,
         *,
         kinds: GossipKinds | None = None,
         own_key: bytes | None = None,
     ) -> None:
-        self.settings = settings or ValidatorSettings()
+        self.wire = wire or EnvelopeBounds()
+        rates = rates or GossipRates()
         #: The kinds this node speaks; their owners register them before the host starts.
         self.kinds = kinds if kinds is not None else GossipKinds()
         # This node's own publications are not ingestion: weather never holds them here, the
         # first peer decides (and refuses them if it does not trust this node).
         self.own_key = own_key
-        s = self.settings
+        s = self.wire
         self._anchors = anchors
         self._window = TimestampWindow(max_age_ms=s.max_age_ms, max_ahead_ms=s.max_ahead_ms)
         # Two replay memories: a flood from strangers fills (and raises the floor of) theirs only, so
         # peers with standing are never refused as "older than the guard remembers" because of it.
         horizon_ms = s.max_age_ms + s.max_ahead_ms
-        self._replay_known = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_entries)
-        self._replay_strangers = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_entries)
+        self._replay_known = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_cache_entries)
+        self._replay_strangers = ReplayGuard(horizon_ms=horizon_ms, max_entries=s.replay_cache_entries)
         self._rates = {
-            SKILLS_TOPIC: TokenBuckets(s.skill_rate),
-            WEATHER_TOPIC: TokenBuckets(s.weather_rate),
-            TRUST_TOPIC: TokenBuckets(s.trust_rate),
-            BOUNTIES_TOPIC: TokenBuckets(s.bounty_rate),
+            SKILLS_TOPIC: TokenBuckets(rates.skill_rate),
+            WEATHER_TOPIC: TokenBuckets(WEATHER_RATE),
+            TRUST_TOPIC: TokenBuckets(TRUST_RATE),
+            BOUNTIES_TOPIC: TokenBuckets(BOUNTY_RATE),
         }
         self._strangers_rates = {
-            SKILLS_TOPIC: TokenBuckets(s.strangers_skill_rate),
-            BOUNTIES_TOPIC: TokenBuckets(s.strangers_bounty_rate),
+            SKILLS_TOPIC: TokenBuckets(rates.strangers_skill_rate),
+            BOUNTIES_TOPIC: TokenBuckets(rates.strangers_bounty_rate),
         }
         self._peer_ids: dict[bytes, str] = {}
         self._counters: Counter[tuple[str, str]] = Counter()
@@ -157,7 +150,7 @@ class MessageValidator:
         if not kinds:
             return _out(Reason.WRONG_KIND, f"no such topic {topic}")
         try:
-            envelope = decode_envelope(data, kinds=kinds, max_bytes=self.settings.max_envelope_bytes)
+            envelope = decode_envelope(data, kinds=kinds, max_bytes=self.wire.max_envelope_bytes)
         except EnvelopeTooLarge as exc:
             return _out(Reason.TOO_LARGE, str(exc))
         except UnknownVersion as exc:

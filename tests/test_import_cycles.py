@@ -139,10 +139,9 @@ def _folder(name: str, known: dict[str, Path]) -> str:
 #: memory.sensitivity, below both).
 MUTUAL_FOLDERS = {
     # a package's root holds its basics (errors, model) beside high-level modules that use its folders
-    ("marketplace", "marketplace.exchange"): "marketplace.settings is made of the exchange's settings components",
     ("node", "node.cli"): "python -m node (node.__main__) starts the CLI",
-    ("p2p", "p2p.network"): "p2p.host applies the network's bounds and traversal; discovery raises p2p.errors",
-    ("p2p", "p2p.trust"): "p2p.validation and p2p.kinds read trust levels; the attestation kind's home is in p2p.trust",
+    ("p2p", "p2p.network"): "p2p.settings is made of the network's settings; discovery raises p2p.errors",
+    ("p2p", "p2p.trust"): "p2p.settings is made of the book's limits; p2p.kinds reads levels; the keeper is above",
 }
 
 

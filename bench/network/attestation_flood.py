@@ -31,7 +31,8 @@ from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
 from ground.clock import wall_clock_ms
 from marketplace.gossip.kinds import every_kind
-from p2p.host import HostSettings, P2PHost
+from p2p.host import P2PHost
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.topics import TRUST_TOPIC
 from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, MAX_ATTESTED_PEERS, TrustAttestation
@@ -64,7 +65,8 @@ async def attest_once(address: str, author: Identity, published: asyncio.Event, 
     """One peer: its libp2p identity is the signing key, as gossip requires of an author. It stays
     connected until ``release``: a fixed pause here (2 s) lost a whole attacker's frames when the
     machine was busy, and a test waiting for the node to judge them then timed out."""
-    host = P2PHost(author, ForwardAnything(TrustAnchors(), kinds=every_kind()), PenaltyBox(), HostSettings())
+    validator = ForwardAnything(TrustAnchors(), kinds=every_kind())
+    host = P2PHost(author, validator, PenaltyBox(), HostSettings(listen=LOOPBACK))
     await host.start()
     try:
         await host.connect(address)

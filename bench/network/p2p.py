@@ -37,10 +37,10 @@ from bench.network.p2p_node import skill
 from bench.timing import percentiles_ms, rate_per_s
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
-from ground.rates import RateLimit
 from marketplace.gossip.kinds import every_kind
+from p2p.settings import EnvelopeBounds, GossipRates
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import MessageValidator, ValidatorSettings
+from p2p.validation import MessageValidator
 
 NODES = int(os.environ.get("P2P_NODES", "32"))
 QUICK_NODES = 8
@@ -350,13 +350,15 @@ def _validator_throughput(quick: bool) -> dict[str, Any]:
     wires = [(e.encode(), e.author, authors[i % 50].peer_id) for i, e in enumerate(envelopes)]
     signed = [(e.sig + e.signing_bytes(), e.author) for e in envelopes]
     # Rates out of the way (per author and for strangers as a crowd): this measures the checks' cost.
-    unlimited = ValidatorSettings(
-        skill_rate=RateLimit(1e9, 10**9), strangers_skill_rate=RateLimit(1e9, 10**9), replay_entries=10**7
+    # The highest rates and replay memory the settings allow are far above what this run sends.
+    wire = EnvelopeBounds(replay_cache_entries=10**7)
+    unlimited = GossipRates(
+        skill_rate_per_s=1_000, skill_burst=10_000, strangers_skill_rate_per_s=10_000, strangers_skill_burst=100_000
     )
 
     def validate_all() -> int:
         validator = MessageValidator(
-            TrustAnchors(), unlimited, kinds=every_kind()
+            TrustAnchors(), wire, unlimited, kinds=every_kind()
         )  # fresh: the replay guard must not see repeats
         for data, _, peer in wires:
             outcome = validator.validate(SKILLS_TOPIC, data, peer, now)

@@ -29,8 +29,8 @@ from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing
 from memory.model import content_hash
-from p2p.host import HostSettings, P2PHost
-from p2p.network.bounds import ConnectionBounds
+from p2p.host import P2PHost
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
 from p2p.validation import MessageValidator, Outcome
@@ -73,8 +73,7 @@ class BenchHost:
             else MessageValidator(anchors, kinds=every_kind(), own_key=self.identity.public_key)
         )
         # Every node of the bench is on 127.0.0.1, one address: the per-IP bound would keep them apart.
-        one_address = ConnectionBounds(per_ip=10_000)
-        settings = HostSettings(degree=4, degree_low=2, degree_high=8, limits=one_address)
+        settings = HostSettings(listen=LOOPBACK, degree=4, degree_low=2, degree_high=8, connections_per_ip=10_000)
         self.host = P2PHost(self.identity, self.validator, PenaltyBox(), settings)
         self.delivered: list[tuple[str, str, float]] = []
         self.counter = 0

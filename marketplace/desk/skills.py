@@ -24,6 +24,7 @@ from marketplace.catalog.listings import endorsers_of
 from marketplace.chain_types import Account
 from marketplace.desk.lookup import stored_listing
 from marketplace.desk.offer import price_of
+from marketplace.desk.reputation import reputation_in
 from marketplace.errors import InvalidValue, ListingNotFound, NotListable
 from marketplace.gossip.bounty import BOUNTY, BOUNTY_KIND, MAX_BOUNTY_S, SkillBounty, record_bounty
 from marketplace.gossip.endorsement import ENDORSEMENT_KIND, SkillEndorsement, record_endorsement
@@ -31,7 +32,6 @@ from marketplace.gossip.listing import LISTING_KIND, listing_of, record_listing
 from marketplace.gossip.revocation import REVOCATION_KIND, SkillRevocation, revoke_listing
 from marketplace.pricing import PriceSettings, parse_usdc
 from marketplace.quality import refusals
-from marketplace.reputation import reputation_in
 from memory.governance.rules import check_exportable
 from memory.governance.scope import change_scope
 from memory.intake.store import IntakeStore

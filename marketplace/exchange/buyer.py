@@ -44,11 +44,12 @@ from marketplace.exchange.protocol import (
     readable_quote,
     unstorable,
 )
-from marketplace.exchange.spending import Spending, SpendLimits
+from marketplace.exchange.spending import Spending
 from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.listing import LISTING, SkillListing
 from marketplace.gossip.peer_content import hold_reason, peer_source
 from marketplace.gossip.skill_bytes import held_skill, skill_hash
+from marketplace.limits import SpendLimits
 from memory.errors import MemoryError_
 from memory.model import Bounty, NewCrystal, Origin, Scope, SemanticType, SkillVersion
 

@@ -16,9 +16,9 @@ from marketplace.escrow import Escrow
 from marketplace.exchange.arbitration import Verdict, judge_on_chain
 from marketplace.exchange.buyer import Buyer, PurchaseResult
 from marketplace.exchange.messenger import Messenger
-from marketplace.exchange.party import DeadlineBounds, Party, Standing, no_standing
-from marketplace.exchange.seller import Seller, SellerLimits
-from marketplace.exchange.spending import SpendLimits
+from marketplace.exchange.party import Party, Standing, no_standing
+from marketplace.exchange.seller import Seller
+from marketplace.limits import DeadlineBounds, SellerLimits, SpendLimits
 from marketplace.pricing import format_usdc
 from marketplace.public_chain.log_cursor import advance, cursor, window
 from memory.intake.store import IntakeStore

@@ -6,55 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pydantic import Field
-
 from crypto.identity import Identity
 from ground.clock import Clock
-from ground.settings import Section
 from marketplace.chain import Chain
-from marketplace.chain_types import Account, DealState, DealStatus, DealTerms, EscrowRules
+from marketplace.chain_types import Account, DealState, DealStatus, DealTerms
 from marketplace.errors import ChainError, MarketError
 from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
+from marketplace.limits import DeadlineBounds
 from memory.intake.store import IntakeStore
-
-MIN_DELIVERY_WINDOW_S = 300
-MAX_LOCK_S = 86_400
-
-
-class DeadlineBounds(Section):
-    """The ``[chain]`` keys of the escrow deadlines this node accepts, in seconds from the chain's
-    now: a buyer refuses a quote outside them (a far deadline freezes its money that long), and the
-    seller delivers only against a lock whose deadline is the one it quoted (a near one lets the
-    buyer refund itself before the delivery is paid for)."""
-
-    # The escrow deadlines this node accepts, as buyer (in a quote) and as seller (in a lock):
-    # a deadline nearer than the minimum lets a buyer refund itself before a delivery can be
-    # paid for; one further than the maximum freezes a buyer's money for as long as a seller asks.
-    min_delivery_window_s: int = Field(default=MIN_DELIVERY_WINDOW_S, ge=60, le=86_400)
-    max_lock_s: int = Field(default=MAX_LOCK_S, ge=600, le=30 * 86_400)
-
-    def outside(self, rules: EscrowRules) -> str | None:
-        """Why these bounds do not lie within the escrow's own (a quote they accept would be a lock
-        the escrow refuses), or None."""
-        low, high = self.min_delivery_window_s, self.max_lock_s
-        if low < rules.min_delivery_window_s or high > rules.max_lock_s:
-            return (
-                f"this node accepts escrow deadlines {low}-{high} s away, the escrow only "
-                f"{rules.min_delivery_window_s}-{rules.max_lock_s} s: set [chain] min_delivery_window_s and "
-                "max_lock_s within the escrow's"
-            )
-        return None
-
-    def refusal(self, deadline_s: int, chain_now_s: int) -> str | None:
-        """Why ``deadline_s`` is out of bounds, or None."""
-        ahead, low, high = deadline_s - chain_now_s, self.min_delivery_window_s, self.max_lock_s
-        if ahead < low:
-            return f"its escrow deadline is {ahead} s away, less than the {low} s this node needs"
-        if ahead > high:
-            return f"its escrow deadline is {ahead} s away, more than the {high} s this node locks money for"
-        return None
-
 
 #: Whether a peer's node key has standing with this node (its trust here: ``trusted`` or above).
 Standing = Callable[[bytes], bool]

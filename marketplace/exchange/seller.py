@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field
-
 from crypto.envelope import decode_envelope
 from crypto.errors import EnvelopeError
 from ground.rates import RateLimit, TokenBuckets
-from ground.settings import Section
 from marketplace.catalog.listings import listing_envelope
 from marketplace.chain_types import Commitment, DealState, DealStatus, EscrowRules, TransferAuthorization
 from marketplace.direct_payment import authorization_paid
@@ -53,6 +50,7 @@ from marketplace.exchange.quote_slots import FundsCache, Slot, quote_refusal, sl
 from marketplace.exchange.wallet_proof import proven_wallet
 from marketplace.gossip.listing import LISTING
 from marketplace.gossip.skill_bytes import held_skill, skill_hash
+from marketplace.limits import SellerLimits
 from memory.errors import CrystalNotFound
 from memory.model import Crystal, Lifecycle
 
@@ -64,27 +62,6 @@ COMMIT_AFTER_S = 60
 COMMIT_SLACK_S = 60
 _S = SaleState
 _D = DealState
-
-
-class SellerLimits(Section):
-    """The ``[marketplace]`` keys of what one peer may ask of this node as a seller: requests are
-    signed by keys that cost nothing, and each quote is a row and a chain call."""
-
-    #: Quote and delivery requests per peer, sustained, and the burst above it.
-    seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
-    seller_request_burst: int = Field(default=5, ge=1, le=1_000)
-    #: Quotes not yet expired and not delivered, from everyone, and from one buyer.
-    max_open_quotes: int = Field(default=100, ge=1, le=100_000)
-    max_open_quotes_per_buyer: int = Field(default=3, ge=1, le=1_000)
-    #: Of max_open_quotes, how many buyers without standing here (never paid this node, not
-    #: trusted) may hold at once: fresh keys cost nothing and must not lock out known buyers.
-    max_open_quotes_strangers: int = Field(default=40, ge=1, le=100_000)
-    #: Strangers must prove their wallet (it signs the request) holds the price, read from the chain
-    #: (a balance that covers it is kept quote_funds_cache_s); one open quote per such wallet.
-    #: Strangers without the proof (an earlier release) share max_open_quotes_unproven.
-    max_open_quotes_per_stranger_wallet: int = Field(default=1, ge=1, le=1_000)
-    max_open_quotes_unproven: int = Field(default=10, ge=0, le=100_000)
-    quote_funds_cache_s: float = Field(default=30.0, ge=0, le=3_600)
 
 
 class Seller:

@@ -17,28 +17,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from pydantic import Field
-
 from ground.authority import Capability, Speaker, may, require, spend_allowance
 from ground.clock import Clock
-from ground.settings import Section
 from marketplace.errors import PurchaseError, SpendRefused
 from marketplace.exchange.deals import Purchases
+from marketplace.limits import SpendLimits
 from marketplace.pricing import format_usdc
 
 DAY_MS = 86_400_000
-DEFAULT_CEILING_MICRO_USDC = 1_000_000
-DEFAULT_AGENT_DAILY_BUDGET_MICRO_USDC = 3_000_000
-
-
-class SpendLimits(Section):
-    """The ``[marketplace]`` keys of the purchase ceiling and the agent's daily budget, in micro-USDC."""
-
-    # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC);
-    # only the person may pass a --max-price above it (the agent never spends past it).
-    max_purchase_micro_usdc: int = Field(default=DEFAULT_CEILING_MICRO_USDC, ge=1, le=10**12)
-    # What the agent's purchases of the last 24 hours may add up to; the person's do not count.
-    agent_daily_budget_micro_usdc: int = Field(default=DEFAULT_AGENT_DAILY_BUDGET_MICRO_USDC, ge=0, le=10**12)
 
 
 def purchase_cap(

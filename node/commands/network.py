@@ -1,4 +1,5 @@
-"""The network commands, run on the P2P part: peers, dialing a peer, and the cortisol weather."""
+"""The network commands, run on the network service (``p2p.services.network``): peers, dialing a
+peer, and the cortisol weather."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from p2p.trust.peer_listing import PEERS_LISTED
 
 
 class NetworkHost(Protocol):
-    """What the network commands need of the P2P part (``node.parts.p2p.P2PPart``)."""
+    """What the network commands need of the network (``p2p.services.network.NetworkService``)."""
 
     async def peer_listing(self, limit: int) -> list[dict[str, Any]]: ...
 
@@ -42,7 +43,7 @@ class WeatherArgs(Request):
     reason: str = Field(min_length=1, max_length=280)
 
 
-NETWORK = CommandSet("p2p")
+NETWORK = CommandSet("network")
 commands = NETWORK.command
 
 

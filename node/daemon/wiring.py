@@ -47,7 +47,7 @@ def build_parts(
         market = MarketPart(ctx, supervisor, memory, p2p)
         p2p_details = p2p.details
         parts += [p2p, market]
-        hosts: dict[str, Any] = {"memory": memory, "p2p": p2p, **market.hosts()}
+        hosts: dict[str, Any] = {"memory": memory, "p2p": p2p, **market.hosts(), "network": p2p.network}
     else:  # recording and pricing a skill still work: peers' ratings come from the trust file
         hosts = file_hosts(memory, ctx.config, ctx.paths)
     hosts["node"] = _StatusHost(status)

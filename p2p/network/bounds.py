@@ -12,22 +12,45 @@ from __future__ import annotations
 import ipaddress
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from ground.settings import Section, SettingError
 
 #: An IPv6 host usually holds a whole /64, so it counts as one address.
 IPV6_PREFIX = 64
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionBounds:
-    max_connections: int = 128  # established and being established, both directions
-    max_inbound: int = 96  # of those, inbound: the rest stays free for the dials this node makes
-    per_ip: int = 8  # inbound, from one IPv4 address or IPv6 /64
-    per_peer: int = 2  # connections with one peer
-    max_streams: int = 1024
-    streams_per_peer: int = 64  # inbound, held at once; also the burst of the rate below
-    stream_opens_per_s: float = 8.0  # inbound, from one peer: past this it is flooding and is banned
-    handshake_s: float = 10.0  # for a connection's security and muxer handshake, and a stream's protocol
+class ConnectionBounds(Section):
+    """What any remote peer may hold of this node: connections in all and of them inbound (the rest
+    stays free for the dials this node makes), inbound connections per IP (an IPv6 /64 is one),
+    connections per peer, inbound streams in all and per peer (also the burst of the rate), how fast
+    a peer may open them (past it, it is flooding and is banned), and how long a connection's
+    handshake or a stream's protocol choice may take."""
+
+    max_connections: int = Field(default=128, ge=8, le=100_000)
+    max_inbound_connections: int = Field(default=96, ge=1, le=100_000)
+    connections_per_ip: int = Field(default=8, ge=1, le=100_000)
+    connections_per_peer: int = Field(default=2, ge=1, le=64)
+    max_streams: int = Field(default=1_024, ge=64, le=1_000_000)
+    streams_per_peer: int = Field(default=64, ge=8, le=100_000)
+    stream_opens_per_peer_per_s: float = Field(default=8.0, gt=0, le=100_000)
+    handshake_s: float = Field(default=10.0, ge=1, le=120)
+
+    @model_validator(mode="after")
+    def _inbound_within_total(self) -> Self:
+        if self.max_inbound_connections > self.max_connections:
+            raise SettingError("need max_inbound_connections <= max_connections")
+        return self
+
+
+class PeerStoreBounds(Section):
+    """The peers this node remembers across restarts (and whose relays it notes), and of them, how
+    many one neighbour may have told of that a handshake has not yet proven: dialled, not kept."""
+
+    peer_store_size: int = Field(default=1_000, ge=10, le=100_000)
+    peer_store_per_source: int = Field(default=64, ge=1, le=100_000)
 
 
 class RefusalCounts:

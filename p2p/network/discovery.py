@@ -38,6 +38,7 @@ from ground import failpoints, json_text
 from ground.events import get_logger
 from p2p.errors import InvalidValue, ProtocolRefused
 from p2p.network.scope import LocalNetworks, dialable_from, host_ip, interface_networks
+from p2p.network.settings import DiscoverySettings
 
 T = TypeVar("T")
 log = get_logger("p2p.discovery")
@@ -49,15 +50,6 @@ MAX_ANSWER_BYTES = 32_768
 ASK_INTERVAL_MS = 10_000  # a peer is answered at most this often
 ASKS_PER_ROUND = 3  # neighbours asked in a round below the target number of connections
 UNDIALABLE = ("/ip4/0.0.0.0/", "/ip6/::/")
-
-
-@dataclass(frozen=True, slots=True)
-class DiscoverySettings:
-    target_peers: int = 8
-    discover_s: float = 15.0
-    store_size: int = 1_000
-    dial_timeout_s: float = 10.0
-    peers_per_source: int = 64  # peers heard of from one neighbour and not yet proven ([p2p] peer_store_per_source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,14 +200,16 @@ class PeerDiscovery:
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         rng: random.Random | None = None,
         interfaces: Callable[[], list[tuple[str, str]]] = interface_networks,
+        dial_timeout_s: float = 10.0,
     ) -> None:
         self._host = host
+        self._dial_timeout_s = dial_timeout_s
         self.settings = settings
         self.store = store
         self._me = me
         self._now_ms = now_ms
         self._rng = rng or random.Random()  # noqa: S311 - which neighbour to ask: no secret in it
-        self._limiter = AskLimiter(4 * settings.store_size)
+        self._limiter = AskLimiter(4 * settings.peer_store_size)
         self._interfaces = interfaces
         self.learned = 0  # peers first heard of through an exchange, since start
         self.dialled = 0  # connections this loop made
@@ -259,7 +253,7 @@ class PeerDiscovery:
 
     async def _ask(self, neighbour: str, now: int) -> None:
         try:
-            raw = await self._host.request(neighbour, PROTOCOL, b"", timeout_s=self.settings.dial_timeout_s)
+            raw = await self._host.request(neighbour, PROTOCOL, b"", timeout_s=self._dial_timeout_s)
             sample = decode(raw, now)
         except ProtocolRefused:  # a peer of another kind (js-libp2p, go-libp2p): it keeps its connection
             log.debug("p2p.peer_exchange_not_spoken", peer=neighbour)
@@ -279,7 +273,7 @@ class PeerDiscovery:
     async def _dial(self, peer: KnownPeer) -> bool:
         for addr in peer.addrs:
             try:
-                await asyncio.wait_for(self._host.connect(f"{addr}/p2p/{peer.peer_id}"), self.settings.dial_timeout_s)
+                await asyncio.wait_for(self._host.connect(f"{addr}/p2p/{peer.peer_id}"), self._dial_timeout_s)
                 self.store.learn([KnownPeer(peer.peer_id, (addr,), self._now_ms())])  # the handshake proved it there
                 return True
             except Exception as exc:  # noqa: BLE001 - gone, moved or behind a NAT: the next address, or peer

@@ -22,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import multiaddr
 import trio
 
 from p2p.network.punch import guarded_dcutr
+from p2p.network.settings import RelaySettings
 
 _log = logging.getLogger("p2p.relay")
 Reachability = Literal["unknown", "public", "private"]
@@ -38,16 +38,8 @@ MAX_NOTED_PEERS = 1_000
 MAX_RELAYS_A_PEER = 4
 
 
-@dataclass(frozen=True, slots=True)
-class RelaySettings:
-    offer: bool = False  # relay for others ([p2p] relay_service)
-    max_reservations: int = 32
-    max_circuits: int = 16
-    circuit_s: int = 120
-    circuit_bytes: int = 1 << 20
-    reachability: Literal["auto", "public", "private"] = "auto"
-    check_s: float = 300.0  # how often reachability is asked again, and reservations renewed
-    noted_peers: int = MAX_NOTED_PEERS  # peers whose relays are remembered (``RelayBook``; [p2p] peer_store_size)
+#: How often reachability is asked again, and reservations renewed.
+CHECK_S = 300.0
 
 
 class RelayBook:
@@ -94,20 +86,20 @@ class Traversal:
         self._host = host
         self._candidates = relay_candidates
         limits = RelayLimits(
-            duration=settings.circuit_s,
-            data=settings.circuit_bytes,
-            max_circuit_conns=settings.max_circuits,
-            max_reservations=settings.max_reservations,
+            duration=settings.relay_circuit_s,
+            data=settings.relay_circuit_bytes,
+            max_circuit_conns=settings.relay_max_circuits,
+            max_reservations=settings.relay_max_reservations,
         )
-        roles = RelayRole.STOP | RelayRole.CLIENT | (RelayRole.HOP if settings.offer else RelayRole(0))
-        self._protocol = CircuitV2Protocol(host, limits=limits, allow_hop=settings.offer)
+        roles = RelayRole.STOP | RelayRole.CLIENT | (RelayRole.HOP if settings.relay_service else RelayRole(0))
+        self._protocol = CircuitV2Protocol(host, limits=limits, allow_hop=settings.relay_service)
         self._transport = CircuitV2Transport(host, self._protocol, RelayConfig(roles=roles, limits=limits))
         self._autonat = AutoNATService(host, serve=True)
         # over a relayed connection, both ends try to punch through, to public addresses only
         self._dcutr = guarded_dcutr(host)
         # The library's HOP handler grants a reservation whatever ``allow_hop`` says: registered only
         # on a node that relays, a stranger's HOP stream to any other is refused at negotiation.
-        if settings.offer:
+        if settings.relay_service:
             host.set_stream_handler(PROTOCOL_ID, self._protocol._handle_hop_stream)
         host.set_stream_handler(STOP_PROTOCOL_ID, self._protocol._handle_stop_stream)
         self._hop = PROTOCOL_ID
@@ -115,7 +107,7 @@ class Traversal:
         self.reserved: dict[str, int] = {}  # relay peer id -> reservation expiry (unix s)
         self.refused_by: set[str] = set()  # relays that would not give us a slot when last asked
         # a peer behind a NAT holds its slot on a relay of its own, which may be none of ours
-        self.relay_book = RelayBook(settings.noted_peers)
+        self.relay_book = RelayBook(settings.peer_store_size)
 
     @contextlib.asynccontextmanager
     async def running(self, nursery: trio.Nursery) -> AsyncIterator[None]:
@@ -130,7 +122,7 @@ class Traversal:
     def details(self) -> dict[str, Any]:
         return {
             "reachability": self.reachability,
-            "relay_service": self.settings.offer,
+            "relay_service": self.settings.relay_service,
             "reserved_on": sorted(self.reserved),
             "refused_by": sorted(self.refused_by),
             # hole punches (DCUtR) tried over the relayed connections open now
@@ -192,7 +184,7 @@ class Traversal:
                 for info in candidates:
                     await self._reserve(info.peer_id, nursery)
             undecided = self.reachability == "unknown"  # asked again soon: more bootstrap peers may answer
-            await trio.sleep(min(self.settings.check_s, 30.0) if undecided else self.settings.check_s)
+            await trio.sleep(min(CHECK_S, 30.0) if undecided else CHECK_S)
 
     async def _ask_reachability(self, servers: list[Any]) -> None:
         from libp2p.host.autonat.autonat import AutoNATStatus

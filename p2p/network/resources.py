@@ -6,7 +6,7 @@ with its own defaults (1,000 connections, 10,000 streams, 250 inbound, no per-IP
 bound). Two things the library lacks are added here, beside it, without touching its internals:
 
 - **per IP**: every inbound connection, pending or established, from one IPv4 address or IPv6 /64
-  counts against ``per_ip``. The library's per-subnet limiter only knows networks named in advance;
+  counts against ``connections_per_ip``. The library's per-subnet limiter only knows networks named in advance;
   this one keys on the address the connection came from. What this node dials is its own choice and
   is not counted.
 - **streams per peer**: inbound streams from one peer count against ``streams_per_peer``, on top of
@@ -97,7 +97,7 @@ class BoundedResources(ResourceManager):
     """The library's resource manager with the per-IP and per-peer stream bounds added.
 
     Inbound streams from a peer are bounded twice: how many it holds at once (``streams_per_peer``)
-    and how fast it opens them (``stream_opens_per_s``, with a burst of ``streams_per_peer``). A peer
+    and how fast it opens them (``stream_opens_per_peer_per_s``, with a burst of ``streams_per_peer``). A peer
     past the rate is flooding, since no honest peer opens streams that fast, and ``on_flood`` is told
     (with its peer id) so the host bans it and closes its connection. Refusing alone would not bound
     memory: the muxer keeps a refused stream's buffered bytes for a minute, and 10,000 streams of
@@ -107,11 +107,11 @@ class BoundedResources(ResourceManager):
         super().__init__(
             limits=ResourceLimits(max_connections=bounds.max_connections, max_streams=bounds.max_streams),
             connection_limits=ConnectionLimits(
-                max_pending_inbound=bounds.max_inbound,
+                max_pending_inbound=bounds.max_inbound_connections,
                 max_pending_outbound=bounds.max_connections,
-                max_established_inbound=bounds.max_inbound,
+                max_established_inbound=bounds.max_inbound_connections,
                 max_established_outbound=bounds.max_connections,
-                max_established_per_peer=bounds.per_peer,
+                max_established_per_peer=bounds.connections_per_peer,
                 max_established_total=bounds.max_connections,
             ),
             enable_metrics=False,
@@ -121,13 +121,13 @@ class BoundedResources(ResourceManager):
         )
         self.bounds = bounds
         self.refusals = RefusalCounts()
-        self.per_address = PerAddressLimiter(bounds.per_ip)
+        self.per_address = PerAddressLimiter(bounds.connections_per_ip)
         self.cidr_limiter = self.per_address
         self._inbound_streams: dict[str, int] = {}
         # Kept for as many peers as there may be connections, and twice that: a flood of fresh peer ids
         # empties it (ground.rates), which costs a flooder nothing it could not have had by reconnecting.
         self._opens = TokenBuckets(
-            RateLimit(bounds.stream_opens_per_s, bounds.streams_per_peer), max_keys=2 * bounds.max_connections
+            RateLimit(bounds.stream_opens_per_peer_per_s, bounds.streams_per_peer), max_keys=2 * bounds.max_connections
         )
         self._on_flood = on_flood
 
@@ -189,16 +189,16 @@ class BoundedResources(ResourceManager):
 
 
 def connection_config(bounds: ConnectionBounds) -> ConnectionConfig:
-    """The swarm's own caps, from the same bounds: it keeps ``max_connections - max_inbound`` slots for
+    """The swarm's own caps, from the same bounds: it keeps ``max_connections - max_inbound_connections`` slots for
     dials out, and gives a handshake and a stream's protocol negotiation ``handshake_s``."""
-    reserved_for_dials = bounds.max_connections - bounds.max_inbound
+    reserved_for_dials = bounds.max_connections - bounds.max_inbound_connections
     return ConnectionConfig(
         max_connections=bounds.max_connections,
         min_connections=reserved_for_dials,
         # Its auto-dialer reads the watermarks, and it refuses them out of order: min <= low <= high <= max.
         low_watermark=max(reserved_for_dials, min(100, bounds.max_connections)),
         high_watermark=bounds.max_connections,
-        max_connections_per_peer=bounds.per_peer,
+        max_connections_per_peer=bounds.connections_per_peer,
         inbound_upgrade_timeout=bounds.handshake_s,
         inbound_stream_protocol_negotiation_timeout=bounds.handshake_s,
     )

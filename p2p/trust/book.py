@@ -53,6 +53,7 @@ from pathlib import Path
 from p2p.errors import InvalidValue
 from p2p.trust.eigentrust import EigenTrustResult, eigentrust
 from p2p.trust.floors import Evidence, TrustFloors
+from p2p.trust.limits import TrustLimits
 
 TRUSTED_AT = 0.6
 UNTRUSTED_BELOW = 0.2
@@ -73,18 +74,6 @@ _LEVEL_ORDER = {
 
 #: Levels whose attestations count and whose content skips quarantine.
 STANDING_LEVELS = frozenset({TrustLevel.TRUSTED, TrustLevel.VERIFIED})
-
-
-@dataclass(frozen=True, slots=True)
-class TrustLimits:
-    max_attesters: int = 256
-    max_ratings_per_attester: int = 256
-    max_tracked_peers: int = 10_000
-    time_budget_s: float = 2.0
-
-    def max_file_bytes(self) -> int:
-        """A trust file larger than the limits allow is not ours to load (about 200 bytes a rating)."""
-        return 1_000_000 + 200 * (self.max_attesters * self.max_ratings_per_attester + self.max_tracked_peers)
 
 
 @dataclass(slots=True)
@@ -154,7 +143,7 @@ def _run(snapshot: TrustSnapshot, attesters: Iterable[bytes]) -> tuple[EigenTrus
     }
     graph[snapshot.me] = {peer: milli / 1000 for peer, milli in own_ratings(snapshot.me, snapshot.outcomes)}
     anchors = snapshot.management | {snapshot.me}
-    result = eigentrust(graph, anchors, time_budget_s=snapshot.limits.time_budget_s)
+    result = eigentrust(graph, anchors, time_budget_s=snapshot.limits.eigentrust_budget_s)
     top = max((v for k, v in result.scores.items() if k not in anchors), default=0.0) or 1.0
     out: dict[bytes, PeerTrust] = {}
     for peer in set(result.scores) | set(snapshot.outcomes):

@@ -6,9 +6,9 @@ peer that is not an anchor, so one recorded execution, or one minimum purchase, 
 ``trusted`` wherever it was the best-rated peer. On top of the score, a peer needs evidence of
 this node's own, in absolute terms:
 
-- on at least ``min_days`` distinct days (the relationship has lasted, and was not one burst);
-- either ``min_executions`` successful runs of its skills that the person released (held content
-  earns nothing), or ``min_paid_micro_usdc`` paid to it for purchases that completed.
+- on at least ``trusted_min_days`` distinct days (the relationship has lasted, and was not one burst);
+- either ``trusted_min_executions`` successful runs of its skills that the person released (held
+  content earns nothing), or ``trusted_min_paid_micro_usdc`` paid to it for purchases that completed.
 
 Verification by a management key is another road (``book._level``), and evidence against a peer
 still makes it ``untrusted`` whatever the floors.
@@ -18,18 +18,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
+from ground.settings import Section
+
 DAY_MS = 86_400_000
 
 
-@dataclass(frozen=True, slots=True)
-class TrustFloors:
-    min_days: int = 3
-    min_executions: int = 3
-    min_paid_micro_usdc: int = 1_000_000
+class TrustFloors(Section):
+    """What this node must have seen of a peer itself before the peer is trusted: good evidence on
+    so many distinct days, and so many runs of its released skills that worked or so much paid to
+    it for completed purchases. A score alone is cheap to move."""
+
+    trusted_min_days: int = Field(default=3, ge=0, le=3_650)
+    trusted_min_executions: int = Field(default=3, ge=0, le=1_000_000)
+    trusted_min_paid_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
 
 
 #: No floors: for the unit tests of the scores themselves, and nothing else.
-NO_FLOORS = TrustFloors(0, 0, 0)
+NO_FLOORS = TrustFloors(trusted_min_days=0, trusted_min_executions=0, trusted_min_paid_micro_usdc=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,7 @@ class Evidence:
         )
 
     def meets(self, floors: TrustFloors) -> bool:
-        return len(self.days) >= floors.min_days and (
-            self.executions_ok >= floors.min_executions or self.paid_micro_usdc >= floors.min_paid_micro_usdc
+        return len(self.days) >= floors.trusted_min_days and (
+            self.executions_ok >= floors.trusted_min_executions
+            or self.paid_micro_usdc >= floors.trusted_min_paid_micro_usdc
         )

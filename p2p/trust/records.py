@@ -15,7 +15,8 @@ from pathlib import Path
 
 from memory.storage.store import MemoryStore
 from p2p.errors import InvalidValue
-from p2p.trust.book import Outcomes, TrustBook, TrustLimits
+from p2p.trust.book import Outcomes, TrustBook
+from p2p.trust.limits import TrustLimits
 
 _OUTCOME_FIELDS = [f.name for f in fields(Outcomes)]
 _OWN_WEATHER_SEQ = "own_weather_seq"

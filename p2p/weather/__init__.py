@@ -30,8 +30,7 @@ from typing import Any, Protocol
 
 from crypto.envelope import Envelope
 from ground.wire import Wire, whole, words
-from memory.dynamics.endocrine import Endocrine
-from memory.dynamics.hormones import NetworkOverride
+from memory.dynamics.hormones import HormonalState, NetworkOverride
 from p2p.kinds import Gate, GossipKind, Lane, Refusal
 from p2p.topics import WEATHER_TOPIC
 from p2p.verdicts import Reason
@@ -185,6 +184,17 @@ def renewal_of(announced: Announced, now_ms: int) -> Renewal | None:
     return Renewal(announced.level_milli, duration_s, announced.reason, announced.until_ms - duration_s * 1000)
 
 
+class CortisolFloor(Protocol):
+    """What weather needs of the hormones (``memory.dynamics.endocrine.Endocrine`` is one): the
+    override they hold, and setting or clearing it. Nothing else of the memory."""
+
+    def state(self) -> HormonalState: ...
+
+    async def apply_override(self, override: NetworkOverride) -> None: ...
+
+    async def clear_override(self) -> None: ...
+
+
 class HaltHolder(Protocol):
     """Where the halt of skills from authors below trusted is read (the validator)."""
 
@@ -197,7 +207,7 @@ class NetworkWeather:
     def __init__(
         self,
         halt: HaltHolder,
-        endocrine: Callable[[], Endocrine | None],
+        endocrine: Callable[[], CortisolFloor | None],
         saved: Callable[[], Awaitable[None]],
         sequences: WeatherSequences | None = None,
     ) -> None:

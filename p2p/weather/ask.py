@@ -33,6 +33,7 @@ from ground.errors import FieldError
 from ground.events import get_logger
 from ground.rates import RateLimit, TokenBuckets
 from p2p.errors import InvalidValue, RequestFailed
+from p2p.settings import AskSettings
 from p2p.weather import KIND_WEATHER, WEATHER, Weather, WeatherSequences
 
 log = get_logger("p2p.weather")
@@ -42,13 +43,6 @@ PROTOCOL = "/bitterbot/weather-newest/1"
 MAX_ANSWER_BYTES = 4_096
 ANSWER_BURST = 5
 KEY_BYTES = 32
-
-
-@dataclass(frozen=True, slots=True)
-class AskSettings:
-    peers: int = 3  # connected peers asked besides the issuer ([p2p] weather_ask_peers)
-    timeout_s: float = 5.0  # for each answer ([p2p] weather_ask_timeout_s)
-    answers_per_peer_per_s: float = 1.0  # answers given to one asker ([p2p] weather_answers_per_peer_per_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +95,7 @@ class WeatherAnswers:
         self, sequences: WeatherSequences, settings: AskSettings, *, now_ms: Callable[[], int] = wall_clock_ms
     ) -> None:
         self._sequences = sequences
-        self._limiter = TokenBuckets(RateLimit(settings.answers_per_peer_per_s, ANSWER_BURST), max_keys=10_000)
+        self._limiter = TokenBuckets(RateLimit(settings.weather_answers_per_peer_per_s, ANSWER_BURST), max_keys=10_000)
         self._now_ms = now_ms
         self.answered = 0
         self.refused = 0  # askers over their rate
@@ -156,17 +150,19 @@ def asker(host: Requester, settings: AskSettings, rng: random.Random | None = No
 async def ask_peers(
     host: Requester, connected: list[str], issuer: bytes, settings: AskSettings, rng: random.Random
 ) -> list[Heard]:
-    """Ask the issuer (if among ``connected``) and ``settings.peers`` others of ``connected``, at once."""
+    """Ask the issuer (if among ``connected``) and ``settings.weather_ask_peers`` others of ``connected``, at once."""
     issuer_peer = peer_id_from_ed25519(issuer)
     others = [peer for peer in connected if peer != issuer_peer]
-    asked = ([issuer_peer] if issuer_peer in connected else []) + rng.sample(others, min(settings.peers, len(others)))
+    sample = rng.sample(others, min(settings.weather_ask_peers, len(others)))
+    asked = ([issuer_peer] if issuer_peer in connected else []) + sample
     answers = await asyncio.gather(*(_ask_one(host, peer, issuer, settings) for peer in asked))
     return [heard for heard in answers if heard is not None]
 
 
 async def _ask_one(host: Requester, peer: str, issuer: bytes, settings: AskSettings) -> Heard | None:
     try:
-        raw = await host.request(peer, PROTOCOL, issuer, timeout_s=settings.timeout_s, max_bytes=MAX_ANSWER_BYTES)
+        timeout_s = settings.weather_ask_timeout_s
+        raw = await host.request(peer, PROTOCOL, issuer, timeout_s=timeout_s, max_bytes=MAX_ANSWER_BYTES)
         newest = read_answer(raw, issuer)
     except (TimeoutError, RequestFailed, EnvelopeError, FieldError, InvalidValue) as exc:
         # Not an answer: the decision goes on without it (a withheld newest weather, at worst).

@@ -22,7 +22,8 @@ from marketplace.exchange.advice import purchase_advice, sale_advice
 from marketplace.exchange.buyer import Buyer, Deal
 from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST, DeliveryRequest
-from marketplace.exchange.seller import COMMIT_AFTER_S, SellerLimits
+from marketplace.exchange.seller import COMMIT_AFTER_S
+from marketplace.limits import SellerLimits
 from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, funds
 from tests.marketplace.test_arbitration import SellerThatCommitsGarbage
 from tests.marketplace.test_purchase import PRICE, BuyerThatNeverReleases, Side, close, terms_of, trade

@@ -27,11 +27,12 @@ from marketplace.exchange.protocol import (
     QuoteRequest,
     seal_skill,
 )
-from marketplace.exchange.seller import COMMIT_AFTER_S, Seller, SellerLimits
+from marketplace.exchange.seller import COMMIT_AFTER_S, Seller
 from marketplace.exchange.wallet_proof import wallet_proof
 from marketplace.gossip.endorsement import ENDORSEMENT, KIND_SKILL_ENDORSEMENT, SkillEndorsement, record_endorsement
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, listing_of, record_listing
 from marketplace.gossip.skill_bytes import skill_hash
+from marketplace.limits import SellerLimits
 from memory.model import Crystal, NewCrystal, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import by_content_hash
 from tests.marketplace.conftest import funds, idle

@@ -14,8 +14,8 @@ from marketplace.exchange.deals import (
     Sales,
     SaleState,
 )
-from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.quote_slots import OpenQuotes
+from marketplace.limits import DeadlineBounds
 from memory.intake.store import IntakeStore
 
 PID = bytes(range(32))

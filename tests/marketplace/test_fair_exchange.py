@@ -18,9 +18,9 @@ from marketplace.errors import PurchaseError
 from marketplace.escrow import Escrow
 from marketplace.exchange.buyer import Buyer
 from marketplace.exchange.deals import Purchases, PurchaseState, Sales, SaleState
-from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.protocol import KIND_QUOTE
 from marketplace.exchange.seller import COMMIT_AFTER_S
+from marketplace.limits import DeadlineBounds
 from memory.model import content_hash
 from memory.storage.crystal_queries import by_content_hash
 from tests.marketplace.conftest import funds

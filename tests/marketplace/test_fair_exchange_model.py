@@ -69,7 +69,8 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.crystal_queries import by_content_hash
-from p2p.host import HostSettings, P2PHost
+from p2p.host import P2PHost
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from tests.marketplace.conftest import ANVIL, ARBITER, NO_ANVIL, anvil_process, idle, need_fiattoken
@@ -182,7 +183,7 @@ class Node:
     async def open(self) -> None:
         self.store = await IntakeStore.open(self.tmp / f"{self.name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
         self.host = P2PHost(self.identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(),
-                            HostSettings(degree=3, degree_low=1, degree_high=6))  # fmt: skip
+                            HostSettings(listen=LOOPBACK, degree=3, degree_low=1, degree_high=6))  # fmt: skip
         self.build_market()
 
         async def answer(peer: str, request: bytes) -> bytes:  # looks the market up: a restart replaces it

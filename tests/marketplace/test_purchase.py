@@ -28,14 +28,16 @@ from marketplace.exchange.ledger import (
 )
 from marketplace.exchange.market import Market
 from marketplace.exchange.protocol import KIND_DELIVERY_REQUEST, PROTOCOL, DeliveryRequest, QuoteRequest, quote_of
-from marketplace.exchange.seller import COMMIT_AFTER_S, QUOTE_VALID_MS, Seller, SellerLimits
+from marketplace.exchange.seller import COMMIT_AFTER_S, QUOTE_VALID_MS, Seller
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
+from marketplace.limits import SellerLimits
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
-from p2p.host import HostSettings, P2PHost
+from p2p.host import P2PHost
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 from tests.marketplace.conftest import funds
@@ -112,7 +114,7 @@ async def make_side(
         identity,
         MessageValidator(TrustAnchors(), kinds=every_kind()),
         PenaltyBox(),
-        HostSettings(degree=3, degree_low=1, degree_high=6),
+        HostSettings(listen=LOOPBACK, degree=3, degree_low=1, degree_high=6),
     )
     clock = MovableClock()
     market = Market(identity, wallet, store, chain, host, payment=payment, limits=limits, clock=clock,
@@ -381,7 +383,7 @@ async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool =
     await side.store.close()
     # what the process left on disk
     store = await IntakeStore.open(side.store.path, HashingEmbedder(), schemas=(MARKET_SCHEMA,))
-    settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
+    settings = HostSettings(listen=[f"/ip4/127.0.0.1/tcp/{port}"], degree=3, degree_low=1, degree_high=6)
     host = P2PHost(side.identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings)
     market = Market(side.identity, side.wallet, store, chain, host, clock=side.clock)
     host.serve(PROTOCOL, market.answer)

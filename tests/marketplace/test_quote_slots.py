@@ -21,8 +21,8 @@ from marketplace.chain import Chain
 from marketplace.chain_types import Account
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
 from marketplace.exchange.quote_slots import FundsCache, OpenQuotes, Slot, quote_refusal
-from marketplace.exchange.seller import SellerLimits
 from marketplace.exchange.wallet_proof import proven_wallet, wallet_proof
+from marketplace.limits import SellerLimits
 from tests.marketplace.test_purchase import PRICE, Side, close, trade
 
 FLOOD = 40

@@ -14,7 +14,8 @@ from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.exchange.market import ESCROW_WINDOW_S
 from marketplace.exchange.protocol import KIND_ERROR, KIND_QUOTE, KIND_QUOTE_REQUEST
-from marketplace.exchange.seller import QUOTE_VALID_MS, SellerLimits
+from marketplace.exchange.seller import QUOTE_VALID_MS
+from marketplace.limits import SellerLimits
 from tests.marketplace.test_purchase import Side, SilentSeller, close, trade
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)

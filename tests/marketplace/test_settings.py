@@ -9,9 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from ground.authority import Speaker
-from marketplace.exchange.party import DeadlineBounds
-from marketplace.exchange.seller import SellerLimits
-from marketplace.exchange.spending import SpendLimits, purchase_cap
+from marketplace.exchange.spending import purchase_cap
+from marketplace.limits import DeadlineBounds, SellerLimits, SpendLimits
 from marketplace.pricing import PriceInputs, PriceSettings, price
 from marketplace.settings import ChainSettings, MarketplaceSettings
 from node.config_loading import load_config

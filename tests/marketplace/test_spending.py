@@ -15,7 +15,8 @@ from ground.authority import NotAllowed, Speaker
 from marketplace.chain import Chain
 from marketplace.errors import PurchaseError, SpendRefused
 from marketplace.exchange.deals import Purchases, PurchaseState
-from marketplace.exchange.spending import DAY_MS, Spending, SpendLimits, purchase_cap
+from marketplace.exchange.spending import DAY_MS, Spending, purchase_cap
+from marketplace.limits import SpendLimits
 from memory.intake.store import IntakeStore
 from tests.marketplace.test_purchase import PRICE, close, trade
 

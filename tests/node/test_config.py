@@ -12,7 +12,7 @@ from node.config import Config
 from node.config_loading import load_config
 from node.errors import ConfigError
 from node.paths import choose_config_path, choose_data_dir
-from p2p.network.discovery import DiscoverySettings
+from p2p.network.settings import DiscoverySettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -167,7 +167,7 @@ def test_config_and_data_dir_precedence(tmp_path: Path) -> None:
 
 def test_peers_heard_per_source_is_one_setting_of_the_p2p_section() -> None:
     """``[p2p] peer_store_per_source``: how many unproven peers one neighbour may have told of (issue 48)."""
-    assert load_config(None, {}).config.p2p.peer_store_per_source == DiscoverySettings().peers_per_source
+    assert load_config(None, {}).config.p2p.peer_store_per_source == DiscoverySettings().peer_store_per_source
     loaded = load_config(None, {"BITTERBOT_P2P__PEER_STORE_PER_SOURCE": "5"})
     assert loaded.config.p2p.peer_store_per_source == 5
 

@@ -15,9 +15,10 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
-from p2p.host import HostSettings, P2PHost
-from p2p.network.discovery import PROTOCOL, DiscoverySettings, KnownPeer, PeerDiscovery, PeerStore, proven_addrs
+from p2p.host import P2PHost
+from p2p.network.discovery import PROTOCOL, KnownPeer, PeerDiscovery, PeerStore, proven_addrs
 from p2p.network.scope import LocalNetworks, may_dial
+from p2p.network.settings import LOOPBACK, DiscoverySettings, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -105,12 +106,12 @@ async def test_a_hostile_neighbour_cannot_make_the_node_dial_or_keep_addresses_o
     async def tell(_asker: str, _request: bytes) -> bytes:
         return answer
 
-    neighbour = _host(HostSettings())
+    neighbour = _host(HostSettings(listen=LOOPBACK))
     neighbour.serve(PROTOCOL, tell)
     await neighbour.start()
-    node = _host(HostSettings(bootstrap=(f"{neighbour.listen_addrs[0]}/p2p/{neighbour.peer_id}",)))
+    node = _host(HostSettings(listen=LOOPBACK, bootstrap=[f"{neighbour.listen_addrs[0]}/p2p/{neighbour.peer_id}"]))
     store = PeerStore(tmp_path / "peers.json", size=100)
-    discovery = PeerDiscovery(node, DiscoverySettings(target_peers=2, dial_timeout_s=2), store, me=node.peer_id)
+    discovery = PeerDiscovery(node, DiscoverySettings(target_peers=2), store, me=node.peer_id, dial_timeout_s=2)
     try:
         await node.start()
         async with asyncio.timeout(30):  # a bound on a hung dial, not a time to meet

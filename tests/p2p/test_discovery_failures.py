@@ -15,8 +15,9 @@ from crypto.identity import Identity
 from ground import failpoints
 from marketplace.gossip.kinds import every_kind
 from node.runtime.lifecycle import TaskSupervisor
-from p2p.host import HostSettings, P2PHost
-from p2p.network.discovery import PROTOCOL, DiscoverySettings, PeerDiscovery, PeerStore
+from p2p.host import P2PHost
+from p2p.network.discovery import PROTOCOL, PeerDiscovery, PeerStore
+from p2p.network.settings import LOOPBACK, DiscoverySettings, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -28,7 +29,7 @@ def _host(settings: HostSettings | None = None) -> P2PHost:
         Identity.generate(),
         MessageValidator(TrustAnchors(), kinds=every_kind()),
         PenaltyBox(),
-        settings or HostSettings(),
+        settings or HostSettings(listen=LOOPBACK),
     )
 
 
@@ -65,7 +66,7 @@ async def test_a_discovery_round_cut_off_mid_way_is_restarted_counted_and_leaves
     node = _host()
     store = PeerStore(tmp_path / "peers.json", size=100)
     discovery = PeerDiscovery(
-        node, DiscoverySettings(target_peers=10, dial_timeout_s=10, discover_s=0.05), store, me=node.peer_id
+        node, DiscoverySettings(target_peers=10, discover_s=1), store, me=node.peer_id, dial_timeout_s=10
     )
     left_running: list[int] = []
 

@@ -15,19 +15,20 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from ground.errors import WiringError
-from ground.rates import RateLimit
 from marketplace.gossip.kinds import every_kind
 from p2p.errors import ProtocolRefused, RequestFailed
-from p2p.host import HostSettings, P2PHost
+from p2p.host import P2PHost
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox, PenaltySettings
+from p2p.settings import GossipRates
 from p2p.topics import SKILLS_TOPIC, WEATHER_TOPIC
-from p2p.validation import MessageValidator, Outcome, ValidatorSettings
+from p2p.validation import MessageValidator, Outcome
 from p2p.verdicts import POLICY, Reason, Verdict
 from tests.p2p.conftest import listing, skill_envelope, wall_ms, weather_envelope
 
 pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"` skips them)
 
-SMALL_MESH = HostSettings(degree=3, degree_low=2, degree_high=6)
+SMALL_MESH = HostSettings(listen=LOOPBACK, degree=3, degree_low=2, degree_high=6)
 
 
 class RogueValidator(MessageValidator):
@@ -85,7 +86,7 @@ async def test_junk_is_rejected_at_the_first_hop_and_never_reaches_the_third_nod
         rogue_v,
         MessageValidator(TrustAnchors([manager.public_key]), kinds=every_kind()),
         MessageValidator(TrustAnchors([manager.public_key]), kinds=every_kind()),
-        penalties=PenaltySettings(threshold=10_000),  # keep the rogue connected: every message gets judged
+        penalties=PenaltySettings(penalty_threshold=10_000),  # keep the rogue connected: every message gets judged
     )
     try:
         me, now = rogue._identity, wall_ms()
@@ -266,24 +267,27 @@ async def test_an_attacker_routing_through_two_honest_relays_leaves_them_their_s
     envelope enters through both relays (the receiver sees a replay), then a burst through relay_1
     that only the receiver's own, stricter rate refuses. Neither is the relays' doing."""
     attacker = Identity.generate()
-    relay_settings = ValidatorSettings(skill_rate=RateLimit(per_s=5.0, burst=60))
+    relay_settings = GossipRates(skill_rate_per_s=5.0, skill_burst=60)
     # Next to no refill: what the receiver refuses must not depend on how fast a loaded machine delivers.
     # Its burst leaves room for a few replay rounds (each spends one or two tokens) before the burst.
-    strict = ValidatorSettings(skill_rate=RateLimit(per_s=0.01, burst=12))
+    strict = GossipRates(skill_rate_per_s=0.01, skill_burst=12)
     hosts = [
         P2PHost(attacker, RogueValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH),
         P2PHost(
             Identity.generate(),
-            MessageValidator(TrustAnchors(), relay_settings, kinds=every_kind()),
+            MessageValidator(TrustAnchors(), rates=relay_settings, kinds=every_kind()),
             PenaltyBox(),
             SMALL_MESH,
         ),
         P2PHost(
-            Identity.generate(), MessageValidator(TrustAnchors(), strict, kinds=every_kind()), PenaltyBox(), SMALL_MESH
+            Identity.generate(),
+            MessageValidator(TrustAnchors(), rates=strict, kinds=every_kind()),
+            PenaltyBox(),
+            SMALL_MESH,
         ),
         P2PHost(
             Identity.generate(),
-            MessageValidator(TrustAnchors(), relay_settings, kinds=every_kind()),
+            MessageValidator(TrustAnchors(), rates=relay_settings, kinds=every_kind()),
             PenaltyBox(),
             SMALL_MESH,
         ),
@@ -352,10 +356,10 @@ async def test_a_bootstrap_peer_that_starts_later_is_reached_at_the_next_redial(
     early, late_identity = Identity.generate(), Identity.generate()
     address = f"/ip4/127.0.0.1/tcp/{port}/p2p/{late_identity.peer_id}"
     caplog.set_level(logging.INFO, logger="p2p.host")
-    settings = HostSettings(bootstrap=(address,), redial_s=0.2)
-    edge = P2PHost(early, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings)
+    settings = HostSettings(listen=LOOPBACK, bootstrap=[address])
+    edge = P2PHost(early, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings, redial_s=0.2)
     late = P2PHost(late_identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(),
-                   HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",)))  # fmt: skip
+                   HostSettings(listen=[f"/ip4/127.0.0.1/tcp/{port}"]))  # fmt: skip
 
     def refusals() -> int:
         return sum("negative cache" in r.getMessage() + str(getattr(r, "fields", "")) for r in caplog.records)

@@ -55,7 +55,8 @@ def test_any_bounds_the_config_accepts_make_a_connection_config_the_library_acce
     """Found by a flood test run with the library's own numbers: 1,000 connections with 250 inbound
     left 750 for dials, above the auto-dialer's low watermark, and the library refused to start."""
     inbound = max(1, round(max_connections * inbound_share))
-    bounds = ConnectionBounds(max_connections=max_connections, max_inbound=inbound, per_peer=per_peer,
+    bounds = ConnectionBounds(max_connections=max_connections, max_inbound_connections=inbound,
+                              connections_per_peer=per_peer,
                               handshake_s=handshake_s)  # fmt: skip
     config = connection_config(bounds)
     assert config.max_connections - config.min_connections == inbound
@@ -73,7 +74,7 @@ def test_a_peer_opening_streams_past_its_rate_is_reported_once_and_never_holds_m
     from libp2p.crypto.ed25519 import create_new_key_pair
     from libp2p.peer.peerinfo import info_from_p2p_addr
 
-    bounds = ConnectionBounds(streams_per_peer=16, stream_opens_per_s=1.0)
+    bounds = ConnectionBounds(streams_per_peer=16, stream_opens_per_peer_per_s=1.0)
     flooders: list[str] = []
     told = trio.Event()
 

@@ -15,10 +15,9 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
-from p2p.host import HostSettings, P2PHost
-from p2p.network.bounds import ConnectionBounds
+from p2p.host import P2PHost
 from p2p.network.punch import MAX_PUNCH_ADDRS, PUNCH_WINDOW_S, PUNCHES_PER_PEER, PunchBudget, punch_targets
-from p2p.network.relay import RelaySettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -78,10 +77,10 @@ async def _aimed_punch(stranger: P2PHost, node_id: str, aim: str) -> None:
 
 @pytest.mark.slow  # real hosts
 async def test_a_strangers_connect_over_a_relay_cannot_aim_the_node_at_its_own_machine() -> None:
-    relay = _host(HostSettings(relay=RelaySettings(offer=True, reachability="public")))
+    relay = _host(HostSettings(listen=LOOPBACK, relay_service=True, reachability="public"))
     await relay.start()
     relay_addr = relay.listen_addrs[0]
-    node = _host(HostSettings(bootstrap=(relay_addr,), relay=RelaySettings(reachability="private")))
+    node = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
 
     async def echo(_peer: str, request: bytes) -> bytes:
         return request
@@ -89,8 +88,8 @@ async def test_a_strangers_connect_over_a_relay_cannot_aim_the_node_at_its_own_m
     node.serve(ECHO, echo)
     # One connection per peer: the relayed one stays the stranger's only one to the node, as a NAT would
     # keep it, and no direct dial of either (to or from its loopback listener) ends the session first.
-    lone = ConnectionBounds(per_peer=1)
-    stranger = _host(HostSettings(bootstrap=(relay_addr,), relay=RelaySettings(reachability="private"), limits=lone))
+    lone = HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private", connections_per_peer=1)
+    stranger = _host(lone)
     with socket.socket() as service:  # a service on the node's own machine, which counts who connects
         service.bind(("127.0.0.1", 0))
         service.listen(8)

@@ -20,9 +20,9 @@ import pytest
 from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
-from p2p.host import HostSettings, P2PHost
+from p2p.host import P2PHost
 from p2p.network.reach import DIRECT_DIAL_S
-from p2p.network.relay import RelaySettings
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
 
@@ -57,17 +57,16 @@ def _host(settings: HostSettings) -> P2PHost:
 
 
 async def test_a_peer_whose_direct_address_drops_is_reached_through_its_relay_before_that_dial_ends() -> None:
-    relay = _host(HostSettings(relay=RelaySettings(offer=True, reachability="public")))
+    relay = _host(HostSettings(listen=LOOPBACK, relay_service=True, reachability="public"))
     await relay.start()
     relay_addr = f"{relay.listen_addrs[0]}"
-    private = RelaySettings(reachability="private")
-    target = _host(HostSettings(bootstrap=(relay_addr,), relay=private))
+    target = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
 
     async def echo(peer: str, request: bytes) -> bytes:
         return b"echo:" + request
 
     target.serve(ECHO, echo)
-    caller = _host(HostSettings(bootstrap=(relay_addr,), relay=private))
+    caller = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
     try:
         await target.start()
         await caller.start()

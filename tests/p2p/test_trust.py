@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from p2p.penalties import PenaltyBox, PenaltySettings
-from p2p.trust.book import Outcomes, TrustBook, TrustLevel, TrustLimits, compute_trust, local_trust
+from p2p.trust.book import Outcomes, TrustBook, TrustLevel, compute_trust, local_trust
 from p2p.trust.eigentrust import eigentrust, eigentrust_dense
 from p2p.trust.floors import NO_FLOORS
+from p2p.trust.limits import TrustLimits
 
 A, B, C, M = (bytes([i]) * 32 for i in (1, 2, 3, 9))
 
@@ -81,7 +82,7 @@ def test_levels_from_evidence_and_management(tmp_path: Path) -> None:
 
 
 def test_penalties_decay_and_ban_then_expire() -> None:
-    box = PenaltyBox(PenaltySettings(threshold=100, half_life_ms=60_000, ban_ms=600_000))
+    box = PenaltyBox(PenaltySettings(penalty_threshold=100, ban_minutes=10.0))
     assert not box.penalize("p", 60, 0)
     assert box.points("p", 60_000) == pytest.approx(30)
     assert not box.penalize("p", 60, 60_000)  # 30 + 60 = 90

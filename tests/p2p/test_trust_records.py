@@ -14,7 +14,8 @@ import pytest
 from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore
 from p2p.schema import P2P_SCHEMA
-from p2p.trust.book import Outcomes, TrustBook, TrustLimits
+from p2p.trust.book import Outcomes, TrustBook
+from p2p.trust.limits import TrustLimits
 from p2p.trust.records import TrustRecords
 
 A, B, C, M = (bytes([i]) * 32 for i in (1, 2, 3, 9))
@@ -56,12 +57,12 @@ async def test_a_book_round_trips_in_order_and_a_save_writes_only_what_changed(s
 
 
 async def test_a_book_larger_than_the_limits_loads_trimmed(store: IntakeStore) -> None:
-    big = TrustBook(A, frozenset({M}), TrustLimits(max_tracked_peers=50))
-    for i in range(50):
+    big = TrustBook(A, frozenset({M}), TrustLimits(max_tracked_peers=200))
+    for i in range(200):
         big.record(bytes([i + 10]) * 32, valid=1)
     await TrustRecords(store).save(big)
-    small = await TrustRecords(store).load(A, frozenset({M}), TrustLimits(max_tracked_peers=20))
-    assert list(small.outcomes) == list(big.outcomes)[-20:]  # the newest news kept
+    small = await TrustRecords(store).load(A, frozenset({M}), TrustLimits(max_tracked_peers=100))
+    assert list(small.outcomes) == list(big.outcomes)[-100:]  # the newest news kept
 
 
 async def test_the_json_files_are_imported_once_and_kept_aside(store: IntakeStore, tmp_path: Path) -> None:

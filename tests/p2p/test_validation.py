@@ -15,10 +15,11 @@ from marketplace.gossip.endorsement import ENDORSEMENT, KIND_SKILL_ENDORSEMENT, 
 from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING
 from marketplace.gossip.revocation import KIND_SKILL_REVOCATION, REVOCATION, SkillRevocation
+from p2p.settings import EnvelopeBounds, GossipRates
 from p2p.topics import BOUNTIES_TOPIC, SKILLS_TOPIC, TRUST_TOPIC, WEATHER_TOPIC
 from p2p.trust.attestation import ATTESTATION, KIND_TRUST_ATTESTATION, TrustAttestation
 from p2p.trust.book import TrustLevel
-from p2p.validation import MessageValidator, ValidatorSettings
+from p2p.validation import MessageValidator
 from p2p.verdicts import POLICY, RELAY_FAULTS, Reason, Verdict
 from p2p.weather import NetworkWeather, WeatherSequences
 from tests.p2p.conftest import NOW, listing, skill_envelope, weather_envelope
@@ -251,10 +252,13 @@ def test_a_strangers_flood_stamped_in_the_future_cannot_make_a_known_peer_look_r
     # Sybil keys fill the replay memory with messages stamped 59 s ahead; once it is full, its floor
     # rises and anything older is undecidable. That must stay the strangers' problem.
     validator = MessageValidator(
-        TrustAnchors([MANAGER.public_key]), ValidatorSettings(replay_entries=50), kinds=every_kind()
+        TrustAnchors([MANAGER.public_key]),
+        EnvelopeBounds(replay_cache_entries=1_000),
+        GossipRates(strangers_skill_burst=2_000),  # the crowd's rate out of the way: this is about memory
+        kinds=every_kind(),
     )
     validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
-    for i in range(60):
+    for i in range(1_010):  # past the smallest replay memory the settings allow
         sybil = Identity.generate()
         assert check(validator, skill_envelope(sybil, NOW + 50_000 + i).encode(), origin=sybil) is Reason.ACCEPTED
     # Issue 27: an honest stranger's message of a second ago was refused as undecidable. The floor
@@ -267,10 +271,8 @@ def test_a_strangers_flood_stamped_in_the_future_cannot_make_a_known_peer_look_r
 
 
 def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> None:
-    from ground.rates import RateLimit
-
-    settings = ValidatorSettings(strangers_skill_rate=RateLimit(per_s=1.0, burst=5))
-    validator = MessageValidator(TrustAnchors(), settings, kinds=every_kind())
+    rates = GossipRates(strangers_skill_rate_per_s=1.0, strangers_skill_burst=5)
+    validator = MessageValidator(TrustAnchors(), rates=rates, kinds=every_kind())
     validator.trust_levels = {ALICE.public_key: TrustLevel.TRUSTED}
     reasons = []
     for _ in range(8):
@@ -283,7 +285,7 @@ def test_strangers_share_one_budget_and_peers_with_standing_are_outside_it() -> 
 def test_a_message_over_its_rate_costs_no_replay_memory() -> None:
     """Issue 27: a stranger's nonce was remembered before its rate was checked, so a flood over its
     rate still filled the replay memory (and so pushed out what honest authors sent)."""
-    validator = MessageValidator(TrustAnchors(), ValidatorSettings(), kinds=every_kind())
+    validator = MessageValidator(TrustAnchors(), kinds=every_kind())
     sybil = Identity.generate()
     reasons = [check(validator, skill_envelope(sybil, NOW + i).encode(), origin=sybil) for i in range(50)]
     accepted = reasons.count(Reason.ACCEPTED)

@@ -22,9 +22,11 @@ from crypto.errors import BadSignature
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
 from p2p.errors import InvalidValue, RequestFailed
-from p2p.host import HostSettings, P2PHost, RequestHandler
+from p2p.host import P2PHost, RequestHandler
 from p2p.kinds import Received
+from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
+from p2p.settings import AskSettings
 from p2p.topics import WEATHER_TOPIC
 from p2p.validation import MessageValidator
 from p2p.verdicts import Reason
@@ -33,7 +35,6 @@ from p2p.weather.ask import (
     ANSWER_BURST,
     MAX_ANSWER_BYTES,
     PROTOCOL,
-    AskSettings,
     Heard,
     Signed,
     WeatherAnswers,
@@ -47,7 +48,7 @@ from tests.p2p.test_weather_renewal import MANAGER, Clock, Station
 
 pytestmark = pytest.mark.slow  # real libp2p hosts
 
-QUICK = AskSettings(peers=3, timeout_s=10.0)
+QUICK = AskSettings(weather_ask_peers=3, weather_ask_timeout_s=10.0)
 
 
 def signed(envelope: Envelope) -> Signed:
@@ -57,7 +58,7 @@ def signed(envelope: Envelope) -> Signed:
 async def serving(identity: Identity, answer: RequestHandler) -> P2PHost:
     """A started host that answers weather requests with ``answer``."""
     validator = MessageValidator(TrustAnchors([MANAGER.public_key]), kinds=every_kind())
-    host = P2PHost(identity, validator, PenaltyBox(), HostSettings())
+    host = P2PHost(identity, validator, PenaltyBox(), HostSettings(listen=LOOPBACK))
     host.serve(PROTOCOL, answer)
     await host.start()
     return host
@@ -225,7 +226,7 @@ async def test_a_flood_of_questions_is_answered_within_the_askers_rate(fleet: Fl
     sequences = WeatherSequences()
     kept = weather_envelope(MANAGER, NOW, seq=3)
     sequences.keep(kept, 3)
-    answers = WeatherAnswers(sequences, AskSettings(answers_per_peer_per_s=1.0), now_ms=lambda: NOW)
+    answers = WeatherAnswers(sequences, AskSettings(weather_answers_per_peer_per_s=1.0), now_ms=lambda: NOW)
     server = await fleet.answering(Identity.generate(), answers.answer)
     flooder, other = await fleet.newcomer(server), await fleet.newcomer(server)
 

@@ -27,12 +27,12 @@ from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import NetworkOverride
 from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore
-from node.parts.weather_station import WeatherStation
 from p2p.kinds import GossipKind
 from p2p.topics import WEATHER_TOPIC
 from p2p.validation import MessageValidator
 from p2p.verdicts import Reason
 from p2p.weather import WEATHER, Announced, Applied, NetworkWeather, WeatherSequences, renewal_of
+from p2p.weather.station import WeatherStation
 from tests.conftest import clean_env
 from tests.daemons import Node, management_node, wait_for
 from tests.p2p.conftest import NOW
@@ -81,7 +81,7 @@ class Station:
             sent.append(kind.seal(identity, message, now_ms))
             return sent[-1]
 
-        station = WeatherStation(weather, identity.public_key, clock, publish, {})
+        station = WeatherStation(weather, identity.public_key, clock, publish)
         return cls(identity, store, endocrine, validator, weather, clock, sent, station)
 
     @property

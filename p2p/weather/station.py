@@ -1,14 +1,16 @@
 """This node's side of network weather (``p2p.weather``): applying what arrives, counted and logged
 when it changes what the node obeys; and on a management node, broadcasting a weather and renewing
-it while it lasts."""
+it while it lasts (``weather broadcast``)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from crypto.envelope import Envelope
 from ground.events import get_logger
+from p2p.errors import InvalidValue
 from p2p.kinds import GossipKind, Received
 from p2p.weather import Applied, NetworkWeather, Weather
 from p2p.weather.ask import Signed
@@ -20,10 +22,11 @@ Publish = Callable[..., Awaitable[Envelope]]  # (kind, message, *, now_ms) -> th
 
 
 class WeatherStation:
-    """Counts go to ``ingested`` (the P2P part's ``status``): ``weather`` for what changed what this
-    node obeys, ``weather_renewals`` for what it obeyed already, ``weather_superseded`` for what a
-    newer one from the same issuer overtook. A weather from an issuer whose sequence this run has not
-    confirmed waits in ``confirmer`` for a round of asking (its counts are in ``confirmer.counts``)."""
+    """Counts (``counts``, in ``status``): ``weather`` for what changed what this node obeys,
+    ``weather_renewals`` for what it obeyed already, ``weather_superseded`` for what a newer one from
+    the same issuer overtook. A weather from an issuer whose sequence this run has not confirmed
+    waits in ``confirmer`` for a round of asking (its counts are in ``confirmer.counts``). Only a
+    management node (``manager``) broadcasts."""
 
     def __init__(
         self,
@@ -31,15 +34,15 @@ class WeatherStation:
         me: bytes,
         now_ms: Callable[[], int],
         publish: Publish,
-        ingested: dict[str, int],
+        *,
+        manager: bool = False,
     ) -> None:
         self._weather = weather
         self._me = me
         self._now_ms = now_ms
         self._publish = publish
-        self._ingested = ingested
-        for key in ("weather", "weather_renewals", "weather_superseded"):
-            ingested.setdefault(key, 0)
+        self._manager = manager
+        self.counts = {"weather": 0, "weather_renewals": 0, "weather_superseded": 0}
         self.confirmer = Confirmer(weather.sequences, self.obey)
         # One broadcast at a time, so that a renewal never goes out after (and undoes) a newer broadcast.
         self._broadcasting = asyncio.Lock()
@@ -65,9 +68,18 @@ class WeatherStation:
         if applied is Applied.CHANGED:
             self._changed(weather, issuer)
         else:
-            self._ingested["weather_renewals" if applied is Applied.SAME else "weather_superseded"] += 1
+            self.counts["weather_renewals" if applied is Applied.SAME else "weather_superseded"] += 1
         if applied is not Applied.SUPERSEDED:
             self._weather.sequences.keep(signed.envelope, weather.seq)
+
+    async def broadcast_weather(self, level: float, duration_s: int, reason: str) -> dict[str, Any]:
+        """``weather broadcast``: a management node's weather at ``level`` in [0, 1] (0 ends one)."""
+        if not self._manager:
+            raise InvalidValue('only a management node broadcasts weather (node.role = "management")')
+        if not 0.0 <= level <= 1.0:
+            raise InvalidValue("level must be in [0, 1]")
+        weather = await self.broadcast(round(level * 1000), duration_s, reason)
+        return {"seq": weather.seq, "until_ms": weather.until_ms, "level": weather.level, "reason": reason}
 
     async def broadcast(self, level_milli: int, duration_s: int, reason: str) -> Weather:
         """Sign, gossip and obey a weather of this node's own; it is renewed from now on."""
@@ -106,7 +118,7 @@ class WeatherStation:
             return weather
 
     def _changed(self, weather: Weather, issuer: bytes) -> None:
-        self._ingested["weather"] += 1
+        self.counts["weather"] += 1
         log.warning(
             "p2p.weather",
             level=weather.level,
