@@ -30,11 +30,11 @@ from urllib.parse import urlsplit
 
 from bench.memory_store import synthetic_texts
 from bench.timing import percentiles_ms
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.service import recall
 from memory.service.requests import SearchArgs
 from memory.setup.cycles import search_weights
-from memory.storage.store import MemoryStore
 from node.config_loading import load_config
 from node.parts.memory import open_node_store
 from node.paths import NodePaths
@@ -117,7 +117,7 @@ class ApiClient:
 
 async def _measure(data: Path, env: dict[str, str], url: str, queries: list[str], rounds: int) -> dict[str, Any]:
     loaded = load_config(None, env)
-    store: MemoryStore = await open_node_store(loaded.config, NodePaths.of(data, loaded.config))
+    store: IntakeStore = await open_node_store(loaded.config, NodePaths.of(data, loaded.config))
     weights = search_weights(loaded.config.memory)
     client = ApiClient(url, (data / "api.token").read_text().strip())
     direct: list[float] = []

@@ -26,8 +26,8 @@ import numpy as np
 from bench.memory_store import DIM, SyntheticEmbedder, synthetic_texts
 from memory.dynamics.consolidation import consolidate
 from memory.dynamics.importance import DAY_MS
+from memory.intake.store import IntakeStore
 from memory.model import Hormones, Lifespan, NewCrystal
-from memory.storage.store import MemoryStore
 
 SIZE = 100_000
 QUICK_SIZE = 10_000
@@ -37,7 +37,7 @@ GOAL_S = 3.0
 GOAL_RATIO = 3.0
 
 
-async def _fill(store: MemoryStore, size: int, rng: random.Random) -> None:
+async def _fill(store: IntakeStore, size: int, rng: random.Random) -> None:
     texts = synthetic_texts(size, rng)
     items = [
         NewCrystal(t, lifespan=Lifespan.TTL, ttl_ms=rng.randint(1, 90) * DAY_MS)
@@ -93,7 +93,7 @@ async def _fill(store: MemoryStore, size: int, rng: random.Random) -> None:
     await store.checkpoint()
 
 
-async def _plain_read_s(store: MemoryStore) -> float:
+async def _plain_read_s(store: IntakeStore) -> float:
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
@@ -105,7 +105,7 @@ async def _plain_read_s(store: MemoryStore) -> float:
 
 
 async def _measure(size: int, tmp: Path) -> dict[str, Any]:
-    store = await MemoryStore.open(tmp / "consolidation.db", SyntheticEmbedder())
+    store = await IntakeStore.open(tmp / "consolidation.db", SyntheticEmbedder())
     try:
         await _fill(store, size, random.Random(size))
         plain = await _plain_read_s(store)

@@ -25,10 +25,10 @@ from typing import Any
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.importer import crystals_from_file, find_sources
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.setup.settings import LlmSettings, MemorySettings
 from memory.setup.store import embedded_hook
-from memory.storage.store import MemoryStore
 
 GOAL_PER_S = 300
 BATCHES = (64, 16)  # the default, then the earlier default (the baseline)
@@ -53,7 +53,7 @@ def messages(count: int, seed: int = 3) -> list[str]:
 
 async def _embed_rate(items: list[NewCrystal], embedder: Embedder, batch: int, tmp: Path) -> dict[str, float]:
     hook = embedded_hook(MemorySettings(), LlmSettings())
-    store = await MemoryStore.open(tmp / f"b{batch}.db", embedder, on_embedded=hook)
+    store = await IntakeStore.open(tmp / f"b{batch}.db", embedder, on_embedded=hook)
     try:
         started = time.perf_counter()
         await store.remember_many(items)

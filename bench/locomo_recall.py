@@ -23,10 +23,10 @@ from typing import Any
 
 from memory.embedders import make_embedder
 from memory.importer import neighbour_context
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest, Weights
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 
 DATA = Path(
     os.environ.get("LOCOMO_PATH", Path(__file__).resolve().parents[2] / "shared/data/locomo-dev/locomo-dev.json")
@@ -105,7 +105,7 @@ async def evaluate(embedder_name: str, quick: bool) -> dict[str, Any]:
     embed_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for index, sample in enumerate(samples):
-            store = await MemoryStore.open(Path(tmp) / f"conv{index}.db", embedder)
+            store = await IntakeStore.open(Path(tmp) / f"conv{index}.db", embedder)
             try:
                 turns = turns_of(sample["conversation"])
                 turns_total += len(turns)

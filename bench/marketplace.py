@@ -45,8 +45,8 @@ from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
-from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
@@ -55,9 +55,9 @@ GOAL_S = 1.0
 GOAL_RATIO = 5.0
 
 
-async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, MemoryStore, P2PHost, Market]:
+async def _side(tmp: Path, name: str, chain: Chain) -> tuple[Identity, Account, IntakeStore, P2PHost, Market]:
     identity, wallet = Identity.generate(), Account.create()
-    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
+    store = await IntakeStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     host = P2PHost(
         identity,
         MessageValidator(TrustAnchors(), kinds=every_kind()),
@@ -226,7 +226,7 @@ def _spent(chain: Chain, before: dict[str, GasSpent], address: str) -> tuple[int
 async def _commit_cost(commits: int, tmp: Path) -> dict[str, Any]:
     """What syncing a deal's record costs (issue 15, finding 6): a commit as search and ingest make
     it (survives a killed process) beside a durable one (survives a power loss too), same row."""
-    store = await MemoryStore.open(tmp / "commits.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
+    store = await IntakeStore.open(tmp / "commits.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     try:
         timings: dict[str, list[float]] = {"ordinary": [], "durable": []}
         for i in range(commits):

@@ -32,10 +32,10 @@ import sqlite_vec
 from bench.timing import percentiles_ms
 from memory.embedders.base import Vectors, normalise_rows
 from memory.fts import fts_query
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.storage.vectors import coarse_knn_sql, vector_blob
 
 DIM = 384
@@ -116,14 +116,14 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
     baseline_ingest = raw_insert_rate(tmp / f"raw{size}.db", texts)
     embedder = SyntheticEmbedder()
     # The caller types every crystal: the store's cost without automatic typing (before issue 16).
-    untyped_store = await MemoryStore.open(tmp / f"typed{size}.db", embedder)
+    untyped_store = await IntakeStore.open(tmp / f"typed{size}.db", embedder)
     try:
         started = time.perf_counter()
         await untyped_store.remember_many([NewCrystal(t, semantic_type=SemanticType.GENERAL) for t in texts])
         ingest_typed_by_caller = size / (time.perf_counter() - started)
     finally:
         await untyped_store.close()
-    store = await MemoryStore.open(tmp / f"store{size}.db", embedder)
+    store = await IntakeStore.open(tmp / f"store{size}.db", embedder)
     try:
         news = [NewCrystal(t) for t in texts]  # untyped: the store types each one
         started = time.perf_counter()

@@ -20,10 +20,10 @@ from typing import Any
 
 from bench.memory_store import QUERIES, SyntheticEmbedder, raw_insert_rate, raw_search_ms, synthetic_texts
 from bench.timing import percentiles_ms
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 
 GOAL_HYBRID_P50_MS = 30.0
 
@@ -46,7 +46,7 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"crystals": size, "peak_rss_mb_with_texts": peak_rss_mb()}
     report["baseline_raw_sqlite_insert_per_s"] = round(raw_insert_rate(tmp / "raw.db", texts))
     embedder = SyntheticEmbedder()
-    store = await MemoryStore.open(tmp / "store.db", embedder)
+    store = await IntakeStore.open(tmp / "store.db", embedder)
     try:
         started = time.perf_counter()
         await store.remember_many([NewCrystal(t) for t in texts], batch_size=2000)  # untyped: the store types

@@ -55,10 +55,10 @@ from typing import Any
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.graph.links import auto_link
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession
 
 DATA = Path(__file__).parent / "data"
@@ -121,7 +121,7 @@ async def _case(
 ) -> dict[str, Any]:
     clock = _Clock()
     hook = Supersession().hook() if on_save else auto_link
-    store = await MemoryStore.open(folder / f"{name}.db", embedder, now_ms=clock, on_embedded=hook)
+    store = await IntakeStore.open(folder / f"{name}.db", embedder, now_ms=clock, on_embedded=hook)
     try:
         said = [(0, case["old"])] + [(1 + i, d) for i, d in enumerate(case["distractors"])] + [(10, case["new"])]
         ids = {}
@@ -186,7 +186,7 @@ async def _lookalikes(
     """All pairs in one memory: each older statement, then a month later each newer one."""
     clock = _Clock()
     hook = Supersession().hook() if on_save else auto_link
-    store = await MemoryStore.open(folder / "lookalikes.db", embedder, now_ms=clock, on_embedded=hook)
+    store = await IntakeStore.open(folder / "lookalikes.db", embedder, now_ms=clock, on_embedded=hook)
     try:
         old_ids, new_ids = [], []
         for i, case in enumerate(cases):

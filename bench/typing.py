@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from ground.authority import Speaker
-from memory.cognition.epistemic import layer_for
 from memory.cognition.model_cache import shipped_model
 from memory.cognition.typing import (
     CLASSES,
@@ -39,6 +38,7 @@ from memory.cognition.typing import (
 from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
+from memory.epistemic import layer_for
 from memory.model import Origin, SemanticType
 
 DEV_SET = Path(__file__).parent / "data" / "typing_dev.jsonl"

@@ -78,7 +78,7 @@ class Lifespan(StrEnum):
 
 
 class EpistemicLayer(StrEnum):
-    """What kind of knowing a crystal is (``memory.cognition.epistemic`` decides it at ingest)."""
+    """What kind of knowing a crystal is (``memory.epistemic`` decides it at ingest)."""
 
     EXPERIENCE = "experience"  # lived or said: an event, a conversation, a goal stated
     DIRECTIVE = "directive"  # the person's explicit preference or instruction: ranks above anything inferred

@@ -17,7 +17,7 @@ from hypothesis import settings
 from ground.clock import Clock, wall_clock_ms
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph.links import auto_link
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from tests.cli_zygote import CannotSpawn, CliZygote, Process
 
 # No deadline per example: a deadline is a timed assertion, and on a loaded 2-core machine (two
@@ -121,9 +121,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
+async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[IntakeStore]:
     """A real store with the hashing embedder, graph links, and the ``clock`` fixture's time."""
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
+    s = await IntakeStore.open(tmp_path / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
     try:
         yield s
     finally:

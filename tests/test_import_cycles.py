@@ -133,16 +133,16 @@ def _folder(name: str, known: dict[str, Path]) -> str:
 #: (the time a text names is read by memory.when, below both), memory/embedders and memory/storage
 #: (memory.graph and memory.skill_versions left the root for memory/graph/ and memory/emerging/),
 #: memory/governance (memory.llm went into memory/governance/), memory.retrieval/supersession (the
-#: FTS words the judge shares with search are memory.fts, below both).
+#: FTS words the judge shares with search are memory.fts, below both), memory.cognition/storage and
+#: memory.governance/storage (typing and classifying moved from the store to memory.intake; the
+#: layer rule and sensitivity the store's migrations and reads use are memory.epistemic and
+#: memory.sensitivity, below both).
 MUTUAL_FOLDERS = {
     # a package's root holds its basics (errors, model) beside high-level modules that use its folders
     ("marketplace", "marketplace.exchange"): "marketplace.ledger reads the deals",
     ("node", "node.cli"): "python -m node (node.__main__) starts the CLI",
     ("p2p", "p2p.network"): "p2p.host applies the network's bounds and traversal; discovery raises p2p.errors",
     ("p2p", "p2p.trust"): "p2p.validation and p2p.kinds read trust levels; the attestation kind's home is in p2p.trust",
-    # the store is both below and beside what it calls at write time
-    ("memory.cognition", "memory.storage"): "the store types at ingest; steering writes through it",
-    ("memory.governance", "memory.storage"): "the store classifies sensitivity at ingest; erase writes through it",
 }
 
 

@@ -33,7 +33,7 @@ from marketplace.exchange import protocol
 from marketplace.gossip.kinds import every_kind
 from memory.capture.formats import ConversationFormat, detect, read_conversations
 from memory.embedders.hashing import HashingEmbedder
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from memory.transfer.foreign_files import read_foreign
 from memory.transfer.records import check_header, is_header, parse_record
 from memory.transfer.restore import restore_export
@@ -106,7 +106,7 @@ class _Files:
         self._dir = tempfile.TemporaryDirectory(prefix="bitterbot-fuzz-")
         self.root = Path(self._dir.name)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._store: MemoryStore | None = None
+        self._store: IntakeStore | None = None
 
     def file(self, name: str, data: bytes) -> Path:
         path = self.root / name
@@ -128,7 +128,7 @@ class _Files:
         a node trusts its own exports), so a seed takes the trusted path and a bent one the demoted."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-            self._store = self._loop.run_until_complete(MemoryStore.open(self.root / "m.db", HashingEmbedder()))
+            self._store = self._loop.run_until_complete(IntakeStore.open(self.root / "m.db", HashingEmbedder()))
         assert self._store is not None
         first = data.split(b"\n", 1)[0]
         try:

@@ -25,8 +25,8 @@ from ground.wire import Wire
 from marketplace.exchange import protocol
 from memory.capture.formats import ConversationFormat
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, content_hash
-from memory.storage.store import MemoryStore
 from memory.transfer.export import export_memory
 from node.commands.catalog import COMMANDS
 from p2p.network.discovery import KnownPeer, encode
@@ -91,7 +91,7 @@ def request_args(model: type[BaseModel]) -> dict[str, Any]:
 
 async def _exports() -> list[bytes]:
     with tempfile.TemporaryDirectory() as folder:
-        store = await MemoryStore.open(Path(folder) / "m.db", HashingEmbedder())
+        store = await IntakeStore.open(Path(folder) / "m.db", HashingEmbedder())
         try:
             for text in ("The staging database lives on db2.", "Always answer me in Spanish.", "Tea, not coffee."):
                 await store.remember(NewCrystal(text))

@@ -28,9 +28,9 @@ from memory.capture.formats import read_messages
 from memory.capture.sources import captured_from
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
+from memory.intake.store import IntakeStore
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 
 GOAL_RECALL_AT_10 = 0.75
 GOAL_CRYSTALS_PER_MESSAGE = 0.6
@@ -58,7 +58,7 @@ def chat_messages(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-async def _recall(store: MemoryStore, qa: list[dict[str, Any]], turns_of_crystal: dict[str, set[str]]) -> list[float]:
+async def _recall(store: IntakeStore, qa: list[dict[str, Any]], turns_of_crystal: dict[str, set[str]]) -> list[float]:
     recalls = []
     for item in qa:
         gold = {d for raw in item["evidence"] for d in normalise_evidence(raw)}
@@ -71,7 +71,7 @@ async def _recall(store: MemoryStore, qa: list[dict[str, Any]], turns_of_crystal
 
 
 async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
-    store = await MemoryStore.open(tmp / f"capture{index}.db", embedder)
+    store = await IntakeStore.open(tmp / f"capture{index}.db", embedder)
     try:
         messages = chat_messages(sample["conversation"])
         started = time.perf_counter()
@@ -90,7 +90,7 @@ async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Emb
 
 
 async def _per_turn(tmp: Path, index: int, sample: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
-    store = await MemoryStore.open(tmp / f"turns{index}.db", embedder)
+    store = await IntakeStore.open(tmp / f"turns{index}.db", embedder)
     try:
         turns = turns_of(sample["conversation"])
         started = time.perf_counter()
@@ -130,7 +130,7 @@ async def _thousand(tmp: Path, samples: list[dict[str, Any]], embedder: Embedder
     """One conversation of ``count`` messages (LoCoMo's, end to end): the time to store it (what a
     capture through a daemon waits for; the daemon embeds in the background) and to embed it too."""
     messages = [m for sample in samples for m in chat_messages(sample["conversation"])][:count]
-    store = await MemoryStore.open(tmp / "thousand.db", embedder)
+    store = await IntakeStore.open(tmp / "thousand.db", embedder)
     try:
         started = time.perf_counter()
         report = await capture(store, read_messages(messages, session="thousand"), embed=False)

@@ -22,8 +22,8 @@ from typing import Any
 
 from memory.embedders import make_embedder
 from memory.importer import crystals_from_file, find_sources
+from memory.intake.store import IntakeStore
 from memory.storage.counts import crystal_total
-from memory.storage.store import MemoryStore
 from memory.transfer.foreign import ForeignSource, store_entries
 from memory.transfer.foreign_files import read_foreign
 
@@ -72,7 +72,7 @@ async def _import(db: Path, read: Any) -> dict[str, Any]:
     started = time.perf_counter()
     source = await asyncio.to_thread(read)
     read_s = time.perf_counter() - started
-    store = await MemoryStore.open(db, make_embedder("hashing"))
+    store = await IntakeStore.open(db, make_embedder("hashing"))
     try:
         steps: list[int] = []
         started = time.perf_counter()
@@ -100,7 +100,7 @@ async def _import(db: Path, read: Any) -> dict[str, Any]:
 
 async def _plain_markdown(db: Path, folder: Path) -> dict[str, Any]:
     started = time.perf_counter()
-    store = await MemoryStore.open(db, make_embedder("hashing"))
+    store = await IntakeStore.open(db, make_embedder("hashing"))
     try:
         items = [c for s in find_sources(folder) for c in crystals_from_file(s)]
         result = await store.remember_many(items)

@@ -21,7 +21,7 @@ from marketplace.exchange.seller import Seller, SellerLimits
 from marketplace.exchange.spending import SpendLimits
 from marketplace.pricing import format_usdc
 from marketplace.public_chain.log_cursor import advance, cursor, window
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from p2p.host import P2PHost
 
 ESCROW_WINDOW_S = 600
@@ -36,7 +36,7 @@ class Market:
         self,
         identity: Identity,
         wallet: Account,
-        store: MemoryStore,
+        store: IntakeStore,
         chain: Chain,
         host: P2PHost,
         *,

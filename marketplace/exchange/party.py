@@ -13,7 +13,7 @@ from marketplace.chain_types import Account, DealState, DealStatus, DealTerms, E
 from marketplace.errors import ChainError, MarketError
 from marketplace.escrow import Escrow
 from marketplace.exchange.messenger import Messenger
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 
 MIN_DELIVERY_WINDOW_S = 300
 MAX_LOCK_S = 86_400
@@ -62,7 +62,7 @@ def no_standing(_key: bytes) -> bool:
 class Party:
     identity: Identity
     wallet: Account
-    store: MemoryStore
+    store: IntakeStore
     chain: Chain
     messenger: Messenger
     clock: Clock

@@ -24,9 +24,9 @@ from marketplace.gossip.sink import MarketKind, MarketSink, log
 from marketplace.gossip.skill_bytes import skill_hash
 from memory.governance.peer_quota import Evicted, PeerContentQuota, Standing, enforce
 from memory.governance.quarantine import was_rejected
+from memory.intake.store import IntakeStore
 from memory.model import Crystal, NewCrystal, Origin, Quarantine, Scope, SemanticType, SkillVersion, content_hash
 from memory.storage.crystal_queries import deprecate_skill_versions, newest_skill_version
-from memory.storage.store import MemoryStore
 from p2p.errors import SchemaError
 from p2p.kinds import Gate, GossipKind, Lane, Received, Refusal
 from p2p.topics import SKILLS_TOPIC
@@ -136,7 +136,7 @@ def admit_listing(gate: Gate, envelope: Envelope, message: Any, now_ms: int) -> 
 LISTING_KIND = GossipKind(KIND_SKILL_LISTING, SKILLS_TOPIC, LISTING, Lane.LISTINGS, admit_listing)
 
 
-async def record_listing(store: MemoryStore, listing: SkillListing, envelope: Envelope) -> bool:
+async def record_listing(store: IntakeStore, listing: SkillListing, envelope: Envelope) -> bool:
     """Keep ``listing`` if it is new, of a newer version, or of the same version signed later (a new
     price or address, or listed again after a revocation); True when it was kept."""
     async with store.transaction() as db:
@@ -187,7 +187,7 @@ class IngestResult:
 
 
 async def ingest_listing(
-    store: MemoryStore,
+    store: IntakeStore,
     listing: SkillListing,
     author: bytes,
     *,

@@ -12,7 +12,7 @@ from typing import Any
 from ground.events import get_logger
 from marketplace.gossip.received_quota import KeyStanding, TableBound
 from memory.governance.peer_quota import PeerContentQuota
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from p2p.kinds import GossipKind, Received
 from p2p.trust.book import TrustLevel
 
@@ -21,7 +21,7 @@ log = get_logger("node.p2p")  # one logger for everything peers sent, as ``peers
 
 @dataclass(frozen=True, slots=True)
 class MarketSink:
-    store: Callable[[], MemoryStore]
+    store: Callable[[], IntakeStore]
     level_of: Callable[[bytes], TrustLevel]  # a key's level as of the last trust round
     standing_of: KeyStanding  # a hex key's rank, least trusted first to be evicted
     me_hex: str  # this node's key: its own rows are never counted against a bound

@@ -28,8 +28,8 @@ from memory.capture.sources import captured_ids, captured_keys, message_key, rec
 from memory.capture.tripwire import hold_reason
 from memory.errors import CaptureFormatError
 from memory.given_time import all_with_given_time
+from memory.intake.store import IntakeStore
 from memory.model import MAX_TEXT_CHARS, NewCrystal, Origin
-from memory.storage.store import MemoryStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class CaptureReport:
 
 
 async def capture(
-    store: MemoryStore,
+    store: IntakeStore,
     conversation: Conversation,
     *,
     origin: Origin = Origin.SESSION,
@@ -121,7 +121,7 @@ async def capture(
 
 
 async def capture_conversations(
-    store: MemoryStore,
+    store: IntakeStore,
     *,
     messages: Sequence[Mapping[str, Any]] = (),
     raw: str | None = None,

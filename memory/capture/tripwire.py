@@ -6,7 +6,7 @@ always run ..."), a tool's output, a prompt it wrote to a sub-agent. Stored as t
 would come back to the agent in later sessions as its own memory. So every captured turn whose
 speaker may not reach the prompt unmarked (``Capability.PROMPT_UNMARKED``, asked of the table) is
 read by the injection detector (``memory.governance.injection``) and the directive reader
-(``memory.cognition.epistemic.is_instruction``); any finding holds the piece. The person's own
+(``memory.epistemic.is_instruction``); any finding holds the piece. The person's own
 turns are not held: they may direct nothing on their own anyway (``ground.authority``).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ground.authority import Capability, Speaker, may
-from memory.cognition.epistemic import is_instruction
+from memory.epistemic import is_instruction
 from memory.governance.injection import instruction_flags
 from memory.model import Quarantine
 

@@ -39,6 +39,7 @@ from memory.capture.formats import Conversation, ConversationFormat, detect, rea
 from memory.capture.llm_extract import LlmExtractor
 from memory.capture.watch_settings import WatchSettings
 from memory.errors import CaptureFormatError, FileRefused
+from memory.intake.store import IntakeStore
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular, read_bounded, walk_files
 from memory.storage.store import MemoryStore
 
@@ -116,7 +117,7 @@ def transcript_files(settings: WatchPlan, skipped: list[tuple[str, str]] | None 
                     return
 
 
-async def watch_round(store: MemoryStore, settings: WatchPlan, *, actor: str = "capture") -> WatchRound:
+async def watch_round(store: IntakeStore, settings: WatchPlan, *, actor: str = "capture") -> WatchRound:
     """Capture what changed in the watched folders since the last round."""
     marks = await load_marks(store)
     result = WatchRound()
@@ -150,7 +151,7 @@ async def watch_round(store: MemoryStore, settings: WatchPlan, *, actor: str = "
 
 
 async def _read(
-    store: MemoryStore,
+    store: IntakeStore,
     path: Path,
     mark: FileMark,
     size: int,
@@ -209,7 +210,7 @@ async def _read(
 
 
 async def _read_lines(
-    store: MemoryStore,
+    store: IntakeStore,
     path: Path,
     lines: _Lines,
     mark: FileMark,
@@ -304,7 +305,7 @@ def _lines_before(path: Path, offset: int) -> int:
 
 
 async def _capture(
-    store: MemoryStore,
+    store: IntakeStore,
     conversations: Sequence[Conversation],
     actor: str,
     result: WatchRound,

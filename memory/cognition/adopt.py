@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ground.authority import Capability, Speaker, require
-from memory.cognition.epistemic import layer_for
+from memory.epistemic import layer_for
 from memory.model import Crystal, Lifespan
 from memory.storage.row_writes import crystal_any
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
-from memory.cognition.epistemic import layer_for
+from memory.cognition.typer import Typer
 from memory.embedders.base import Vectors
+from memory.epistemic import layer_for
 from memory.errors import CrystalNotFound
 from memory.model import SemanticType, TypeSource, content_hash
 from memory.storage.row_writes import crystal_any
@@ -20,8 +21,9 @@ from memory.storage.store import MemoryStore
 ACTOR = "typer"
 
 
-async def refine_type(store: MemoryStore, crystal_id: str, vector: Vectors) -> SemanticType | None:
-    """Type the embedded crystal again by words and meaning; the new type if it changed, else None."""
+async def refine_type(store: MemoryStore, typer: Typer, crystal_id: str, vector: Vectors) -> SemanticType | None:
+    """Type the embedded crystal again by words and meaning (``typer``'s models: the intake's); the new
+    type if it changed, else None."""
     try:
         crystal = await crystal_any(store.reader(), crystal_id)
     except CrystalNotFound:
@@ -29,10 +31,10 @@ async def refine_type(store: MemoryStore, crystal_id: str, vector: Vectors) -> S
     embedder = store.embedder
     if crystal.type_source is not TypeSource.MODEL or not embedder.carries_meaning:
         return None  # a hashing embedder's vectors say which words, not what kind of statement
-    model = await asyncio.to_thread(store.typer.vector_model, embedder.id, embedder.embed_documents)
+    model = await asyncio.to_thread(typer.vector_model, embedder.id, embedder.embed_documents)
     if model.dimensions != len(vector):
         return None  # a vector of another space than the model's (an embedder change under way)
-    guess = store.typer.refine(crystal.text, vector, model)
+    guess = typer.refine(crystal.text, vector, model)
     if guess.semantic_type is crystal.semantic_type:
         return None
     stype, now = guess.semantic_type, store.now_ms()

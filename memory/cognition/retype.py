@@ -6,17 +6,24 @@ from __future__ import annotations
 import asyncio
 
 from ground.authority import Capability, Speaker, may
-from memory.cognition.epistemic import layer_for
+from memory.cognition.typer import Typer
+from memory.epistemic import layer_for
 from memory.model import Crystal, SemanticType, TypeSource, content_hash
 from memory.storage.row_writes import crystal_any
 from memory.storage.store import MemoryStore
 
 
 async def retype(
-    store: MemoryStore, crystal_id: str, semantic_type: SemanticType, *, actor: str, speaker: Speaker
+    store: MemoryStore,
+    crystal_id: str,
+    semantic_type: SemanticType,
+    *,
+    actor: str,
+    speaker: Speaker,
+    typer: Typer,
 ) -> Crystal:
     """Give a crystal the type ``speaker`` says it has; when that is the person, keep it as an example
-    and refit the typer.
+    and refit ``typer`` (the intake's: ``memory.intake.store.IntakeStore.typer``).
 
     Its epistemic layer follows the new type. The attribution chain records the old and new type. The
     typer learns from the person alone: it types every later word, the person's too, so a correction
@@ -52,5 +59,5 @@ async def retype(
             (crystal_id, actor, now, f"{crystal.semantic_type.value} -> {semantic_type.value}"),
         )
     if teaches:  # refitting takes a fraction of a second of numpy: off the event loop
-        await asyncio.to_thread(store.typer.learn, crystal.text, semantic_type)
+        await asyncio.to_thread(typer.learn, crystal.text, semantic_type)
     return await crystal_any(store.reader(), crystal_id)

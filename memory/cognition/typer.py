@@ -10,34 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import aiosqlite
 import numpy as np
 
 from ground.authority import Capability, may
-from memory.cognition.epistemic import layer_for
 from memory.cognition.llm_typer import LlmTyper
 from memory.cognition.model_cache import meaning_model, shipped_model, shipped_vectors
 from memory.cognition.typing import Example, Guess, TypingModel, shipped_examples
 from memory.cognition.vector_typing import VectorTypingModel, mixed
+from memory.epistemic import layer_for
 from memory.governance.rules import classify_sensitivity
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, SkillVersion, TypeSource, content_hash, speaker_of
+from memory.storage.store_types import Typing
 
 #: A person's correction counts as this many shipped examples when the model is refitted.
 CORRECTION_WEIGHT = 3.0
 #: The newest corrections taken into a refit: bounds its cost (about 2 ms per 100 examples).
 MAX_CORRECTIONS_FITTED = 5_000
-
-
-class Typing(NamedTuple):
-    """What the typer decided for one new crystal (the caller's own choices where it made them)."""
-
-    semantic_type: SemanticType
-    confidence: float
-    source: TypeSource
-    layer: EpistemicLayer
-    skill: SkillVersion | None
 
 
 class Typer:

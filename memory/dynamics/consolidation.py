@@ -31,6 +31,7 @@ from memory.dynamics.importance import DAY_MS, DECAYING_SQL, IMPORTANCE_SQL, STR
 from memory.embedders.base import cosine
 from memory.errors import StoreError
 from memory.model import Hormones, Lifecycle
+from memory.storage.row_writes import write_transitions
 from memory.storage.store import MemoryStore
 
 ACTOR = "consolidation"
@@ -330,7 +331,7 @@ async def _write_merges(
     for _, w, lo in chosen:
         if w.lifecycle != Lifecycle.CONSOLIDATED.value and w.id not in promoted:
             promoted[w.id] = (w.id, Lifecycle(w.lifecycle), Lifecycle.CONSOLIDATED, f"absorbed {lo.id}")
-    await store.write_transitions(db, [*moves, *promoted.values()], ACTOR, now)
+    await write_transitions(db, [*moves, *promoted.values()], ACTOR, now)
 
 
 async def _purge(store: MemoryStore, db: aiosqlite.Connection, params: dict[str, Any]) -> int:
@@ -363,8 +364,8 @@ async def unmerge(store: MemoryStore, loser_id: str, *, actor: str = "local") ->
             current = await cursor.fetchone()
         if current is None or current[0] != Lifecycle.ARCHIVED.value:
             raise StoreError(f"crystal {loser_id} is no longer archived; nothing to unmerge")
-        await store.write_transition(
-            db, loser_id, Lifecycle.ARCHIVED, previous, f"unmerged from {winner_id}", actor, now
+        await write_transitions(
+            db, [(loser_id, Lifecycle.ARCHIVED, previous, f"unmerged from {winner_id}")], actor, now
         )
         await db.execute("UPDATE crystals SET access_count = max(0, access_count - ?) WHERE id = ?", (moved, winner_id))
         await db.execute("DELETE FROM merges WHERE loser_id = ?", (loser_id,))

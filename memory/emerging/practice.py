@@ -24,6 +24,7 @@ from memory.emerging.patterns import EmergingSkill, Practice, emerging
 from memory.errors import EditRefused, EmergingSkillNotFound
 from memory.governance.prompt_gate import Route, admits_sql
 from memory.graph.links import link
+from memory.intake.store import IntakeStore
 from memory.model import AssociationType, Bounty, Crystal, Lifecycle, NewCrystal, Origin, SemanticType
 from memory.storage.store import MemoryStore
 
@@ -75,7 +76,7 @@ def skill_text(typical: Crystal, text: str | None) -> str:
 
 
 async def crystallise(
-    store: MemoryStore,
+    store: IntakeStore,
     skill: EmergingSkill,
     *,
     text: str | None,

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from ground.authority import Speaker
 from memory.errors import InvalidValue, StoreError
+from memory.intake.store import IntakeStore
 from memory.model import (
     KNOWLEDGE_TYPES,
     Crystal,
@@ -56,7 +57,7 @@ async def _own_skill(store: MemoryStore, crystal_id: str) -> Crystal:
 
 
 async def edit_skill(
-    store: MemoryStore,
+    store: IntakeStore,
     crystal_id: str,
     *,
     tags: list[str] | None = None,
@@ -91,7 +92,7 @@ async def edit_skill(
 
 
 async def _new_version(
-    store: MemoryStore, old: Crystal, skill: SkillVersion, text: str, actor: str, speaker: Speaker
+    store: IntakeStore, old: Crystal, skill: SkillVersion, text: str, actor: str, speaker: Speaker
 ) -> Crystal:
     if old.skill is not None and old.skill.deprecated:
         raise InvalidValue(f"{old.id} was replaced by {old.skill.deprecated_by}: edit the current version")

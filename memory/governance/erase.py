@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from memory.model import Lifecycle
-from memory.storage.row_writes import crystal_any
+from memory.storage.row_writes import crystal_any, write_transitions
 from memory.storage.store import MemoryStore
 
 #: Stands where the erased text was quoted in another crystal's context.
@@ -59,8 +59,8 @@ async def erase(store: MemoryStore, crystal_id: str, *, actor: str, reason: str)
         await db.execute("DELETE FROM type_corrections WHERE content_hash = ?", (crystal.content_hash,))
         await db.execute("UPDATE attributions SET detail = NULL WHERE crystal_id = ?", (crystal_id,))
         # the one row that stays: that it was erased, by whom and why, without the text
-        await store.write_transition(
-            db, crystal_id, crystal.lifecycle, Lifecycle.EXPIRED, f"erased: {reason}", actor, store.now_ms()
+        await write_transitions(
+            db, [(crystal_id, crystal.lifecycle, Lifecycle.EXPIRED, f"erased: {reason}")], actor, store.now_ms()
         )
         await store.delete_physically(db, [(rowid, crystal_id)])
     async with _zeroing(store) as db:

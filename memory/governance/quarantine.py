@@ -19,6 +19,7 @@ import aiosqlite
 
 from memory.errors import CrystalNotFound, InvalidQuery
 from memory.model import Crystal, HeldStatus, Lifecycle
+from memory.storage.row_writes import write_transitions
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
 
@@ -162,7 +163,7 @@ async def _settle(
         (status.value, now, actor, crystal_id),
     )
     if status is HeldStatus.REJECTED:
-        await store.write_transition(db, crystal_id, lifecycle, Lifecycle.EXPIRED, _WHY[status], actor, now)
+        await write_transitions(db, [(crystal_id, lifecycle, Lifecycle.EXPIRED, _WHY[status])], actor, now)
         return
     await db.execute("UPDATE crystals SET quarantined = 0 WHERE id = ?", (crystal_id,))
-    await store.write_transition(db, crystal_id, lifecycle, lifecycle, _WHY[status], actor, now)
+    await write_transitions(db, [(crystal_id, lifecycle, lifecycle, _WHY[status])], actor, now)

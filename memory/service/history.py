@@ -10,6 +10,7 @@ from memory.cognition.retype import retype as correct
 from memory.dynamics.consolidation import unmerge as undo_merge
 from memory.emerging import skill_versions
 from memory.graph.links import link as add_link
+from memory.intake.store import IntakeStore
 from memory.service.caller import Caller, refuse_unless_may_override
 from memory.service.requests import EditArgs, LinkArgs, RetypeArgs, ShowArgs, SkillEditArgs, SupersedeArgs
 from memory.storage.store import MemoryStore
@@ -19,10 +20,11 @@ from memory.supersession.edits import edit_text
 from memory.transfer.records import crystal_fields
 
 
-async def retype(store: MemoryStore, args: RetypeArgs, caller: Caller) -> dict[str, Any]:
+async def retype(store: IntakeStore, args: RetypeArgs, caller: Caller) -> dict[str, Any]:
     """Correct a crystal's semantic type; the correction is kept as an example the typer learns from."""
     await refuse_unless_may_override(store, args.id, "retyping it", caller.speaker)
-    return crystal_fields(await correct(store, args.id, args.type, actor=caller.actor, speaker=caller.speaker))
+    corrected = await correct(store, args.id, args.type, actor=caller.actor, speaker=caller.speaker, typer=store.typer)
+    return crystal_fields(corrected)
 
 
 async def link(store: MemoryStore, args: LinkArgs, caller: Caller) -> dict[str, Any]:
@@ -49,14 +51,14 @@ async def unsupersede(store: MemoryStore, args: ShowArgs, caller: Caller) -> dic
     return crystal_fields(await undo(store, args.id, actor=caller.actor))
 
 
-async def edit(store: MemoryStore, args: EditArgs, caller: Caller) -> dict[str, Any]:
+async def edit(store: IntakeStore, args: EditArgs, caller: Caller) -> dict[str, Any]:
     """A crystal's text corrected: the new text replaces it, and the old one is kept in its history."""
     await refuse_unless_may_override(store, args.id, "editing it", caller.speaker)
     new = await edit_text(store, args.id, args.text, actor=caller.actor, by_person=caller.is_person)
     return {**crystal_fields(new), "replaces": args.id}
 
 
-async def edit_skill(store: MemoryStore, args: SkillEditArgs, caller: Caller) -> dict[str, Any]:
+async def edit_skill(store: IntakeStore, args: SkillEditArgs, caller: Caller) -> dict[str, Any]:
     """Tag, categorise, version (a new text) or freeze a local skill (freezing after the rest)."""
     await refuse_unless_may_override(store, args.id, "editing the skill", caller.speaker)
     crystal = await store.get(args.id)

@@ -17,6 +17,7 @@ from ground.events import get_logger
 from ground.progress import Reporter, current_reporter
 from memory.dynamics.consolidation import ConsolidationReport, consolidate
 from memory.dynamics.importance import DecaySettings
+from memory.intake.store import IntakeStore
 from memory.service.requests import ConsolidateArgs
 from memory.service.timing import Durations
 from memory.storage.store import MemoryStore
@@ -100,7 +101,7 @@ class Upkeep:
         levels = store.hormone_source.levels() if store.hormone_source else None
         return await consolidate(store, settings=self._decay, levels=levels, dry_run=dry_run, progress=progress)
 
-    async def dream(self, store: MemoryStore) -> dict[str, Any]:
+    async def dream(self, store: IntakeStore) -> dict[str, Any]:
         """One dream cycle, never two at once: scratch notes and new memories folded into MEMORY.md.
         Its report, and the part of it kept for ``status``."""
         async with self._dreaming:
@@ -132,6 +133,6 @@ async def consolidate_now(store: MemoryStore, upkeep: Upkeep, args: ConsolidateA
     return (await upkeep.consolidate(store, progress=progress)).to_dict()
 
 
-async def dream_now(store: MemoryStore, upkeep: Upkeep) -> dict[str, Any]:
+async def dream_now(store: IntakeStore, upkeep: Upkeep) -> dict[str, Any]:
     """``memory dream``: one dream now, after the timer's if one is running."""
     return await upkeep.dream(store)

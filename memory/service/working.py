@@ -7,6 +7,7 @@ import difflib
 from typing import Any
 
 from memory.governance.rules import classify_sensitivity
+from memory.intake.store import IntakeStore
 from memory.model import Sensitivity
 from memory.service.caller import Caller
 from memory.service.requests import BootstrapArgs, NoteArgs
@@ -16,7 +17,7 @@ from memory.working_memory.dream import directives, working_memory_note
 from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
 
 
-async def note(store: MemoryStore, files: WorkingMemoryFiles, args: NoteArgs, caller: Caller) -> dict[str, Any]:
+async def note(store: IntakeStore, files: WorkingMemoryFiles, args: NoteArgs, caller: Caller) -> dict[str, Any]:
     """A working-memory note: appended to scratch.md durably, and a crystal searchable at once."""
     return crystal_fields(await working_memory_note(store, files, args.text, args.importance, speaker=caller.speaker))
 

@@ -15,6 +15,7 @@ from memory.cognition.steering import give_feedback
 from memory.emerging.skill_versions import skill_of
 from memory.errors import InvalidRequest
 from memory.governance.erase import erase
+from memory.intake.store import IntakeStore
 from memory.model import KNOWLEDGE_TYPES, Bounty, Feedback, Lifespan, NewCrystal, Origin
 from memory.retrieval.query import parse_since
 from memory.service.caller import Caller, refuse_unless_may_override
@@ -33,7 +34,7 @@ class AnsweredBounty(Protocol):
 
 
 async def remember(
-    store: MemoryStore, args: RememberArgs, caller: Caller, *, answered_bounty: AnsweredBounty | None
+    store: IntakeStore, args: RememberArgs, caller: Caller, *, answered_bounty: AnsweredBounty | None
 ) -> dict[str, Any]:
     """Store a text once (the same text returns the crystal it already is): ``created`` and the
     crystal. A skill records the live bounty it answers (``answered_bounty``; None: no bounty known)."""
@@ -74,7 +75,7 @@ async def remember(
 
 
 async def capture(
-    store: MemoryStore, args: CaptureArgs, caller: Caller, *, embed: bool, extractor: LlmExtractor | None
+    store: IntakeStore, args: CaptureArgs, caller: Caller, *, embed: bool, extractor: LlmExtractor | None
 ) -> dict[str, Any]:
     """Capture a conversation: what is worth keeping is stored, typed, with where it came from.
     ``embed``: embed what was stored now (else a background loop does)."""

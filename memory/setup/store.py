@@ -19,6 +19,7 @@ from memory.embedders import make_embedder
 from memory.embedders.base import Embedder, HeldModel, Vectors
 from memory.errors import MemoryError_
 from memory.graph.links import auto_link
+from memory.intake.store import IntakeStore
 from memory.setup.endpoints import chat_endpoint
 from memory.setup.settings import LlmSettings, MemorySettings
 from memory.storage.migrations import SchemaSet
@@ -48,7 +49,8 @@ def embedded_hook(memory: MemorySettings, llm: LlmSettings) -> EmbeddedHook:
         then = Supersession(judge).hook()
 
     async def after_embedding(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
-        await refine_type(store, crystal_id, vector)
+        if isinstance(store, IntakeStore):  # the node's store: the typer its intake types with refines
+            await refine_type(store, store.typer, crystal_id, vector)
         return await then(store, crystal_id, vector)
 
     return after_embedding
@@ -63,12 +65,12 @@ async def open_store(
     *,
     in_worker: bool = False,
     schemas: Sequence[SchemaSet] = (),
-) -> MemoryStore:
+) -> IntakeStore:
     """The memory file at ``path``, opened with the configured embedder (``in_worker``: see
     ``configured_embedder``) and ``schemas``, other packages' tables in the file; its owner closes
     the embedder after the store (``close_store``)."""
     embedder = configured_embedder(memory, in_worker=in_worker)
-    store = await MemoryStore.open(
+    store = await IntakeStore.open(
         path,
         embedder,
         links=memory,

@@ -11,12 +11,41 @@ from typing import Any
 import aiosqlite
 
 from ground.authority import STANDING, Speaker
-from memory.cognition.epistemic import layer_for
+from memory.epistemic import layer_for
 from memory.errors import CrystalNotFound
 from memory.model import Crystal, Lifecycle, Lifespan, NewCrystal, content_hash, speaker_of
 from memory.storage.connection import select_in
 from memory.storage.rows import INSERT_SQL, SELECT_COLUMNS, crystal_from_row
 from memory.storage.vectors import VectorIndex
+
+
+def _allowed() -> dict[Lifecycle, frozenset[Lifecycle]]:
+    G, A, C, R, E, F = (
+        Lifecycle.GENERATED,
+        Lifecycle.ACTIVATED,
+        Lifecycle.CONSOLIDATED,
+        Lifecycle.ARCHIVED,
+        Lifecycle.EXPIRED,
+        Lifecycle.FROZEN,
+    )
+    return {
+        G: frozenset({A, C, R, E, F}),
+        A: frozenset({C, R, E, F}),
+        C: frozenset({A, R, E, F}),
+        R: frozenset({G, A, C, E}),  # unmerge restores an archived crystal to its state before
+        E: frozenset({G}),  # remembered again after being forgotten
+        F: frozenset({A, R, E}),  # unfrozen, or explicitly archived/forgotten
+    }
+
+
+#: Which lifecycle transitions are allowed. Every one the store makes is written to the audit log
+#: (``write_transitions``).
+ALLOWED = _allowed()
+
+
+def can_transition(current: Lifecycle, target: Lifecycle) -> bool:
+    """Whether the lifecycle lets a crystal go from ``current`` to ``target``."""
+    return target in ALLOWED[current]
 
 
 async def insert_rows(

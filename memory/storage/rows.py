@@ -8,9 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ground.authority import Speaker
-from memory.cognition.typer import Typing
-from memory.errors import InvalidValue
-from memory.governance.rules import classify_sensitivity
 from memory.model import (
     Bounty,
     Crystal,
@@ -27,9 +24,9 @@ from memory.model import (
     Superseded,
     TypeSource,
     Verification,
-    content_hash,
     speaker_of,
 )
+from memory.storage.store_types import Admitted, Readmitted
 from memory.when import time_window
 
 COLUMNS = (
@@ -72,23 +69,11 @@ def _bounty_and_skill(bounty: Bounty | None, skill: SkillVersion | None, tags: t
     )  # fmt: skip
 
 
-def insert_params(
-    new: NewCrystal,
-    *,
-    crystal_id: str,
-    content_hash: str,
-    sensitivity: Sensitivity,
-    now_ms: int,
-    typing: Typing | None = None,
-    influence: tuple[Hormones, float] | None = None,
-) -> tuple[Any, ...]:
-    """The INSERT's parameters, in ``INSERT_COLUMNS`` order. The type and layer are ``typing``'s, else
-    ``new``'s own (then it must be typed); the hormones and valence ``influence``'s, else ``new``'s."""
-    if typing is None:
-        if new.semantic_type is None or new.epistemic_layer is None:
-            raise InvalidValue("a crystal is typed before it is stored")
-        typing = Typing(new.semantic_type, new.type_confidence, new.type_source, new.epistemic_layer, new.skill)
-    hormones, valence = influence or (new.hormones, new.emotional_valence)
+def insert_params(row: Admitted, *, crystal_id: str, now_ms: int) -> tuple[Any, ...]:
+    """The INSERT's parameters, in ``INSERT_COLUMNS`` order: the type, layer and sensitivity the
+    intake decided; the hormones and valence its ``influence``, else the crystal's own."""
+    new, typing, sensitivity, content_hash = row.new, row.typing, row.sensitivity, row.content_hash
+    hormones, valence = row.influence or (new.hormones, new.emotional_valence)
     skill, bounty = typing.skill, new.bounty
     created = new.created_at_ms if new.created_at_ms is not None else now_ms
     refers = time_window(new.text, created)  # "yesterday" said on 8 May is 7 May
@@ -111,8 +96,9 @@ RESTORE_COLUMNS = (*(name.strip() for name in COLUMNS.split(",") if name.strip()
 RESTORE_SQL = f"INSERT INTO crystals ({', '.join(RESTORE_COLUMNS)}) VALUES ({', '.join('?' * len(RESTORE_COLUMNS))})"
 
 
-def restore_params(c: Crystal) -> tuple[Any, ...]:
-    """The INSERT's parameters for ``c`` as it is, in ``RESTORE_COLUMNS`` order."""
+def restore_params(row: Readmitted) -> tuple[Any, ...]:
+    """The INSERT's parameters for the readmitted crystal as it is, in ``RESTORE_COLUMNS`` order."""
+    c = row.crystal
     skill, bounty, hormones = c.skill, c.bounty, c.hormones
     return (
         c.id, c.text, c.content_hash, c.semantic_type.value, c.origin.value, c.created_at_ms, c.stored_at_ms,
@@ -198,28 +184,11 @@ class PreparedBatch:
     now_ms: int
 
 
-def prepare_batch(
-    items: Sequence[NewCrystal],
-    now_ms: int,
-    typings: Sequence[Typing],
-    influences: Sequence[tuple[Hormones, float]] | None = None,
-    hashes: Sequence[str] | None = None,
-    sensitivities: Sequence[Sensitivity] | None = None,
-) -> PreparedBatch:
-    """Hash, classify sensitivity and lay out a batch with its typings and hormonal influences;
-    ``hashes`` and ``sensitivities`` when a worker process worked them out already."""
-    hashes = list(hashes) if hashes is not None else [content_hash(n.text) for n in items]
-    classified = sensitivities if sensitivities is not None else [None] * len(items)
-    params = [
-        insert_params(
-            n,
-            crystal_id=new_crystal_id(now_ms),
-            content_hash=h,
-            now_ms=now_ms,
-            sensitivity=n.sensitivity or classified[i] or classify_sensitivity(n.text),
-            typing=typing,
-            influence=influences[i] if influences is not None else None,
-        )
-        for i, (n, h, typing) in enumerate(zip(items, hashes, typings, strict=True))
-    ]
-    return PreparedBatch(items, hashes, params, now_ms)
+def prepare_batch(rows: Sequence[Admitted], now_ms: int) -> PreparedBatch:
+    """Lay out a batch of admitted rows for one INSERT each, with fresh ids."""
+    return PreparedBatch(
+        [r.new for r in rows],
+        [r.content_hash for r in rows],
+        [insert_params(r, crystal_id=new_crystal_id(now_ms), now_ms=now_ms) for r in rows],
+        now_ms,
+    )

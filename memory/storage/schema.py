@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import aiosqlite
 
-from memory.cognition.epistemic import MIGRATE_LAYER_SQL
-from memory.governance.rules import classify_sensitivity
+from memory.epistemic import MIGRATE_LAYER_SQL
 from memory.model import Sensitivity
+from memory.sensitivity import classify_sensitivity
 from memory.storage.migrations import Migration, SchemaSet, split_sql, table_exists
 
 SCHEMA_V1 = """

@@ -1,10 +1,13 @@
 """The Knowledge Crystal store: one SQLite file (WAL), one writer, read-only readers.
 
-Writes are one transaction per logical change (``BEGIN IMMEDIATE``), durable
-before they return, and every lifecycle transition leaves an audit row. The
+It persists rows; it does not decide them. A new crystal reaches it only as a row the intake
+admitted (``Admitted``, ``Restated``; a restored export's ``Readmitted``): ``memory.intake`` types
+it, classifies it, stamps it with the hormones and curiosity and applies the authority table, so
+nothing the store writes skipped those. Writes are one transaction per logical change (``BEGIN
+IMMEDIATE``), durable before they return, and every lifecycle transition leaves an audit row. The
 same text is never stored or embedded twice (content hash). Crystals are
-stored first and embedded by ``embed_backlog`` (bulk paths: ``_UNEMBEDDED`` is its backlog) or at
-once (``remember``): a crash between the two leaves a row the backlog embeds later. The steps after
+stored first and embedded by ``embed_backlog`` (bulk paths: ``memory.storage.embedding``) or at
+once (``write`` with a vector): a crash between the two leaves a row the backlog embeds later. The steps after
 embedding (the ``on_embedded`` hook) are owed from the vectors' transaction until done
 (``memory.storage.after_embedding``)."""
 
@@ -17,26 +20,24 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import aiosqlite
 import sqlean
 
 from ground.clock import Clock, wall_clock_ms
-from memory.cognition.bulk_typing import WORKER_MIN_ITEMS, BulkTyping
-from memory.cognition.typer import Typer, load_corrections
-from memory.embedders.base import Embedder, Vectors, crystal_vectors
+from memory.embedders.base import Embedder, Vectors
 from memory.errors import CrystalNotFound, StoreError
-from memory.governance.rules import classify_sensitivity, is_visible
-from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal, content_hash
-from memory.storage import after_embedding
+from memory.model import CallerScope, Crystal, Lifecycle, NewCrystal
+from memory.sensitivity import is_visible
+from memory.storage import after_embedding, embedding
 from memory.storage.access import AccessCounter, count_accesses
 from memory.storage.connection import close_connections, is_transient_lock, open_connection, sync_wal
 from memory.storage.counts import crystal_counts
-from memory.storage.lifecycle import can_transition
 from memory.storage.migrations import SchemaSet, migrate_all
 from memory.storage.private_files import private_dir, private_file
 from memory.storage.row_writes import (
+    can_transition,
     crystal_any,
     crystal_by_hash,
     delete_rows,
@@ -48,27 +49,21 @@ from memory.storage.row_writes import (
     said_again_in_batch,
     write_transitions,
 )
-from memory.storage.rows import (
-    SELECT_COLUMNS,
-    PreparedBatch,
-    crystal_from_row,
-    insert_params,
-    new_crystal_id,
-    prepare_batch,
-)
+from memory.storage.rows import SELECT_COLUMNS, crystal_from_row, insert_params, new_crystal_id, prepare_batch
 from memory.storage.schema import MEMORY_SCHEMA, SCHEMA_VERSION
 from memory.storage.store_types import (
+    Admitted,
     BulkResult,
     CuriositySource,
     HormoneSource,
     LinkSettings,
     Progress,
     Remembered,
+    Restated,
 )
-from memory.storage.vectors import VectorIndex, delete_from_old_space
+from memory.storage.vectors import VectorIndex
 
 _log = logging.getLogger("memory.store")
-_UNEMBEDDED = "(embedded_with IS NULL OR embedded_with != ?) AND lifecycle != 'expired' AND quarantined = 0"
 
 #: Called after a crystal is embedded, with the store, its id and its vector: how the graph
 #: (``memory.graph.auto_link``) links it to its neighbours without the store importing the graph.
@@ -99,7 +94,6 @@ class MemoryStore:
         now_ms: Clock,
         links: LinkSettings,
         on_embedded: EmbeddedHook | None = None,
-        typer: Typer | None = None,
     ) -> None:
         self.path = path
         self.writer = writer
@@ -112,12 +106,12 @@ class MemoryStore:
         self.vectors = VectorIndex(embedder.id, embedder.dim)
         self._write_lock = asyncio.Lock()
         self._closed = False
-        #: Set by ``Endocrine.attach``: stamps new crystals with the hormonal state, modulates search.
+        # Kept beside the store for the intake and search, never called by it. Set by ``Endocrine.attach``:
+        # the intake stamps new crystals with the hormonal state, search is modulated by it.
         self.hormone_source: HormoneSource | None = None
-        #: Set by ``Curiosity.attach``: scores new crystals, closes gaps they fill, records empty searches.
+        #: Set by ``Curiosity.attach``: the intake scores new crystals and closes the gaps they fill,
+        #: search records empty searches.
         self.curiosity: CuriositySource | None = None
-        #: Types what its callers left untyped, and learns from ``memory retype``.
-        self.typer = typer or Typer()
         self._accesses = AccessCounter(self.touch)  # searches record, a flusher writes off their latency path
 
     @classmethod
@@ -131,7 +125,7 @@ class MemoryStore:
         on_embedded: EmbeddedHook | None = None,
         readers: int = 2,
         schemas: Sequence[SchemaSet] = (),
-    ) -> MemoryStore:
+    ) -> Self:
         """Open (creating and migrating as needed) the database at ``path``, with ``schemas``: other
         packages' tables in the file. ``on_embedded`` (linking, supersession) runs after each embedding."""
         private_dir(path.parent)
@@ -146,7 +140,6 @@ class MemoryStore:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (embedder.id,),
             )
-            typer = Typer(await load_corrections(writer))
             reader_conns = []
             for _ in range(readers):
                 conn = await open_connection(path, readonly=True)
@@ -156,7 +149,7 @@ class MemoryStore:
             for conn in opened:
                 await conn.close()
             raise
-        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings(), on_embedded, typer)
+        return cls(path, writer, reader_conns, embedder, now_ms, links or LinkSettings(), on_embedded)
 
     async def close(self) -> None:
         """Flush recorded accesses, checkpoint, close every connection (each, even if the checkpoint
@@ -193,104 +186,50 @@ class MemoryStore:
 
     # --- writes -------------------------------------------------------------------------
 
-    async def remember(self, new: NewCrystal, *, embed: bool = True) -> Remembered:
-        """Store one crystal (or return the existing one with the same text), embedded and linked."""
-        chash = content_hash(new.text)
-        existing = await crystal_by_hash(self.reader(), chash)
-        if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
-            return Remembered(await self._said_again(existing, new), created=False)
-        new = await self.typer.complete_async(new)
-        if self.hormone_source is not None:
-            new = await self.hormone_source.on_ingest(new)
-        # Held content is not embedded until it is approved: it costs a stranger's sender no
-        # embedding time of ours, and it cannot crowd the vector index or link itself to memories.
-        embed = embed and new.quarantine is None
-        vector = await asyncio.to_thread(crystal_vectors, self.embedder, [(new.text, new.context)]) if embed else None
-        if self.curiosity is not None:
-            new = await self.curiosity.assess(new, vector[0] if vector is not None else None)
+    async def restate(self, row: Restated) -> Crystal | None:
+        """``row``'s text said again, if the store holds it and it is not forgotten: the stored crystal,
+        taken on by the new speaker when it stands higher (``row_writes.said_again``). None: it is not
+        here, or forgotten (then the intake admits it in full and ``write`` brings it back)."""
+        async with self.transaction() as db:
+            existing = await crystal_by_hash(db, row.content_hash)
+            if existing is None or existing.lifecycle is Lifecycle.EXPIRED:
+                return None
+            await said_again(db, existing, row.new, self.now_ms(), revived=False)
+            return await crystal_any(db, existing.id)
+
+    async def write(self, row: Admitted, vector: Vectors | None = None) -> tuple[str, bool]:
+        """Store one admitted crystal with its ``vector`` (``crystal_vectors``' one row; None: the backlog
+        embeds it): (its id, created). Not created: the same text was stored meanwhile, and ``row`` said it again."""
+        if not isinstance(row, Admitted):  # the intake's rows only: a bare NewCrystal is refused
+            raise StoreError(f"the store writes rows the intake admitted, not {type(row).__name__}")
         now = self.now_ms()
         async with self.transaction() as db:
-            existing = await crystal_by_hash(db, chash)  # re-check under the write lock
+            existing = await crystal_by_hash(db, row.content_hash)  # checked again under the write lock
             if existing is not None and existing.lifecycle is not Lifecycle.EXPIRED:
-                await said_again(db, existing, new, now, revived=False)
-                return Remembered(await crystal_any(db, existing.id), created=False)
+                await said_again(db, existing, row.new, now, revived=False)
+                return existing.id, False
             if existing is not None:
                 crystal_id = existing.id
-                await revive(db, existing, new, now)
+                await revive(db, existing, row.new, now)
             else:
                 crystal_id = new_crystal_id(now)
-                await self._insert(db, [(crystal_id, chash, new)], now)
+                await insert_rows(
+                    db, [insert_params(row, crystal_id=crystal_id, now_ms=now)], [(crystal_id, row.new)], now
+                )
             if vector is not None:
                 embedded = [(await rowid_of(db, crystal_id), crystal_id, vector[0])]
-                await self._store_vectors(db, embedded, previous={})
+                owe = self._on_embedded is not None  # the steps after embedding, owed until they are done
+                await embedding.store_vectors(self.embedder.id, self.vectors, db, embedded, {}, owe=owe)
         if vector is not None and self._on_embedded is not None:
             await after_embedding.pay(self, self._on_embedded, embedded)
-        if self.curiosity is not None and new.quarantine is None:
-            await self.curiosity.on_stored([(crystal_id, new.text)])
-        return Remembered(await self.get(crystal_id), created=True)
+        return crystal_id, True
 
-    async def remember_many(
-        self, items: Sequence[NewCrystal], *, batch_size: int = BULK_BATCH, progress: Progress | None = None
-    ) -> BulkResult:
-        """Store many crystals in batched transactions, without embedding (``embed_backlog`` does that).
-
-        Each batch commits on its own: after a crash, every committed batch is kept
-        and a re-run skips it by content hash.
-        """
-        batches = [items[start : start + batch_size] for start in range(0, len(items), batch_size)]
-        if len(batches) == 1:
-            return await self._write_batches(batches, None, progress)
-        await self.writer.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT_PAGES}")
-        try:
-            if len(items) >= WORKER_MIN_ITEMS:
-                async with BulkTyping(self.typer) as typing:
-                    return await self._write_batches(batches, typing, progress)
-            return await self._write_batches(batches, None, progress)
-        finally:
-            await self.writer.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
-
-    async def _write_batches(
-        self, batches: Sequence[Sequence[NewCrystal]], typing: BulkTyping | None, progress: Progress | None
-    ) -> BulkResult:
-        ids: list[str] = []
-        created = 0
-        for index, batch in enumerate(batches):
-            # The worker types batch n + 1 while this process writes batch n (the first batch is
-            # typed here, while the worker starts).
-            answer = await typing.answer() if typing is not None and index > 0 else None
-            if typing is not None and index + 1 < len(batches):
-                typing.start(batches[index + 1])
-            influences = self.hormone_source.influences(batch) if self.hormone_source is not None else None
-            if answer is None:
-                prepared = prepare_batch(batch, self.now_ms(), self.typer.decide_many(batch), influences)
-            else:
-                typings = self.typer.decide_batch(batch, answer.typed)
-                prepared = prepare_batch(batch, self.now_ms(), typings, influences, answer.hashes, answer.sensitivities)
-            batch_ids, batch_created = await self._write_batch(prepared)
-            if self.curiosity is not None:  # a bulk import closes the gaps it fills (no boost: see curiosity)
-                await self.curiosity.on_stored([(i, n.text) for i, n in zip(batch_ids, batch, strict=True)])
-            created += batch_created
-            ids.extend(batch_ids)
-            if progress:
-                progress(len(batch))
-        if created:
-            await self.checkpoint()
-        return BulkResult(created=created, duplicates=sum(map(len, batches)) - created, ids=tuple(ids))
-
-    async def checkpoint(self, *, truncate: bool = False) -> bool:
-        """Fold the WAL into the file; ``truncate``: cut it to nothing. False: a reader kept frames, or
-        a read still open on the writer held it off (the next checkpoint folds them)."""
-        mode = "TRUNCATE" if truncate else "PASSIVE"
-        async with self._write_lock:
-            try:
-                rows = await self.writer.execute_fetchall(f"PRAGMA wal_checkpoint({mode})")
-            except sqlean.OperationalError as exc:
-                if not is_transient_lock(exc):
-                    raise
-                return False  # a read still open on the writer: the next checkpoint folds it
-        return bool(rows) and int(next(iter(rows))[0]) == 0
-
-    async def _write_batch(self, prepared: PreparedBatch) -> tuple[list[str], int]:
+    async def write_many(self, rows: Sequence[Admitted]) -> tuple[list[str], int]:
+        """Store a batch of admitted crystals in one transaction, unembedded: (the id of each, in order,
+        a duplicate the stored one's; how many were created). A text stored before is said again."""
+        if not all(isinstance(r, Admitted) for r in rows):
+            raise StoreError("the store writes rows the intake admitted, not bare crystals")
+        prepared = prepare_batch(rows, self.now_ms())
         async with self.transaction() as db:
             known = await ids_by_hash(db, prepared.hashes)
             await said_again_in_batch(
@@ -306,6 +245,28 @@ class MemoryStore:
             await insert_rows(db, fresh, fresh_rows, prepared.now_ms)
         return [known[h] for h in prepared.hashes], len(fresh)
 
+    @asynccontextmanager
+    async def bulk_writes(self) -> AsyncIterator[None]:
+        """Many ``write_many`` batches in a row: the WAL folds into the file less often meanwhile."""
+        await self.writer.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT_PAGES}")
+        try:
+            yield
+        finally:
+            await self.writer.execute(f"PRAGMA wal_autocheckpoint = {SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
+
+    async def checkpoint(self, *, truncate: bool = False) -> bool:
+        """Fold the WAL into the file; ``truncate``: cut it to nothing. False: a reader kept frames, or
+        a read still open on the writer held it off (the next checkpoint folds them)."""
+        mode = "TRUNCATE" if truncate else "PASSIVE"
+        async with self._write_lock:
+            try:
+                rows = await self.writer.execute_fetchall(f"PRAGMA wal_checkpoint({mode})")
+            except sqlean.OperationalError as exc:
+                if not is_transient_lock(exc):
+                    raise
+                return False  # a read still open on the writer: the next checkpoint folds it
+        return bool(rows) and int(next(iter(rows))[0]) == 0
+
     async def warm_vectors(self) -> int:
         """Load the vector index's codes before the first search needs them; how many there are."""
         try:
@@ -317,37 +278,13 @@ class MemoryStore:
         self, *, batch_size: int = 64, limit: int | None = None, progress: Progress | None = None
     ) -> int:
         """Embed every live crystal not yet in the active embedder's space; resumable. Returns how many."""
-        done = 0
-        if self._on_embedded is not None:  # first what a failure or a kill left owed
-            await after_embedding.pay_owed(self, self._on_embedded)
-        while limit is None or done < limit:
-            take = batch_size if limit is None else min(batch_size, limit - done)
-            async with self.reader().execute(
-                f"SELECT rowid, id, text, embedded_with, context FROM crystals WHERE {_UNEMBEDDED} "
-                "ORDER BY rowid LIMIT ?",
-                (self.embedder.id, take),
-            ) as cursor:
-                rows = list(await cursor.fetchall())
-            if not rows:
-                break
-            vectors = await asyncio.to_thread(crystal_vectors, self.embedder, [(r[2], r[4]) for r in rows])
-            embedded = [(int(r[0]), str(r[1]), v) for r, v in zip(rows, vectors, strict=True)]
-            async with self.transaction() as db:
-                await self._store_vectors(db, embedded, previous={int(r[0]): r[3] for r in rows if r[3] is not None})
-            if self._on_embedded is not None:
-                await after_embedding.pay(self, self._on_embedded, embedded)
-            done += len(rows)
-            if progress:
-                progress(len(rows))
-        if done:
-            await self.checkpoint()
-        return done
+        return await embedding.embed_backlog(
+            self, self._on_embedded, batch_size=batch_size, limit=limit, progress=progress
+        )
 
     async def backlog_size(self) -> int:
-        sql = f"SELECT count(*) FROM crystals WHERE {_UNEMBEDDED}"
-        async with self.reader().execute(sql, (self.embedder.id,)) as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
+        """How many crystals wait to be embedded (``embed_backlog``)."""
+        return await embedding.backlog_size(self)
 
     async def transition(self, crystal_id: str, target: Lifecycle, *, reason: str, actor: str) -> Crystal:
         """Move a crystal to ``target`` if the lifecycle allows it, with its audit row."""
@@ -355,7 +292,7 @@ class MemoryStore:
             crystal = await crystal_any(db, crystal_id)
             if not can_transition(crystal.lifecycle, target):
                 raise StoreError(f"crystal {crystal_id} cannot go from {crystal.lifecycle} to {target}")
-            await self.write_transition(db, crystal_id, crystal.lifecycle, target, reason, actor, self.now_ms())
+            await write_transitions(db, [(crystal_id, crystal.lifecycle, target, reason)], actor, self.now_ms())
         return await crystal_any(self.reader(), crystal_id)
 
     async def forget(self, crystal_id: str, *, actor: str = "local", reason: str = "forgotten") -> Crystal:
@@ -437,56 +374,3 @@ class MemoryStore:
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
-
-    # --- internals ----------------------------------------------------------------------
-
-    async def _insert(self, db: aiosqlite.Connection, rows: list[tuple[str, str, NewCrystal]], now: int) -> None:
-        params = [
-            insert_params(
-                new,
-                crystal_id=cid,
-                content_hash=chash,
-                now_ms=now,
-                sensitivity=new.sensitivity or classify_sensitivity(new.text),
-            )
-            for cid, chash, new in rows
-        ]
-        await insert_rows(db, params, [(cid, new) for cid, _, new in rows], now)
-
-    async def _said_again(self, existing: Crystal, new: NewCrystal) -> Crystal:
-        """``existing``, its text said again by ``new``'s speaker (``row_writes.said_again``)."""
-        async with self.transaction() as db:
-            await said_again(db, existing, new, self.now_ms(), revived=False)
-            return await crystal_any(db, existing.id)
-
-    async def write_transition(
-        self,
-        db: aiosqlite.Connection,
-        crystal_id: str,
-        old: Lifecycle,
-        new: Lifecycle,
-        reason: str,
-        actor: str,
-        now: int,
-    ) -> None:
-        """Move one crystal to ``new`` and write its audit row, inside the caller's transaction ``db``."""
-        await write_transitions(db, [(crystal_id, old, new, reason)], actor, now)
-
-    async def write_transitions(
-        self, db: aiosqlite.Connection, moves: Sequence[tuple[str, Lifecycle, Lifecycle, str]], actor: str, now: int
-    ) -> None:
-        """``write_transition`` for many (crystal id, from, to, reason) at once."""
-        await write_transitions(db, moves, actor, now)
-
-    async def _store_vectors(
-        self, db: aiosqlite.Connection, rows: list[tuple[int, str, Any]], previous: dict[int, str]
-    ) -> None:
-        await self.vectors.put(db, [(r[0], r[2]) for r in rows])
-        await db.executemany(
-            "UPDATE crystals SET embedded_with = ? WHERE rowid = ?", [(self.embedder.id, r[0]) for r in rows]
-        )
-        for rowid, old_id in previous.items():
-            if old_id != self.embedder.id:
-                await delete_from_old_space(db, old_id, rowid)
-        if self._on_embedded is not None:  # the steps after embedding, owed until they are done
-            await after_embedding.owe(db, [(r[0], r[1]) for r in rows])

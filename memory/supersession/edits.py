@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from ground.authority import Speaker
 from memory.errors import EditRefused
+from memory.intake.store import IntakeStore
 from memory.model import Crystal, Lifespan, NewCrystal, Origin, SemanticType, normalise_text
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import supersede
 
 
-async def edit_text(store: MemoryStore, crystal_id: str, text: str, *, actor: str, by_person: bool) -> Crystal:
+async def edit_text(store: IntakeStore, crystal_id: str, text: str, *, actor: str, by_person: bool) -> Crystal:
     """Store ``text`` as the new version of ``crystal_id`` and return it; the old one is superseded.
 
     The new version keeps the old one's type, scope, importance, lifespan and source. It is the

@@ -16,20 +16,13 @@ from pathlib import Path
 
 from ground.authority import ROADS, Road
 from memory.governance.injection import instruction_flags
-from memory.governance.rules import classify_sensitivity
-from memory.model import Crystal, Lifecycle, NewCrystal, Origin, Quarantine, Sensitivity
+from memory.intake.store import IntakeStore
+from memory.model import Crystal, Lifecycle, NewCrystal, Origin, Quarantine
+from memory.sensitivity import stricter
 from memory.storage.connection import select_in
-from memory.storage.store import MemoryStore
 
-_STRICTNESS = [Sensitivity.NORMAL, Sensitivity.PERSONAL, Sensitivity.CONFIDENTIAL]
 _HELD_WHEN_EXPORTED = "held when it was exported, in an export this node did not sign"
 _FROM_A_PEER = "from a peer, in an export this node did not sign"
-
-
-def stricter(claimed: Sensitivity, text: str) -> Sensitivity:
-    """The stricter of what a file calls a text and what this node's rules call it: a file may make
-    a text more private, never less (a secret called "normal" would reach MEMORY.md)."""
-    return max(claimed, classify_sensitivity(text), key=_STRICTNESS.index)
 
 
 def as_imported_text(crystal: Crystal, path: Path, now_ms: int) -> NewCrystal:
@@ -63,7 +56,7 @@ class DemotedBatch:
     fresh: frozenset[str]  # the ones this batch created (every other was here already)
 
 
-async def store_demoted(store: MemoryStore, batch: list[Crystal], path: Path) -> DemotedBatch:
+async def store_demoted(store: IntakeStore, batch: list[Crystal], path: Path) -> DemotedBatch:
     """Store ``batch`` as imported text; a text already here stays as it is (the file's copy counts
     as known). What the file archived is archived here too: archiving only lowers."""
     if not batch:

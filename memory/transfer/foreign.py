@@ -17,8 +17,8 @@ from memory.capture.formats import Conversation
 from memory.given_time import all_with_given_time
 from memory.graph.links import add_links
 from memory.importer import iso_time_ms
+from memory.intake.store import IntakeStore
 from memory.model import MAX_TAG_CHARS, MAX_TAGS, AssociationType, NewCrystal
-from memory.storage.store import MemoryStore
 
 #: What a tag may be once read from a source: a word of letters, digits, '_', '-', '/' or ':'.
 _TAG_CHARS = re.compile(r"[^\w/:-]+")
@@ -89,7 +89,7 @@ def time_ms(value: object) -> int | None:
 
 
 async def store_entries(
-    store: MemoryStore, source: ForeignSource, progress: Callable[[int], None] | None = None
+    store: IntakeStore, source: ForeignSource, progress: Callable[[int], None] | None = None
 ) -> ForeignImported:
     """Store every entry (typed, deduplicated and checked for supersession as any import is), then
     link each to the entries it names. ``progress`` hears how many entries each batch wrote."""
@@ -116,7 +116,7 @@ async def store_entries(
 
 
 async def capture_all(
-    store: MemoryStore, source: ForeignSource, progress: Callable[[int], None] | None = None
+    store: IntakeStore, source: ForeignSource, progress: Callable[[int], None] | None = None
 ) -> ForeignImported:
     """Capture each conversation of a ChatGPT export (``memory.capture``: what is worth keeping, with
     the messages it came from). A message captured before is skipped, so after Ctrl-C the same import

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,6 +33,8 @@ import aiosqlite
 from ground import failpoints, json_text
 from memory.governance.injection import instruction_flags
 from memory.graph.provenance import Association, Attribution
+from memory.intake.admit import readmit
+from memory.intake.store import IntakeStore
 from memory.model import Crystal
 from memory.safe_files import MAX_LINE_BYTES, bounded_lines, open_regular
 from memory.storage.connection import select_in
@@ -40,7 +42,7 @@ from memory.storage.row_writes import insert_indexed
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.store import MemoryStore
 from memory.transfer import foreign_ids
-from memory.transfer.demote import store_demoted, stricter
+from memory.transfer.demote import store_demoted
 from memory.transfer.records import (
     DamagedRecord,
     Derivation,
@@ -108,7 +110,7 @@ def is_export_file(path: Path) -> bool:
 
 
 async def restore_export(
-    store: MemoryStore,
+    store: IntakeStore,
     path: Path,
     progress: Callable[[int], None] | None = None,
     *,
@@ -162,7 +164,7 @@ async def restore_export(
 
 
 async def _write_demoted(
-    store: MemoryStore,
+    store: IntakeStore,
     batch: list[tuple[Crystal, tuple[Attribution, ...]]],
     ids: dict[str, str],
     created: tuple[set[str], str],
@@ -267,7 +269,7 @@ async def _write(
     now = store.now_ms()
     async with store.transaction() as tx:
         # Supersession is set once both ends are in (``_connect``): the row goes in as current.
-        await insert_indexed(tx, RESTORE_SQL, [restore_params(_as_restored(c)) for c, _ in fresh])
+        await insert_indexed(tx, RESTORE_SQL, [restore_params(readmit(c)) for c, _ in fresh])
         await tx.executemany(
             "INSERT INTO attributions (crystal_id, actor, action, ts_ms, detail) VALUES (?, ?, ?, ?, ?)",
             [(c.id, a.actor, a.action, a.ts_ms, a.detail) for c, history in fresh for a in history]
@@ -289,14 +291,6 @@ async def _write(
             ],
         )
     done.created += len(fresh)
-
-
-def _as_restored(crystal: Crystal) -> Crystal:
-    """The row as it goes in: current for now (``_connect`` sets its supersession once both ends are
-    in), and never less private than this node's own rules call its text. The file's word is taken
-    for everything else, but a secret the file calls "normal" would reach MEMORY.md and the remote
-    endpoints, which confidential text never does."""
-    return replace(crystal, superseded=None, sensitivity=stricter(crystal.sensitivity, crystal.text))
 
 
 async def _connect(

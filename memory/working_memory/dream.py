@@ -34,8 +34,10 @@ from memory.dynamics.importance import DAY_MS
 from memory.fts import fts_terms
 from memory.governance.prompt_gate import Route, admits_sql
 from memory.governance.rules import classify_sensitivity
+from memory.intake.store import IntakeStore
 from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.storage.connection import sync_wal
+from memory.storage.row_writes import write_transitions
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
 from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, mood, parse
@@ -144,7 +146,7 @@ async def directives(store: MemoryStore, limit: int = 20) -> list[str]:
     return [one_line(c.text) for c in found]
 
 
-async def seed_from_hand_written(store: MemoryStore, files: WorkingMemoryFiles) -> int:
+async def seed_from_hand_written(store: IntakeStore, files: WorkingMemoryFiles) -> int:
     """Once per store: chunk a hand-written MEMORY.md into consolidated crystals and back it up.
     Returns how many chunks were stored (0 when there was nothing to seed or it already ran)."""
     if await store.get_meta(SEEDED_KEY) is not None:
@@ -176,7 +178,7 @@ async def seed_from_hand_written(store: MemoryStore, files: WorkingMemoryFiles) 
             f"SELECT id FROM crystals WHERE lifecycle = 'generated' AND id IN ({marks})", result.ids
         ) as cursor:
             fresh = [r[0] for r in await cursor.fetchall()]
-        await store.write_transitions(
+        await write_transitions(
             db,
             [
                 (cid, Lifecycle.GENERATED, Lifecycle.CONSOLIDATED, "seeded from a hand-written MEMORY.md")
@@ -291,7 +293,7 @@ async def _note_new_highs(store: MemoryStore, files: WorkingMemoryFiles, levels:
 
 
 async def dream(
-    store: MemoryStore,
+    store: IntakeStore,
     files: WorkingMemoryFiles,
     synthesizer: Synthesizer,
     *,
@@ -411,7 +413,7 @@ async def dream(
 _SOURCES = re.compile(r"\s*\[([0-9a-f,\s]+)\]\s*\.?$")
 
 
-async def _store_insights(store: MemoryStore, lines: tuple[str, ...], material: DreamInput) -> int:
+async def _store_insights(store: IntakeStore, lines: tuple[str, ...], material: DreamInput) -> int:
     """Store each insight as an ``insight`` crystal derived from the crystals it names. Only ids of
     crystals the dream was given count: an insight that names none is not stored (no provenance)."""
     speakers = {
@@ -471,7 +473,7 @@ NOTE_IMPORTANCE = 0.7
 
 
 async def working_memory_note(
-    store: MemoryStore,
+    store: IntakeStore,
     files: WorkingMemoryFiles,
     note: str,
     importance: float | None = None,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ground.authority import Speaker
-from memory.cognition.epistemic import reads_as_an_order
+from memory.epistemic import reads_as_an_order
 from memory.governance.prompt_gate import Passage, Route, decide, marked
 from memory.governance.rules import classify_sensitivity
 from memory.model import Sensitivity

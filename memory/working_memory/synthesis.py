@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ground.authority import Speaker
 from memory.cognition.curiosity import GAP_LINE_PREFIX
-from memory.cognition.epistemic import reads_as_an_order
+from memory.epistemic import reads_as_an_order
 from memory.errors import MemoryError_
 from memory.governance.llm import ChatEndpoint, LlmError
 from memory.governance.prompt_gate import MARKS, Passage, Route, decide

@@ -21,7 +21,7 @@ from node.cli.transport import with_store
 from node.errors import EXIT_INTERRUPTED, UsageError
 
 if TYPE_CHECKING:  # the store (and numpy under it) loads only when a command opens the file itself
-    from memory.storage.store import MemoryStore
+    from memory.intake.store import IntakeStore
     from memory.transfer.foreign import ForeignSource
 
 
@@ -62,7 +62,7 @@ def memory_import(
         _import_foreign(config_path, data_dir, foreign, no_embed, as_json)
         return
 
-    async def go(store: MemoryStore) -> dict[str, int]:
+    async def go(store: IntakeStore) -> dict[str, int]:
         from memory.errors import FileRefused
         from memory.importer import crystals_from_file, find_sources
         from memory.storage.counts import crystal_total
@@ -187,7 +187,7 @@ def _stored_since(config_path: Path | None, data_dir: Path | None, before: int, 
     be read again."""
     from memory.storage.counts import crystal_total
 
-    async def count(store: MemoryStore) -> int:
+    async def count(store: IntakeStore) -> int:
         return await crystal_total(store.reader())
 
     try:
@@ -206,7 +206,7 @@ def _import_foreign(
 
     done = ForeignImported()
 
-    async def go(store: MemoryStore) -> ForeignImported:
+    async def go(store: IntakeStore) -> ForeignImported:
         nonlocal done
         if foreign.conversations:  # a ChatGPT export: each conversation captured, as `memory capture` does
             with progress_bar(len(foreign.conversations), "capturing conversations") as bar:
@@ -262,7 +262,7 @@ def memory_embed(config_path: Path | None, data_dir: Path | None, as_json: bool)
     """Embed every crystal not yet in the active embedder's space (after `import --no-embed`, or after
     switching embedder: the old vectors keep serving until each crystal is re-embedded). Resumable."""
 
-    async def go(store: MemoryStore) -> dict[str, Any]:
+    async def go(store: IntakeStore) -> dict[str, Any]:
         backlog = await store.backlog_size()
         with progress_bar(backlog, f"embedding with {store.embedder.id}") as bar:
             embedded = await store.embed_backlog(progress=bar.update)

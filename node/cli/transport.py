@@ -22,7 +22,7 @@ from node.error_status import UNEXPECTED, exit_code, http_status, message_of
 from node.errors import NodeError, UsageError
 
 if TYPE_CHECKING:  # the store (SQLite extensions, numpy) loads only when a command opens the file
-    from memory.storage.store import MemoryStore
+    from memory.intake.store import IntakeStore
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ def run_command(config_path: Path | None, data_dir: Path | None, name: str, args
         return asyncio.run(call_node(loaded.config, paths, command, request))
 
 
-def with_store(config_path: Path | None, data_dir: Path | None, action: Callable[[MemoryStore], Awaitable[T]]) -> T:
+def with_store(config_path: Path | None, data_dir: Path | None, action: Callable[[IntakeStore], Awaitable[T]]) -> T:
     """Open the memory file here, run ``action`` on it, close it; store refusals are usage errors."""
     loaded, paths = resolve(config_path, data_dir)
     paths.ensure_data_dir()

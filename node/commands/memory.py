@@ -37,10 +37,10 @@ from node.errors import InvalidValue
 
 if TYPE_CHECKING:
     from memory.capture.llm_extract import LlmExtractor
+    from memory.intake.store import IntakeStore
     from memory.retrieval.query import Weights
     from memory.service.timing import DurationsByMode
     from memory.service.upkeep import Upkeep
-    from memory.storage.store import MemoryStore
     from memory.working_memory.memory_md import WorkingMemoryFiles
 
 
@@ -58,7 +58,7 @@ class MemoryHost(Protocol):
     @property
     def capture_extractor(self) -> LlmExtractor | None: ...
 
-    def running_store(self) -> MemoryStore: ...
+    def running_store(self) -> IntakeStore: ...
 
 
 MEMORY = CommandSet("memory")

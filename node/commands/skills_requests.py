@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from crypto.anchors import TrustAnchors
     from crypto.envelope import Envelope
     from marketplace.pricing import PriceSettings
-    from memory.storage.store import MemoryStore
+    from memory.intake.store import IntakeStore
     from node.runtime.context import NodeContext
     from p2p.host import P2PHost
     from p2p.kinds import GossipKind
@@ -90,7 +90,7 @@ class SkillsHost(Protocol):
     @property
     def anchors(self) -> TrustAnchors: ...
 
-    def store(self) -> MemoryStore: ...
+    def store(self) -> IntakeStore: ...
 
     def level_of_key(self, key: bytes) -> TrustLevel: ...
 
@@ -101,7 +101,7 @@ class SkillLedgerHost(Protocol):
     """What recording and pricing a local skill need: the store, and how peers rate this node.
     The daemon's P2P part, or the local client's files (the trust file the daemon keeps)."""
 
-    def store(self) -> MemoryStore: ...
+    def store(self) -> IntakeStore: ...
 
     def price_settings(self) -> PriceSettings: ...
 

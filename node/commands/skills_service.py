@@ -13,6 +13,7 @@ from marketplace.pricing import PriceSettings, format_usdc
 from marketplace.quality import refusals
 from memory.emerging.patterns import EmergingSkill, bounty_first
 from memory.emerging.practice import crystallise, emerging_skills, find, skill_text
+from memory.intake.store import IntakeStore
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
 from node.config import MarketplaceSection
@@ -57,7 +58,7 @@ async def emerging_report(store: MemoryStore, limit: int) -> dict[str, Any]:
     return {"emerging": [_emerging_json(s) for s in found[:limit]], "total": len(found)}
 
 
-async def crystallise_report(store: MemoryStore, skill_id: str, text: str | None, *, actor: str) -> dict[str, Any]:
+async def crystallise_report(store: IntakeStore, skill_id: str, text: str | None, *, actor: str) -> dict[str, Any]:
     """Promote an emerging skill: a new skill crystal derived from its practices, which are frozen."""
     pattern = find(await emerging_skills(store, await executions_per_crystal(store)), skill_id)
     from node.actor import speaker_of

@@ -17,6 +17,7 @@ from memory.capture.llm_extract import LlmExtractor
 from memory.capture.watch import WatchPlan, WatchRound, watch_round, watch_summary
 from memory.capture.watch_settings import WatchSettings
 from memory.errors import MemoryError_
+from memory.intake.store import IntakeStore
 from memory.storage.store import MemoryStore
 from node.parts.metrics import NodeMetrics
 
@@ -64,7 +65,7 @@ class CaptureWatcher:
             notes.append(f"{self.skipped_lines} damaged lines skipped, last {last['file']}:{last['line']}")
         return f"capturing {self._summary['files']} transcripts ({', '.join(notes)})"
 
-    async def run(self, store_of: Callable[[], MemoryStore | None]) -> None:
+    async def run(self, store_of: Callable[[], IntakeStore | None]) -> None:
         """Capture what is written in the watched folders, every ``poll_s``, while a store is open."""
         while (store := store_of()) is not None:
             try:

@@ -17,6 +17,7 @@ from typing import Any
 from ground.events import get_logger
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.base import HeldModel
+from memory.intake.store import IntakeStore
 from memory.service.upkeep import Upkeep
 from memory.setup.cycles import search_weights
 from memory.setup.embedding import EmbeddingProgress, drain_backlog, release_idle_model, warm_vectors
@@ -24,7 +25,6 @@ from memory.setup.endpoints import configured_extractor, configured_synthesizer
 from memory.setup.store import close_store, open_store
 from memory.storage.after_embedding import owed_count
 from memory.storage.counts import crystal_total
-from memory.storage.store import MemoryStore
 from node.config import Config
 from node.errors import PartNotRunning
 from node.parts.capture_watch import CaptureWatcher
@@ -39,7 +39,7 @@ log = get_logger("node.memory")
 
 async def open_node_store(
     config: Config, paths: NodePaths, now_ms: Callable[[], int] | None = None, *, in_worker: bool = False
-) -> MemoryStore:
+) -> IntakeStore:
     """The node's memory file, opened as its config says (``memory.setup.store.open_store``), with the
     marketplace's and the network's tables in the same file; close it with ``close_store``."""
     assert paths.memory_db is not None
@@ -61,7 +61,7 @@ class MemoryPart:
         self._config = config
         self._paths = paths
         self._supervisor = supervisor
-        self.store: MemoryStore | None = None
+        self.store: IntakeStore | None = None
         self.files = paths.working_memory_files()
         self._crystals = 0
         self.embedding = EmbeddingProgress()
@@ -89,7 +89,7 @@ class MemoryPart:
         """Whether a daemon's embedder drains the backlog (else a command embeds what it stored)."""
         return self._supervisor is not None and self.store is not None
 
-    def running_store(self) -> MemoryStore:
+    def running_store(self) -> IntakeStore:
         if self.store is None:
             raise PartNotRunning("the memory store is not open")
         return self.store
@@ -171,7 +171,7 @@ class MemoryPart:
         out["summary"] = ", ".join(parts)
         return out
 
-    async def _every(self, minutes: float, work: Callable[[MemoryStore], Awaitable[object]]) -> None:
+    async def _every(self, minutes: float, work: Callable[[IntakeStore], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(minutes * 60)
             if self.store is None:

@@ -27,7 +27,7 @@ from marketplace.pricing import PriceSettings
 from marketplace.reputation import reputation_in
 from memory.dynamics.endocrine import Endocrine
 from memory.governance.quarantine import release_from
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from node.commands.skills_service import price_settings
 from node.errors import InvalidValue
 from node.logs import route_library_logs
@@ -438,7 +438,7 @@ class P2PPart:
     def anchors(self) -> TrustAnchors:
         return self._anchors
 
-    def store(self) -> MemoryStore:
+    def store(self) -> IntakeStore:
         return self._memory.running_store()
 
     async def _load_state(self) -> None:

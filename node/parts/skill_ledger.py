@@ -10,7 +10,7 @@ from crypto.errors import KeyFileError
 from crypto.identity import read_key_file_info
 from marketplace.pricing import PriceSettings
 from marketplace.reputation import NEUTRAL_MILLI, own_reputation_milli, reputation_in
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from node.commands.skills_service import price_settings
 from node.config import Config
 from node.parts.memory import MemoryPart
@@ -28,7 +28,7 @@ class FileSkillLedger:
         self._config = config
         self._paths = paths
 
-    def store(self) -> MemoryStore:
+    def store(self) -> IntakeStore:
         return self._memory.running_store()
 
     def price_settings(self) -> PriceSettings:

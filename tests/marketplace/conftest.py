@@ -18,7 +18,7 @@ from marketplace.fiattoken.deploy import deploy_token, usdc_chain
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.graph.links import auto_link
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 
 #: Who decides disputes on the test chains (a key the tests hold, so they can resolve as it).
 ARBITER = Account.from_key(bytes(31) + b"\x07")
@@ -30,9 +30,9 @@ async def funds(chain: Chain, address: str) -> int:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
+async def store(tmp_path: Path, clock: Clock) -> AsyncIterator[IntakeStore]:
     """A real store holding the marketplace's tables too, as a node opens it."""
-    s = await MemoryStore.open(
+    s = await IntakeStore.open(
         tmp_path / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link, schemas=(MARKET_SCHEMA,)
     )
     try:

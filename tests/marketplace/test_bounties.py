@@ -14,8 +14,8 @@ from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_b
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.offer import price_of
 from marketplace.pricing import PriceSettings
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, SkillVersion
-from memory.storage.store import MemoryStore
 
 BUYER = Identity.from_seed(b"b" * 32)
 SELLER = Identity.from_seed(b"s" * 32)
@@ -41,12 +41,12 @@ def test_a_bounty_matches_by_category_tag_or_two_of_its_words() -> None:
     assert not matches(row("how to do it"), text="how to do it", tags=(), category="")  # no significant word
 
 
-async def _post(store: MemoryStore, bounty: SkillBounty, author: Identity = BUYER) -> None:
+async def _post(store: IntakeStore, bounty: SkillBounty, author: Identity = BUYER) -> None:
     envelope = seal_envelope(author, KIND_BOUNTY, pack_body(BOUNTY.body(bounty)), now_ms=_now())
     await record_bounty(store, bounty, envelope)
 
 
-async def test_bounties_expire_and_a_reissue_replaces_the_reward(store: MemoryStore) -> None:
+async def test_bounties_expire_and_a_reissue_replaces_the_reward(store: IntakeStore) -> None:
     now = _now()
     await _post(store, SkillBounty("pg", "Upgrade Postgres without downtime", ("db",), "", 500_000, now + DAY))
     await _post(store, SkillBounty("old", "Anything at all", (), "", 9_000_000, now - 1))
@@ -58,7 +58,7 @@ async def test_bounties_expire_and_a_reissue_replaces_the_reward(store: MemorySt
     assert await purge_expired_bounties(store, now) == 0
 
 
-async def _list(store: MemoryStore, skill_id: str, title: str, tags: tuple[str, ...], received: int) -> None:
+async def _list(store: IntakeStore, skill_id: str, title: str, tags: tuple[str, ...], received: int) -> None:
     listing = SkillListing(skill_id, 1, "ab" * 32, title, "", tags, "", 10_000, "", 3, 3, None)
     envelope = seal_envelope(SELLER, KIND_SKILL_LISTING, pack_body(LISTING.body(listing)), now_ms=received)
     await record_listing(store, listing, envelope)
@@ -68,7 +68,7 @@ def alike(key: str) -> tuple[int, float]:
     return (1, 0.0)
 
 
-async def test_listings_carry_the_bounties_they_answer_and_those_answering_mine_come_first(store: MemoryStore) -> None:
+async def test_listings_carry_the_bounties_they_answer_and_those_answering_mine_come_first(store: IntakeStore) -> None:
     now = _now()
     me = BUYER.public_key.hex()
     await _list(store, "db.pg-upgrade", "Postgres major upgrade", ("db",), now)
@@ -88,7 +88,7 @@ async def test_listings_carry_the_bounties_they_answer_and_those_answering_mine_
     assert [(b.bounty_id, n) for b, n in counted.items] == [("pg", 1), ("own", 0)]
 
 
-async def test_bounty_matches_raise_the_price_of_a_local_skill(store: MemoryStore) -> None:
+async def test_bounty_matches_raise_the_price_of_a_local_skill(store: IntakeStore) -> None:
     skill = await store.remember(
         NewCrystal("Blue-green deploy: switch the router after health checks", semantic_type=SemanticType.SKILL,
                    scope=Scope.SHARED, skill=SkillVersion("ops.blue-green", 1, tags=("deploy",), category="ops"))

@@ -12,13 +12,13 @@ from crypto.identity import Identity
 from ground.authority import Speaker
 from marketplace.catalog.bounties import answered_bounty
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
+from memory.intake.store import IntakeStore
 from memory.model import Bounty, Crystal, NewCrystal, SemanticType, bounty_boost
 from memory.retrieval.bounty_rank import with_bounty_boosts
 from memory.retrieval.later_first import Scored
 from memory.service.caller import Caller
 from memory.service.requests import RememberArgs
 from memory.service.write import remember
-from memory.storage.store import MemoryStore
 from node.commands.skills_service import crystallise_report, emerging_report
 from node.parts.dream_lines import emerging_lines
 
@@ -38,7 +38,7 @@ def test_the_boost_grows_with_the_reward_and_a_huge_reward_buys_no_more_than_1_2
 
 
 async def test_search_lifts_a_hit_that_answered_a_bounty_never_above_the_persons_better_hit(
-    store: MemoryStore,
+    store: IntakeStore,
 ) -> None:
     crystal = (await store.remember(NewCrystal("Rotate the nginx logs weekly", speaker=Speaker.AGENT))).crystal
     person = replace(crystal, id="person", speaker=Speaker.PERSON)
@@ -60,7 +60,7 @@ async def test_search_lifts_a_hit_that_answered_a_bounty_never_above_the_persons
     assert [s.crystal.id for s in with_bounty_boosts([hit(0.95, 2, agent), hit(0.90, 3, mine)])] == ["mine", "agent"]
 
 
-async def _post(store: MemoryStore, bounty_id: str, description: str, reward: int) -> None:
+async def _post(store: IntakeStore, bounty_id: str, description: str, reward: int) -> None:
     now = time.time_ns() // 1_000_000
     bounty = SkillBounty(bounty_id, description, (), "", reward, now + DAY)
     await record_bounty(store, bounty, seal_envelope(STRANGER, KIND_BOUNTY, pack_body(BOUNTY.body(bounty)), now_ms=now))
@@ -72,13 +72,13 @@ def _variants(group: int, count: int) -> list[str]:
     return [f"{words} extra{group}v{i}" for i in range(count)]
 
 
-async def practise(store: MemoryStore, group: int, count: int) -> None:
+async def practise(store: IntakeStore, group: int, count: int) -> None:
     for text in _variants(group, count):
         await store.remember(NewCrystal(text, semantic_type=SemanticType.TASK_PATTERN, speaker=Speaker.PERSON))
 
 
 async def test_an_emerging_skill_answering_a_bounty_comes_first_and_its_skill_records_the_bounty(
-    store: MemoryStore,
+    store: IntakeStore,
 ) -> None:
     await practise(store, 1, 5)  # the more confident
     await practise(store, 2, 3)
@@ -99,7 +99,7 @@ async def test_an_emerging_skill_answering_a_bounty_comes_first_and_its_skill_re
 
 
 async def test_memory_md_chooses_its_eight_lines_by_confidence_before_a_bounty_orders_them(
-    store: MemoryStore,
+    store: IntakeStore,
 ) -> None:
     for group in range(1, 10):  # nine emerging skills; the ninth, the least confident, has 3 practices
         await practise(store, group, 3 if group == 9 else 4)
@@ -111,7 +111,7 @@ async def test_memory_md_chooses_its_eight_lines_by_confidence_before_a_bounty_o
     assert "task5word0" in lines[0]  # and the one answering a bounty leads
 
 
-async def test_a_skill_stored_by_the_agent_records_the_bounty_it_answers(store: MemoryStore) -> None:
+async def test_a_skill_stored_by_the_agent_records_the_bounty_it_answers(store: IntakeStore) -> None:
     await _post(store, "pg", "Upgrade Postgres without downtime", 2_000_000)
     agent = Caller("agent", Speaker.AGENT)
     stored = await remember(

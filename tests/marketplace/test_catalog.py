@@ -14,7 +14,7 @@ from marketplace.catalog.listings import live_listings
 from marketplace.gossip.bounty import BOUNTY, KIND_BOUNTY, SkillBounty, record_bounty
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.gossip.received_quota import bounties_bound, enforce_bound, listings_bound
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 
 DAY = 86_400_000
 TRUSTED = Identity.from_seed(b"t" * 32)
@@ -30,7 +30,7 @@ def standing(key: str) -> tuple[int, float]:
 
 
 async def publish(
-    store: MemoryStore, seller: Identity, skill_id: str, title: str, *, description: str = "",
+    store: IntakeStore, seller: Identity, skill_id: str, title: str, *, description: str = "",
     tags: tuple[str, ...] = (), category: str = "", at_ms: int | None = None,
 ) -> None:  # fmt: skip
     listing = SkillListing(skill_id, 1, "ab" * 32, title, description, tags, category, 10_000, "", 3, 3, None)
@@ -38,14 +38,14 @@ async def publish(
     await record_listing(store, listing, envelope)
 
 
-async def post(store: MemoryStore, author: Identity, bounty: SkillBounty) -> None:
+async def post(store: IntakeStore, author: Identity, bounty: SkillBounty) -> None:
     await record_bounty(
         store, bounty, seal_envelope(author, KIND_BOUNTY, pack_body(BOUNTY.body(bounty)), now_ms=now_ms())
     )
 
 
 async def test_a_flood_of_strangers_listings_does_not_push_a_trusted_sellers_off_the_first_page(
-    store: MemoryStore,
+    store: IntakeStore,
 ) -> None:
     """Issue 13, finding 4: `skills list` showed the newest 200 listings, so a flood hid the honest ones."""
     await publish(store, TRUSTED, "ops.rotate-logs", "Rotate logs with logrotate")
@@ -58,7 +58,7 @@ async def test_a_flood_of_strangers_listings_does_not_push_a_trusted_sellers_off
     assert page.items[0].listing.seller == TRUSTED.public_key.hex()
 
 
-async def test_a_query_keeps_the_matching_listings_most_relevant_first(store: MemoryStore) -> None:
+async def test_a_query_keeps_the_matching_listings_most_relevant_first(store: IntakeStore) -> None:
     stranger = Identity.generate()
     await publish(store, stranger, "ops.compress", "Compress old logs", description="gzip what logrotate left")
     await publish(store, stranger, "db.upgrade", "Upgrade Postgres", tags=("db",))
@@ -71,7 +71,7 @@ async def test_a_query_keeps_the_matching_listings_most_relevant_first(store: Me
     assert [e.listing.stable_skill_id for e in tagged.items] == ["db.upgrade"]  # tags are searched too
 
 
-async def test_pages_cover_every_listing_once(store: MemoryStore) -> None:
+async def test_pages_cover_every_listing_once(store: IntakeStore) -> None:
     start = now_ms()
     for i in range(23):
         await publish(store, Identity.generate(), f"s.{i}", f"skill {i}", at_ms=start + i)
@@ -82,7 +82,7 @@ async def test_pages_cover_every_listing_once(store: MemoryStore) -> None:
     assert sorted(seen) == sorted(f"s.{i}" for i in range(23)) and len(seen) == 23
 
 
-async def test_listings_are_bounded_per_seller_and_in_total_least_trusted_oldest_first(store: MemoryStore) -> None:
+async def test_listings_are_bounded_per_seller_and_in_total_least_trusted_oldest_first(store: IntakeStore) -> None:
     bound = listings_bound(per_seller=3, total=6)
     me = Identity.from_seed(b"m" * 32)
     start = now_ms()
@@ -108,7 +108,7 @@ async def test_listings_are_bounded_per_seller_and_in_total_least_trusted_oldest
         assert await cur.fetchone() == (1,)  # the deleted ones' words left the index with them
 
 
-async def test_bounties_are_bounded_per_author(store: MemoryStore) -> None:
+async def test_bounties_are_bounded_per_author(store: IntakeStore) -> None:
     author = Identity.generate()
     for i in range(30):
         await post(store, author, SkillBounty(f"b{i}", f"want thing {i}", (), "", 1_000, now_ms() + DAY))
@@ -117,7 +117,7 @@ async def test_bounties_are_bounded_per_author(store: MemoryStore) -> None:
     assert len(live) == 20 and {b.bounty_id for b in live} == {f"b{i}" for i in range(10, 30)}
 
 
-async def test_the_index_finds_exactly_the_bounties_a_full_scan_matches(store: MemoryStore) -> None:
+async def test_the_index_finds_exactly_the_bounties_a_full_scan_matches(store: IntakeStore) -> None:
     rng = random.Random(5)
     vocabulary = ["postgres", "upgrade", "kubernetes", "rollout", "logrotate", "backup", "restore", "tls-cert",
                   "nginx", "reload", "cache_warm", "metrics"]  # fmt: skip

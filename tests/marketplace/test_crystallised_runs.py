@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from marketplace.executions import execution_stats, record_execution
 from marketplace.quality import MIN_EXECUTIONS, refusals
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from node.commands.skills_service import crystallise_report, emerging_report
 from tests.marketplace.test_bounty_boost import practise
 
 
-async def _the_pattern(store: MemoryStore) -> tuple[str, list[str]]:
+async def _the_pattern(store: IntakeStore) -> tuple[str, list[str]]:
     """The one emerging skill's id and its practices."""
     (pattern,) = (await emerging_report(store, 10))["emerging"]
     return pattern["id"], list(pattern["crystal_ids"])
 
 
-async def test_the_practices_runs_count_towards_the_new_skills_gate(store: MemoryStore) -> None:
+async def test_the_practices_runs_count_towards_the_new_skills_gate(store: IntakeStore) -> None:
     await practise(store, 1, 3)
     first, ids = await _the_pattern(store)
     await record_execution(store, ids[0], success=True, reward_milli=900)
@@ -36,7 +36,7 @@ async def test_the_practices_runs_count_towards_the_new_skills_gate(store: Memor
 
 
 async def test_a_pattern_never_run_gives_its_skill_no_runs_and_the_gate_still_asks_for_three(
-    store: MemoryStore,
+    store: IntakeStore,
 ) -> None:
     await practise(store, 2, 3)
     first, _ = await _the_pattern(store)

@@ -16,7 +16,7 @@ from marketplace.exchange.deals import (
 )
 from marketplace.exchange.party import DeadlineBounds
 from marketplace.exchange.quote_slots import OpenQuotes
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 
 PID = bytes(range(32))
 SELLER = b"s" * 32
@@ -48,7 +48,7 @@ def test_every_purchase_state_is_reachable_from_a_quote_and_the_ends_lead_nowher
     assert set(SALE_MOVES) == set(SaleState)
 
 
-async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_nothing(store: MemoryStore) -> None:
+async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_nothing(store: IntakeStore) -> None:
     purchases = Purchases(store)
     await purchases.add(PID, SELLER, "peer", b"quote", "escrow")
     await purchases.move(PID, PurchaseState.LOCKED)
@@ -69,7 +69,7 @@ async def test_a_purchase_moves_along_its_machine_and_an_illegal_move_changes_no
         await purchases.move(b"\0" * 32, PurchaseState.LOCKED)
 
 
-async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(store: MemoryStore) -> None:
+async def test_a_sale_is_settled_once_and_its_quote_dropped_only_while_unpaid(store: IntakeStore) -> None:
     sales = Sales(store)
     await sales.add_quote(PID, b"b" * 32, "crystal-1", b"quote", buyer_address="0xAB" + "00" * 19)
     assert await sales.open_quotes(b"b" * 32, since_ms=0) == OpenQuotes(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marketplace.executions import executions_by_source, good_run_days_by_source, record_execution
 from marketplace.gossip.listing import ingest_listing
 from memory.governance.quarantine import held
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from p2p.trust.book import TrustBook
 from p2p.trust.floors import NO_FLOORS
 from tests.p2p.conftest import listing
@@ -15,7 +15,7 @@ OTHER = b"o" * 32
 V1 = "To rotate logs: run logrotate -f /etc/logrotate.conf"
 
 
-async def test_executions_of_a_peers_skills_feed_its_local_trust(store: MemoryStore) -> None:
+async def test_executions_of_a_peers_skills_feed_its_local_trust(store: IntakeStore) -> None:
     result = await ingest_listing(store, listing(V1), PUBLISHER, author_has_standing=True)
     assert result.crystal_id is not None
     for success in (True, True, True, False):
@@ -29,7 +29,7 @@ async def test_executions_of_a_peers_skills_feed_its_local_trust(store: MemorySt
     assert book.compute()[PUBLISHER].local == 0.5
 
 
-async def test_runs_of_a_held_skill_earn_its_author_nothing(store: MemoryStore) -> None:
+async def test_runs_of_a_held_skill_earn_its_author_nothing(store: IntakeStore) -> None:
     """Issue 27: one recorded run of a skill still held in quarantine made a fresh key trusted."""
     stranger = await ingest_listing(store, listing(V1), PUBLISHER, author_has_standing=False)
     assert stranger.crystal_id is not None and stranger.held is not None

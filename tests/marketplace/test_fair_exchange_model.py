@@ -66,9 +66,9 @@ from marketplace.gossip.kinds import every_kind
 from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing, record_listing
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
 from memory.storage.crystal_queries import by_content_hash
-from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
@@ -175,12 +175,12 @@ class Node:
     def __init__(self, tmp: Path, name: str, chain: Chain, market_class: dict[str, Any]) -> None:
         self.tmp, self.name, self.chain, self.market_class = tmp, name, chain, market_class
         self.identity, self.wallet, self.clock = Identity.generate(), Account.create(), MovableClock()
-        self.store: MemoryStore
+        self.store: IntakeStore
         self.host: P2PHost
         self.market: Market
 
     async def open(self) -> None:
-        self.store = await MemoryStore.open(self.tmp / f"{self.name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
+        self.store = await IntakeStore.open(self.tmp / f"{self.name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
         self.host = P2PHost(self.identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(),
                             HostSettings(degree=3, degree_low=1, degree_high=6))  # fmt: skip
         self.build_market()

@@ -8,14 +8,14 @@ from marketplace.catalog.listings import endorsers_of, listing_envelope, listing
 from marketplace.gossip.endorsement import ENDORSEMENT, KIND_SKILL_ENDORSEMENT, SkillEndorsement, record_endorsement
 from marketplace.gossip.listing import record_listing
 from marketplace.gossip.revocation import SkillRevocation, revoke_listing
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, SemanticType
-from memory.storage.store import MemoryStore
 from tests.p2p.conftest import NOW, listing, skill_envelope
 
 SELLER = Identity.from_seed(b"s" * 32)
 
 
-async def test_newest_version_wins_and_revocation_unlists(store: MemoryStore) -> None:
+async def test_newest_version_wins_and_revocation_unlists(store: IntakeStore) -> None:
     v1, v2 = listing(content=None), listing(content=None, version=2, price_micro_usdc=20_000)
     assert await record_listing(store, v2, skill_envelope(SELLER, NOW, v2))
     assert not await record_listing(store, v1, skill_envelope(SELLER, NOW, v1))  # older: ignored
@@ -28,7 +28,7 @@ async def test_newest_version_wins_and_revocation_unlists(store: MemoryStore) ->
     assert revoked == 1 and await live_listings(store) == [] and await listings_in_category(store, "ops") == 0
 
 
-async def test_a_listing_signed_later_at_the_same_version_replaces_the_one_kept(store: MemoryStore) -> None:
+async def test_a_listing_signed_later_at_the_same_version_replaces_the_one_kept(store: IntakeStore) -> None:
     """Finding 8: a republish at the same version was dropped, so a new price, a new address or a
     listing again after a revocation never reached anyone."""
     first = listing(content=None, price_micro_usdc=10_000)
@@ -45,7 +45,7 @@ async def test_a_listing_signed_later_at_the_same_version_replaces_the_one_kept(
     assert [r.price_micro_usdc for r in await live_listings(store)] == [30_000]
 
 
-async def test_an_endorsement_covers_exactly_the_content_it_names(store: MemoryStore) -> None:
+async def test_an_endorsement_covers_exactly_the_content_it_names(store: IntakeStore) -> None:
     manager = Identity.from_seed(b"k" * 32)
     held = await store.remember(NewCrystal("Rotate logs with logrotate -f", semantic_type=SemanticType.SKILL))
     endorsed = SkillEndorsement(SELLER.public_key, "ops.rotate-logs", 1, held.crystal.content_hash)

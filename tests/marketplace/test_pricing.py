@@ -11,8 +11,8 @@ from marketplace.executions import ExecutionStats, execution_stats, record_execu
 from marketplace.pricing import PriceInputs, PriceSettings, format_usdc, price, scarcity
 from marketplace.quality import refusals
 from memory.errors import CrystalNotFound
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType
-from memory.storage.store import MemoryStore
 
 
 def test_every_factor_by_hand() -> None:
@@ -94,7 +94,7 @@ def test_prices_are_clamped_to_the_configured_range() -> None:
     assert format_usdc(1_500_000) == "1.500000 USDC" and format_usdc(0) == "0.000000 USDC"
 
 
-async def test_the_quality_gate_needs_three_executions_and_sixty_percent(store: MemoryStore) -> None:
+async def test_the_quality_gate_needs_three_executions_and_sixty_percent(store: IntakeStore) -> None:
     skill = (
         await store.remember(
             NewCrystal("Deploy with blue-green switch", semantic_type=SemanticType.SKILL, scope=Scope.SHARED)
@@ -111,7 +111,7 @@ async def test_the_quality_gate_needs_three_executions_and_sixty_percent(store: 
     assert refusals(skill, stats) == []  # 3 of 5 is exactly 60%
 
 
-async def test_memories_secrets_and_private_skills_are_never_listable(store: MemoryStore) -> None:
+async def test_memories_secrets_and_private_skills_are_never_listable(store: IntakeStore) -> None:
     fact = (await store.remember(NewCrystal("My sister lives in Porto", semantic_type=SemanticType.FACT))).crystal
     secret = (
         await store.remember(

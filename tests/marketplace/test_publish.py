@@ -13,8 +13,8 @@ from ground.authority import NotAllowed, Speaker
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import EditRefused
 from memory.governance.scope import change_scope
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, Scope, SemanticType
-from memory.storage.store import MemoryStore
 from tests.node.servers.test_api import Api
 from tests.node.test_agent_authority import _refused_with_an_audit_line
 from tests.node.test_agent_authority import api as api  # a daemon of this module's own (module scope)
@@ -27,7 +27,7 @@ PRACTICES = (
 
 
 async def test_only_the_person_changes_a_scope_and_never_of_another_nodes_words(tmp_path: Path) -> None:
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         skill = (
             await store.remember(NewCrystal("Rotate logs: logrotate -f", semantic_type=SemanticType.SKILL))

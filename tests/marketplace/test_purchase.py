@@ -27,8 +27,8 @@ from marketplace.gossip.listing import KIND_SKILL_LISTING, LISTING, SkillListing
 from marketplace.ledger import SkillEarnings, ledger, niche_line, purchase_outcomes_by_seller, sale_defaults_by_buyer
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, content_hash
-from memory.storage.store import MemoryStore
 from p2p.host import HostSettings, P2PHost
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
@@ -82,7 +82,7 @@ class MovableClock:
 class Side:
     identity: Identity
     wallet: Account
-    store: MemoryStore
+    store: IntakeStore
     host: P2PHost
     market: Market
     clock: MovableClock
@@ -101,7 +101,7 @@ async def make_side(
 ) -> Side:
     identity = Identity.generate()
     wallet = Account.create()
-    store = await MemoryStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
+    store = await IntakeStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     host = P2PHost(
         identity,
         MessageValidator(TrustAnchors(), kinds=every_kind()),
@@ -374,7 +374,7 @@ async def restart(side: Side, chain: Chain, peer_addr: str, *, same_port: bool =
     await side.host.stop()
     await side.store.close()
     # what the process left on disk
-    store = await MemoryStore.open(side.store.path, HashingEmbedder(), schemas=(MARKET_SCHEMA,))
+    store = await IntakeStore.open(side.store.path, HashingEmbedder(), schemas=(MARKET_SCHEMA,))
     settings = HostSettings(listen=(f"/ip4/127.0.0.1/tcp/{port}",), degree=3, degree_low=1, degree_high=6)
     host = P2PHost(side.identity, MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings)
     market = Market(side.identity, side.wallet, store, chain, host, clock=side.clock)

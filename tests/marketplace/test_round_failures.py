@@ -13,7 +13,7 @@ from ground import failpoints
 from ground.authority import Speaker
 from marketplace.chain import Chain
 from marketplace.exchange.buyer import PurchaseResult
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from node.runtime.lifecycle import TaskSupervisor
 from tests.marketplace.conftest import funds
 from tests.marketplace.test_purchase import PRICE, SKILL, SellerKilledBeforeDelivery, close, restart, trade
@@ -23,7 +23,7 @@ async def _no_wait(_: float) -> None:
     return None
 
 
-async def _skill_copies(store: MemoryStore) -> int:
+async def _skill_copies(store: IntakeStore) -> int:
     rows = await store.reader().execute_fetchall("SELECT count(*) FROM crystals WHERE text = ?", (SKILL,))
     return int(next(iter(rows))[0])
 

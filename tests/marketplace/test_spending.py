@@ -16,7 +16,7 @@ from marketplace.chain import Chain
 from marketplace.errors import PurchaseError, SpendRefused
 from marketplace.exchange.deals import Purchases, PurchaseState
 from marketplace.exchange.spending import DAY_MS, Spending, SpendLimits, purchase_cap
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from tests.marketplace.test_purchase import PRICE, close, trade
 
 LIMITS = SpendLimits(ceiling_micro_usdc=1_000_000, agent_daily_budget_micro_usdc=3_000_000)
@@ -48,7 +48,7 @@ def test_the_agents_budget_and_not_the_persons() -> None:
     assert cap(Speaker.PERSON, 1_000_000, spent_today=50_000_000) == 1_000_000
 
 
-async def test_the_agents_spending_is_read_from_the_recorded_purchases(store: MemoryStore) -> None:
+async def test_the_agents_spending_is_read_from_the_recorded_purchases(store: IntakeStore) -> None:
     now = [10 * DAY_MS]
     purchases = Purchases(store, lambda: now[0])
     for n, (speaker, price) in enumerate([(Speaker.AGENT, 700), (Speaker.PERSON, 5_000), (Speaker.AGENT, 300)]):

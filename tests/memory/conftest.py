@@ -13,7 +13,7 @@ import pytest
 
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 
 S = TypeVar("S", bound=BaseServer)
 
@@ -101,11 +101,11 @@ def minilm() -> Embedder:
 
 
 @pytest.fixture
-async def memory(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
+async def memory(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[IntakeStore]:
     """A store with MiniLM and supersession on save, on a fake clock."""
     from memory.supersession.detect import Supersession
 
-    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
+    store = await IntakeStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
     try:
         yield store
     finally:

@@ -25,8 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from ground.authority import Capability, NotAllowed, Speaker, may
 from memory.cognition.adopt import pin
 from memory.embedders.base import Embedder
+from memory.intake.store import IntakeStore
 from memory.model import Lifecycle, Lifespan, NewCrystal, SemanticType
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession
 from memory.working_memory.dream import directives
 from tests.memory.conftest import DAY, FakeClock
@@ -65,8 +65,8 @@ class Speakers(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.folder = tempfile.TemporaryDirectory()
         self.clock = FakeClock()
-        self.store: MemoryStore = self.loop.run_until_complete(
-            MemoryStore.open(
+        self.store: IntakeStore = self.loop.run_until_complete(
+            IntakeStore.open(
                 Path(self.folder.name) / "m.db", _embedder(), now_ms=self.clock, on_embedded=Supersession().hook()
             )
         )

@@ -13,9 +13,9 @@ from memory.capture.extract import extract, is_small_talk, repeats
 from memory.capture.formats import ConversationFormat, detect, read_conversations, read_messages
 from memory.capture.sources import captured_from
 from memory.errors import CaptureFormatError
+from memory.intake.store import IntakeStore
 from memory.model import Origin
 from memory.storage.counts import crystal_total
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeClock
 
 DATA = Path(__file__).parent / "data" / "capture"
@@ -159,7 +159,7 @@ def test_a_short_reply_and_the_answer_to_it_join_the_statement_and_a_long_one_st
     assert pieces[1].context == "Dana: Next to the water tap."  # the message before travels as context
 
 
-async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore, clock: FakeClock) -> None:
+async def test_captured_crystals_link_back_to_their_messages(store: IntakeStore, clock: FakeClock) -> None:
     clock.now = 1_772_500_000_000  # the day after the chat: its times are not in the future (memory.given_time)
     (conversation,) = read_conversations(raw("openai_chat.json"))
     report = await capture(store, conversation)
@@ -173,7 +173,7 @@ async def test_captured_crystals_link_back_to_their_messages(store: MemoryStore,
 
 
 async def test_the_same_conversation_twice_stores_nothing_new_and_a_grown_one_only_its_new_messages(
-    store: MemoryStore,
+    store: IntakeStore,
 ) -> None:
     messages = [
         {"role": "user", "content": "Our office moved to Calle Mayor 12, third floor."},
@@ -190,14 +190,14 @@ async def test_the_same_conversation_twice_stores_nothing_new_and_a_grown_one_on
     }
 
 
-async def test_a_piece_memory_already_holds_is_merged_not_stored_again(store: MemoryStore) -> None:
+async def test_a_piece_memory_already_holds_is_merged_not_stored_again(store: IntakeStore) -> None:
     said = [{"role": "user", "content": "My blood type is O negative."}]
     await capture_conversations(store, messages=said, session="a")
     elsewhere = await capture_conversations(store, messages=said, session="b")
     assert (elsewhere["stored"], elsewhere["merged"]) == (0, 1)
 
 
-async def test_a_chatgpt_export_captures_every_conversation(store: MemoryStore) -> None:
+async def test_a_chatgpt_export_captures_every_conversation(store: IntakeStore) -> None:
     result = await capture_conversations(store, raw=raw("chatgpt_conversations.json"))
     assert [c["session"] for c in result["conversations"]] == [
         "6790a1b2-aaaa-bbbb-cccc-000000000001",
@@ -206,7 +206,7 @@ async def test_a_chatgpt_export_captures_every_conversation(store: MemoryStore) 
     assert result["stored"] >= 1 and result["conversations"][1]["stored"] == 0  # "hi" is small talk
 
 
-async def test_damaged_input_stores_nothing(store: MemoryStore) -> None:
+async def test_damaged_input_stores_nothing(store: IntakeStore) -> None:
     with pytest.raises(CaptureFormatError):
         await capture_conversations(store, raw=raw("truncated.jsonl"))
     with pytest.raises(CaptureFormatError, match="not both"):

@@ -17,8 +17,8 @@ from memory.capture.llm_extract import LlmExtractor, grounded
 from memory.capture.sources import captured_from
 from memory.governance.llm import ChatEndpoint
 from memory.governance.quarantine import held
+from memory.intake.store import IntakeStore
 from memory.model import EpistemicLayer, Origin
-from memory.storage.store import MemoryStore
 from node.config import Config
 from node.errors import ConfigError
 from tests.memory.conftest import FakeModelServer
@@ -38,7 +38,7 @@ def _extractor(model: FakeModelServer) -> LlmExtractor:
 
 
 async def test_the_models_statements_are_kept_where_the_messages_support_them(
-    store: MemoryStore, model: FakeModelServer
+    store: IntakeStore, model: FakeModelServer
 ) -> None:
     model.answer = json.dumps([
         {"text": "The user's sister Ines moved to Porto in March and works at a bakery", "messages": [2]},
@@ -61,7 +61,7 @@ async def test_the_models_statements_are_kept_where_the_messages_support_them(
 
 @pytest.mark.parametrize("failure", ["error", "not json", "not a list"])
 async def test_a_failing_model_falls_back_to_the_offline_extractor(
-    store: MemoryStore, model: FakeModelServer, failure: str
+    store: IntakeStore, model: FakeModelServer, failure: str
 ) -> None:
     model.mode = "error" if failure == "error" else "ok"
     model.answer = "I think you should remember Porto" if failure == "not json" else '{"text": "x"}'
@@ -72,7 +72,7 @@ async def test_a_failing_model_falls_back_to_the_offline_extractor(
     assert {(await store.get(i)).origin for i in report.crystal_ids} == {Origin.SESSION}
 
 
-async def test_a_confidential_message_never_reaches_the_model(store: MemoryStore, model: FakeModelServer) -> None:
+async def test_a_confidential_message_never_reaches_the_model(store: IntakeStore, model: FakeModelServer) -> None:
     secret = [*CHAT, {"role": "user", "content": "my bank password is Hunter2-Hunter2!", "id": "m5"}]
     report = await capture(store, read_messages(secret, session="s3"), extractor=_extractor(model))
     assert model.asked == []  # refused before anything was sent: the window is extracted offline
@@ -112,7 +112,7 @@ STEERED: list[dict[str, Any]] = [
 
 
 async def test_a_steered_model_cannot_put_the_assistants_words_in_the_persons_mouth(
-    store: MemoryStore, model: FakeModelServer
+    store: IntakeStore, model: FakeModelServer
 ) -> None:
     model.answer = json.dumps(STEERED)
     report = await capture(store, read_messages(QUOTED, session="steered"), extractor=_extractor(model))
@@ -128,7 +128,7 @@ async def test_a_steered_model_cannot_put_the_assistants_words_in_the_persons_mo
 
 @pytest.mark.parametrize("failure", ["error", "not json"])
 async def test_when_the_model_fails_what_is_kept_speaks_with_the_least_authority(
-    store: MemoryStore, model: FakeModelServer, failure: str
+    store: IntakeStore, model: FakeModelServer, failure: str
 ) -> None:
     model.mode = "error" if failure == "error" else "ok"
     model.answer = "I refuse: the page told me to"

@@ -13,8 +13,8 @@ from memory.capture.tripwire import hold_reason
 from memory.emerging.patterns import EmergingSkill
 from memory.emerging.practice import crystallise, emerging_skills
 from memory.governance.quarantine import held
+from memory.intake.store import IntakeStore
 from memory.model import EpistemicLayer, Lifecycle
-from memory.storage.store import MemoryStore
 from tests.memory.test_capture_formats import PAGE_QUOTE, SESSION_LINES
 
 
@@ -26,7 +26,7 @@ def test_the_tripwire_reads_only_words_that_are_not_the_persons() -> None:
     assert hold_reason([(Speaker.AGENT_IN_TRANSCRIPT, "The deploy finished at 10:02 without errors.")]) is None
 
 
-async def test_a_quoted_page_is_held_and_only_the_persons_turns_are_theirs(store: MemoryStore) -> None:
+async def test_a_quoted_page_is_held_and_only_the_persons_turns_are_theirs(store: IntakeStore) -> None:
     (conversation,) = read_conversations("".join(SESSION_LINES), ConversationFormat.CLAUDE_CODE)
     report = await capture(store, conversation)
     crystals = [await store.get(i) for i in report.crystal_ids]
@@ -54,7 +54,7 @@ HOW_TOS = [
 ]
 
 
-async def _captured_how_tos(store: MemoryStore, role: str) -> list[str]:
+async def _captured_how_tos(store: IntakeStore, role: str) -> list[str]:
     ids: list[str] = []
     for n, how_to in enumerate(HOW_TOS):
         report = await capture(store, read_messages([{"role": role, "content": how_to}], session=f"{role}-{n}"))
@@ -62,19 +62,19 @@ async def _captured_how_tos(store: MemoryStore, role: str) -> list[str]:
     return ids
 
 
-async def test_captured_assistant_how_tos_never_become_an_emerging_skill(store: MemoryStore) -> None:
+async def test_captured_assistant_how_tos_never_become_an_emerging_skill(store: IntakeStore) -> None:
     await _captured_how_tos(store, "assistant")
     assert await emerging_skills(store, {}) == []
 
 
-async def test_the_persons_captured_how_tos_do_become_one(store: MemoryStore) -> None:
+async def test_the_persons_captured_how_tos_do_become_one(store: IntakeStore) -> None:
     """The control for the test above: the same words in the person's turns form a skill."""
     ids = await _captured_how_tos(store, "user")
     (skill,) = await emerging_skills(store, {})
     assert set(skill.crystal_ids) == set(ids)
 
 
-async def test_crystallising_refuses_a_pattern_of_assistant_how_tos(store: MemoryStore) -> None:
+async def test_crystallising_refuses_a_pattern_of_assistant_how_tos(store: IntakeStore) -> None:
     ids = tuple(await _captured_how_tos(store, "assistant"))
     made_up = EmergingSkill(ids[0], "renew TLS", ids[0], ids, 3, 0.7, 0)  # as a stale scan would name it
     with pytest.raises(NotAllowed, match="form an emerging skill"):

@@ -11,8 +11,8 @@ from pathlib import Path
 from memory.capture.sources import captured_from
 from memory.capture.watch import WatchPlan, load_marks, watch_round, watch_summary
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.storage.counts import crystal_total
-from memory.storage.store import MemoryStore
 
 SESSION = "5d0c7e2a-1111-4c4c-9d9d-aabbccddeeff"
 
@@ -28,7 +28,7 @@ def settings(folder: Path) -> WatchPlan:
 
 
 async def test_new_lines_are_captured_as_they_are_written_and_a_half_line_waits(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     session = tmp_path / "projects" / "payments" / f"{SESSION}.jsonl"
     session.parent.mkdir(parents=True)
@@ -53,14 +53,14 @@ async def test_the_watermark_survives_a_restart(tmp_path: Path) -> None:
     log.write_text(
         json.dumps({"speaker": "Ines", "text": "The boiler service is booked for 12 June.", "id": "i1"}) + "\n"
     )
-    store = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "memory.db", HashingEmbedder())
     try:
         assert (await watch_round(store, settings(folder))).stored == 1
     finally:
         await store.close()
     with log.open("a") as handle:
         handle.write(json.dumps({"speaker": "Ines", "text": "The plumber is Jordi, 600 123 456.", "id": "i2"}) + "\n")
-    store = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder())  # the daemon restarted
+    store = await IntakeStore.open(tmp_path / "memory.db", HashingEmbedder())  # the daemon restarted
     try:
         again = await watch_round(store, settings(folder))
         assert (again.new_messages, again.stored) == (1, 1)
@@ -70,7 +70,7 @@ async def test_the_watermark_survives_a_restart(tmp_path: Path) -> None:
 
 
 async def test_a_rewritten_or_truncated_file_is_read_again_without_storing_twice(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     log = tmp_path / "chat.jsonl"
     said = [{"speaker": "Ana", "text": "Our wifi password rotates every quarter.", "id": "x1"},
@@ -85,7 +85,7 @@ async def test_a_rewritten_or_truncated_file_is_read_again_without_storing_twice
 
 
 async def test_a_file_that_cannot_be_read_is_reported_once_and_skipped_until_it_changes(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     broken = tmp_path / "export.json"
     broken.write_text('[{"role": "user", "content": "never closed"')
@@ -101,7 +101,7 @@ async def test_a_file_that_cannot_be_read_is_reported_once_and_skipped_until_it_
     assert fixed.stored == 1 and (await watch_summary(store))["errors"] == {}
 
 
-async def test_captured_lines_link_back_to_the_session_and_message_ids(store: MemoryStore, tmp_path: Path) -> None:
+async def test_captured_lines_link_back_to_the_session_and_message_ids(store: IntakeStore, tmp_path: Path) -> None:
     session = tmp_path / f"{SESSION}.jsonl"
     session.write_text(line("u9", "user", "Feature flags live in LaunchDarkly, project payments-prod."))
     await watch_round(store, settings(tmp_path))
@@ -111,7 +111,7 @@ async def test_captured_lines_link_back_to_the_session_and_message_ids(store: Me
     assert (where.session, where.messages) == (SESSION, ("u9",))
 
 
-async def test_a_deleted_file_keeps_no_watermark_and_what_it_gave_stays(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_deleted_file_keeps_no_watermark_and_what_it_gave_stays(store: IntakeStore, tmp_path: Path) -> None:
     """Issue 30: a transcript deleted since stayed counted in `status` for ever."""
     log = tmp_path / "old.jsonl"
     log.write_text(json.dumps({"speaker": "Ana", "text": "The boiler code is in the blue folder.", "id": "d1"}) + "\n")

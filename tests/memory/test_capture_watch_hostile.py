@@ -11,19 +11,19 @@ import pytest
 
 from memory.capture import watch
 from memory.capture.watch import WatchPlan, load_marks, watch_round, watch_summary
+from memory.intake.store import IntakeStore
 from memory.safe_files import read_bounded
 from memory.storage.counts import crystal_total
-from memory.storage.store import MemoryStore
 from tests.memory.test_capture_watch import SESSION, line, settings
 
 SECRET = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
 
-async def texts(store: MemoryStore) -> list[str]:
+async def texts(store: IntakeStore) -> list[str]:
     return [c.text async for c in store.iter_live()]
 
 
-async def test_a_symlink_out_of_the_watched_folder_is_never_followed(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_symlink_out_of_the_watched_folder_is_never_followed(store: IntakeStore, tmp_path: Path) -> None:
     """A link to ``~/.aws/credentials`` (or ``/proc/self/environ``) in a watched folder became crystals
     the agent's searches return. Links to a file and to a folder are skipped, and a FIFO is not opened."""
     outside = tmp_path / "home"
@@ -43,7 +43,7 @@ async def test_a_symlink_out_of_the_watched_folder_is_never_followed(store: Memo
 
 
 async def test_a_damaged_line_is_skipped_and_named_and_the_lines_after_it_are_captured(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     """One damaged line stopped a session for good: the watermark never passed it."""
     session = tmp_path / f"{SESSION}.jsonl"
@@ -65,7 +65,7 @@ async def test_a_damaged_line_is_skipped_and_named_and_the_lines_after_it_are_ca
 
 
 async def test_a_file_of_lines_is_read_at_most_the_cap_at_a_time_from_its_watermark(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     """The cap was checked against the file's size and the whole file read into memory: a session
     that grew past it was skipped for good. Now at most the cap is read, from the watermark on."""
@@ -88,7 +88,7 @@ async def test_a_file_of_lines_is_read_at_most_the_cap_at_a_time_from_its_waterm
     assert refused.new_errors == [(str(document), f"over {cap:,} bytes; skipped")]  # a JSON file is read whole
 
 
-async def test_a_file_truncated_and_written_again_stores_nothing_twice(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_file_truncated_and_written_again_stores_nothing_twice(store: IntakeStore, tmp_path: Path) -> None:
     """Rotation (copy, truncate, write again): the messages it still holds are not stored twice."""
     session = tmp_path / f"{SESSION}.jsonl"
     old = [
@@ -105,7 +105,7 @@ async def test_a_file_truncated_and_written_again_stores_nothing_twice(store: Me
 
 
 async def test_a_file_the_daemon_may_not_read_is_reported_and_the_others_are_still_captured(
-    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: IntakeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A read that failed (permission denied; the tests run as root, so the refusal is injected at
     the read) ended the whole round, every round: the files after it in name order were never read."""
@@ -125,7 +125,7 @@ async def test_a_file_the_daemon_may_not_read_is_reported_and_the_others_are_sti
     assert done.stored == 1 and "192.168.8.1" in " ".join(await texts(store))
 
 
-async def test_a_hard_link_in_the_watched_folder_is_skipped_and_named(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_hard_link_in_the_watched_folder_is_skipped_and_named(store: IntakeStore, tmp_path: Path) -> None:
     """A hard link is a regular file with a second name, and the other name may be outside the
     folder (``~/.aws/credentials``): it was read as a transcript of its own. It is skipped like a
     symlink, and named (``skipped_links``) for the daemon's log."""
@@ -153,7 +153,7 @@ FOUR_TURNS = (
 
 
 async def test_a_file_rewritten_with_its_turns_and_new_ones_stores_no_turn_in_a_second_crystal(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     """Found by the soak (issue 48): a session emptied and written again, its turns plus new ones.
     Read as a new conversation, the turns it held were grouped anew ("u2" with the new "u3", both
@@ -174,7 +174,7 @@ async def test_a_file_rewritten_with_its_turns_and_new_ones_stores_no_turn_in_a_
 
 
 async def test_a_file_rewritten_past_its_head_between_two_rounds_is_read_again_and_loses_nothing(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     """Found by the soak (issue 48): a session rewritten without one of its lines (a damaged one),
     plus new turns, between two rounds. Its first 4 KB were unchanged and it had grown, so the
@@ -197,13 +197,13 @@ async def test_a_file_rewritten_past_its_head_between_two_rounds_is_read_again_a
     assert again.skipped_lines == []
 
 
-async def every_text(store: MemoryStore) -> list[str]:
+async def every_text(store: IntakeStore) -> list[str]:
     """Every crystal's text, superseded and archived ones too: a turn stored twice counts either way."""
     async with store.reader().execute("SELECT text FROM crystals") as cursor:
         return [str(row[0]) for row in await cursor.fetchall()]
 
 
-async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: IntakeStore, tmp_path: Path) -> None:
     """Found by the soak (issue 48): a session rewritten (read on as ``<id>~<head>``), grown, then
     renamed (rotated). Under its new name it was read as session ``<id>`` again, to which the turns
     captured after the rewrite were new: grouped anew ("u2" and "u3", both the person's) they were
@@ -226,7 +226,7 @@ async def test_a_rewritten_file_renamed_stores_no_turn_twice(store: MemoryStore,
 
 
 async def test_a_kill_between_storing_and_recording_a_chunk_stores_no_turn_twice(
-    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: IntakeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found building the soak (issue 48): the crystals of a chunk commit before the record of which
     messages they came from. Killed between the two, the daemon read the chunk again after restart

@@ -20,12 +20,12 @@ from memory.dynamics.consolidation import consolidate, unmerge
 from memory.dynamics.importance import DecaySettings, access_strength, importance
 from memory.errors import CrystalNotFound, StoreError
 from memory.graph.provenance import derivation_tree
+from memory.intake.store import IntakeStore
 from memory.model import Hormones, Lifecycle, Lifespan, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.setup.settings import ConsolidationSettings
 from memory.storage.crystal_queries import audit_trail
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import supersede
 from tests.memory.conftest import DAY, T0, FakeClock
 
@@ -48,7 +48,7 @@ def test_importance_matches_the_hand_computed_formula() -> None:
     assert lasting == pytest.approx(0.095163, abs=1e-6)
 
 
-async def test_consolidation_writes_the_same_importance_as_the_formula(store: MemoryStore, clock: FakeClock) -> None:
+async def test_consolidation_writes_the_same_importance_as_the_formula(store: IntakeStore, clock: FakeClock) -> None:
     crystal = (await store.remember(NewCrystal("a felt memory", emotional_valence=0.4))).crystal
     await store.touch([crystal.id] * 3)
     clock.advance(10 * DAY)
@@ -57,7 +57,7 @@ async def test_consolidation_writes_the_same_importance_as_the_formula(store: Me
     assert (await store.get(crystal.id)).importance == pytest.approx(0.233346, abs=1e-6)
 
 
-async def test_each_transition_with_its_audit_row(store: MemoryStore, clock: FakeClock) -> None:
+async def test_each_transition_with_its_audit_row(store: IntakeStore, clock: FakeClock) -> None:
     faded = (await store.remember(NewCrystal("never used again"))).crystal
     used = (await store.remember(NewCrystal("asked about every day"))).crystal
     timed = (await store.remember(NewCrystal("parking ends at noon", lifespan=Lifespan.TTL, ttl_ms=DAY))).crystal
@@ -85,7 +85,7 @@ async def test_each_transition_with_its_audit_row(store: MemoryStore, clock: Fak
         assert [tuple(r) for r in await cursor.fetchall()] == [(used.id, 0, clock.now + DAY)]
 
 
-async def test_skills_and_permanent_crystals_never_decay(store: MemoryStore, clock: FakeClock) -> None:
+async def test_skills_and_permanent_crystals_never_decay(store: IntakeStore, clock: FakeClock) -> None:
     skill = (await store.remember(NewCrystal("How to rotate the TLS cert", semantic_type=SemanticType.SKILL))).crystal
     kept = (await store.remember(NewCrystal("my blood type is O+", lifespan=Lifespan.PERMANENT))).crystal
     clock.advance(400 * DAY)
@@ -98,7 +98,7 @@ async def test_skills_and_permanent_crystals_never_decay(store: MemoryStore, clo
 
 
 async def test_merge_archives_the_weaker_with_a_parent_link_and_unmerge_restores_it(
-    store: MemoryStore, clock: FakeClock
+    store: IntakeStore, clock: FakeClock
 ) -> None:
     strong = (await store.remember(NewCrystal(NEAR_A))).crystal
     weak = (await store.remember(NewCrystal(NEAR_B))).crystal
@@ -127,7 +127,7 @@ async def test_merge_archives_the_weaker_with_a_parent_link_and_unmerge_restores
         await unmerge(store, weak.id)
 
 
-async def test_a_near_copy_by_another_speaker_never_archives_the_persons_words(store: MemoryStore) -> None:
+async def test_a_near_copy_by_another_speaker_never_archives_the_persons_words(store: IntakeStore) -> None:
     """Issue 47: the agent's near-copy, more used than the person's own words, won the merge and
     archived them; now the speaker who stands higher wins whatever the use counts say."""
     persons = (await store.remember(NewCrystal(NEAR_A, speaker=Speaker.PERSON))).crystal
@@ -139,7 +139,7 @@ async def test_a_near_copy_by_another_speaker_never_archives_the_persons_words(s
     assert (await store.get(persons.id)).lifecycle is not Lifecycle.ARCHIVED
 
 
-async def test_a_superseded_fact_is_never_merged_into_its_superseder(store: MemoryStore) -> None:
+async def test_a_superseded_fact_is_never_merged_into_its_superseder(store: IntakeStore) -> None:
     old = (await store.remember(NewCrystal(NEAR_A))).crystal
     new = (await store.remember(NewCrystal(NEAR_B))).crystal
     await store.touch([old.id] * 12 + [new.id] * 12)  # as the merge test above: similar and strong enough
@@ -150,7 +150,7 @@ async def test_a_superseded_fact_is_never_merged_into_its_superseder(store: Memo
     assert (await store.get(old.id)).text == NEAR_A and (await store.get(new.id)).text == NEAR_B
 
 
-async def test_merging_respects_types_scopes_and_skills(store: MemoryStore) -> None:
+async def test_merging_respects_types_scopes_and_skills(store: IntakeStore) -> None:
     a = (await store.remember(NewCrystal(NEAR_A))).crystal
     b = (await store.remember(NewCrystal(NEAR_B, scope=Scope.SHARED))).crystal
     await store.touch([a.id] * 12 + [b.id] * 12)
@@ -161,7 +161,7 @@ async def test_merging_respects_types_scopes_and_skills(store: MemoryStore) -> N
     assert report.merged == 0
 
 
-async def test_stress_raises_the_merge_threshold(store: MemoryStore) -> None:
+async def test_stress_raises_the_merge_threshold(store: IntakeStore) -> None:
     strong = (await store.remember(NewCrystal(NEAR_A))).crystal
     weak = (await store.remember(NewCrystal(NEAR_B))).crystal
     await store.touch([strong.id] * 12 + [weak.id])
@@ -186,7 +186,7 @@ def test_the_defaults_are_the_designs_numbers() -> None:
                 settings.merge_similarity, settings.emotion_decay_resistance) == design  # fmt: skip
 
 
-async def test_dry_run_reports_and_changes_nothing(store: MemoryStore, clock: FakeClock) -> None:
+async def test_dry_run_reports_and_changes_nothing(store: IntakeStore, clock: FakeClock) -> None:
     faded = (await store.remember(NewCrystal("never used again"))).crystal
     clock.advance(40 * DAY)
     trail_before = await audit_trail(store, faded.id)
@@ -200,7 +200,7 @@ async def test_dry_run_reports_and_changes_nothing(store: MemoryStore, clock: Fa
     assert real.expired_by_decay == 1
 
 
-async def test_purge_after_retention_keeps_the_history(store: MemoryStore, clock: FakeClock) -> None:
+async def test_purge_after_retention_keeps_the_history(store: IntakeStore, clock: FakeClock) -> None:
     gone = (await store.remember(NewCrystal("forget me"))).crystal
     kept = (await store.remember(NewCrystal("keep me"))).crystal
     await store.forget(gone.id)

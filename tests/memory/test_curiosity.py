@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from memory.cognition.curiosity import BOOST_THRESHOLD, Curiosity, gap_key
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ExtractiveSynthesizer
@@ -25,13 +25,13 @@ def files(tmp_path: Path) -> WorkingMemoryFiles:
     return WorkingMemoryFiles(tmp_path / "workspace")
 
 
-async def _accesses(store: MemoryStore) -> int:
+async def _accesses(store: IntakeStore) -> int:
     await store.flush_access()
     async with store.reader().execute("SELECT coalesce(sum(access_count), 0) FROM crystals") as cursor:
         return int((await cursor.fetchone() or (0,))[0])
 
 
-async def test_a_query_with_nothing_relevant_answers_nothing_and_counts_no_access(store: MemoryStore) -> None:
+async def test_a_query_with_nothing_relevant_answers_nothing_and_counts_no_access(store: IntakeStore) -> None:
     await Curiosity.attach(store)
     for text in ("The boiler is serviced every autumn", "Tomas lives in Tallinn", "Rotate logs with logrotate"):
         await store.remember(NewCrystal(text))
@@ -43,7 +43,7 @@ async def test_a_query_with_nothing_relevant_answers_nothing_and_counts_no_acces
     assert await _accesses(store) == len(found)  # only relevant hits are returned, so only they count
 
 
-async def test_empty_searches_become_gaps_counted_and_bounded(store: MemoryStore) -> None:
+async def test_empty_searches_become_gaps_counted_and_bounded(store: IntakeStore) -> None:
     curiosity = await Curiosity.attach(store, max_open=3)
     await store.remember(NewCrystal("The boiler is serviced every autumn"))
     for _ in range(3):
@@ -62,7 +62,7 @@ async def test_empty_searches_become_gaps_counted_and_bounded(store: MemoryStore
     assert gaps[1].query == "gym membership fee" and gaps[2].query == "passport renewal date"
 
 
-async def test_a_crystal_that_fills_a_gap_closes_it_and_is_boosted(store: MemoryStore) -> None:
+async def test_a_crystal_that_fills_a_gap_closes_it_and_is_boosted(store: IntakeStore) -> None:
     curiosity = await Curiosity.attach(store)
     await store.remember(NewCrystal("The boiler is serviced every autumn"))
     await search(store, SearchRequest("What is Tomas's phone number?"))
@@ -77,7 +77,7 @@ async def test_a_crystal_that_fills_a_gap_closes_it_and_is_boosted(store: Memory
     assert await curiosity.gaps() == []
 
 
-async def test_near_repeats_are_not_novel_and_get_no_boost(store: MemoryStore) -> None:
+async def test_near_repeats_are_not_novel_and_get_no_boost(store: IntakeStore) -> None:
     await Curiosity.attach(store)
     first = (await store.remember(NewCrystal("the standup is at 09:15 on weekdays in room Fjord"))).crystal
     again = (await store.remember(NewCrystal("the standup is at 09:15 on weekdays in room Fjord!"))).crystal
@@ -85,7 +85,7 @@ async def test_near_repeats_are_not_novel_and_get_no_boost(store: MemoryStore) -
     assert again.curiosity_boost == 0.0
 
 
-async def test_a_bulk_import_closes_the_gaps_it_fills(store: MemoryStore) -> None:
+async def test_a_bulk_import_closes_the_gaps_it_fills(store: IntakeStore) -> None:
     curiosity = await Curiosity.attach(store)
     await search(store, SearchRequest("when is the dentist appointment"))
     result = await store.remember_many([NewCrystal("The dentist appointment is on 3 March at 10:00")])
@@ -94,7 +94,7 @@ async def test_a_bulk_import_closes_the_gaps_it_fills(store: MemoryStore) -> Non
 
 
 async def test_open_gaps_are_the_curiosity_gaps_of_memory_md(
-    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+    store: IntakeStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
     curiosity = await Curiosity.attach(store)
     await store.remember(NewCrystal("The boiler is serviced every autumn"))
@@ -115,7 +115,7 @@ def test_a_query_without_content_words_is_no_gap(query: str) -> None:
 
 
 async def test_a_gap_that_reads_like_instructions_or_holds_a_secret_stays_out_of_memory_md(
-    store: MemoryStore, files: WorkingMemoryFiles
+    store: IntakeStore, files: WorkingMemoryFiles
 ) -> None:
     """Issue 27: a search's words went verbatim into MEMORY.md, and so into the agent's prompt."""
     curiosity = await Curiosity.attach(store)

@@ -25,10 +25,10 @@ from memory.dynamics.hormones import Event
 from memory.embedders.hashing import HashingEmbedder
 from memory.governance.llm import ChatEndpoint
 from memory.graph.provenance import derivation_tree
+from memory.intake.store import IntakeStore
 from memory.model import Hormones, Lifecycle, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.working_memory.dream import DreamReport, dream, working_memory_note
 from memory.working_memory.memory_md import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
 from memory.working_memory.synthesis import (
@@ -74,12 +74,12 @@ class ScriptedSynthesizer:
         return self.sections
 
 
-async def _count(store: MemoryStore) -> int:
+async def _count(store: IntakeStore) -> int:
     return int((await store.stats())["total"])
 
 
 async def test_a_dream_writes_the_seven_sections_and_clears_scratch(
-    store: MemoryStore, files: WorkingMemoryFiles
+    store: IntakeStore, files: WorkingMemoryFiles
 ) -> None:
     for text, kind in [
         ("Ana prefers answers in Spanish", SemanticType.PREFERENCE),
@@ -115,7 +115,7 @@ async def test_a_dream_writes_the_seven_sections_and_clears_scratch(
 
 
 async def test_faded_topics_become_crystal_pointers(
-    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+    store: IntakeStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
     await working_memory_note(store, files, "Kitchen renovation quotes arrive Friday", 0.6)
     await dream(store, files, EXTRACTIVE)
@@ -153,7 +153,7 @@ LASTING = {
     ],
 )
 async def test_collapse_guards_reject_a_bad_rewrite_and_keep_the_old_state(
-    store: MemoryStore,
+    store: IntakeStore,
     files: WorkingMemoryFiles,
     rewrite: Sections,
     reason: str,
@@ -237,7 +237,7 @@ def _chat(server: ChatServer) -> ChatSynthesizer:
 
 
 async def test_chat_synthesizer_writes_what_the_model_answered(
-    store: MemoryStore, files: WorkingMemoryFiles, chat_server: ChatServer
+    store: IntakeStore, files: WorkingMemoryFiles, chat_server: ChatServer
 ) -> None:
     await working_memory_note(store, files, "Preparing the 2.3 release", 0.7)
     report = await dream(store, files, _chat(chat_server))
@@ -251,7 +251,7 @@ async def test_chat_synthesizer_writes_what_the_model_answered(
 
 
 async def test_a_chat_dream_stores_insights_with_provenance_to_their_sources(
-    store: MemoryStore, files: WorkingMemoryFiles, chat_server: ChatServer
+    store: IntakeStore, files: WorkingMemoryFiles, chat_server: ChatServer
 ) -> None:
     late = await working_memory_note(store, files, "The 2.3 migration is two weeks late", 0.7)
     slip = await working_memory_note(store, files, "Release 2.3 moved from May to June", 0.7)
@@ -271,7 +271,7 @@ async def test_a_chat_dream_stores_insights_with_provenance_to_their_sources(
 
 @pytest.mark.parametrize("mode", ["slow", "garbage", "error"])
 async def test_a_failing_chat_endpoint_keeps_the_old_memory_and_logs(
-    store: MemoryStore,
+    store: IntakeStore,
     files: WorkingMemoryFiles,
     chat_server: ChatServer,
     mode: str,
@@ -291,7 +291,7 @@ async def test_a_failing_chat_endpoint_keeps_the_old_memory_and_logs(
     assert [r for r in caplog.records if r.getMessage() == "dream.rejected"]
 
 
-async def test_first_activation_seeds_a_hand_written_memory_once(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+async def test_first_activation_seeds_a_hand_written_memory_once(store: IntakeStore, files: WorkingMemoryFiles) -> None:
     files.workspace.mkdir(parents=True)
     words = " ".join(f"word{i}" for i in range(1_000))
     hand_written = f"# My own memory\n\nI keep my notes here.\n\n{words}\n"
@@ -312,7 +312,7 @@ async def test_first_activation_seeds_a_hand_written_memory_once(store: MemorySt
     assert len(list(files.workspace.glob("MEMORY.md.before-bitterbot-*"))) == 1
 
 
-async def test_a_high_hormone_writes_its_own_scratch_note(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+async def test_a_high_hormone_writes_its_own_scratch_note(store: IntakeStore, files: WorkingMemoryFiles) -> None:
     endocrine = await Endocrine.attach(store)
     await endocrine.observe([Event.URGENCY, Event.URGENCY])  # cortisol 0.02 + 2 x 0.4 = 0.82
     report = await dream(store, files, EXTRACTIVE, hormones=endocrine)
@@ -321,7 +321,7 @@ async def test_a_high_hormone_writes_its_own_scratch_note(store: MemoryStore, fi
 
 
 async def test_a_level_that_stays_high_is_noted_once_not_at_every_dream(
-    store: MemoryStore, files: WorkingMemoryFiles
+    store: IntakeStore, files: WorkingMemoryFiles
 ) -> None:
     """Issue 28: a level high for several dreams wrote a note at each, and 4 of 5 Active Context bullets
     read "dopamine was high"."""
@@ -337,7 +337,7 @@ async def test_a_level_that_stays_high_is_noted_once_not_at_every_dream(
 
 
 async def test_due_replays_are_dreamt_and_move_to_the_next_interval(
-    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+    store: IntakeStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
     crystal = (await store.remember(NewCrystal("The boiler needs a service every autumn"))).crystal
     await store.touch([crystal.id] * 12)
@@ -355,12 +355,12 @@ import asyncio, sys, time
 from pathlib import Path
 from memory.working_memory.dream import working_memory_note
 from memory.embedders.hashing import HashingEmbedder
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from memory.working_memory.memory_md import WorkingMemoryFiles
 
 async def main() -> None:
     root = Path(sys.argv[1])
-    store = await MemoryStore.open(root / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(root / "m.db", HashingEmbedder())
     await working_memory_note(store, WorkingMemoryFiles(root / "ws"), "The spare key is under the blue pot", 0.9)
     print("noted", flush=True)
     time.sleep(60)
@@ -383,7 +383,7 @@ def _note_then_kill_9(root: Path, project: Path) -> None:
 @pytest.mark.slow
 async def test_scratch_notes_survive_kill_9_between_note_and_dream(tmp_path: Path) -> None:
     await asyncio.to_thread(_note_then_kill_9, tmp_path, PROJECT)
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         files = WorkingMemoryFiles(tmp_path / "ws")
         report: DreamReport = await dream(store, files, EXTRACTIVE)
@@ -398,7 +398,7 @@ async def test_scratch_notes_survive_kill_9_between_note_and_dream(tmp_path: Pat
 
 
 async def test_the_market_line_in_niche_is_replaced_not_piled_up(
-    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+    store: IntakeStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
     offered = NewCrystal("Rotate nginx logs without downtime: logrotate -f", semantic_type=SemanticType.SKILL)
     await store.remember(replace(offered, scope=Scope.SHARED))
@@ -412,7 +412,7 @@ async def test_the_market_line_in_niche_is_replaced_not_piled_up(
 
 
 async def test_a_secret_noted_in_scratch_never_reaches_memory_md_or_a_prompt(
-    store: MemoryStore, files: WorkingMemoryFiles
+    store: IntakeStore, files: WorkingMemoryFiles
 ) -> None:
     recording = Recording()
     files.scratch.append("The deploy password is hunter2-Xk9!", 0.9, store.now_ms())
@@ -435,7 +435,7 @@ async def test_a_secret_noted_in_scratch_never_reaches_memory_md_or_a_prompt(
     ],
 )
 async def test_a_reworded_secret_never_reaches_memory_md_from_a_crystal_or_a_note(
-    store: MemoryStore, files: WorkingMemoryFiles, secret: str
+    store: IntakeStore, files: WorkingMemoryFiles, secret: str
 ) -> None:
     recording = Recording()
     await store.remember(NewCrystal(secret, semantic_type=SemanticType.FACT, importance=0.95))
@@ -455,7 +455,7 @@ async def test_a_reworded_secret_never_reaches_memory_md_from_a_crystal_or_a_not
 
 
 async def test_active_context_carries_over_three_sessions_then_becomes_a_pointer(
-    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+    store: IntakeStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
     await working_memory_note(store, files, "User's name is Douglas, deadline Friday", importance=0.8)
     await dream(store, files, EXTRACTIVE)
@@ -472,7 +472,7 @@ async def test_active_context_carries_over_three_sessions_then_becomes_a_pointer
 
 
 async def test_a_full_active_context_lets_the_least_important_go_first(
-    store: MemoryStore, files: WorkingMemoryFiles
+    store: IntakeStore, files: WorkingMemoryFiles
 ) -> None:
     await working_memory_note(store, files, "The landlord's number is in the blue folder", importance=0.9)
     for i in range(14):
@@ -484,7 +484,7 @@ async def test_a_full_active_context_lets_the_least_important_go_first(
 
 
 async def test_a_dream_with_nothing_new_changes_nothing(
-    store: MemoryStore, files: WorkingMemoryFiles, clock: FakeClock
+    store: IntakeStore, files: WorkingMemoryFiles, clock: FakeClock
 ) -> None:
     await working_memory_note(store, files, "The plumber comes on Tuesday morning at nine", importance=0.6)
     assert (await dream(store, files, EXTRACTIVE)).accepted
@@ -494,7 +494,7 @@ async def test_a_dream_with_nothing_new_changes_nothing(
     assert report.accepted and files.memory_md.read_bytes() == before  # not even the header's time
 
 
-async def test_the_header_names_the_last_dream_and_the_mood(store: MemoryStore, files: WorkingMemoryFiles) -> None:
+async def test_the_header_names_the_last_dream_and_the_mood(store: IntakeStore, files: WorkingMemoryFiles) -> None:
     endocrine = await Endocrine.attach(store)
     await endocrine.observe([Event.ACHIEVEMENT])  # dopamine 0.55, oxytocin 0.30
     await working_memory_note(store, files, "We shipped the new onboarding flow today, finally", 0.7)
@@ -506,7 +506,7 @@ async def test_the_header_names_the_last_dream_and_the_mood(store: MemoryStore, 
 
 
 async def test_a_line_another_node_wrote_is_marked_in_memory_md_and_in_the_dream_prompt(
-    store: MemoryStore, files: WorkingMemoryFiles, chat_server: ChatServer
+    store: IntakeStore, files: WorkingMemoryFiles, chat_server: ChatServer
 ) -> None:
     """Issue 27: MEMORY.md and the chat dream prompt carried no marking of peer-origin lines, so a
     skill another node wrote read like the agent's own knowledge."""

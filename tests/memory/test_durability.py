@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from memory.intake.store import IntakeStore
 from memory.storage import connection
-from memory.storage.store import MemoryStore
 from memory.working_memory.dream import dream
 from memory.working_memory.memory_md import WorkingMemoryFiles
 from memory.working_memory.synthesis import ExtractiveSynthesizer
@@ -40,7 +40,7 @@ def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_only_a_durable_transaction_syncs_the_log_before_it_returns(
-    store: MemoryStore, synced: list[str]
+    store: IntakeStore, synced: list[str]
 ) -> None:
     async with store.transaction() as db:
         await db.execute("INSERT INTO meta (key, value) VALUES ('a', '1')")
@@ -51,7 +51,7 @@ async def test_only_a_durable_transaction_syncs_the_log_before_it_returns(
 
 
 async def test_the_dream_syncs_its_notes_before_it_empties_scratch(
-    store: MemoryStore, tmp_path: Path, synced: list[str], monkeypatch: pytest.MonkeyPatch
+    store: IntakeStore, tmp_path: Path, synced: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = WorkingMemoryFiles(tmp_path / "workspace")
     files.scratch.append("Deadline for the VAT report is Friday", 0.8, store.now_ms())
@@ -80,7 +80,7 @@ async def test_a_failed_checkpoint_still_closes_every_connection_and_loses_nothi
     from memory.embedders.hashing import HashingEmbedder
     from memory.model import NewCrystal
 
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     await store.remember(NewCrystal("kept through a failed checkpoint"))
     real = store.writer.execute
 
@@ -95,7 +95,7 @@ async def test_a_failed_checkpoint_still_closes_every_connection_and_loses_nothi
     for thread in threads:
         thread.join(timeout=30)
     assert not any(thread.is_alive() for thread in threads)
-    again = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    again = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         assert [c.text async for c in again.iter_live()] == ["kept through a failed checkpoint"]
     finally:

@@ -6,21 +6,21 @@ import pytest
 
 from memory.errors import EditRefused
 from memory.graph.provenance import attribution_chain, derivation_tree
+from memory.intake.store import IntakeStore
 from memory.model import Lifespan, NewCrystal, Origin, Quarantine, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.supersession.edits import edit_text
 
 DAY = 86_400_000
 
 
-async def _texts(store: MemoryStore, query: str, **options: object) -> list[str]:
+async def _texts(store: IntakeStore, query: str, **options: object) -> list[str]:
     hits = await search(store, SearchRequest(query, mode=SearchMode.KEYWORD, touch=False, **options))  # type: ignore[arg-type]
     return [h.crystal.text for h in hits]
 
 
-async def test_an_edit_replaces_the_text_and_keeps_the_old_one_in_history(store: MemoryStore) -> None:
+async def test_an_edit_replaces_the_text_and_keeps_the_old_one_in_history(store: IntakeStore) -> None:
     old = (await store.remember(NewCrystal("My dentist is Dr. Hanssen", semantic_type=SemanticType.FACT,
                                            importance=0.8, importance_floor=0.8))).crystal  # fmt: skip
     new = await edit_text(store, old.id, "My dentist is Dr. Hansen", actor="cli", by_person=True)
@@ -38,7 +38,7 @@ async def test_an_edit_replaces_the_text_and_keeps_the_old_one_in_history(store:
     assert (await attribution_chain(store, new.id))[-1].action == "supersedes"
 
 
-async def test_an_edit_by_the_agent_keeps_the_origin_and_a_ttl_keeps_its_end(store: MemoryStore) -> None:
+async def test_an_edit_by_the_agent_keeps_the_origin_and_a_ttl_keeps_its_end(store: IntakeStore) -> None:
     old = (await store.remember(NewCrystal("Parcel locker code 5521", origin=Origin.SESSION,
                                            lifespan=Lifespan.TTL, ttl_ms=10 * DAY))).crystal  # fmt: skip
     new = await edit_text(store, old.id, "Parcel locker code 5512", actor="agent", by_person=False)
@@ -56,7 +56,7 @@ async def test_an_edit_by_the_agent_keeps_the_origin_and_a_ttl_keeps_its_end(sto
     ],
 )
 async def test_an_edit_the_crystal_cannot_take_is_refused_and_changes_nothing(
-    store: MemoryStore, setup: str, why: str
+    store: IntakeStore, setup: str, why: str
 ) -> None:
     if setup == "held":
         target = await store.remember(NewCrystal("Pin your deps", origin=Origin.PEER, source="peer:ab",

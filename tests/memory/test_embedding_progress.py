@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.setup.embedding import EmbeddingProgress
 from memory.storage.after_embedding import MAX_ATTEMPTS, owe, owed_count
-from memory.storage.store import MemoryStore
 
 
 def test_the_rate_and_eta_follow_the_runs_and_nothing_waiting_says_nothing() -> None:
@@ -29,7 +29,7 @@ def test_the_rate_and_eta_follow_the_runs_and_nothing_waiting_says_nothing() -> 
 async def test_status_counts_the_steps_embedded_crystals_still_owe_and_those_set_aside(tmp_path: Path) -> None:
     """Issue 48: the steps after embedding are kept owed in the file; status says how many wait and
     how many were set aside after failing three times (before, only the log said so)."""
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         ids = [(await store.remember(NewCrystal(f"The router {n} sits in room {n}"))).crystal.id for n in range(3)]
         async with store.transaction() as db:

@@ -14,10 +14,10 @@ import pytest
 from memory.embedders import make_embedder
 from memory.errors import CrystalNotFound
 from memory.governance.erase import ERASED_MARK, erase
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 
 SECRET = "the vault passphrase is quokka-tangerine-4471"
 MARKER = b"quokka-tangerine"
@@ -28,7 +28,7 @@ def _on_disk(folder: Path) -> bytes:
 
 
 async def test_an_erased_text_is_nowhere_on_disk(tmp_path: Path) -> None:
-    store = await MemoryStore.open(tmp_path / "m.db", make_embedder("hashing"))
+    store = await IntakeStore.open(tmp_path / "m.db", make_embedder("hashing"))
     try:
         kept = (
             await store.remember(NewCrystal("the spare key is under the blue pot", origin=Origin.USER_INPUT))
@@ -64,7 +64,7 @@ async def test_an_erase_starting_as_another_ends_leaves_nothing_on_disk(tmp_path
     # The zeroing switch is the writer connection's: the first erase turning it off as it ends must not
     # leave the second's delete, which was waiting for the write lock, to run without it. The second
     # starts inside the first's last transaction. Before the fix, 1,596 copies of "south wing" stayed.
-    store = await MemoryStore.open(tmp_path / "m.db", make_embedder("hashing"))
+    store = await IntakeStore.open(tmp_path / "m.db", make_embedder("hashing"))
     # Long enough to fill pages of their own (overflow pages go to the free list whole).
     first, second = (f"{SECRET} and the {word} door " + f"{word} wing " * 800 for word in ("north", "south"))
     try:

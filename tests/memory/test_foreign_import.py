@@ -9,8 +9,8 @@ import pytest
 
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import ForeignFormatError
+from memory.intake.store import IntakeStore
 from memory.model import AssociationType
-from memory.storage.store import MemoryStore
 from memory.transfer.foreign import ForeignSource, capture_all, store_entries
 from memory.transfer.foreign_files import read_foreign
 from tests.conftest import clean_env, run_cli
@@ -74,7 +74,7 @@ async def test_a_mem0_export_keeps_its_times_and_categories_and_names_what_it_le
     assert source is not None and source.kind == "mem0"
     assert source.skipped == ["memory 3: no text"]
     assert {"hash", "user_id", "metadata.source"} <= set(source.left_out)
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         done = await store_entries(store, source)
         assert (done.stored, done.known, done.skipped) == (2, 0, 1)
@@ -118,7 +118,7 @@ async def test_an_obsidian_vault_keeps_tags_links_aliases_and_times(tmp_path: Pa
     assert len(source.entries) == 2  # a '#' line inside a code block is neither a heading nor a tag
     assert "boiler.png" not in boiler.crystal.text and boiler.crystal.tags == ()
     assert "front matter: role" in source.left_out and "embedded files (![[…]])" in source.left_out
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         done = await store_entries(store, source)
         assert done.links == 1 and done.dangling_links == 1  # [[Heating log]] is not in the vault
@@ -221,14 +221,14 @@ async def test_a_chatgpt_export_is_captured_a_conversation_at_a_time_and_resumes
     """Issue 30: a ChatGPT export through `memory import`, with progress, stopped and resumed."""
     source = read_foreign(CHATGPT, None)
     assert source is not None and source.kind == "chatgpt" and len(source.conversations) >= 2
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     try:
         steps: list[int] = []
         stopped = ForeignSource("chatgpt", conversations=source.conversations[:1])  # as after a Ctrl-C
         first = await capture_all(store, stopped, steps.append)
         whole = await capture_all(store, source, steps.append)
         assert first.stored > 0 and whole.conversations == len(source.conversations)
-        alone = await MemoryStore.open(tmp_path / "alone.db", HashingEmbedder())
+        alone = await IntakeStore.open(tmp_path / "alone.db", HashingEmbedder())
         try:
             once = await capture_all(alone, source)
         finally:

@@ -6,8 +6,8 @@ import pytest
 
 from memory.errors import ExportRefused
 from memory.governance.rules import check_exportable, classify_sensitivity
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Scope, SemanticType, Sensitivity
-from memory.storage.store import MemoryStore
 
 
 @pytest.mark.parametrize(
@@ -62,13 +62,13 @@ def test_ordinary_text_is_normal(text: str) -> None:
     "stype",
     [SemanticType.EPISODE, SemanticType.PREFERENCE, SemanticType.RELATIONSHIP, SemanticType.FACT, SemanticType.GOAL],
 )
-async def test_memory_crystals_can_never_be_exported(store: MemoryStore, stype: SemanticType) -> None:
+async def test_memory_crystals_can_never_be_exported(store: IntakeStore, stype: SemanticType) -> None:
     crystal = (await store.remember(NewCrystal(f"a {stype} of mine", semantic_type=stype, scope=Scope.PUBLIC))).crystal
     with pytest.raises(ExportRefused, match="private memories"):
         check_exportable(crystal, store.now_ms())
 
 
-async def test_only_clean_live_skills_export(store: MemoryStore) -> None:
+async def test_only_clean_live_skills_export(store: IntakeStore) -> None:
     skill = (
         await store.remember(
             NewCrystal("How to bisect a regression with git", semantic_type=SemanticType.SKILL, scope=Scope.PUBLIC)

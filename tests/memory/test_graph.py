@@ -7,9 +7,10 @@ import pytest
 from memory.design import RELATED_LINK_SIMILARITY, UPDATES_LINK_SIMILARITY
 from memory.graph.links import link, link_type
 from memory.graph.provenance import associations, attribution_chain, derivation_tree
+from memory.intake.store import IntakeStore
 from memory.model import AssociationType, NewCrystal
 from memory.setup.settings import MemorySettings
-from memory.storage.store import LinkSettings, MemoryStore
+from memory.storage.store import LinkSettings
 
 
 def test_links_follow_the_designs_thresholds() -> None:
@@ -25,7 +26,7 @@ def test_links_follow_the_designs_thresholds() -> None:
     assert link_type(RELATED_LINK_SIMILARITY, settings) is None
 
 
-async def test_similar_crystals_are_linked_on_save_and_nothing_is_deleted(store: MemoryStore) -> None:
+async def test_similar_crystals_are_linked_on_save_and_nothing_is_deleted(store: IntakeStore) -> None:
     old = (await store.remember(NewCrystal("The team standup is at 9:30 every weekday morning"))).crystal
     new = (await store.remember(NewCrystal("The team standup is at 9:45 every weekday morning"))).crystal
     unrelated = (await store.remember(NewCrystal("Volcanic soil is rich in minerals"))).crystal
@@ -36,14 +37,14 @@ async def test_similar_crystals_are_linked_on_save_and_nothing_is_deleted(store:
     assert (await store.get(old.id)).id == old.id  # still there
 
 
-async def test_manual_typed_links(store: MemoryStore) -> None:
+async def test_manual_typed_links(store: IntakeStore) -> None:
     a = (await store.remember(NewCrystal("The build broke"))).crystal
     b = (await store.remember(NewCrystal("A dependency released a breaking change"))).crystal
     await link(store, a.id, b.id, AssociationType.CAUSED_BY)
     assert [(e.type, e.dst_id) for e in await associations(store, a.id)] == [(AssociationType.CAUSED_BY, b.id)]
 
 
-async def test_derivation_tree_goes_five_deep_and_attribution_is_ordered(store: MemoryStore) -> None:
+async def test_derivation_tree_goes_five_deep_and_attribution_is_ordered(store: IntakeStore) -> None:
     chain = [(await store.remember(NewCrystal("generation 0 root"))).crystal.id]
     for i in range(1, 8):
         chain.append(
@@ -72,7 +73,7 @@ async def test_a_store_opened_without_the_after_embedding_hook_makes_no_links(
 
     from memory.embedders.hashing import HashingEmbedder
 
-    s = await MemoryStore.open(Path(str(tmp_path)) / "m.db", HashingEmbedder(), on_embedded=None)
+    s = await IntakeStore.open(Path(str(tmp_path)) / "m.db", HashingEmbedder(), on_embedded=None)
     try:
         await s.remember(NewCrystal("same same same"))
         b = (await s.remember(NewCrystal("same same same same"))).crystal

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from ground.authority import Speaker
 from memory.governance.quarantine import approve, hold_of, review_note
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, Quarantine, SemanticType
 from memory.service.recall import show
 from memory.service.requests import ShowArgs
-from memory.storage.store import MemoryStore
 from node.commands.texts.memory import shown
 
 
-async def test_a_held_skill_says_it_is_held_and_how_to_release_it(store: MemoryStore) -> None:
+async def test_a_held_skill_says_it_is_held_and_how_to_release_it(store: IntakeStore) -> None:
     held = Quarantine("bought from a seller not trusted here")
     bought = await store.remember(
         NewCrystal("Vacuum the db: VACUUM ANALYZE", semantic_type=SemanticType.SKILL, origin=Origin.PEER,
@@ -34,7 +34,7 @@ async def test_a_held_skill_says_it_is_held_and_how_to_release_it(store: MemoryS
     assert after["says"].startswith("approved by cli")
 
 
-async def test_a_crystal_never_held_has_no_note(store: MemoryStore) -> None:
+async def test_a_crystal_never_held_has_no_note(store: IntakeStore) -> None:
     own = await store.remember(NewCrystal("Rotate logs: logrotate -f", semantic_type=SemanticType.SKILL))
     assert await hold_of(store, own.crystal.id) is None
     assert (await show(store, ShowArgs(id=own.crystal.id)))["held"] is None

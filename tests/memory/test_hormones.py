@@ -25,10 +25,10 @@ from memory.dynamics.hormones import (
     valence,
 )
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import Hormones, NewCrystal, Origin
 from memory.retrieval.query import SearchRequest, Weights
 from memory.retrieval.search import modulated, search
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import T0, FakeClock
 
 S = HormoneSettings()
@@ -157,13 +157,13 @@ def test_state_round_trips_through_json() -> None:
 
 async def test_state_persists_across_restarts_and_keeps_decaying(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "m.db"
-    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     endocrine = await Endocrine.attach(store)
     await endocrine.observe([Event.URGENCY, Event.URGENCY])  # cortisol 0.02 + 2 x 0.4 = 0.82
     await endocrine.apply_override(NetworkOverride(level=0.9, until_ms=T0 + 10 * MIN, reason="storm"))
     await store.close()
     clock.advance(60 * MIN)
-    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     try:
         again = await Endocrine.attach(store)
         assert again.state().cortisol == pytest.approx(0.02 + 0.80 / 2)  # one half-life later
@@ -174,7 +174,7 @@ async def test_state_persists_across_restarts_and_keeps_decaying(tmp_path: Path,
 
 
 async def test_a_damaged_saved_state_starts_at_rest(tmp_path: Path, clock: FakeClock) -> None:
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
     try:
         await store.set_meta(META_KEY, "{not json")
         endocrine = await Endocrine.attach(store)
@@ -183,7 +183,7 @@ async def test_a_damaged_saved_state_starts_at_rest(tmp_path: Path, clock: FakeC
         await store.close()
 
 
-async def test_crystals_carry_the_hormonal_influence_of_their_moment(store: MemoryStore) -> None:
+async def test_crystals_carry_the_hormonal_influence_of_their_moment(store: IntakeStore) -> None:
     endocrine = await Endocrine.attach(store)
     plain = (await store.remember(NewCrystal("Volcanic soil is rich in minerals", origin=Origin.INDEXED))).crystal
     assert plain.hormones == Hormones(0.15, 0.02, 0.10)
@@ -202,7 +202,7 @@ async def test_crystals_carry_the_hormonal_influence_of_their_moment(store: Memo
     assert math.isclose(endocrine.state().dopamine, 0.45)  # bulk imports stamp but do not spike
 
 
-async def test_dopamine_makes_importance_count_more_in_search(store: MemoryStore) -> None:
+async def test_dopamine_makes_importance_count_more_in_search(store: IntakeStore) -> None:
     endocrine = await Endocrine.attach(store)
     await store.remember(NewCrystal("marathon plan for spring"))
     hits = await search(store, SearchRequest("marathon", explain=True))

@@ -14,8 +14,8 @@ import sqlean
 
 from memory.embedders.hashing import HashingEmbedder
 from memory.importer import crystals_from_file, find_sources, parse_message
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from memory.storage.store import MemoryStore
 from memory.transfer.imported_files import imported_file_hash
 from tests.conftest import CLI, clean_env, run_cli
 
@@ -49,7 +49,7 @@ def test_jsonl_messages_carry_their_neighbours_as_context(tmp_path: Path) -> Non
     assert [c.line_start for c in crystals] == [1, 3, 4]
 
 
-async def test_context_words_find_a_crystal_by_keyword(store: MemoryStore) -> None:
+async def test_context_words_find_a_crystal_by_keyword(store: IntakeStore) -> None:
     from memory.retrieval.query import SearchMode, SearchRequest
     from memory.retrieval.search import search
 
@@ -108,7 +108,7 @@ def count_committed(db: Path) -> int:
 
 
 async def _total(db: Path) -> int:
-    store = await MemoryStore.open(db, HashingEmbedder())
+    store = await IntakeStore.open(db, HashingEmbedder())
     try:
         return int((await store.stats())["total"])
     finally:
@@ -159,7 +159,7 @@ def test_kill_mid_import_loses_nothing_committed_and_resumes(tmp_path: Path) -> 
 
 
 async def _imported(db: Path, key: str) -> bool:
-    store = await MemoryStore.open(db, HashingEmbedder())
+    store = await IntakeStore.open(db, HashingEmbedder())
     try:
         return await imported_file_hash(store, key) is not None
     finally:

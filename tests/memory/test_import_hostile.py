@@ -15,7 +15,7 @@ from memory.capture.capture import capture_conversations
 from memory.errors import FileRefused, ForeignFormatError
 from memory.given_time import CLAMPED_TAG
 from memory.importer import MAX_TEXT_FILE_BYTES, crystals_from_file, find_sources
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from memory.transfer import obsidian
 from memory.transfer.foreign import store_entries
 from memory.transfer.foreign_files import read_foreign
@@ -108,7 +108,7 @@ def test_an_imported_message_dated_in_the_future_or_before_1970_is_clamped_and_t
 
 
 async def test_captured_and_foreign_times_out_of_range_are_clamped_and_tagged(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     await capture_conversations(
         store,

@@ -5,10 +5,10 @@ Real store, MiniLM, supersession on save."""
 
 from __future__ import annotations
 
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, FakeClock
 
 OLD = "We bank with Sabadell."
@@ -16,12 +16,12 @@ NEW = "Closed the Sabadell account, everything is at ING now."
 QUESTION = "Which bank do we use?"
 
 
-async def _say(store: MemoryStore, clock: FakeClock, text: str, kind: SemanticType | None = None) -> str:
+async def _say(store: IntakeStore, clock: FakeClock, text: str, kind: SemanticType | None = None) -> str:
     clock.advance(DAY)
     return (await store.remember(NewCrystal(text, origin=Origin.USER_INPUT, semantic_type=kind))).crystal.id
 
 
-async def _story(store: MemoryStore, clock: FakeClock, new_kind: SemanticType | None = None) -> tuple[str, str]:
+async def _story(store: IntakeStore, clock: FakeClock, new_kind: SemanticType | None = None) -> tuple[str, str]:
     old = await _say(store, clock, OLD, SemanticType.FACT)
     for text in ("We have a joint account.", "We use the app for transfers.", "We pay the mortgage monthly."):
         await _say(store, clock, text)
@@ -30,7 +30,7 @@ async def _story(store: MemoryStore, clock: FakeClock, new_kind: SemanticType | 
 
 
 async def test_a_later_possible_update_the_question_misses_is_brought_in_above(
-    memory: MemoryStore, clock: FakeClock
+    memory: IntakeStore, clock: FakeClock
 ) -> None:
     old, new = await _story(memory, clock)
     assert (await memory.get(old)).superseded is None  # nothing hidden: it may be an update, no more
@@ -42,7 +42,7 @@ async def test_a_later_possible_update_the_question_misses_is_brought_in_above(
     assert len(hits) <= 10
 
 
-async def test_the_requests_filters_still_apply_to_what_is_brought_in(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_the_requests_filters_still_apply_to_what_is_brought_in(memory: IntakeStore, clock: FakeClock) -> None:
     old, new = await _story(memory, clock, SemanticType.EPISODE)
     only_facts = SearchRequest(QUESTION, limit=10, touch=False, types=frozenset({SemanticType.FACT}))
     assert old in [h.crystal.id for h in await search(memory, only_facts)]
@@ -51,7 +51,7 @@ async def test_the_requests_filters_still_apply_to_what_is_brought_in(memory: Me
     assert new not in [h.crystal.id for h in await search(memory, history)]  # the ranking as stored
 
 
-async def test_a_question_naming_the_older_value_keeps_it_first(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_a_question_naming_the_older_value_keeps_it_first(memory: IntakeStore, clock: FakeClock) -> None:
     old = await _say(memory, clock, "We bank with Sabadell, the account ending 4471.", SemanticType.FACT)
     clock.advance(10 * DAY)
     new = await _say(memory, clock, NEW)

@@ -14,8 +14,8 @@ import pytest
 
 from memory.capture.watch import WatchPlan, watch_round
 from memory.importer import crystals_from_file, find_sources
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from memory.storage.store import MemoryStore
 from memory.transfer.restore import restore_export
 from tests.memory.test_capture_watch import SESSION, line
 from tests.memory.test_transfer import TRUSTED, _exported
@@ -49,7 +49,7 @@ async def _apeak(work: Callable[[], Any]) -> tuple[Any, int]:
 
 
 async def test_a_gigantic_line_in_a_watched_transcript_is_skipped_unread_and_named(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     """Before, a round read up to ``max_file_bytes`` (50 MB) from the watermark into memory, the
     giant line whole; a line longer than that stopped the session for good."""
@@ -89,7 +89,7 @@ def test_a_gigantic_line_in_a_jsonl_import_is_skipped_unread_and_logged(
 
 
 async def test_a_gigantic_line_in_an_export_is_counted_as_damaged_and_the_rest_restored(
-    memory: MemoryStore, store: MemoryStore, tmp_path: Path
+    memory: IntakeStore, store: IntakeStore, tmp_path: Path
 ) -> None:
     """``memory`` exports, ``store`` (another node's, trusting the key) restores."""
     for text in ("Tomas lives in Riga.", "I prefer window seats on long flights."):

@@ -9,17 +9,17 @@ from ground.authority import Speaker
 from memory.cognition.llm_typer import LlmTyper, parse_answer
 from memory.cognition.retype import retype
 from memory.governance.llm import ChatEndpoint
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, SemanticType, TypeSource
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeModelServer
 
 
-def _attach(store: MemoryStore, server: FakeModelServer) -> None:
+def _attach(store: IntakeStore, server: FakeModelServer) -> None:
     host, port = server.server_address[:2]
     store.typer.llm = LlmTyper(ChatEndpoint(f"http://{host!s}:{port}/v1", "test-model", timeout_s=0.3))
 
 
-async def test_the_models_answer_types_the_crystal(store: MemoryStore, model: FakeModelServer) -> None:
+async def test_the_models_answer_types_the_crystal(store: IntakeStore, model: FakeModelServer) -> None:
     _attach(store, model)
     crystal = (await store.remember(NewCrystal("Ich will den Segelschein machen"))).crystal
     assert (crystal.semantic_type, crystal.type_source, crystal.type_confidence) == (
@@ -32,7 +32,7 @@ async def test_the_models_answer_types_the_crystal(store: MemoryStore, model: Fa
 
 @pytest.mark.parametrize("mode", ["error", "slow", "garbage"])
 async def test_a_failing_model_falls_back_to_the_offline_typer(
-    store: MemoryStore, model: FakeModelServer, mode: str, caplog: pytest.LogCaptureFixture
+    store: IntakeStore, model: FakeModelServer, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     _attach(store, model)
     model.mode = "ok" if mode == "garbage" else mode
@@ -42,7 +42,7 @@ async def test_a_failing_model_falls_back_to_the_offline_typer(
     assert any(r.getMessage() == "llm_typer.fell_back" for r in caplog.records)
 
 
-async def test_a_confidential_statement_never_reaches_the_model(store: MemoryStore, model: FakeModelServer) -> None:
+async def test_a_confidential_statement_never_reaches_the_model(store: IntakeStore, model: FakeModelServer) -> None:
     """Issue 27: with the model typer, "staging db password: ..." was sent to the chat endpoint."""
     _attach(store, model)
     crystal = (await store.remember(NewCrystal("staging db password: Tr0ub4dor&3"))).crystal
@@ -50,9 +50,9 @@ async def test_a_confidential_statement_never_reaches_the_model(store: MemorySto
     assert crystal.sensitivity.value == "confidential"
 
 
-async def test_a_correction_wins_over_the_model(store: MemoryStore, model: FakeModelServer) -> None:
+async def test_a_correction_wins_over_the_model(store: IntakeStore, model: FakeModelServer) -> None:
     crystal = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal
-    await retype(store, crystal.id, SemanticType.EPISODE, actor="local", speaker=Speaker.PERSON)
+    await retype(store, crystal.id, SemanticType.EPISODE, actor="local", speaker=Speaker.PERSON, typer=store.typer)
     await store.forget(crystal.id)
     _attach(store, model)
     again = (await store.remember(NewCrystal("Sailing licence exam on 3 June"))).crystal

@@ -18,6 +18,7 @@ from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import StoreError
 from memory.graph.links import auto_link
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
 from memory.setup.settings import LlmSettings, MemorySettings
 from memory.setup.store import embedded_hook
@@ -41,7 +42,7 @@ async def test_the_embedder_failing_mid_backlog_is_restarted_and_embeds_each_cry
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     embedder = RecordingEmbedder()
-    store = await MemoryStore.open(tmp_path / "memory.db", embedder)
+    store = await IntakeStore.open(tmp_path / "memory.db", embedder)
     try:
         await store.remember_many([NewCrystal(f"Shelf {n} holds the winter tyres.") for n in range(CRYSTALS)])
         assert await store.backlog_size() == CRYSTALS
@@ -133,12 +134,12 @@ async def test_steps_after_embedding_that_fail_mid_batch_are_owed_and_done_once_
     outcomes = []
     for name, at in (("clean", 0), ("broken", 5)):
         hook = _BreaksOnce(at)
-        store = await MemoryStore.open(tmp_path / f"{name}.db", HashingEmbedder(), on_embedded=hook)
+        store = await IntakeStore.open(tmp_path / f"{name}.db", HashingEmbedder(), on_embedded=hook)
         try:
             await store.remember_many(_statements())
             supervisor = TaskSupervisor(sleep=_no_wait)
 
-            async def drain(store: MemoryStore = store) -> None:  # the daemon's embedder loop
+            async def drain(store: IntakeStore = store) -> None:  # the daemon's embedder loop
                 while await store.embed_backlog(batch_size=64):
                     pass
 
@@ -163,7 +164,7 @@ async def _dream_in_the_daemon(folder: Path, where: str | None) -> tuple[list[st
     """Three scratch notes and a high cortisol, dreamt by the daemon's dream loop under a supervisor
     (failing once at ``where``); the crystals' texts, Active Context, and how often it restarted."""
     clock = FakeClock()
-    store = await MemoryStore.open(folder / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
+    store = await IntakeStore.open(folder / "memory.db", HashingEmbedder(), now_ms=clock, on_embedded=auto_link)
     try:
         files = WorkingMemoryFiles(folder / "workspace")
         endocrine = await Endocrine.attach(store)

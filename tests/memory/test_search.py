@@ -10,6 +10,7 @@ import pytest
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import InvalidQuery
 from memory.fts import fts_query
+from memory.intake.store import IntakeStore
 from memory.model import CallerScope, Lifecycle, NewCrystal, Origin, Scope, SemanticType, Sensitivity
 from memory.retrieval.query import (
     SearchMode,
@@ -20,7 +21,6 @@ from memory.retrieval.query import (
     reciprocal_rank_fusion,
 )
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, T0, FakeClock
 
 CORPUS = [
@@ -33,7 +33,7 @@ CORPUS = [
 ]
 
 
-async def fill(store: MemoryStore) -> dict[str, str]:
+async def fill(store: IntakeStore) -> dict[str, str]:
     ids = {}
     for text, stype, origin, days_ago, importance in CORPUS:
         crystal = (
@@ -47,7 +47,7 @@ async def fill(store: MemoryStore) -> dict[str, str]:
     return ids
 
 
-async def test_hybrid_finds_by_keyword_and_explains_every_factor(store: MemoryStore) -> None:
+async def test_hybrid_finds_by_keyword_and_explains_every_factor(store: IntakeStore) -> None:
     ids = await fill(store)
     hits = await search(store, SearchRequest("support group", explain=True))
     assert {h.crystal.id for h in hits[:2]} == {ids["Caroline"], ids["The"]}
@@ -59,7 +59,7 @@ async def test_hybrid_finds_by_keyword_and_explains_every_factor(store: MemorySt
     assert hits == sorted(hits, key=lambda h: -h.score)
 
 
-async def test_keyword_and_vector_modes_use_one_leg_each(store: MemoryStore) -> None:
+async def test_keyword_and_vector_modes_use_one_leg_each(store: IntakeStore) -> None:
     await fill(store)
     keyword = await search(store, SearchRequest("marathon", mode=SearchMode.KEYWORD, explain=True))
     assert len(keyword) == 1 and keyword[0].crystal.text.startswith("Goal")
@@ -69,7 +69,7 @@ async def test_keyword_and_vector_modes_use_one_leg_each(store: MemoryStore) -> 
     assert all(h.explain and h.explain.keyword_rank is None for h in vector)
 
 
-async def test_recent_important_and_typed_orderings(store: MemoryStore) -> None:
+async def test_recent_important_and_typed_orderings(store: IntakeStore) -> None:
     await fill(store)
     recent = await search(store, SearchRequest(mode=SearchMode.RECENT, limit=3))
     assert [h.crystal.text.split()[0] for h in recent] == ["The", "Goal:", "To"]
@@ -83,7 +83,7 @@ async def test_recent_important_and_typed_orderings(store: MemoryStore) -> None:
     assert [h.crystal.text.split()[0] for h in recent_matching] == ["The", "Caroline"]
 
 
-async def test_typed_sort_by_access_count(store: MemoryStore) -> None:
+async def test_typed_sort_by_access_count(store: IntakeStore) -> None:
     ids = await fill(store)
     await store.touch([ids["Melanie"], ids["Melanie"]])
     await store.touch([ids["Melanie"]])
@@ -93,7 +93,7 @@ async def test_typed_sort_by_access_count(store: MemoryStore) -> None:
     assert typed[0].crystal.id == ids["Melanie"]
 
 
-async def test_time_type_origin_and_lifecycle_filters(store: MemoryStore, clock: FakeClock) -> None:
+async def test_time_type_origin_and_lifecycle_filters(store: IntakeStore, clock: FakeClock) -> None:
     ids = await fill(store)
     since = await search(store, SearchRequest(mode=SearchMode.RECENT, since_ms=parse_since("4d", clock())))
     assert {h.crystal.text.split()[0] for h in since} == {"The", "Goal:", "To"}
@@ -107,7 +107,7 @@ async def test_time_type_origin_and_lifecycle_filters(store: MemoryStore, clock:
     assert [h.crystal.id for h in frozen] == [ids["Melanie"]]
 
 
-async def test_archived_hidden_by_default_and_expired_never(store: MemoryStore) -> None:
+async def test_archived_hidden_by_default_and_expired_never(store: IntakeStore) -> None:
     ids = await fill(store)
     await store.transition(ids["Caroline"], Lifecycle.ARCHIVED, reason="merged", actor="t")
     await store.forget(ids["The"])
@@ -127,7 +127,7 @@ async def test_archived_hidden_by_default_and_expired_never(store: MemoryStore) 
         SearchRequest("x", lifecycles=frozenset({Lifecycle.EXPIRED}))
 
 
-async def test_every_hit_counts_as_an_access(store: MemoryStore, clock: FakeClock) -> None:
+async def test_every_hit_counts_as_an_access(store: IntakeStore, clock: FakeClock) -> None:
     ids = await fill(store)
     clock.advance(5_000)
     await search(store, SearchRequest("marathon"))
@@ -142,7 +142,7 @@ async def test_every_hit_counts_as_an_access(store: MemoryStore, clock: FakeCloc
 
 async def test_recorded_accesses_are_written_by_the_flusher_and_at_close(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "m.db"
-    first = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    first = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     crystal = (await first.remember(NewCrystal("flushed in the background"))).crystal
     first.record_access([crystal.id])
     async with asyncio.timeout(5):  # the flusher writes it without anyone waiting for it
@@ -150,14 +150,14 @@ async def test_recorded_accesses_are_written_by_the_flusher_and_at_close(tmp_pat
             await asyncio.sleep(0.01)
     first.record_access([crystal.id, crystal.id])
     await first.close()  # at once: whatever the flusher has not written yet, close() writes
-    again = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    again = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     try:
         assert (await again.get(crystal.id)).access_count == 3
     finally:
         await again.close()
 
 
-async def test_confidential_never_reaches_a_shared_caller_on_any_path(store: MemoryStore) -> None:
+async def test_confidential_never_reaches_a_shared_caller_on_any_path(store: IntakeStore) -> None:
     secret = (await store.remember(NewCrystal("deploy password: hunter2hunter2", scope=Scope.SHARED))).crystal
     shared = (await store.remember(NewCrystal("deploy checklist for friday", scope=Scope.SHARED))).crystal
     await store.remember(NewCrystal("deploy contact dana@example.org", scope=Scope.PUBLIC))  # personal: never public
@@ -226,7 +226,7 @@ def test_bad_requests_are_refused_clearly(kwargs: dict[str, object], message: st
         SearchRequest(**kwargs)  # type: ignore[arg-type]
 
 
-async def test_keyword_cost_is_bounded_rarest_terms_first(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_keyword_cost_is_bounded_rarest_terms_first(store: IntakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     # Small numbers stand in for 20,000 crystals and a 6,000-match budget (issue 17's p95 fix).
     from memory.retrieval import search as searching
 

@@ -13,9 +13,9 @@ import sqlean
 from memory.embedders.hashing import HashingEmbedder
 from memory.governance.rules import SECRET_STAND_IN, classify_sensitivity, redacted
 from memory.governance.secrets import find_secrets
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Sensitivity
 from memory.storage.schema import SCHEMA_VERSION
-from memory.storage.store import MemoryStore
 
 DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "data" / "secrets_dev.jsonl"
 
@@ -91,7 +91,7 @@ async def test_an_upgrade_raises_a_secret_stored_under_the_old_rules_to_confiden
     """Schema v18: a crystal the rules before issue 27 called normal is confidential after the upgrade;
     nothing is lowered."""
     db = tmp_path / "crystals.db"
-    store = await MemoryStore.open(db, HashingEmbedder())
+    store = await IntakeStore.open(db, HashingEmbedder())
     try:
         secret = (await store.remember(NewCrystal("the staging db pw is hunter2"))).crystal.id
         cautious = (await store.remember(NewCrystal("Deploys happen on Thursdays"))).crystal.id
@@ -110,7 +110,7 @@ async def test_an_upgrade_raises_a_secret_stored_under_the_old_rules_to_confiden
         conn.execute("DROP TABLE foreign_export_ids")  # v23's
         conn.execute("UPDATE meta SET value = '17' WHERE key = 'schema_version'")
     conn.close()
-    store = await MemoryStore.open(db, HashingEmbedder())
+    store = await IntakeStore.open(db, HashingEmbedder())
     try:
         assert (await store.get(secret)).sensitivity is Sensitivity.CONFIDENTIAL
         assert (await store.get(cautious)).sensitivity is Sensitivity.CONFIDENTIAL

@@ -20,6 +20,7 @@ from memory.dynamics.hormones import Event, HormoneSettings
 from memory.dynamics.importance import DecaySettings
 from memory.embedders import make_embedder
 from memory.errors import InvalidRequest, NotEnabled
+from memory.intake.store import IntakeStore
 from memory.model import Bounty, NewCrystal, SemanticType
 from memory.retrieval.query import SearchMode, Weights
 from memory.service import history, hormones, recall, upkeep, write
@@ -44,15 +45,15 @@ AGENT = Caller("agent", Speaker.AGENT)
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    opened = await MemoryStore.open(tmp_path / "m.db", make_embedder("hashing"))
+async def store(tmp_path: Path) -> AsyncIterator[IntakeStore]:
+    opened = await IntakeStore.open(tmp_path / "m.db", make_embedder("hashing"))
     try:
         yield opened
     finally:
         await opened.close()
 
 
-async def test_a_store_without_curiosity_answers_gaps_503_not_400(store: MemoryStore) -> None:
+async def test_a_store_without_curiosity_answers_gaps_503_not_400(store: IntakeStore) -> None:
     with pytest.raises(NotEnabled) as refused:
         await recall.gaps(store, GapsArgs())
     assert http_status(refused.value) == 503  # as node.errors.NotEnabled answered before the move
@@ -61,13 +62,13 @@ async def test_a_store_without_curiosity_answers_gaps_503_not_400(store: MemoryS
     assert [g["query"] for g in await recall.gaps(store, GapsArgs())] == ["zebra migration routes"]
 
 
-async def test_a_dashboard_search_records_no_gap(store: MemoryStore) -> None:
+async def test_a_dashboard_search_records_no_gap(store: IntakeStore) -> None:
     await Curiosity.attach(store)
     await recall.search(store, SearchArgs(query="zebra migration routes"), Weights(), record_gap=False)
     assert await recall.gaps(store, GapsArgs()) == []
 
 
-async def test_hormones_off_is_a_400_and_on_they_move(store: MemoryStore) -> None:
+async def test_hormones_off_is_a_400_and_on_they_move(store: IntakeStore) -> None:
     with pytest.raises(InvalidRequest) as refused:
         hormones.levels(store)
     assert http_status(refused.value) == 400
@@ -77,7 +78,7 @@ async def test_hormones_off_is_a_400_and_on_they_move(store: MemoryStore) -> Non
     assert after["dopamine"] > before
 
 
-async def test_the_agent_cannot_mark_the_persons_words_outdated(store: MemoryStore) -> None:
+async def test_the_agent_cannot_mark_the_persons_words_outdated(store: IntakeStore) -> None:
     mine = await write.remember(store, RememberArgs(text="My editor is Helix."), PERSON, answered_bounty=None)
     newer = await write.remember(store, RememberArgs(text="I use Zed now."), AGENT, answered_bounty=None)
     request = SupersedeArgs(id=mine["crystal"]["id"], by=newer["crystal"]["id"])
@@ -87,7 +88,7 @@ async def test_the_agent_cannot_mark_the_persons_words_outdated(store: MemorySto
     assert done["superseded"]["by"] == newer["crystal"]["id"]
 
 
-async def test_what_the_agent_says_is_never_the_persons_input(store: MemoryStore) -> None:
+async def test_what_the_agent_says_is_never_the_persons_input(store: IntakeStore) -> None:
     said = await write.remember(store, RememberArgs(text="Deploys go out on Fridays."), AGENT, answered_bounty=None)
     assert (said["crystal"]["origin"], said["crystal"]["speaker"]) == ("session", "agent")
     with pytest.raises(NotAllowed):  # pinning is directing, the person's alone
@@ -96,7 +97,7 @@ async def test_what_the_agent_says_is_never_the_persons_input(store: MemoryStore
     assert shown["crystal"]["id"] == said["crystal"]["id"]
 
 
-async def test_a_skill_asks_the_finder_the_node_hands_down_and_records_its_bounty(store: MemoryStore) -> None:
+async def test_a_skill_asks_the_finder_the_node_hands_down_and_records_its_bounty(store: IntakeStore) -> None:
     asked: list[tuple[str, tuple[str, ...], str]] = []
 
     async def finder(
@@ -140,7 +141,7 @@ def _upkeep(tmp_path: Path, timed: Timed, counts: list[int]) -> Upkeep:
 
 
 async def test_a_dry_run_keeps_nothing_and_a_cycle_is_kept_timed_and_counted(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     timed, counts = Timed(), list[int]()
     cycles = _upkeep(tmp_path, timed, counts)
@@ -155,7 +156,7 @@ async def test_a_dry_run_keeps_nothing_and_a_cycle_is_kept_timed_and_counted(
     assert counts == [1] and timed.count("consolidation_seconds") == 1
 
 
-async def test_a_dream_is_kept_for_status_and_timed(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_dream_is_kept_for_status_and_timed(store: IntakeStore, tmp_path: Path) -> None:
     timed, counts = Timed(), list[int]()
     cycles = _upkeep(tmp_path, timed, counts)
     await store.remember(NewCrystal("I prefer tea to coffee in the afternoon"))
@@ -164,7 +165,7 @@ async def test_a_dream_is_kept_for_status_and_timed(store: MemoryStore, tmp_path
     assert timed.count("dream_seconds") == 1 and timed.count("consolidation_seconds") == 0
 
 
-async def test_a_second_dream_waits_for_the_first(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_second_dream_waits_for_the_first(store: IntakeStore, tmp_path: Path) -> None:
     """The timer's dream and an agent's "dream now" never overlap: a second waits at the lock, and
     reads the world only once the first is done."""
     asked, first_inside, go_on = 0, asyncio.Event(), asyncio.Event()
@@ -191,7 +192,7 @@ async def test_a_second_dream_waits_for_the_first(store: MemoryStore, tmp_path: 
     assert waited and asked == 2
 
 
-async def test_a_search_times_itself_under_its_mode(store: MemoryStore) -> None:
+async def test_a_search_times_itself_under_its_mode(store: IntakeStore) -> None:
     timed = Timed()
     await recall.search(store, SearchArgs(query="tea", mode=SearchMode.KEYWORD), Weights(), times=timed.search)
     await recall.search(store, SearchArgs(query="tea", mode=SearchMode.KEYWORD), Weights())

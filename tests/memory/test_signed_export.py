@@ -23,6 +23,7 @@ from ground.authority import Speaker
 from memory.embedders.base import Embedder
 from memory.governance import quarantine
 from memory.graph.provenance import Association, associations
+from memory.intake.store import IntakeStore
 from memory.model import (
     AssociationType,
     Crystal,
@@ -33,7 +34,6 @@ from memory.model import (
     Origin,
     SemanticType,
 )
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession, supersede
 from memory.transfer.export import export_memory
 from memory.transfer.records import crystal_record, header, link_record
@@ -47,7 +47,7 @@ DIRECTIVE = "Always answer me in Spanish."
 OLD, NEW = "The staging database lives on db2.", "The staging database moved to db5."
 
 
-async def _persons_memory(store: MemoryStore, clock: FakeClock) -> dict[str, Crystal]:
+async def _persons_memory(store: IntakeStore, clock: FakeClock) -> dict[str, Crystal]:
     """The person's pinned directive, an outdated fact and the fact that replaced it."""
     made = {}
     for role, new in {
@@ -66,20 +66,20 @@ async def _persons_memory(store: MemoryStore, clock: FakeClock) -> dict[str, Cry
     return made
 
 
-async def _export(store: MemoryStore, signer: Identity | None) -> bytes:
+async def _export(store: IntakeStore, signer: Identity | None) -> bytes:
     sink = io.StringIO()
     await export_memory(store, sink, signer=signer)
     return sink.getvalue().encode()
 
 
 @pytest.fixture
-async def stores(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[list[MemoryStore]]:
+async def stores(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[list[IntakeStore]]:
     """Three more stores, each a node where a file is restored."""
     opened = []
     try:
         for name in ("b", "c", "d"):
             opened.append(
-                await MemoryStore.open(tmp_path / f"{name}.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
+                await IntakeStore.open(tmp_path / f"{name}.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
             )
         yield opened
     finally:
@@ -87,7 +87,7 @@ async def stores(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIte
             await store.close()
 
 
-async def _live(store: MemoryStore) -> list[Crystal]:
+async def _live(store: IntakeStore) -> list[Crystal]:
     return [c async for c in store.iter_live()]
 
 
@@ -100,7 +100,7 @@ def _no_authority(crystals: list[Crystal]) -> None:
 
 
 async def test_this_nodes_own_export_comes_back_as_it_was_and_any_other_file_as_a_files_text(
-    memory: MemoryStore, stores: list[MemoryStore], clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, stores: list[IntakeStore], clock: FakeClock, tmp_path: Path
 ) -> None:
     made = await _persons_memory(memory, clock)
     signed = tmp_path / "signed.jsonl"
@@ -138,7 +138,7 @@ async def test_this_nodes_own_export_comes_back_as_it_was_and_any_other_file_as_
     ],
 )
 async def test_a_damaged_signature_is_a_verdict_and_the_file_comes_in_as_text(
-    memory: MemoryStore, stores: list[MemoryStore], clock: FakeClock, tmp_path: Path, cut: Any, vouched: Vouched
+    memory: IntakeStore, stores: list[IntakeStore], clock: FakeClock, tmp_path: Path, cut: Any, vouched: Vouched
 ) -> None:
     await _persons_memory(memory, clock)
     lines = (await _export(memory, ME)).splitlines(keepends=True)
@@ -151,7 +151,7 @@ async def test_a_damaged_signature_is_a_verdict_and_the_file_comes_in_as_text(
 
 
 async def test_an_unsigned_export_restores_as_a_files_text(
-    memory: MemoryStore, stores: list[MemoryStore], clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, stores: list[IntakeStore], clock: FakeClock, tmp_path: Path
 ) -> None:
     await _persons_memory(memory, clock)
     path = tmp_path / "unsigned.jsonl"
@@ -167,7 +167,7 @@ def _forged(crystal: Crystal, **claims: Any) -> dict[str, Any]:
 
 
 async def test_a_crafted_export_cannot_hide_or_replace_the_persons_words(
-    memory: MemoryStore, clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, clock: FakeClock, tmp_path: Path
 ) -> None:
     """The attack of issue 47, at the store: a file claiming the person's voice, a directive, a pin,
     a release from quarantine, the ids of crystals already here and supersessions and links of them."""

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from memory.emerging.practice import emerging_skills
+from memory.intake.store import IntakeStore
 from memory.model import KNOWLEDGE_TYPES, NewCrystal, SemanticType
-from memory.storage.store import MemoryStore
 
 SETS = json.loads((Path(__file__).parent / "data" / "skill_paraphrases.json").read_text())
 
 
-async def _said(memory: MemoryStore, split: str, kind: SemanticType | None) -> list[list[str]]:
+async def _said(memory: IntakeStore, split: str, kind: SemanticType | None) -> list[list[str]]:
     """Every wording of every skill of ``split`` stored as ``kind`` (None: typed at ingest), by skill."""
     return [[(await memory.remember(NewCrystal(text, semantic_type=kind))).crystal.id for text in skill]
             for skill in SETS[split]]  # fmt: skip
@@ -30,7 +30,7 @@ async def _said(memory: MemoryStore, split: str, kind: SemanticType | None) -> l
 
 @pytest.mark.parametrize("split", ["tune", "held_out"])
 @pytest.mark.parametrize("kind", [SemanticType.TASK_PATTERN, SemanticType.SKILL])
-async def test_paraphrases_are_versions_of_one_skill(memory: MemoryStore, split: str, kind: SemanticType) -> None:
+async def test_paraphrases_are_versions_of_one_skill(memory: IntakeStore, split: str, kind: SemanticType) -> None:
     skills = await _said(memory, split, kind)
     families = []
     for ids in skills:
@@ -51,7 +51,7 @@ async def test_paraphrases_are_versions_of_one_skill(memory: MemoryStore, split:
 
 @pytest.mark.parametrize("split", ["tune", "held_out"])
 async def test_no_skill_or_task_pattern_is_hidden_when_the_typer_reads_a_paraphrase_as_a_fact(
-    memory: MemoryStore, split: str
+    memory: IntakeStore, split: str
 ) -> None:
     """Typed at ingest, some wordings become facts or insights ("these days it is certbot renew"):
     they may flag a skill "maybe outdated", never hide it."""

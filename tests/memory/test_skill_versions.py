@@ -9,16 +9,16 @@ from memory.emerging.skill_versions import clean_tags, edit_skill, freeze, skill
 from memory.errors import StoreError
 from memory.graph.links import link
 from memory.graph.provenance import associations, attribution_chain
+from memory.intake.store import IntakeStore
 from memory.model import AssociationType, Lifecycle, NewCrystal, Origin, SemanticType, SkillVersion
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 
 PERSON = Speaker.PERSON
 ROTATE = "Rotate nginx logs without downtime: logrotate -f, then nginx -s reopen"
 
 
-async def test_tags_and_category_are_set_in_place_and_searchable(store: MemoryStore) -> None:
+async def test_tags_and_category_are_set_in_place_and_searchable(store: IntakeStore) -> None:
     skill = (await store.remember(NewCrystal(ROTATE, semantic_type=SemanticType.SKILL))).crystal
     edited = await edit_skill(
         store, skill.id, tags=["Ops", "nginx", " log rotation "], category="Sysadmin", actor="x", speaker=Speaker.PERSON
@@ -32,7 +32,7 @@ async def test_tags_and_category_are_set_in_place_and_searchable(store: MemorySt
     assert (await attribution_chain(store, skill.id))[-1].action == "edited"
 
 
-async def test_a_new_text_is_a_new_version_and_the_old_one_is_deprecated(store: MemoryStore) -> None:
+async def test_a_new_text_is_a_new_version_and_the_old_one_is_deprecated(store: IntakeStore) -> None:
     first = (await store.remember(NewCrystal(ROTATE, semantic_type=SemanticType.SKILL))).crystal
     second = await edit_skill(
         store, first.id, text=ROTATE + " (and check disk space first)", tags=["ops"], actor="x", speaker=Speaker.PERSON
@@ -46,7 +46,7 @@ async def test_a_new_text_is_a_new_version_and_the_old_one_is_deprecated(store: 
         await edit_skill(store, first.id, text="yet another text for the old one", actor="x", speaker=PERSON)
 
 
-async def test_a_frozen_skill_is_immutable_in_place(store: MemoryStore) -> None:
+async def test_a_frozen_skill_is_immutable_in_place(store: IntakeStore) -> None:
     skill = (await store.remember(NewCrystal(ROTATE, semantic_type=SemanticType.SKILL))).crystal
     frozen = await freeze(store, skill.id, actor="local")
     assert frozen.lifecycle is Lifecycle.FROZEN
@@ -58,7 +58,7 @@ async def test_a_frozen_skill_is_immutable_in_place(store: MemoryStore) -> None:
     assert newer.skill is not None and newer.skill.version == 2
 
 
-async def test_only_own_skills_are_edited(store: MemoryStore) -> None:
+async def test_only_own_skills_are_edited(store: IntakeStore) -> None:
     fact = (await store.remember(NewCrystal("Tomas lives in Tallinn", semantic_type=SemanticType.FACT))).crystal
     with pytest.raises(ValueError, match="only skills"):
         await edit_skill(store, fact.id, tags=["x"], actor="local", speaker=PERSON)
@@ -79,7 +79,7 @@ def test_tags_are_bounded_and_need_a_skill() -> None:
     assert isinstance(made, SkillVersion) and (made.tags, made.category) == (("ops",), "sysadmin")
 
 
-async def test_typed_links_by_hand_are_shown_and_attributed(store: MemoryStore) -> None:
+async def test_typed_links_by_hand_are_shown_and_attributed(store: IntakeStore) -> None:
     cause = (await store.remember(NewCrystal("The disk filled up with nginx logs"))).crystal
     effect = (await store.remember(NewCrystal("The site was down for 40 minutes on Monday"))).crystal
     await link(store, effect.id, cause.id, AssociationType.CAUSED_BY, actor="agent")

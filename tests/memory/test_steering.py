@@ -14,15 +14,15 @@ from memory.dynamics.consolidation import consolidate
 from memory.dynamics.importance import importance
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound
+from memory.intake.store import IntakeStore
 from memory.model import Feedback, Hormones, Lifecycle, NewCrystal, SemanticType
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.crystal_queries import audit_trail
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import DAY, FakeClock
 
 
-async def test_a_stated_importance_is_a_floor_consolidation_keeps(store: MemoryStore, clock: FakeClock) -> None:
+async def test_a_stated_importance_is_a_floor_consolidation_keeps(store: IntakeStore, clock: FakeClock) -> None:
     stated = (await store.remember(NewCrystal("User's name is Douglas", importance=0.8, importance_floor=0.8))).crystal
     unstated = (await store.remember(NewCrystal("The lift was out of order", importance=0.8))).crystal
     clock.advance(400 * DAY)
@@ -38,7 +38,7 @@ def test_a_floor_cannot_exceed_the_importance_it_floors() -> None:
         NewCrystal("x", importance=0.3, importance_floor=0.5)
 
 
-async def test_feedback_moves_the_reward_toward_its_target_and_is_attributed(store: MemoryStore) -> None:
+async def test_feedback_moves_the_reward_toward_its_target_and_is_attributed(store: IntakeStore) -> None:
     crystal = (await store.remember(NewCrystal("The staging DB is on db2"))).crystal
     useful = await give_feedback(store, crystal.id, Feedback.USEFUL, actor="agent")
     assert useful.steering_reward == pytest.approx(0.3)
@@ -56,7 +56,7 @@ async def test_feedback_moves_the_reward_toward_its_target_and_is_attributed(sto
     assert rows[0] == ("agent", "feedback useful: 0.000 -> 0.300") and rows[2][0] == "local"
 
 
-async def test_feedback_steers_search_ranking(store: MemoryStore) -> None:
+async def test_feedback_steers_search_ranking(store: IntakeStore) -> None:
     first = (
         await store.remember(NewCrystal("boiler service is due in March", semantic_type=SemanticType.FACT))
     ).crystal
@@ -73,7 +73,7 @@ async def test_feedback_steers_search_ranking(store: MemoryStore) -> None:
     assert demoted.explain is not None and demoted.explain.steering_factor == pytest.approx(1 - 0.3 * 0.3)
 
 
-async def test_wrong_crystals_fade_sooner(store: MemoryStore, clock: FakeClock) -> None:
+async def test_wrong_crystals_fade_sooner(store: IntakeStore, clock: FakeClock) -> None:
     neutral = (await store.remember(NewCrystal("the gate code is 4411"))).crystal
     wrong = (await store.remember(NewCrystal("the gate code is 1144"))).crystal
     for _ in range(2):
@@ -87,7 +87,7 @@ async def test_wrong_crystals_fade_sooner(store: MemoryStore, clock: FakeClock) 
 
 
 async def test_consolidation_writes_the_formula_with_curiosity_steering_and_floor(
-    store: MemoryStore, clock: FakeClock
+    store: IntakeStore, clock: FakeClock
 ) -> None:
     crystal = (await store.remember(NewCrystal("a boosted memory", curiosity_boost=0.4, emotional_valence=0.2))).crystal
     steered = await give_feedback(store, crystal.id, Feedback.USEFUL, actor="local")
@@ -105,7 +105,7 @@ async def test_consolidation_writes_the_formula_with_curiosity_steering_and_floo
 
 
 async def test_skill_outcomes_accumulate_the_reward(tmp_path: Path, clock: FakeClock) -> None:
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock, schemas=(MARKET_SCHEMA,))
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock, schemas=(MARKET_SCHEMA,))
     try:
         skill = (
             await store.remember(NewCrystal("Rotate logs: logrotate -f", semantic_type=SemanticType.SKILL))

@@ -16,17 +16,18 @@ import sqlean
 from memory.embedders.base import Vectors
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound, EmbedderError, SchemaTooNew, StoreError
+from memory.intake.store import IntakeStore
 from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, SemanticType, Sensitivity, SkillVersion
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
 from memory.storage.connection import is_transient_lock
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.schema import SCHEMA_VERSION
-from memory.storage.store import BULK_WAL_AUTOCHECKPOINT_PAGES, SQLITE_WAL_AUTOCHECKPOINT_PAGES, MemoryStore
+from memory.storage.store import BULK_WAL_AUTOCHECKPOINT_PAGES, SQLITE_WAL_AUTOCHECKPOINT_PAGES
 from tests.memory.conftest import DAY, T0, FakeClock
 
 
-async def test_a_remembered_crystal_reads_back_with_every_field(store: MemoryStore) -> None:
+async def test_a_remembered_crystal_reads_back_with_every_field(store: IntakeStore) -> None:
     new = NewCrystal(
         "Deploy with `make release` after tagging",
         semantic_type=SemanticType.SKILL,
@@ -49,7 +50,7 @@ async def test_a_remembered_crystal_reads_back_with_every_field(store: MemorySto
     assert await store.get(got.id) == got
 
 
-async def test_the_same_text_is_stored_and_embedded_once(store: MemoryStore) -> None:
+async def test_the_same_text_is_stored_and_embedded_once(store: IntakeStore) -> None:
     first = await store.remember(NewCrystal("The wifi password changed on Monday"))
     again = await store.remember(NewCrystal("The  wifi password changed\non Monday"))  # whitespace differs only
     assert first.created and not again.created
@@ -66,7 +67,7 @@ async def test_the_same_text_is_stored_and_embedded_once(store: MemoryStore) -> 
     assert await store.embed_backlog() == 0
 
 
-async def test_a_bulk_import_widens_the_wal_only_while_it_runs(store: MemoryStore) -> None:
+async def test_a_bulk_import_widens_the_wal_only_while_it_runs(store: IntakeStore) -> None:
     async def autocheckpoint() -> int:
         async with store.writer.execute("PRAGMA wal_autocheckpoint") as cursor:
             row = await cursor.fetchone()
@@ -97,7 +98,7 @@ async def test_a_bulk_import_widens_the_wal_only_while_it_runs(store: MemoryStor
     assert await autocheckpoint() == SQLITE_WAL_AUTOCHECKPOINT_PAGES  # put back after a failure too
 
 
-async def test_forget_is_a_soft_delete_with_an_audit_row(store: MemoryStore, clock: FakeClock) -> None:
+async def test_forget_is_a_soft_delete_with_an_audit_row(store: IntakeStore, clock: FakeClock) -> None:
     crystal = (await store.remember(NewCrystal("temporary thought"))).crystal
     clock.advance(1000)
     await store.forget(crystal.id, actor="agent", reason="user asked")
@@ -112,7 +113,7 @@ async def test_forget_is_a_soft_delete_with_an_audit_row(store: MemoryStore, clo
         assert await cursor.fetchone() == (1,)  # still there, physically
 
 
-async def test_remembering_a_forgotten_text_revives_it(store: MemoryStore) -> None:
+async def test_remembering_a_forgotten_text_revives_it(store: IntakeStore) -> None:
     crystal = (await store.remember(NewCrystal("revive me"))).crystal
     await store.forget(crystal.id)
     again = await store.remember(NewCrystal("revive me"))
@@ -121,7 +122,7 @@ async def test_remembering_a_forgotten_text_revives_it(store: MemoryStore) -> No
     assert [t[1] for t in await audit_trail(store, crystal.id)] == ["generated", "expired", "generated"]
 
 
-async def test_disallowed_transition_is_refused_and_changes_nothing(store: MemoryStore) -> None:
+async def test_disallowed_transition_is_refused_and_changes_nothing(store: IntakeStore) -> None:
     crystal = (await store.remember(NewCrystal("x marks"))).crystal
     await store.forget(crystal.id)
     with pytest.raises(StoreError, match="cannot go from expired to frozen"):
@@ -129,7 +130,7 @@ async def test_disallowed_transition_is_refused_and_changes_nothing(store: Memor
     assert len(await audit_trail(store, crystal.id)) == 2
 
 
-async def test_ttl_crystals_disappear_when_their_time_is_up(store: MemoryStore, clock: FakeClock) -> None:
+async def test_ttl_crystals_disappear_when_their_time_is_up(store: IntakeStore, clock: FakeClock) -> None:
     crystal = (
         await store.remember(NewCrystal("meeting room is B2 today", lifespan=Lifespan.TTL, ttl_ms=3_600_000))
     ).crystal
@@ -141,7 +142,7 @@ async def test_ttl_crystals_disappear_when_their_time_is_up(store: MemoryStore, 
         await store.get(crystal.id)
 
 
-async def test_sensitivity_is_classified_on_ingest_unless_given(store: MemoryStore) -> None:
+async def test_sensitivity_is_classified_on_ingest_unless_given(store: IntakeStore) -> None:
     secret = (await store.remember(NewCrystal("my github token is ghp_" + "a1B2" * 9))).crystal
     personal = (await store.remember(NewCrystal("Reach Dana at dana@example.org"))).crystal
     plain = (await store.remember(NewCrystal("Bananas are berries"))).crystal
@@ -157,10 +158,10 @@ async def test_sensitivity_is_classified_on_ingest_unless_given(store: MemorySto
 async def test_migrations_create_the_schema_from_an_empty_file_and_reopen(tmp_path: Path, clock: FakeClock) -> None:
     path = tmp_path / "m.db"
     path.touch()
-    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     await store.remember(NewCrystal("survives a reopen"))
     await store.close()
-    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     try:
         assert (await store.stats())["total"] == 1
     finally:
@@ -176,18 +177,18 @@ async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> Non
         raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         raw.execute("INSERT INTO meta VALUES ('schema_version', '99')")
     with pytest.raises(SchemaTooNew, match="upgrade bitterbot-node"):
-        await MemoryStore.open(path, HashingEmbedder())
+        await IntakeStore.open(path, HashingEmbedder())
 
 
 async def test_changing_the_embedder_re_embeds_into_a_new_space_without_mixing(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     path = tmp_path / "m.db"
-    old = await MemoryStore.open(path, HashingEmbedder(384), now_ms=clock)
+    old = await IntakeStore.open(path, HashingEmbedder(384), now_ms=clock)
     await old.remember_many([NewCrystal(f"fact number {i}") for i in range(50)])
     await old.embed_backlog()
     await old.close()
-    new = await MemoryStore.open(path, HashingEmbedder(256), now_ms=clock)
+    new = await IntakeStore.open(path, HashingEmbedder(256), now_ms=clock)
     try:
         assert await new.backlog_size() == 50
         assert await new.embed_backlog(limit=20) == 20  # interrupted half way…
@@ -217,7 +218,7 @@ def test_new_crystal_rejects_bad_input() -> None:
 
 
 async def test_closed_store_says_so(tmp_path: Path) -> None:
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder())
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder())
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.remember(NewCrystal("late"))
@@ -234,7 +235,7 @@ async def test_a_version_1_database_migrates_to_the_current_schema(tmp_path: Pat
         for statement in split_sql(MIGRATIONS[0]):
             raw.execute(statement)
         raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
     try:
         await store.remember_many([NewCrystal("written after the migration")])
         from memory.retrieval.query import SearchMode, SearchRequest
@@ -263,7 +264,7 @@ class RecordingEmbedder(HashingEmbedder):
 
 async def test_context_is_embedded_with_the_text_but_is_not_the_text(tmp_path: Path, clock: FakeClock) -> None:
     embedder = RecordingEmbedder()
-    store = await MemoryStore.open(tmp_path / "m.db", embedder, now_ms=clock)
+    store = await IntakeStore.open(tmp_path / "m.db", embedder, now_ms=clock)
     try:
         first = await store.remember(NewCrystal("yes, last May", context="Ann: when did you move to Lisbon?"))
         # The text in its context, and the text alone: the vector is their normalised sum.
@@ -297,7 +298,7 @@ async def test_a_failing_vector_leg_leaves_no_keyword_task_behind(
     """Issue 14: the keyword leg's task was orphaned when the embedder raised. The read it had
     started still runs in its reader's thread when cancelled, and aiosqlite keeps its cursor: the
     store's close must not checkpoint behind it (it waited the whole busy timeout, 10 s, here)."""
-    store = await MemoryStore.open(tmp_path / "m.db", QueryEmbedderDown(), now_ms=clock)
+    store = await IntakeStore.open(tmp_path / "m.db", QueryEmbedderDown(), now_ms=clock)
     try:
         await store.remember(NewCrystal("the staging database lives on db2"))
         before = asyncio.all_tasks()
@@ -327,7 +328,7 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
         return real(items, now_ms, *args)
 
     monkeypatch.setattr("memory.storage.store.prepare_batch", prepare_then_fail)
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
     try:
         before = asyncio.all_tasks()
         with pytest.raises(RuntimeError, match="second batch"):
@@ -338,7 +339,7 @@ async def test_a_batch_that_fails_to_prepare_leaves_the_one_being_written_commit
         await store.close()
 
 
-async def test_the_vector_codes_can_be_loaded_before_the_first_search(store: MemoryStore) -> None:
+async def test_the_vector_codes_can_be_loaded_before_the_first_search(store: IntakeStore) -> None:
     assert await store.warm_vectors() == 0
     for i in range(3):
         await store.remember(NewCrystal(f"warm fact {i}"))
@@ -357,7 +358,7 @@ async def test_a_read_left_open_on_the_writer_defers_a_checkpoint_and_is_a_trans
     read still open on the writer) and the failed task stopped the node. A checkpoint is a saving, not
     a duty: it is deferred (False, as when a reader keeps frames), and the loop defers a batch that
     meets such a lock instead of stopping."""
-    store = await MemoryStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
+    store = await IntakeStore.open(tmp_path / "m.db", HashingEmbedder(), now_ms=clock)
     try:
         await store.remember_many([NewCrystal(f"fact number {i}") for i in range(50)])
         await store.writer.execute("CREATE TABLE probe (x)")

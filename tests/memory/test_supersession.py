@@ -13,10 +13,10 @@ import pytest
 from memory.errors import NotSuperseded
 from memory.governance.llm import ChatEndpoint
 from memory.graph.provenance import associations, attribution_chain
+from memory.intake.store import IntakeStore
 from memory.model import AssociationType, NewCrystal, Origin, SemanticType
 from memory.retrieval.query import SUPERSEDED_FACTOR, SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession, supersede, unsupersede
 from memory.supersession.judge import Candidate, choose, may_update
 from memory.supersession.llm_judge import LlmJudge
@@ -76,12 +76,12 @@ def test_statements_that_look_like_updates_replace_nothing(old: str, new: str) -
 # --- a real store with the default embedder ----------------------------------------------------
 
 
-async def say(store: MemoryStore, clock: FakeClock, text: str, origin: Origin = Origin.SESSION) -> str:
+async def say(store: IntakeStore, clock: FakeClock, text: str, origin: Origin = Origin.SESSION) -> str:
     clock.advance(DAY)
     return (await store.remember(NewCrystal(text, origin=origin))).crystal.id
 
 
-async def texts(store: MemoryStore, query: str, **options: object) -> list[str]:
+async def texts(store: IntakeStore, query: str, **options: object) -> list[str]:
     hits = await search(store, SearchRequest(query, touch=False, **options))  # type: ignore[arg-type]
     return [h.crystal.text for h in hits]
 
@@ -92,7 +92,7 @@ NEW = "Actually, Tomas is in Tallinn now, not Riga."
 
 
 async def test_a_correction_supersedes_on_save_and_search_shows_the_current_fact(
-    memory: MemoryStore, clock: FakeClock
+    memory: IntakeStore, clock: FakeClock
 ) -> None:
     old = await say(memory, clock, OLD)
     for text in NEIGHBOURS:
@@ -126,7 +126,7 @@ async def test_a_correction_supersedes_on_save_and_search_shows_the_current_fact
 
 
 async def test_unsupersede_makes_it_current_and_the_same_pair_is_never_judged_again(
-    memory: MemoryStore, clock: FakeClock
+    memory: IntakeStore, clock: FakeClock
 ) -> None:
     old = await say(memory, clock, OLD)
     new = await say(memory, clock, NEW)
@@ -145,14 +145,14 @@ async def test_unsupersede_makes_it_current_and_the_same_pair_is_never_judged_ag
     assert (await supersede(memory, old, new, reason="said by person", actor="person")).superseded is not None
 
 
-async def test_a_peer_never_supersedes_a_memory_of_this_node(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_a_peer_never_supersedes_a_memory_of_this_node(memory: IntakeStore, clock: FakeClock) -> None:
     old = await say(memory, clock, OLD)
     await say(memory, clock, NEW, origin=Origin.PEER)
     assert (await memory.get(old)).superseded is None
 
 
 async def test_an_import_out_of_order_supersedes_the_older_when_it_is_embedded(
-    memory: MemoryStore, clock: FakeClock
+    memory: IntakeStore, clock: FakeClock
 ) -> None:
     # The newer statement is stored and embedded first; the older comes later, with its own date.
     result = await memory.remember_many([NewCrystal(NEW, origin=Origin.SESSION, created_at_ms=clock.now + 10 * DAY)])
@@ -163,7 +163,7 @@ async def test_an_import_out_of_order_supersedes_the_older_when_it_is_embedded(
     assert stale.superseded is not None and stale.superseded.by == result.ids[0]
 
 
-async def test_a_chain_of_updates_shows_the_latest(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_a_chain_of_updates_shows_the_latest(memory: IntakeStore, clock: FakeClock) -> None:
     await say(memory, clock, "The release branch is release/2.3.")
     await say(memory, clock, "The release branch is now release/2.4.")
     latest = await say(memory, clock, "The release branch is now release/2.5.")
@@ -173,7 +173,7 @@ async def test_a_chain_of_updates_shows_the_latest(memory: MemoryStore, clock: F
 
 
 async def test_an_outdated_fact_leaves_the_working_memory(
-    memory: MemoryStore, clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, clock: FakeClock, tmp_path: Path
 ) -> None:
     files = WorkingMemoryFiles(tmp_path / "workspace")
     old = NewCrystal("My dentist is Dr. Hansen at Solli.", semantic_type=SemanticType.FACT, importance=0.9)
@@ -190,7 +190,7 @@ async def test_an_outdated_fact_leaves_the_working_memory(
 
 
 async def test_search_puts_a_later_hit_that_may_update_an_earlier_one_first(
-    memory: MemoryStore, clock: FakeClock
+    memory: IntakeStore, clock: FakeClock
 ) -> None:
     # Too far apart to be judged an update on save (no word of change, not a near copy), close
     # enough for search to show the later one first.

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.supersession.judge import (
     Candidate,
     asks_for_the_older,
@@ -144,14 +144,14 @@ LOOK_ALIKES = {
 }
 
 
-async def _say(store: MemoryStore, clock: FakeClock, text: str) -> str:
+async def _say(store: IntakeStore, clock: FakeClock, text: str) -> str:
     clock.advance(2 * DAY)
     return (await store.remember(NewCrystal(text, origin=Origin.USER_INPUT))).crystal.id
 
 
 @pytest.mark.parametrize(("old", "new", "question"), list(LOOK_ALIKES.values()), ids=list(LOOK_ALIKES))
 async def test_a_look_alike_never_hides_a_true_memory(
-    memory: MemoryStore, clock: FakeClock, old: str, new: str, question: str
+    memory: IntakeStore, clock: FakeClock, old: str, new: str, question: str
 ) -> None:
     older = await _say(memory, clock, old)
     await _say(memory, clock, new)
@@ -160,7 +160,7 @@ async def test_a_look_alike_never_hides_a_true_memory(
     assert older in [h.crystal.id for h in hits]
 
 
-async def test_search_order_does_not_put_another_things_update_first(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_search_order_does_not_put_another_things_update_first(memory: IntakeStore, clock: FakeClock) -> None:
     """Issue 28: the production database's move ranked above the staging database's home."""
     staging = await _say(memory, clock, "The staging database lives on db2.")
     await _say(memory, clock, "Actually, the production database moved to PostgreSQL 16 on pg-prod-2.")
@@ -168,7 +168,7 @@ async def test_search_order_does_not_put_another_things_update_first(memory: Mem
     assert hits[0].crystal.id == staging
 
 
-async def test_a_real_update_still_replaces_the_old_value(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_a_real_update_still_replaces_the_old_value(memory: IntakeStore, clock: FakeClock) -> None:
     old = await _say(memory, clock, "The weekly sync is on Tuesdays at 9.")
     new = await _say(memory, clock, "The weekly sync moved to Thursday afternoons.")
     replaced = await memory.get(old)
@@ -285,7 +285,7 @@ def test_search_ordering_lets_a_later_event_set_a_states_value() -> None:
     assert not may_update("My mobile plan is with Movistar.", "Digi has cheap plans.", 0.35)
 
 
-async def test_a_question_naming_the_older_ones_value_keeps_it_first(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_a_question_naming_the_older_ones_value_keeps_it_first(memory: IntakeStore, clock: FakeClock) -> None:
     """The ordering lifts a later look-alike above an earlier one, unless the question names a day,
     a date or a figure only the earlier one says: then it asks about that one."""
     saturday = await _say(memory, clock, "Dinner at Lupo with the Hendersons on Saturday, great pasta.")
@@ -333,7 +333,7 @@ def test_a_verb_of_change_among_one_questions_hits_needs_no_shared_word() -> Non
     assert not may_update("My commute is by bus, line 24.", "Switched the kettle for a new one.", 0.12)
 
 
-async def test_a_note_on_the_same_numbered_record_may_order_above_it(memory: MemoryStore, clock: FakeClock) -> None:
+async def test_a_note_on_the_same_numbered_record_may_order_above_it(memory: IntakeStore, clock: FakeClock) -> None:
     """A numbered record holds values ("Ticket #5521: customer's plan is Business"): a later note on
     the same record may go above it (seen_8: it stayed on top), another record's note may not."""
     old = await memory.get(await _say(memory, clock, "Ticket #5521: customer's plan is Business."))

@@ -22,6 +22,7 @@ from memory.embedders.base import Embedder
 from memory.governance import quarantine
 from memory.graph.links import link
 from memory.graph.provenance import associations, attribution_chain
+from memory.intake.store import IntakeStore
 from memory.model import (
     AssociationType,
     Crystal,
@@ -36,7 +37,6 @@ from memory.model import (
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
 from memory.storage.row_writes import crystal_by_hash
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import Supersession
 from memory.transfer.export import export_memory
 from memory.transfer.records import VERSION, NewerFormat
@@ -47,7 +47,7 @@ OLD = "Tomas lives in Riga."
 NEW = "Actually, Tomas lives in Tallinn now."
 
 
-async def _fill(store: MemoryStore, clock: FakeClock) -> dict[str, str]:
+async def _fill(store: IntakeStore, clock: FakeClock) -> dict[str, str]:
     """One crystal of each kind a round trip must keep; their ids by role."""
     ids: dict[str, str] = {}
 
@@ -78,7 +78,7 @@ def NEW_CRYSTAL(text: str, stype: SemanticType) -> NewCrystal:
     return NewCrystal(text, semantic_type=stype)
 
 
-async def _everything(store: MemoryStore) -> dict[str, Crystal]:
+async def _everything(store: IntakeStore) -> dict[str, Crystal]:
     return {c.id: c async for c in store.iter_live()}
 
 
@@ -88,22 +88,22 @@ TRUSTED = frozenset({ME.public_key})
 NOBODY: frozenset[bytes] = frozenset()
 
 
-async def _exported(store: MemoryStore, *, include_confidential: bool = False, signer: Identity | None = ME) -> str:
+async def _exported(store: IntakeStore, *, include_confidential: bool = False, signer: Identity | None = ME) -> str:
     sink = io.StringIO()
     await export_memory(store, sink, include_confidential=include_confidential, signer=signer)
     return sink.getvalue()
 
 
-async def _by_text(store: MemoryStore, text: str) -> Crystal:
+async def _by_text(store: IntakeStore, text: str) -> Crystal:
     found = await crystal_by_hash(store.reader(), content_hash(text))
     assert found is not None, text
     return found
 
 
 @pytest.fixture
-async def other(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
+async def other(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[IntakeStore]:
     """A second node's store, as ``memory`` is: where the export is imported."""
-    store = await MemoryStore.open(tmp_path / "other.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
+    store = await IntakeStore.open(tmp_path / "other.db", minilm, now_ms=clock, on_embedded=Supersession().hook())
     try:
         yield store
     finally:
@@ -111,7 +111,7 @@ async def other(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIter
 
 
 async def test_export_then_import_gives_back_every_crystal_link_and_supersession(
-    memory: MemoryStore, other: MemoryStore, clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, other: IntakeStore, clock: FakeClock, tmp_path: Path
 ) -> None:
     ids = await _fill(memory, clock)
     assert (await memory.get(ids["old"])).superseded is not None  # the store under test did supersede
@@ -148,7 +148,7 @@ async def test_export_then_import_gives_back_every_crystal_link_and_supersession
 
 
 async def test_importing_the_same_export_again_stores_nothing_new(
-    memory: MemoryStore, other: MemoryStore, clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, other: IntakeStore, clock: FakeClock, tmp_path: Path
 ) -> None:
     await _fill(memory, clock)
     path = tmp_path / "memories.jsonl"
@@ -160,7 +160,7 @@ async def test_importing_the_same_export_again_stores_nothing_new(
 
 
 async def test_a_damaged_line_is_skipped_and_named_and_the_rest_is_restored(
-    memory: MemoryStore, other: MemoryStore, clock: FakeClock, tmp_path: Path
+    memory: IntakeStore, other: IntakeStore, clock: FakeClock, tmp_path: Path
 ) -> None:
     """The file is unsigned (edited files are, whatever they were): its lines come in as text."""
     await _fill(memory, clock)
@@ -184,7 +184,7 @@ async def test_a_damaged_line_is_skipped_and_named_and_the_rest_is_restored(
     assert (await _by_text(other, NEW)).speaker is Speaker.FILE
 
 
-async def test_a_file_from_a_newer_release_is_refused_whole(other: MemoryStore, tmp_path: Path) -> None:
+async def test_a_file_from_a_newer_release_is_refused_whole(other: IntakeStore, tmp_path: Path) -> None:
     path = tmp_path / "future.jsonl"
     path.write_text(json.dumps({"format": "bitterbot-memory", "version": VERSION + 1}) + "\n")
     with pytest.raises(NewerFormat, match="newer bitterbot-node"):
@@ -193,11 +193,11 @@ async def test_a_file_from_a_newer_release_is_refused_whole(other: MemoryStore, 
 
 
 async def test_an_export_of_the_first_format_restores_as_imported_text(
-    other: MemoryStore, tmp_path: Path, clock: FakeClock
+    other: IntakeStore, tmp_path: Path, clock: FakeClock
 ) -> None:
     """Release 10 and earlier wrote bare crystal objects, no header and no kinds, and no signature:
     nothing vouches for what such a file says of its crystals, so each comes in as a file's text."""
-    donor = await MemoryStore.open(tmp_path / "donor.db", other.embedder, now_ms=clock)
+    donor = await IntakeStore.open(tmp_path / "donor.db", other.embedder, now_ms=clock)
     try:
         preference = (await donor.remember(NEW_CRYSTAL("I like my coffee black.", SemanticType.PREFERENCE))).crystal
     finally:
@@ -215,14 +215,14 @@ async def test_an_export_of_the_first_format_restores_as_imported_text(
 
 
 async def test_a_file_cannot_make_a_secret_less_private_than_this_nodes_rules_call_it(
-    other: MemoryStore, tmp_path: Path, clock: FakeClock
+    other: IntakeStore, tmp_path: Path, clock: FakeClock
 ) -> None:
     """An export says each crystal's sensitivity; one that calls a password "normal" would put it in
     MEMORY.md and send it to the [llm] endpoint. The stricter of the file's word and ours stands."""
     from memory.model import Sensitivity
     from memory.transfer.records import crystal_fields
 
-    donor = await MemoryStore.open(tmp_path / "donor.db", other.embedder, now_ms=clock)
+    donor = await IntakeStore.open(tmp_path / "donor.db", other.embedder, now_ms=clock)
     try:
         secret = (await donor.remember(NewCrystal("The router admin password is hunter2-correct"))).crystal
         personal = (await donor.remember(NewCrystal("Ana's birthday is on 3 May"))).crystal

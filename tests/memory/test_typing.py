@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from ground.authority import Speaker
-from memory.cognition.epistemic import layer_for
 from memory.cognition.model_cache import shipped_model
 from memory.cognition.retype import retype
 from memory.cognition.typer import Typer
 from memory.cognition.typing import TypingModel, features, read_examples, shipped_examples
 from memory.embedders.base import Embedder
 from memory.embedders.hashing import HashingEmbedder
+from memory.epistemic import layer_for
+from memory.intake.store import IntakeStore
 from memory.model import EpistemicLayer, NewCrystal, Origin, SemanticType, TypeSource
 from memory.setup.settings import LlmSettings, MemorySettings
 from memory.setup.store import embedded_hook
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeClock
 
 DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "data" / "typing_dev.jsonl"
@@ -32,14 +32,14 @@ async def test_untyped_memories_get_a_type_a_confidence_and_a_layer(
     # as the node types them: by words when stored, by words and meaning once embedded (the words
     # alone now read "moved … last year" as an episode).
     hook = embedded_hook(MemorySettings(), LlmSettings())
-    store = await MemoryStore.open(tmp_path / "t.db", minilm, now_ms=clock, on_embedded=hook)
+    store = await IntakeStore.open(tmp_path / "t.db", minilm, now_ms=clock, on_embedded=hook)
     try:
         await _typed_as_the_issue_says(store)
     finally:
         await store.close()
 
 
-async def _typed_as_the_issue_says(store: MemoryStore) -> None:
+async def _typed_as_the_issue_says(store: IntakeStore) -> None:
     expected = {
         "My brother Tomas moved to Tallinn last year": SemanticType.RELATIONSHIP,
         "answers in Norwegian when I write in Norwegian": SemanticType.PREFERENCE,
@@ -56,13 +56,13 @@ async def _typed_as_the_issue_says(store: MemoryStore) -> None:
     assert preference.epistemic_layer is EpistemicLayer.DIRECTIVE
 
 
-async def test_a_callers_type_always_wins(store: MemoryStore) -> None:
+async def test_a_callers_type_always_wins(store: IntakeStore) -> None:
     crystal = (await store.remember(NewCrystal("wants to learn Finnish", semantic_type=SemanticType.FACT))).crystal
     assert crystal.semantic_type is SemanticType.FACT
     assert crystal.type_source is TypeSource.CALLER and crystal.type_confidence == 1.0
 
 
-async def test_a_bulk_import_types_like_one_at_a_time(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_bulk_import_types_like_one_at_a_time(store: IntakeStore, tmp_path: Path) -> None:
     texts = [e.text for e in read_examples(DEV_SET.read_text().splitlines())[::7]]
     result = await store.remember_many([NewCrystal(t) for t in texts], batch_size=8)
     bulk = [await store.get(i) for i in result.ids]
@@ -117,7 +117,7 @@ def test_only_the_person_can_direct_the_agent() -> None:
 
 
 async def test_retype_corrects_the_crystal_keeps_the_example_and_the_typer_learns(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     # Statements of a kind the shipped examples do not cover: measurements the person logs.
     readings = [
@@ -130,7 +130,9 @@ async def test_retype_corrects_the_crystal_keeps_the_example_and_the_typer_learn
     assert shipped_model().classify(unseen).semantic_type is not SemanticType.EPISODE
     for text in readings:
         crystal = (await store.remember(NewCrystal(text))).crystal
-        fixed = await retype(store, crystal.id, SemanticType.EPISODE, actor="local", speaker=Speaker.PERSON)
+        fixed = await retype(
+            store, crystal.id, SemanticType.EPISODE, actor="local", speaker=Speaker.PERSON, typer=store.typer
+        )
         assert fixed.semantic_type is SemanticType.EPISODE and fixed.type_source is TypeSource.CORRECTION
         assert fixed.epistemic_layer is EpistemicLayer.EXPERIENCE and fixed.type_confidence == 1.0
     learned = (await store.remember(NewCrystal(unseen))).crystal
@@ -140,7 +142,7 @@ async def test_retype_corrects_the_crystal_keeps_the_example_and_the_typer_learn
     # that comes again gets its corrected type outright.
     path = store.path
     await store.close()
-    reopened = await MemoryStore.open(path, HashingEmbedder())
+    reopened = await IntakeStore.open(path, HashingEmbedder())
     try:
         assert reopened.typer.guess(readings[0])[1] is TypeSource.CORRECTION
         again = await reopened.remember_many([NewCrystal(readings[1] + " (again)"), NewCrystal(unseen + ".")])
@@ -163,9 +165,9 @@ def test_fitting_is_deterministic() -> None:
 
 
 async def test_a_large_import_is_typed_in_a_worker_process_exactly_as_here(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+    store: IntakeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memory.storage.store.WORKER_MIN_ITEMS", 10)  # the worker for a small import
+    monkeypatch.setattr("memory.intake.store.WORKER_MIN_ITEMS", 10)  # the worker for a small import
     real, started = asyncio.create_subprocess_exec, []
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
@@ -191,11 +193,11 @@ async def test_a_large_import_is_typed_in_a_worker_process_exactly_as_here(
 
 @pytest.mark.parametrize("worker", ["dies after starting", "cannot start"])
 async def test_a_worker_that_dies_or_cannot_start_loses_nothing(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, worker: str
+    store: IntakeStore, monkeypatch: pytest.MonkeyPatch, worker: str
 ) -> None:
     import sys
 
-    monkeypatch.setattr("memory.storage.store.WORKER_MIN_ITEMS", 10)
+    monkeypatch.setattr("memory.intake.store.WORKER_MIN_ITEMS", 10)
     if worker == "cannot start":
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     else:  # a real process that reads the corrections and exits without answering

@@ -11,8 +11,8 @@ import sqlean
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
 from memory.governance.quarantine import held
+from memory.intake.store import IntakeStore
 from memory.storage.schema import SCHEMA_VERSION
-from memory.storage.store import MemoryStore
 from p2p.trust.book import TrustBook
 
 UPGRADE = Path(__file__).resolve().parents[3] / "shared" / "data" / "upgrade-from-v9"
@@ -46,7 +46,7 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
     before_counts, before_crystals = snapshot(db)
     memory_md = (data / "workspace" / "MEMORY.md").read_bytes() if (data / "workspace" / "MEMORY.md").exists() else b""
 
-    store = await MemoryStore.open(db, HashingEmbedder(), schemas=(MARKET_SCHEMA,))  # as a node opens it
+    store = await IntakeStore.open(db, HashingEmbedder(), schemas=(MARKET_SCHEMA,))  # as a node opens it
     try:
         assert await store.get_meta("schema_version") == str(SCHEMA_VERSION)
         # v9 made the marketplace's tables up to the payment column: adopted at 5, then indexed

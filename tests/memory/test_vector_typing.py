@@ -16,10 +16,10 @@ from memory.cognition.typing import Example
 from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.embedders.base import Embedder, Vectors
 from memory.graph.provenance import attribution_chain
+from memory.intake.store import IntakeStore
 from memory.model import EpistemicLayer, NewCrystal, SemanticType, TypeSource
 from memory.setup.settings import LlmSettings, MemorySettings
 from memory.setup.store import embedded_hook
-from memory.storage.store import MemoryStore
 from tests.memory.conftest import FakeClock
 
 # Typed an episode by its words ("get … sorted before the trip in May"), a goal by its meaning.
@@ -27,17 +27,17 @@ PLAN = "Gotta get the visa sorted before the trip in May."
 
 
 @pytest.fixture
-async def node_store(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[MemoryStore]:
+async def node_store(tmp_path: Path, clock: FakeClock, minilm: Embedder) -> AsyncIterator[IntakeStore]:
     """A store with MiniLM and the node's own after-embedding hook."""
     hook = embedded_hook(MemorySettings(), LlmSettings())
-    store = await MemoryStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=hook)
+    store = await IntakeStore.open(tmp_path / "m.db", minilm, now_ms=clock, on_embedded=hook)
     try:
         yield store
     finally:
         await store.close()
 
 
-async def test_an_embedded_crystal_is_typed_again_by_its_meaning(node_store: MemoryStore) -> None:
+async def test_an_embedded_crystal_is_typed_again_by_its_meaning(node_store: IntakeStore) -> None:
     assert node_store.typer.guess(PLAN)[0].semantic_type is SemanticType.EPISODE  # the words alone
     crystal = (await node_store.remember(NewCrystal(PLAN))).crystal
     typed = await node_store.get(crystal.id)
@@ -47,13 +47,15 @@ async def test_an_embedded_crystal_is_typed_again_by_its_meaning(node_store: Mem
     assert any(step.actor == "typer" and "episode -> goal" in (step.detail or "") for step in chain)
 
 
-async def test_a_callers_type_and_a_correction_stand(node_store: MemoryStore, minilm: Embedder) -> None:
+async def test_a_callers_type_and_a_correction_stand(node_store: IntakeStore, minilm: Embedder) -> None:
     given = (await node_store.remember(NewCrystal(PLAN, semantic_type=SemanticType.EPISODE))).crystal
     assert (await node_store.get(given.id)).semantic_type is SemanticType.EPISODE
     other = (await node_store.remember(NewCrystal("Gotta renew the passport before the trip in May."))).crystal
-    await retype(node_store, other.id, SemanticType.EPISODE, actor="cli", speaker=Speaker.PERSON)
+    await retype(
+        node_store, other.id, SemanticType.EPISODE, actor="cli", speaker=Speaker.PERSON, typer=node_store.typer
+    )
     vector: Vectors = minilm.embed_documents([other.text])[0]
-    assert await refine_type(node_store, other.id, vector) is None
+    assert await refine_type(node_store, node_store.typer, other.id, vector) is None
     assert (await node_store.get(other.id)).semantic_type is SemanticType.EPISODE
 
 

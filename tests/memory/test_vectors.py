@@ -9,8 +9,8 @@ import pytest
 
 from memory.embedders.base import normalise_rows
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from memory.storage.store import MemoryStore
 from memory.storage.vectors import VectorIndex, binary_codes
 
 
@@ -18,7 +18,7 @@ def unit(rng: np.random.Generator, n: int, dim: int = 64) -> np.ndarray:
     return normalise_rows(rng.standard_normal((n, dim)).astype(np.float32))
 
 
-async def test_knn_is_exact_when_the_candidates_cover_the_store(store: MemoryStore) -> None:
+async def test_knn_is_exact_when_the_candidates_cover_the_store(store: IntakeStore) -> None:
     rng = np.random.default_rng(5)
     index = VectorIndex("test-64", 64)
     await index.ensure(store.writer)
@@ -46,8 +46,8 @@ def test_codes_match_sqlite_vec_quantisation() -> None:
 
 async def test_a_second_connection_sees_appends_rewrites_and_deletions(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    writer = await MemoryStore.open(path, HashingEmbedder())
-    other = await MemoryStore.open(path, HashingEmbedder())  # as another process would
+    writer = await IntakeStore.open(path, HashingEmbedder())
+    other = await IntakeStore.open(path, HashingEmbedder())  # as another process would
     try:
         await writer.remember(NewCrystal("alpha bravo charlie"))
         query = HashingEmbedder().embed_query("alpha bravo charlie")

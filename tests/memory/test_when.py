@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.storage.store import MemoryStore
 from memory.when import time_window
 from tests.memory.conftest import DAY, FakeClock
 
@@ -47,7 +47,7 @@ def test_a_query_naming_no_time_has_no_window(query: str) -> None:
     assert time_window(query, NOW) is None
 
 
-async def test_search_favours_what_was_said_in_the_time_the_query_names(store: MemoryStore, clock: FakeClock) -> None:
+async def test_search_favours_what_was_said_in_the_time_the_query_names(store: IntakeStore, clock: FakeClock) -> None:
     clock.now = NOW - 5 * DAY  # Friday 13 March
     friday = (await store.remember(NewCrystal("I cooked lentil soup for dinner", origin=Origin.SESSION))).crystal
     clock.now = NOW - 1 * DAY  # Tuesday
@@ -62,7 +62,7 @@ async def test_search_favours_what_was_said_in_the_time_the_query_names(store: M
     assert other.explain is not None and other.explain.time_factor == 1.0
 
 
-async def test_the_time_a_crystal_names_is_resolved_when_it_is_said(store: MemoryStore, clock: FakeClock) -> None:
+async def test_the_time_a_crystal_names_is_resolved_when_it_is_said(store: IntakeStore, clock: FakeClock) -> None:
     said = int(datetime(2023, 5, 8, 13, 56, tzinfo=UTC).timestamp() * 1000)
     went = (
         await store.remember(NewCrystal("I went to a support group yesterday, it was powerful", created_at_ms=said))

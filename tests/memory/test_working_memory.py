@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ground.authority import Speaker
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, SemanticType
-from memory.storage.store import MemoryStore
 from memory.working_memory.dream import directives
 from memory.working_memory.memory_md import (
     DIRECTIVES_TITLE,
@@ -137,7 +137,7 @@ def test_a_confidential_scratch_note_never_reaches_the_bootstrap(tmp_path: Path)
 
 
 async def test_directives_come_first_and_the_budget_cuts_inferred_knowledge_before_them(
-    store: MemoryStore, tmp_path: Path
+    store: IntakeStore, tmp_path: Path
 ) -> None:
     files = WorkingMemoryFiles(tmp_path / "workspace")
     await store.remember(NewCrystal("Always answer in Spanish", origin=Origin.USER_INPUT))

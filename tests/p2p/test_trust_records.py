@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory.embedders.hashing import HashingEmbedder
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from p2p.schema import P2P_SCHEMA
 from p2p.trust.book import Outcomes, TrustBook, TrustLimits
 from p2p.trust.records import TrustRecords
@@ -22,20 +22,20 @@ UPGRADE = Path(__file__).resolve().parents[3] / "shared" / "data" / "upgrade-fro
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    s = await MemoryStore.open(tmp_path / "memory.db", HashingEmbedder(), schemas=(P2P_SCHEMA,))
+async def store(tmp_path: Path) -> AsyncIterator[IntakeStore]:
+    s = await IntakeStore.open(tmp_path / "memory.db", HashingEmbedder(), schemas=(P2P_SCHEMA,))
     try:
         yield s
     finally:
         await s.close()
 
 
-def rows(store: MemoryStore, table: str) -> int:
+def rows(store: IntakeStore, table: str) -> int:
     with sqlite3.connect(store.path) as raw:
         return int(raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
-async def test_a_book_round_trips_in_order_and_a_save_writes_only_what_changed(store: MemoryStore) -> None:
+async def test_a_book_round_trips_in_order_and_a_save_writes_only_what_changed(store: IntakeStore) -> None:
     book = TrustBook(A, frozenset({M}))
     book.record(C, valid=2)
     book.record(B, valid=40, executions_ok=4)
@@ -55,7 +55,7 @@ async def test_a_book_round_trips_in_order_and_a_save_writes_only_what_changed(s
     assert rows(store, "trust_ratings") == 2
 
 
-async def test_a_book_larger_than_the_limits_loads_trimmed(store: MemoryStore) -> None:
+async def test_a_book_larger_than_the_limits_loads_trimmed(store: IntakeStore) -> None:
     big = TrustBook(A, frozenset({M}), TrustLimits(max_tracked_peers=50))
     for i in range(50):
         big.record(bytes([i + 10]) * 32, valid=1)
@@ -64,7 +64,7 @@ async def test_a_book_larger_than_the_limits_loads_trimmed(store: MemoryStore) -
     assert list(small.outcomes) == list(big.outcomes)[-20:]  # the newest news kept
 
 
-async def test_the_json_files_are_imported_once_and_kept_aside(store: MemoryStore, tmp_path: Path) -> None:
+async def test_the_json_files_are_imported_once_and_kept_aside(store: IntakeStore, tmp_path: Path) -> None:
     trust, state = tmp_path / "trust.json", tmp_path / "state.json"
     trust.write_text(json.dumps({"outcomes": {B.hex(): {"valid": 3}}, "attestations": {M.hex(): {B.hex(): 800}}}))
     state.write_text(json.dumps({"own_weather_seq": 7, "weather_seq": {M.hex(): 5}}))
@@ -78,7 +78,7 @@ async def test_the_json_files_are_imported_once_and_kept_aside(store: MemoryStor
     assert await records.weather_sequences() == (7, {M: 5})
 
 
-async def test_a_damaged_file_is_refused_and_left_where_it_is(store: MemoryStore, tmp_path: Path) -> None:
+async def test_a_damaged_file_is_refused_and_left_where_it_is(store: IntakeStore, tmp_path: Path) -> None:
     trust, state = tmp_path / "trust.json", tmp_path / "state.json"
     trust.write_text("{broken")
     state.write_text('{"weather_seq": {"not hex": 1}}')
@@ -91,7 +91,7 @@ async def test_a_damaged_file_is_refused_and_left_where_it_is(store: MemoryStore
 
 
 @pytest.mark.skipif(not UPGRADE.exists(), reason=f"no upgrade data at {UPGRADE}")
-async def test_the_v9_sellers_trust_book_is_imported_whole(store: MemoryStore, tmp_path: Path) -> None:
+async def test_the_v9_sellers_trust_book_is_imported_whole(store: IntakeStore, tmp_path: Path) -> None:
     shutil.copytree(UPGRADE / "seller" / "p2p", tmp_path / "p2p")
     trust = tmp_path / "p2p" / "trust.json"
     before = TrustBook.load(trust, A, frozenset())

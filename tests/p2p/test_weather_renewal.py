@@ -26,7 +26,7 @@ from marketplace.gossip.kinds import every_kind
 from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import NetworkOverride
 from memory.embedders.hashing import HashingEmbedder
-from memory.storage.store import MemoryStore
+from memory.intake.store import IntakeStore
 from node.parts.weather_station import WeatherStation
 from p2p.kinds import GossipKind
 from p2p.topics import WEATHER_TOPIC
@@ -59,7 +59,7 @@ class Station:
     """One node's weather, as its daemon holds it: what it sends is sealed and kept in ``sent``."""
 
     identity: Identity
-    store: MemoryStore
+    store: IntakeStore
     endocrine: Endocrine
     validator: MessageValidator
     weather: NetworkWeather
@@ -69,7 +69,7 @@ class Station:
 
     @classmethod
     async def open(cls, path: Path, identity: Identity, clock: Clock) -> Station:
-        store = await MemoryStore.open(path, HashingEmbedder(), now_ms=clock)
+        store = await IntakeStore.open(path, HashingEmbedder(), now_ms=clock)
         endocrine = await Endocrine.attach(store)
         sequences = WeatherSequences()
         anchors = TrustAnchors([MANAGER.public_key, OTHER_MANAGER.public_key])

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from memory.embedders.hashing import HashingEmbedder
+from memory.intake.store import IntakeStore
 from memory.model import NewCrystal
-from memory.storage.store import MemoryStore
 from memory.supersession.detect import supersede
 from tests.conftest import clean_env, run_cli
 
@@ -61,7 +61,7 @@ def test_a_restore_killed_mid_way_is_whole_batches_and_a_rerun_completes_it_once
 
 async def _remember_with_history(db: Path) -> None:
     """CRYSTALS notes; each even one superseded by the next, and linked to the note 600 on."""
-    store = await MemoryStore.open(db, HashingEmbedder())
+    store = await IntakeStore.open(db, HashingEmbedder())
     try:
         said = await store.remember_many([NewCrystal(f"note {n}: the shed roof needs tiles") for n in range(CRYSTALS)])
         ids = said.ids

@@ -1,0 +1,1 @@
+"""The intake: what a new crystal goes through before the store writes it (``memory.intake.store``)."""
