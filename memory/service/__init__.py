@@ -8,6 +8,9 @@ dicts. One module per job:
 - ``held``: the quarantine of peer content, and the person's decisions on it;
 - ``hormones``: the hormonal state, and the events that move it;
 - ``working``: working-memory notes, the bootstrap text, MEMORY.md and its last change.
+- ``upkeep``: a consolidation cycle and the dream, now or on the daemon's timers, and what the
+  last of each did;
+- ``timing``: where the services' durations are observed (the node hands its histograms down).
 
 Who asks is a ``Caller`` (``memory.service.caller``): the node resolves its caller and hands it
 down, and what only the person may change is refused here, by the authority table. Nothing is

@@ -3,6 +3,7 @@ Nothing here writes, except what a search itself records (accesses, a gap it cou
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -14,6 +15,7 @@ from memory.graph.provenance import associations, attribution_chain, derivation_
 from memory.retrieval.query import SearchMode, SearchRequest, Weights, parse_bound
 from memory.retrieval.search import search as run_search
 from memory.service.requests import CountArgs, Filters, GapsArgs, ListArgs, SearchArgs, ShowArgs
+from memory.service.timing import DurationsByMode
 from memory.storage.counts import crystal_total
 from memory.storage.crystal_queries import audit_trail
 from memory.storage.store import MemoryStore
@@ -21,11 +23,17 @@ from memory.transfer.records import crystal_fields
 
 
 async def search(
-    store: MemoryStore, args: SearchArgs, weights: Weights, *, record_gap: bool = True
+    store: MemoryStore,
+    args: SearchArgs,
+    weights: Weights,
+    *,
+    record_gap: bool = True,
+    times: DurationsByMode | None = None,
 ) -> list[dict[str, Any]]:
     """The hits of a search, best first, each with its score, its crystal's every field, the scores
     it is made of (``explain``) and what it replaces. ``record_gap``: whether finding nothing
-    relevant opens a curiosity gap."""
+    relevant opens a curiosity gap; ``times`` is given the search's duration under its mode."""
+    started = time.perf_counter()
     request = SearchRequest(
         args.query,
         weights=weights,
@@ -37,7 +45,7 @@ async def search(
         record_gap=record_gap,
         **_filters(args, store.now_ms()),
     )
-    return [
+    hits = [
         {
             "score": h.score,
             "crystal": crystal_fields(h.crystal),
@@ -46,6 +54,9 @@ async def search(
         }
         for h in await run_search(store, request)
     ]
+    if times is not None:
+        times.labels(args.mode.value).observe(time.perf_counter() - started)
+    return hits
 
 
 def _filters(args: Filters, now_ms: int) -> dict[str, Any]:

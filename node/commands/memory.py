@@ -9,7 +9,6 @@ handlers: describing these commands must stay cheap for the CLI.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,18 +39,9 @@ if TYPE_CHECKING:
     from memory.capture.llm_extract import LlmExtractor
     from memory.intake.store import IntakeStore
     from memory.retrieval.query import Weights
+    from memory.service.timing import DurationsByMode
+    from memory.service.upkeep import Upkeep
     from memory.working_memory.memory_md import WorkingMemoryFiles
-
-
-class SearchTimes(Protocol):
-    """Where a search's time is observed, by mode (``node.parts.metrics.NodeMetrics.search_seconds``,
-    a Prometheus histogram): the commands name what they need, not the metrics part."""
-
-    def labels(self, mode: str) -> Any: ...
-
-
-class SearchMetrics(Protocol):
-    search_seconds: SearchTimes
 
 
 class MemoryHost(Protocol):
@@ -59,7 +49,8 @@ class MemoryHost(Protocol):
 
     files: WorkingMemoryFiles
     weights: Weights
-    metrics: SearchMetrics | None
+    search_times: DurationsByMode | None
+    upkeep: Upkeep
 
     @property
     def embeds_in_background(self) -> bool: ...
@@ -68,10 +59,6 @@ class MemoryHost(Protocol):
     def capture_extractor(self) -> LlmExtractor | None: ...
 
     def running_store(self) -> IntakeStore: ...
-
-    async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]: ...
-
-    async def dream_now(self) -> dict[str, Any]: ...
 
 
 MEMORY = CommandSet("memory")
@@ -126,13 +113,12 @@ async def search(host: MemoryHost, request: SearchArgs) -> list[dict[str, Any]]:
     asked for)."""
     from memory.service import recall
 
-    started = time.perf_counter()
     # A dashboard page's search is never a curiosity gap: any page on this machine could make one,
     # and gaps reach MEMORY.md (issue 27).
     record_gap = current_actor() != DASHBOARD
-    hits = await recall.search(host.running_store(), request, host.weights, record_gap=record_gap)
-    if host.metrics is not None:
-        host.metrics.search_seconds.labels(request.mode.value).observe(time.perf_counter() - started)
+    hits = await recall.search(
+        host.running_store(), request, host.weights, record_gap=record_gap, times=host.search_times
+    )
     return hits if request.detail is Detail.FULL else [agent.compact(h) for h in hits]
 
 

@@ -37,7 +37,9 @@ def _consolidation_steps() -> tuple[int, str]:
 )
 async def consolidate(host: MemoryHost, request: ConsolidateArgs) -> dict[str, Any]:
     """Run one consolidation cycle now: rescore, expire, merge, write."""
-    return await host.consolidate_now(dry_run=request.dry_run)
+    from memory.service import upkeep
+
+    return await upkeep.consolidate_now(host.running_store(), host.upkeep, request)
 
 
 @commands(
@@ -173,4 +175,6 @@ async def working_memory(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
 )
 async def dream(host: MemoryHost, request: NoArgs) -> dict[str, Any]:
     """Run the dream cycle now: fold scratch notes and new memories into MEMORY.md."""
-    return await host.dream_now()
+    from memory.service import upkeep
+
+    return await upkeep.dream_now(host.running_store(), host.upkeep)

@@ -15,19 +15,16 @@ from dataclasses import asdict
 from typing import Any
 
 from ground.events import get_logger
-from ground.progress import current_reporter
 from marketplace.schema import MARKET_SCHEMA
-from memory.dynamics.consolidation import ConsolidationReport
 from memory.embedders.base import HeldModel
 from memory.intake.store import IntakeStore
-from memory.setup.cycles import consolidate_as_configured, search_weights
+from memory.service.upkeep import Upkeep
+from memory.setup.cycles import search_weights
 from memory.setup.embedding import EmbeddingProgress, drain_backlog, release_idle_model, warm_vectors
 from memory.setup.endpoints import configured_extractor, configured_synthesizer
 from memory.setup.store import close_store, open_store
 from memory.storage.after_embedding import owed_count
 from memory.storage.counts import crystal_total
-from memory.storage.store import MemoryStore
-from memory.working_memory.dream import dream
 from node.config import Config
 from node.errors import PartNotRunning
 from node.parts.capture_watch import CaptureWatcher
@@ -66,18 +63,26 @@ class MemoryPart:
         self._supervisor = supervisor
         self.store: IntakeStore | None = None
         self.files = paths.working_memory_files()
-        self.synthesizer = configured_synthesizer(config.dream)
         self._crystals = 0
         self.embedding = EmbeddingProgress()
-        self._last_consolidation: dict[str, Any] | None = None
-        self._last_dream: dict[str, Any] | None = None
         self.weights = search_weights(config.memory)
-        self.metrics = metrics
+        #: Where each search's duration is observed, by mode (``memory.service.recall.search``).
+        self.search_times = metrics.search_seconds if metrics is not None else None
+        #: Consolidation and the dream: the timers below and the commands run them here.
+        self.upkeep = Upkeep(
+            config.consolidation,
+            self.files,
+            configured_synthesizer(config.dream),
+            world=lambda store: world_lines(store, paths),
+            emerging=emerging_lines,
+            consolidation_seconds=metrics.consolidation_seconds if metrics is not None else None,
+            dream_seconds=metrics.dream_seconds if metrics is not None else None,
+            counted=self._counted,
+        )
         #: ``[capture] extractor = "llm"``: a model picks what to keep from a conversation.
         self.capture_extractor = configured_extractor(config.capture, config.llm)
         #: Continuous capture (``[capture] watch``): its loop and its figures for ``status``.
         self.capture = CaptureWatcher(config.capture, self.capture_extractor, metrics, self._captured)
-        self._dreaming = asyncio.Lock()  # the timer and an agent's "dream now" never overlap
 
     @property
     def embeds_in_background(self) -> bool:
@@ -88,9 +93,6 @@ class MemoryPart:
         if self.store is None:
             raise PartNotRunning("the memory store is not open")
         return self.store
-
-    async def dream_now(self) -> dict[str, Any]:
-        return await self._dream(self.running_store())
 
     async def open(self, *, in_worker: bool = False) -> None:
         """Open the store without the timers: the local client runs commands on it this way."""
@@ -118,10 +120,11 @@ class MemoryPart:
         embedder = store.embedder
         if isinstance(embedder, HeldModel) and idle_s > 0:
             self._supervisor.spawn("memory-embedder-release", lambda: release_idle_model(embedder, idle_s))
+        upkeep = self.upkeep
         self._supervisor.spawn(
-            "memory-consolidation", lambda: self._every(self._config.consolidation.interval_min, self._consolidate)
+            "memory-consolidation", lambda: self._every(self._config.consolidation.interval_min, upkeep.consolidate)
         )
-        self._supervisor.spawn("memory-dream", lambda: self._every(self._config.dream.interval_min, self._dream))
+        self._supervisor.spawn("memory-dream", lambda: self._every(self._config.dream.interval_min, upkeep.dream))
         if self._config.capture.watch:
             self._supervisor.spawn("memory-capture-watch", lambda: self.capture.run(lambda: self.store))
 
@@ -142,8 +145,8 @@ class MemoryPart:
         """For ``status``: counts, hormones, and what the last consolidation and dream did."""
         out: dict[str, Any] = {
             "crystals": self._crystals,
-            "last_consolidation": self._last_consolidation,
-            "last_dream": self._last_dream,
+            "last_consolidation": self.upkeep.last_consolidation,
+            "last_dream": self.upkeep.last_dream,
             "embedding": self.embedding.as_dict(),
         }
         if self.store is not None and isinstance(self.store.embedder, HeldModel):
@@ -161,8 +164,8 @@ class MemoryPart:
             parts.append(
                 f"dopamine {levels.dopamine:.2f} cortisol {levels.cortisol:.2f} oxytocin {levels.oxytocin:.2f}"
             )
-        if self._last_dream is not None:
-            parts.append("last dream " + ("ok" if self._last_dream["accepted"] else "rejected"))
+        if (dreamt := self.upkeep.last_dream) is not None:
+            parts.append("last dream " + ("ok" if dreamt["accepted"] else "rejected"))
         if (capturing := self.capture.summary()) is not None:
             parts.append(capturing)
         out["summary"] = ", ".join(parts)
@@ -175,52 +178,8 @@ class MemoryPart:
                 return
             await work(self.store)
 
-    async def consolidate_now(self, *, dry_run: bool = False) -> dict[str, Any]:
-        store = self.running_store()
-        if dry_run:
-            decay = self._config.consolidation
-            report = await consolidate_as_configured(store, decay, dry_run=True, progress=current_reporter())
-            return report.to_dict()
-        return (await self._consolidate(store, progress=current_reporter())).to_dict()
-
-    async def _consolidate(
-        self, store: MemoryStore, *, progress: Callable[[str], None] | None = None
-    ) -> ConsolidationReport:
-        report = await consolidate_as_configured(store, self._config.consolidation, progress=progress)
-        if self.metrics is not None:
-            self.metrics.consolidation_seconds.observe(report.duration_ms / 1000)
-        self._last_consolidation = {k: v for k, v in report.to_dict().items() if k not in ("changes", "merges")}
-        self._crystals = int((await store.stats())["total"])
-        log.info(
-            "memory.consolidated",
-            duration_ms=report.duration_ms,
-            rescored=report.rescored,
-            expired=report.expired_by_decay + report.expired_by_ttl,
-            promoted=report.promoted,
-            merged=report.merged,
-            purged=report.purged,
-        )
-        return report
-
-    async def _dream(self, store: IntakeStore) -> dict[str, Any]:
-        async with self._dreaming:
-            report = await dream(
-                store,
-                self.files,
-                self.synthesizer,
-                hormones=store.hormone_source,
-                world=await world_lines(store, self._paths),
-                emerging=await emerging_lines(store),
-            )
-        doc = report.to_dict()
-        if self.metrics is not None:
-            self.metrics.dream_seconds.observe(report.duration_ms / 1000)
-        self._last_dream = {k: doc[k] for k in ("at_ms", "accepted", "rejected_because", "notes_indexed")}
-        if report.accepted:
-            log.info("memory.dreamt", duration_ms=report.duration_ms, notes=report.notes_indexed)
-        else:
-            log.warning("memory.dream_rejected", reason=report.rejected_because)
-        return doc
+    def _counted(self, crystals: int) -> None:
+        self._crystals = crystals
 
     def _captured(self, stored: int) -> None:
         self._crystals += stored
