@@ -14,9 +14,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
-import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,25 +76,27 @@ def authority_page() -> str:
 HEADER = "| key | type | default | bounds | what it is |\n|---|---|---|---|---|"
 
 
-def _edge_toml_words() -> dict[tuple[str, str], str]:
-    """The comment lines just above each `key = value` of configs/edge.toml, by (section, key)."""
-    words: dict[tuple[str, str], str] = {}
-    section, previous = "", ""
-    comment: list[str] = []
-    for line in (ROOT / "configs" / "edge.toml").read_text().splitlines():
-        stripped = line.strip()
-        if match := re.fullmatch(r"#?\s*\[([a-z_0-9]+)\]", stripped):
-            section, comment = match.group(1), []
-        elif stripped.startswith("#"):
-            comment.append(stripped.lstrip("#").strip())
-        elif match := re.match(r"([a-z_0-9]+)\s*=", stripped):
-            # Keys written one after another under one comment share it ("... URL and model name").
-            said = " ".join(c for c in comment if c) or previous
-            words[(section, match.group(1))] = said
-            comment, previous = [], said
-        else:
-            comment, previous = [], ""
-    return words
+def _fields(model: Any) -> list[tuple[str, Any, str, str]]:
+    """A table's settings as (key, field, its own words, the words it is read with): the table's own
+    fields, then each component's in the order the table names its bases, each in the order it is
+    written. A field's words are its docstring; a field without one shares the words of the field
+    above it in the same model (keys written one after another under one comment)."""
+    from ground.settings import Section
+
+    rows: list[tuple[str, Any, str, str]] = []
+    seen: set[str] = set()
+    for cls in model.__mro__:
+        if not (isinstance(cls, type) and issubclass(cls, Section)) or cls is Section:
+            continue
+        previous = ""
+        for key in inspect.get_annotations(cls):
+            if key in seen or key not in model.model_fields:
+                continue
+            seen.add(key)
+            field = model.model_fields[key]
+            previous = field.description or previous
+            rows.append((key, field, field.description or "", previous))
+    return rows
 
 
 def _bounds(field: Any) -> str:
@@ -120,7 +123,6 @@ def _default(field: Any) -> str:
 def config_page() -> str:
     from node.config import Config
 
-    words = _edge_toml_words()
     lines = [
         "# Configuration: the reference",
         "",
@@ -128,8 +130,9 @@ def config_page() -> str:
         "",
         "Every setting, by section, as the settings models define it (each package's, composed by",
         "`node/config.py`): its type, its default (what `bitterbot-node run` uses with no file), its",
-        "bounds, and what `configs/edge.toml` says of it, in the file's order. A key is set in the TOML",
-        "file's `[section]` or by `BITTERBOT_<SECTION>__<KEY>` ([Configuration](../operations/configuration.md)).",
+        "bounds, and its words (the docstring under its field, which `configs/edge.toml` says too). A",
+        "key is set in the TOML file's `[section]` or by `BITTERBOT_<SECTION>__<KEY>`",
+        "([Configuration](../operations/configuration.md)).",
     ]
     for section_name, section_field in Config.model_fields.items():
         model = section_field.annotation
@@ -140,18 +143,59 @@ def config_page() -> str:
             "| key | type | default | bounds | what it is |",
             "|---|---|---|---|---|",
         ]
-        # In the order configs/edge.toml writes them (a section inherits its components' fields in
-        # class order, which is no order to read in); a key the file leaves out comes last.
-        written = [key for section, key in words if section == section_name]
-        fields = model.model_fields.items()  # type: ignore[union-attr]
-        for key, field in sorted(
-            fields, key=lambda item: written.index(item[0]) if item[0] in written else len(written)
-        ):
-            said = words.get((section_name, key), "").replace("|", "\\|")
+        for key, field, _, words in _fields(model):
+            said = " ".join(words.split()).replace("|", "\\|")
             kind = _type_name(field.annotation).replace("|", "\\|")
             default = _default(field).replace("|", "\\|")
             lines.append(f"| `{key}` | `{kind}` | `{default}` | {_bounds(field)} | {said} |")
     return "\n".join(lines) + "\n"
+
+
+EDGE_HEADER = """\
+# bitterbot-node: configuration of an edge node.
+#
+# Every value below is the built-in default: `bitterbot-node run` with no
+# config file behaves exactly as with this file. Use it as a starting point:
+# `bitterbot-node run --config configs/edge.toml`.
+#
+# Any key can be overridden by an environment variable named
+# BITTERBOT_<SECTION>__<KEY> (two underscores between section and key), e.g.
+#   BITTERBOT_LOG__LEVEL=debug  BITTERBOT_NODE__NAME=kitchen-pi
+# Values are read as TOML (42, true, ["a", "b"]) or else as a plain string.
+# Unknown keys, wrong types and unknown BITTERBOT_* variables are errors (exit 2).
+#
+# Written by `python docs/generate.py` from the settings models: a key's words
+# are the docstring under its field, in the package that owns the table.
+"""
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if value else "{}"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def edge_toml() -> str:
+    """configs/edge.toml: every table and key with its default, under its words."""
+    from node.config import Config
+
+    out = [EDGE_HEADER]
+    for section_name, section_field in Config.model_fields.items():
+        out.append(f"[{section_name}]")
+        for key, field, own, _ in _fields(section_field.annotation):
+            out += [f"# {line}".rstrip() for line in own.splitlines()]
+            out.append(f"{key} = {_toml_value(field.get_default(call_default_factory=True))}")
+        out.append("")
+    return "\n".join(out)
 
 
 def _flatten(prefix: str, value: Any, rows: list[tuple[str, str]]) -> None:
@@ -201,9 +245,17 @@ PAGES = {
 }
 
 
+#: Files outside docs/ written from the code: the documented defaults.
+FILES = {ROOT / "configs" / "edge.toml": edge_toml}
+
+
+def _written() -> dict[Path, Callable[[], str]]:
+    return {**{DOCS / name: make for name, make in PAGES.items()}, **FILES}
+
+
 def stale() -> list[str]:
-    """The generated pages that differ from what the code gives now."""
-    return [name for name, make in PAGES.items() if not (DOCS / name).exists() or (DOCS / name).read_text() != make()]
+    """The generated files that differ from what the code gives now."""
+    return [str(p.relative_to(ROOT)) for p, make in _written().items() if not p.exists() or p.read_text() != make()]
 
 
 def main(argv: list[str]) -> int:
@@ -212,9 +264,9 @@ def main(argv: list[str]) -> int:
         if pages:
             print("stale (run python docs/generate.py): " + ", ".join(pages), file=sys.stderr)
         return 1 if pages else 0
-    for name, make in PAGES.items():
-        (DOCS / name).parent.mkdir(parents=True, exist_ok=True)
-        (DOCS / name).write_text(make())
+    for path, make in _written().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(make())
     return 0
 
 

@@ -20,7 +20,7 @@ class Section(BaseModel):
     """Settings read from the config file: unknown keys are refused, and a value is taken as what it
     is, never coerced ("5" is not an int and 1 is not a bool; a TOML file says what it means)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
 class SettingError(Invalid):

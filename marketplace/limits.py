@@ -31,6 +31,11 @@ class DeadlineBounds(Section):
     # a deadline nearer than the minimum lets a buyer refund itself before a delivery can be
     # paid for; one further than the maximum freezes a buyer's money for as long as a seller asks.
     min_delivery_window_s: int = Field(default=MIN_DELIVERY_WINDOW_S, ge=60, le=86_400)
+    """The escrow deadlines this node accepts, seconds from now: a buyer refuses a quote outside
+    them, a seller refuses to deliver against a lock whose deadline is not the one it quoted.
+    Nearer than the minimum, a buyer could refund itself before a delivery is paid for; further
+    than the maximum, a seller that never delivers freezes the buyer's money that long.
+    """
     max_lock_s: int = Field(default=MAX_LOCK_S, ge=600, le=30 * 86_400)
 
     def outside(self, rules: EscrowRules) -> str | None:
@@ -61,6 +66,12 @@ class SellerLimits(Section):
 
     #: Quote and delivery requests per peer, sustained, and the burst above it.
     seller_requests_per_min: float = Field(default=12.0, gt=0, le=6_000)
+    """As a seller: quote and delivery requests each peer may send per minute (sustained, burst),
+    checked before any signature or database work; quotes not yet expired and not delivered,
+    from everyone and per buyer (each is a row and a chain call). An unpaid quote is deleted
+    once its validity and two escrow windows have passed. Buyers without standing here (never
+    paid this node, not trusted) share at most max_open_quotes_strangers of the open quotes.
+    """
     seller_request_burst: int = Field(default=5, ge=1, le=1_000)
     #: Quotes not yet expired and not delivered, from everyone, and from one buyer.
     max_open_quotes: int = Field(default=100, ge=1, le=100_000)
@@ -72,6 +83,12 @@ class SellerLimits(Section):
     #: (a balance that covers it is kept quote_funds_cache_s); one open quote per such wallet.
     #: Strangers without the proof (an earlier release) share max_open_quotes_unproven.
     max_open_quotes_per_stranger_wallet: int = Field(default=1, ge=1, le=1_000)
+    """Those strangers must prove their wallet: it signs the request, and holds the price (read from
+    the chain; one that covers the price is kept quote_funds_cache_s seconds, one short of it is
+    read again next time); one open quote per such wallet. A request that
+    only names a wallet (an earlier release, or a flood of fresh keys) is a stranger without proof,
+    and those share max_open_quotes_unproven. A past buyer's standing counts only for its proven wallet.
+    """
     max_open_quotes_unproven: int = Field(default=10, ge=0, le=100_000)
     quote_funds_cache_s: float = Field(default=30.0, ge=0, le=3_600)
 
@@ -82,5 +99,14 @@ class SpendLimits(Section):
     # The most `skills buy` pays without --max-price (a listing may ask up to 10^12 micro-USDC);
     # only the person may pass a --max-price above it (the agent never spends past it).
     max_purchase_micro_usdc: int = Field(default=DEFAULT_CEILING_MICRO_USDC, ge=1, le=10**12)
+    """The most `skills buy` pays without --max-price, checked against the listing and again against
+    the seller's quote (a listing may ask up to 10^12 micro-USDC). Default: 1 USDC. Only the
+    person (CLI, owner token, dashboard) may pass a --max-price above it; the agent (API token,
+    MCP) never spends past it, whatever it passes.
+    """
     # What the agent's purchases of the last 24 hours may add up to; the person's do not count.
     agent_daily_budget_micro_usdc: int = Field(default=DEFAULT_AGENT_DAILY_BUDGET_MICRO_USDC, ge=0, le=10**12)
+    """What the agent's purchases of the last 24 hours may add up to (counted from the purchases
+    recorded here, so a restart resets nothing); the person's purchases do not count and are not
+    limited by it. `status` and the dashboard's market page show it. Default: 3 USDC.
+    """

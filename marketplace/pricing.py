@@ -32,6 +32,10 @@ class PriceSettings(Section):
     """The ``[marketplace]`` keys of pricing: the base price and the range every price is clamped to."""
 
     base_price_micro_usdc: int = Field(default=10_000, ge=1, le=10**12)  # 0.01 USDC
+    """Skill prices, in integer micro-USDC (1 USDC = 1000000). The price of a skill is
+    base x quality x demand x reputation x scarcity (`bitterbot-node skills price ID --explain`),
+    clamped to [min, max]. Defaults: 0.01 USDC base, 0.001 to 100 USDC.
+    """
     min_price_micro_usdc: int = Field(default=1_000, ge=1, le=10**12)  # 0.001 USDC
     max_price_micro_usdc: int = Field(default=100_000_000, ge=1, le=10**12)  # 100 USDC
 

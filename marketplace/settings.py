@@ -24,7 +24,16 @@ class MarketplaceSettings(SellerLimits, SpendLimits, PriceSettings):
     # Sales are paid into the escrow (one storage write, not a transfer); the node withdraws them
     # to its wallet once they reach this much, in one transaction. 0: only on `wallet withdraw`.
     withdraw_at_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
+    """As a seller: escrowed sales are paid into the escrow (what it owes this node) and withdrawn
+    to the wallet in one transaction once they reach this much; 0: only by `wallet withdraw`.
+    This node's own escrow purchases spend that credit first. Default: 1 USDC.
+    """
     payment: Literal["escrow", "direct"] = "escrow"
+    """How this node pays when it buys. "escrow": the price is locked in the escrow contract and
+    released after the skill arrives and checks out (refunded after [chain] escrow_window_s if
+    not). "direct": a signed USDC transferWithAuthorization the seller collects before it
+    delivers; one transaction fewer, but no refund: use it only with sellers you trust.
+    """
 
 
 class ChainSettings(DeadlineBounds):
@@ -32,23 +41,47 @@ class ChainSettings(DeadlineBounds):
     deadlines this node accepts (``DeadlineBounds``)."""
 
     url: str = ""
+    """Where purchases settle. Empty url: the embedded development chain, an EVM inside this
+    process with our DevUSDC token and escrow deployed at start. It needs no service, but
+    no other node can see it: to buy from or sell to other nodes, every node points at the
+    same JSON-RPC chain. Locally that is anvil (README: "Buying and selling between nodes"):
+      bitterbot-node chain deploy --url http://127.0.0.1:8545   prints the two addresses.
+    """
     # A public test network by name (marketplace/public_chain/presets.py): "base-sepolia" checks the
     # chain id (84532), takes its real USDC as token_address, and sets the three keys below when
     # they are left unset. escrow_address stays ours to give.
     preset: Literal["", "base-sepolia"] = ""
+    """A public test network by name: "base-sepolia" requires its chain id (84532) and takes its real
+    USDC as the token, with the confirmations, reorg depth and gas cap below set for it.
+    """
     # Blocks an escrow event must lie under the head before this node acts on it, and blocks read
     # again below that each round (an event a reorg moved is still seen). -1: the preset's, else 0.
     confirmations: int = Field(default=-1, ge=-1, le=10_000)
+    """Blocks deep an escrow event must be before the node acts on it, and blocks re-read below that
+    each round, so an event a reorg moved is still seen. -1: the preset's, else 0.
+    """
     reorg_blocks: int = Field(default=-1, ge=-1, le=100_000)
     # Nothing is sent while the chain's gas price is above this (a spike, or a hostile RPC quoting
     # one, cannot drain the wallet's ether). -1: the preset's, else no cap.
     max_gas_price_gwei: float = Field(default=-1, ge=-1, le=100_000)
+    """The most the node pays for gas, in gwei: above it nothing is sent (a chain whose gas spikes, or
+    a hostile RPC, cannot drain the wallet's ether). -1: the preset's, else no cap.
+    """
     token_address: str = ""
+    """The USDC token and escrow contract addresses on that chain (required with a url)."""
     escrow_address: str = ""
     dev: bool = False
+    """true only for a local development chain whose DevUSDC can be minted (`wallet fund`)."""
     escrow_window_s: int = Field(default=600, ge=60, le=30 * 86_400)
+    """How long a buyer's payment stays locked before it can be refunded, in seconds (what this
+    node quotes as a seller; between the two bounds below).
+    """
     receipt_timeout_s: float = Field(default=30.0, ge=1, le=600)
+    """How long a transaction's receipt is waited for; after that it is pending (not failed) and
+    resume reconciles it with the chain by purchase id.
+    """
     resume_interval_s: float = Field(default=30.0, gt=0, le=3_600)
+    """How often unfinished purchases are carried on and sales settled, in seconds."""
 
     @field_validator("url")
     @classmethod

@@ -20,6 +20,9 @@ HALF_LIFE_MS = 60_000
 
 class PenaltySettings(Section):
     penalty_threshold: int = Field(default=100, ge=10, le=100_000)
+    """Penalty points (from rejected messages, halving every minute) at which a peer is
+    disconnected and banned, and for how long.
+    """
     ban_minutes: float = Field(default=10.0, gt=0, le=10_080)
 
     @property

@@ -102,6 +102,13 @@ class HormoneSettings(Section):
     """The ``[hormones]`` keys: each level's half-life (minutes) and the homeostasis it decays to."""
 
     dopamine_half_life_min: float = Field(default=30.0, gt=0, le=10_080)
+    """The hormonal state modulates memory. Each level decays toward its homeostasis
+    with its half-life (minutes, (0, 10080]); homeostasis levels are in [0, 1].
+    Dopamine (reward) boosts the weight of importance in search (x 1 + 0.2 d); cortisol
+    (stress, also raised by signed network "weather") favours recent crystals (x 1 + 0.3 c)
+    and makes merging more cautious (+ 0.03 c); all three slow decay (0.3 c + 0.2 d + 0.2 o,
+    at most 0.5). Spikes and trigger words are the design's (README, "Memory dynamics").
+    """
     cortisol_half_life_min: float = Field(default=60.0, gt=0, le=10_080)
     oxytocin_half_life_min: float = Field(default=45.0, gt=0, le=10_080)
     dopamine_home: float = Field(default=0.15, ge=0, le=1)

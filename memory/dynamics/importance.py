@@ -41,11 +41,23 @@ class DecaySettings(Section):
     keys; ``memory.design`` has the defaults' reasons)."""
 
     decay_rate_per_ms: float = Field(default=DECAY_RATE_PER_MS, ge=0, le=1e-6)  # ln 2 / rate ~ 16 days half-life
+    """Importance I = (1 - exp(-0.1 (accesses + 1))) * exp(-rate * (1 - |valence| * resistance) * time since last use).
+    Per millisecond; 5e-10 halves an unused crystal's importance in about 16 days. [0, 1e-6].
+    """
     forget_threshold: float = Field(default=FORGET_THRESHOLD, ge=0, lt=1)  # below: expired
+    """Below this importance a crystal is forgotten (expired). Skills and permanent crystals never decay."""
     promote_threshold: float = Field(default=PROMOTE_THRESHOLD, gt=0, le=1)  # at or above: consolidated
+    """At or above this, an activated crystal is consolidated (and queued for dream replay at
+    1, 3, 7, 14 and 30 days) and becomes a merge candidate. Must be above forget_threshold.
+    """
     merge_similarity: float = Field(default=MERGE_SIMILARITY, gt=0, le=1)  # near-duplicates this similar merge
+    """Cosine similarity at or above which near-duplicates merge (cortisol raises it by up to 0.03).
+    A merge archives the weaker crystal with a link to the stronger; `memory unmerge` undoes it.
+    """
     emotion_decay_resistance: float = Field(default=EMOTION_DECAY_RESISTANCE, ge=0, lt=1)
+    """How much a crystal's emotional valence slows its decay, in [0, 1)."""
     retention_days: int = Field(default=30, ge=0, le=3_650)  # expired and archived crystals are purged this long after
+    """Days an expired or archived crystal is kept (for unmerge and audit) before it is purged."""
 
     @property
     def retention_ms(self) -> int:

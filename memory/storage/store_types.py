@@ -77,7 +77,11 @@ class LinkSettings(Section):
     ``on_embedded`` hook makes none."""
 
     related_threshold: float = Field(default=RELATED_LINK_SIMILARITY, gt=0, le=1)
+    """A new crystal more similar (cosine) than this to an existing one is linked "related_to" it ...
+    (the design's numbers, memory/design.py)
+    """
     updates_threshold: float = Field(default=UPDATES_LINK_SIMILARITY, gt=0, le=1)
+    """... and more similar than this, "updates" it. Linking never deletes or hides anything."""
     #: How many nearest neighbours of a new crystal linking and supersession look at.
     neighbours: ClassVar[int] = 5
 

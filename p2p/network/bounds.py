@@ -30,6 +30,15 @@ class ConnectionBounds(Section):
     handshake or a stream's protocol choice may take."""
 
     max_connections: int = Field(default=128, ge=8, le=100_000)
+    """What any remote peer may hold of this node (p2p/network/resources.py). Connections in all (both
+    directions, being set up or up) and of them inbound, so that strangers filling every inbound slot
+    leave room for this node's own dials; inbound connections from one IP address (an IPv6 /64 counts
+    as one address; several people behind one home NAT share it); connections with one peer; inbound
+    streams in all and from one peer (one past either is reset at once); how many streams a second one
+    peer may open (with a burst of streams_per_peer; a peer past it is flooding, and is banned for
+    ban_minutes and disconnected); and the seconds a connection's handshake, or a stream's choice of
+    protocol, may take before it is dropped.
+    """
     max_inbound_connections: int = Field(default=96, ge=1, le=100_000)
     connections_per_ip: int = Field(default=8, ge=1, le=100_000)
     connections_per_peer: int = Field(default=2, ge=1, le=64)
@@ -50,7 +59,11 @@ class PeerStoreBounds(Section):
     many one neighbour may have told of that a handshake has not yet proven: dialled, not kept."""
 
     peer_store_size: int = Field(default=1_000, ge=10, le=100_000)
+    """Peers this node remembers (in peers_file) to dial first at the next start, and as many peers'
+    neighbours, through which a peer behind a NAT is tried (4 each at most). [10, 100000]."""
     peer_store_per_source: int = Field(default=64, ge=1, le=100_000)
+    """Peers one neighbour may have told of and that no handshake has proved yet: dialled, never kept.
+    [1, 100000]."""
 
 
 class RefusalCounts:

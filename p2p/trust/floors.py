@@ -31,6 +31,11 @@ class TrustFloors(Section):
     it for completed purchases. A score alone is cheap to move."""
 
     trusted_min_days: int = Field(default=3, ge=0, le=3_650)
+    """What this node must have seen of a peer itself before the peer is trusted (its content skips
+    quarantine, its attestations count): good evidence on this many distinct days, and this many
+    runs of its skills the person released that worked, or this much paid to it in completed
+    purchases. A management key's attestation (verified) is the other road. [0, 3650], ...
+    """
     trusted_min_executions: int = Field(default=3, ge=0, le=1_000_000)
     trusted_min_paid_micro_usdc: int = Field(default=1_000_000, ge=0, le=10**12)
 
