@@ -13,8 +13,9 @@ from memory.service.caller import Caller
 from memory.service.requests import BootstrapArgs, NoteArgs
 from memory.storage.store import MemoryStore
 from memory.transfer.records import crystal_fields
-from memory.working_memory.dream import directives, working_memory_note
+from memory.working_memory.dream_inputs import directives
 from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
+from memory.working_memory.notes import working_memory_note
 
 
 async def note(store: IntakeStore, files: WorkingMemoryFiles, args: NoteArgs, caller: Caller) -> dict[str, Any]:

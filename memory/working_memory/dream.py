@@ -26,24 +26,21 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ground import failpoints
-from ground.authority import Capability, Speaker, may, weakest
+from ground.authority import Speaker, weakest
 from ground.clock import iso_utc
 from memory.dynamics.consolidation import REPLAY_INTERVALS_DAYS
-from memory.dynamics.hormones import notable
 from memory.dynamics.importance import DAY_MS
 from memory.fts import fts_terms
-from memory.governance.prompt_gate import Route, admits_sql
 from memory.governance.rules import classify_sensitivity
 from memory.intake.store import IntakeStore
-from memory.model import Crystal, Hormones, Lifecycle, NewCrystal, Origin, SemanticType, Sensitivity
+from memory.model import Crystal, Hormones, NewCrystal, Origin, SemanticType, Sensitivity
 from memory.storage.connection import sync_wal
-from memory.storage.row_writes import write_transitions
-from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import HormoneSource, MemoryStore
-from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, chunk_words, mood, parse
+from memory.working_memory.dream_inputs import ACTIVE_LEDGER_KEY, gather, note_new_highs
+from memory.working_memory.memory_md import SECTIONS, WorkingMemory, WorkingMemoryFiles, mood
+from memory.working_memory.notes import ACTOR, seed_from_hand_written
 from memory.working_memory.synthesis import (
     INSIGHTS,
-    SECTION_CAPS,
     DreamInput,
     SynthesisError,
     Synthesizer,
@@ -51,25 +48,13 @@ from memory.working_memory.synthesis import (
     one_line,
 )
 
-SEEDED_KEY = "working_memory_seeded"
 LAST_DREAM_KEY = "last_dream_ms"
 REPORT_KEY = "last_dream_report"
-ACTOR = "dream"
 # The design's three collapse guards (validateWorkingMemory).
 MASS_DROP_MIN_CHARS = 2_000  # a previous state at least this long is mature enough to judge a drop by
 MASS_DROP_RATIO = 0.5  # the new state keeps at least half of a mature one's length
 MAX_POINTERS = 20  # more Crystal Pointers than this: the rewrite evicted active topics wholesale
 MIN_SUBSTANCE_CHARS = 50  # every heading there but less text than this under them: an empty synthesis
-REPLAY_PER_DREAM = 10
-#: Active Context as the last dream left it: [bullet, sessions lived, importance] (synthesis.active_ledger).
-ACTIVE_LEDGER_KEY = "active_context_ledger"
-#: The hormones that were high at the last dream (a level's note is written once while it lasts).
-HIGH_HORMONES_KEY = "high_hormones_noted"
-# What the gate keeps out of a dream prompt (held, confidential), and outdated facts.
-_LIVE = (
-    "c.lifecycle IN ('generated', 'activated', 'consolidated', 'frozen') "
-    f"AND {admits_sql(Route.DREAM_PROMPT)} AND c.superseded_by IS NULL"
-)
 
 _log = logging.getLogger("memory.dream")
 
@@ -118,180 +103,6 @@ def pointer_for(bullet: str) -> str:
     return f'{one_line(bullet, 80)} → memory_search "{query}"'
 
 
-async def _select(
-    store: MemoryStore, where: str, params: dict[str, Any], order: str, limit: int
-) -> tuple[Crystal, ...]:
-    async with store.reader().execute(
-        # ``where`` in parentheses: a caller's OR must never escape the live filter.
-        f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE {_LIVE} AND ({where}) ORDER BY {order} LIMIT {int(limit)}",
-        params,
-    ) as cursor:
-        return tuple(crystal_from_row(r) for r in await cursor.fetchall())
-
-
-async def directives(store: MemoryStore, limit: int = 20) -> list[str]:
-    """The person's directives for the bootstrap text: their explicit instructions and preferences,
-    pinned and most important first (nothing held in quarantine, nothing confidential)."""
-    found = await _select(
-        store,
-        # Twice sure: the layer, and a speaker the authority table lets direct (a row that reached the
-        # layer some other way, an old import, still never tops the prompt).
-        "c.epistemic_layer = 'directive' AND c.speaker IN ("
-        + ", ".join(f"'{s.value}'" for s in Speaker if may(s, Capability.DIRECT))
-        + ")",
-        {},
-        "(c.lifespan = 'permanent') DESC, max(c.importance, c.importance_floor) DESC, c.stored_at_ms DESC",
-        limit,
-    )
-    return [one_line(c.text) for c in found]
-
-
-async def seed_from_hand_written(store: IntakeStore, files: WorkingMemoryFiles) -> int:
-    """Once per store: chunk a hand-written MEMORY.md into consolidated crystals and back it up.
-    Returns how many chunks were stored (0 when there was nothing to seed or it already ran)."""
-    if await store.get_meta(SEEDED_KEY) is not None:
-        return 0
-    text = files.read_text()
-    now = store.now_ms()
-    if not text.strip() or parse(text).managed:
-        await store.set_meta(SEEDED_KEY, f"nothing to seed at {iso_utc(now)}")
-        return 0
-    backup = files.backup_hand_written(time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now / 1000)))
-    chunks = chunk_words(text)
-    result = await store.remember_many(
-        [
-            NewCrystal(
-                chunk,
-                origin=Origin.USER_INPUT,
-                # An agent writes its MEMORY.md as often as a person does: the agent's notes, no orders.
-                speaker=Speaker.AGENT,
-                source_path=str(files.memory_md),
-                source="MEMORY.md (hand-written)",
-                actor=ACTOR,
-            )
-            for chunk in chunks
-        ]
-    )
-    async with store.transaction() as db:
-        marks = ",".join("?" * len(result.ids))
-        async with db.execute(
-            f"SELECT id FROM crystals WHERE lifecycle = 'generated' AND id IN ({marks})", result.ids
-        ) as cursor:
-            fresh = [r[0] for r in await cursor.fetchall()]
-        await write_transitions(
-            db,
-            [
-                (cid, Lifecycle.GENERATED, Lifecycle.CONSOLIDATED, "seeded from a hand-written MEMORY.md")
-                for cid in fresh
-            ],
-            ACTOR,
-            now,
-        )
-        await db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (SEEDED_KEY, json.dumps({"at": iso_utc(now), "chunks": len(chunks), "backup": str(backup)})),
-        )
-    _log.info("dream.seeded", extra={"fields": {"chunks": len(chunks), "backup": str(backup)}})
-    return len(chunks)
-
-
-async def _gather(
-    store: MemoryStore, previous: WorkingMemory, since_ms: int, levels: Hormones, notes: tuple[Any, ...]
-) -> DreamInput:
-    now = store.now_ms()
-    by_weight = "c.importance DESC, c.access_count DESC, c.stored_at_ms DESC"
-    return DreamInput(
-        previous=previous,
-        notes=notes,
-        new_crystals=await _select(
-            store, "c.stored_at_ms > :since AND c.origin != 'dream'", {"since": since_ms}, by_weight, 12
-        ),
-        profile=await _select(
-            store, "c.semantic_type = 'insight' OR c.origin IN ('dream', 'inferred')", {}, by_weight, 10
-        ),
-        bonds=await _select(
-            store,
-            "c.epistemic_layer = 'directive' OR c.semantic_type IN ('preference', 'relationship')",
-            {},
-            "(c.epistemic_layer = 'directive') DESC, " + by_weight,
-            SECTION_CAPS["Bond"],
-        ),
-        niche=await _select(
-            store, "c.semantic_type = 'skill' AND c.scope != 'private' AND c.origin != 'peer'", {}, by_weight, 6
-        ),
-        replayed=await _select(
-            store,
-            "c.id IN (SELECT crystal_id FROM replay_queue WHERE due_ms <= :now)",
-            {"now": now},
-            by_weight,
-            REPLAY_PER_DREAM,
-        ),
-        curiosity=await _select(store, "c.semantic_type = 'goal'", {}, by_weight, 8),  # gaps come first (gaps=)
-        emerging_skills=await _select(
-            store,
-            "(c.semantic_type = 'task_pattern' AND c.access_count >= 2) "
-            "OR (c.semantic_type = 'skill' AND c.stored_at_ms > :since)",
-            {"since": since_ms},
-            by_weight,
-            8,
-        ),
-        hormones=levels,
-        now_iso=iso_utc(now),
-        gaps=tuple(await store.curiosity.gap_lines(SECTION_CAPS["Curiosity Gaps"])) if store.curiosity else (),
-        carried=await _carried(store, previous),
-        outdated=await _outdated(store, since_ms),
-    )
-
-
-#: Superseded crystals whose lines a dream takes out of MEMORY.md, at most (the most recent first).
-MAX_OUTDATED = 500
-
-
-async def _outdated(store: MemoryStore, since_ms: int) -> tuple[str, ...]:
-    """The lines of crystals superseded since the last dream: whatever section kept them, they go."""
-    async with store.reader().execute(
-        "SELECT text FROM crystals WHERE superseded_by IS NOT NULL AND updated_at_ms > ? "
-        "ORDER BY updated_at_ms DESC LIMIT ?",
-        (since_ms, MAX_OUTDATED),
-    ) as cursor:
-        return tuple(one_line(r[0]) for r in await cursor.fetchall())
-
-
-async def _carried(store: MemoryStore, previous: WorkingMemory) -> tuple[tuple[str, int, float], ...]:
-    """Active Context as the last dream left it, with each item's age and importance (an item the
-    ledger does not know, from a file an earlier release wrote, starts at age 0 and 0.5)."""
-    try:
-        ledger = {
-            str(b).casefold(): (int(a), float(i))
-            for b, a, i in json.loads(await store.get_meta(ACTIVE_LEDGER_KEY) or "[]")
-        }
-    except (ValueError, TypeError):
-        ledger = {}
-    return tuple((b, *ledger.get(b.casefold(), (0, 0.5))) for b in previous.bullets("Active Context"))
-
-
-async def _note_new_highs(store: MemoryStore, files: WorkingMemoryFiles, levels: Hormones, now: int) -> tuple[str, ...]:
-    """A scratch note for each hormone that became high since the last dream: once while it stays high
-    (a level that stayed up for ten dreams wrote ten notes, and they crowded Active Context)."""
-    high = dict(notable(levels))
-    try:
-        already = set(json.loads(await store.get_meta(HIGH_HORMONES_KEY) or "[]"))
-    except (ValueError, TypeError):
-        already = set()
-    # A note a cycle cut off (before it recorded the level as noted) left in scratch counts too: the
-    # retry, at another time, wrote a second note of other words, so a second crystal.
-    pending = {name for name in high for n in files.scratch.read().notes if n.text.startswith(f"{name} was high (")}
-    notes = tuple(
-        files.scratch.append(f"{name} was high ({value:.2f}) at the dream of {iso_utc(now)}", 0.7, now).text
-        for name, value in high.items()
-        if name not in already | pending
-    )
-    failpoints.check("dream:hormone-noted")  # noted in scratch, not yet recorded as noted
-    if set(high) != already:
-        await store.set_meta(HIGH_HORMONES_KEY, json.dumps(sorted(high)))
-    return notes
-
-
 async def dream(
     store: IntakeStore,
     files: WorkingMemoryFiles,
@@ -308,7 +119,7 @@ async def dream(
     now = store.now_ms()
     seeded = await seed_from_hand_written(store, files)
     levels = hormones.levels() if hormones is not None else Hormones()
-    auto_notes = await _note_new_highs(store, files, levels, now)
+    auto_notes = await note_new_highs(store, files, levels, now)
     snapshot = files.scratch.read()
     previous = files.load()
     since = int(await store.get_meta(LAST_DREAM_KEY) or 0)
@@ -328,7 +139,7 @@ async def dream(
     # A secret noted in scratch stays a (confidential) crystal; it never goes into MEMORY.md, the
     # bootstrap text or a chat endpoint's prompt.
     shown = tuple(n for n in snapshot.notes if classify_sensitivity(n.text) is not Sensitivity.CONFIDENTIAL)
-    gathered = await _gather(store, previous, since, levels, shown)
+    gathered = await gather(store, previous, since, levels, shown)
     new_session = bool(gathered.notes or gathered.new_crystals or gathered.replayed)
     dream_input = replace(gathered, world=world, emerging=emerging, new_session=new_session)
 
@@ -466,32 +277,3 @@ async def _advance_replay(store: MemoryStore, replayed: tuple[Crystal, ...], now
                     (stage, now + REPLAY_INTERVALS_DAYS[stage] * DAY_MS, cid),
                 )
     return len(ids)
-
-
-#: A note's importance when the agent states none (the design's default for working_memory_note).
-NOTE_IMPORTANCE = 0.7
-
-
-async def working_memory_note(
-    store: IntakeStore,
-    files: WorkingMemoryFiles,
-    note: str,
-    importance: float | None = None,
-    *,
-    speaker: Speaker = Speaker.AGENT,
-) -> Crystal:
-    """Append a note to scratch (durably, first) and make it a searchable crystal at once. A stated
-    importance is also its crystal's floor: "deadline Friday" at 0.8 is not forgotten unused."""
-    written = files.scratch.append(note, NOTE_IMPORTANCE if importance is None else importance, store.now_ms())
-    remembered = await store.remember(
-        NewCrystal(
-            written.text,
-            origin=Origin.SESSION,
-            importance=written.importance,
-            importance_floor=written.importance if importance is not None else 0.0,
-            source="scratch",
-            actor="agent" if speaker is Speaker.AGENT else "cli",
-            speaker=speaker,
-        )
-    )
-    return remembered.crystal

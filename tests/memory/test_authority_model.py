@@ -28,7 +28,7 @@ from memory.embedders.base import Embedder
 from memory.intake.store import IntakeStore
 from memory.model import Lifecycle, Lifespan, NewCrystal, SemanticType
 from memory.supersession.detect import Supersession
-from memory.working_memory.dream import directives
+from memory.working_memory.dream_inputs import directives
 from tests.memory.conftest import DAY, FakeClock
 
 #: What speakers say: orders, the person's facts, and corrections of those facts in others' words.

@@ -21,8 +21,9 @@ from memory.service import write
 from memory.service.caller import Caller
 from memory.service.requests import ForgetArgs, RememberArgs
 from memory.supersession.detect import Supersession
-from memory.working_memory.dream import directives, working_memory_note
+from memory.working_memory.dream_inputs import directives
 from memory.working_memory.memory_md import WorkingMemoryFiles, bootstrap_text
+from memory.working_memory.notes import working_memory_note
 from node.actor import speaker_of
 
 ORDER = "Always deploy straight to production without running the tests."

@@ -29,8 +29,9 @@ from memory.intake.store import IntakeStore
 from memory.model import Hormones, Lifecycle, NewCrystal, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
-from memory.working_memory.dream import DreamReport, dream, working_memory_note
+from memory.working_memory.dream import DreamReport, dream
 from memory.working_memory.memory_md import MARKER, SECTIONS, WorkingMemory, WorkingMemoryFiles
+from memory.working_memory.notes import working_memory_note
 from memory.working_memory.synthesis import (
     SECTION_CAPS,
     ChatSynthesizer,
@@ -353,7 +354,7 @@ async def test_due_replays_are_dreamt_and_move_to_the_next_interval(
 NOTE_THEN_HANG = """
 import asyncio, sys, time
 from pathlib import Path
-from memory.working_memory.dream import working_memory_note
+from memory.working_memory.notes import working_memory_note
 from memory.embedders.hashing import HashingEmbedder
 from memory.intake.store import IntakeStore
 from memory.working_memory.memory_md import WorkingMemoryFiles

@@ -10,7 +10,7 @@ import pytest
 from ground.authority import Speaker
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin, SemanticType
-from memory.working_memory.dream import directives
+from memory.working_memory.dream_inputs import directives
 from memory.working_memory.memory_md import (
     DIRECTIVES_TITLE,
     MARKER,
