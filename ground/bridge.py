@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -23,6 +24,11 @@ from ground.errors import BitterbotError, Unavailable, WiringError
 
 T = TypeVar("T")
 _log = logging.getLogger("ground.bridge")
+#: A thread that may restart waits this long after its first failure, twice as long after each next
+#: one up to the most, and starts counting again from the first once a run has lasted the reset.
+RESTART_FIRST_S, RESTART_MAX_S, RESTART_RESET_S = 1.0, 60.0, 300.0
+#: A run after a failure that has not served (called ``ready``) within this is cut off and run again.
+RESTART_READY_S = 30.0
 
 
 class BridgeStopped(Unavailable, RuntimeError):
@@ -47,10 +53,22 @@ class TrioThread:
     """Start with ``await start(main)``; ``main`` runs under ``trio.run`` on the thread, sets things
     up, calls ``ready(value, nursery)`` (``start`` returns ``value``), and returns once
     ``await stopping()`` does. Calls run in the nursery ``main`` handed over, so ``main`` decides
-    what outlives them (the libp2p host closes only after they are cancelled)."""
+    what outlives them (the libp2p host closes only after they are cancelled).
 
-    def __init__(self, name: str) -> None:
+    ``restart``: when ``main`` fails after it was ready (or returns unasked), run it again after a
+    pause that doubles, instead of leaving what the thread serves down until the process restarts;
+    calls made meanwhile get ``BridgeStopped``. For a thread whose ``main`` builds everything it
+    serves (the libp2p host); not for one that keeps state a new run would lose."""
+
+    def __init__(self, name: str, *, restart: bool = False) -> None:
         self.name = name
+        self._restart = restart
+        #: Runs of ``main`` that failed after it was ready and were started again, and the last error.
+        self.restarts = 0
+        self.last_failure: str | None = None
+        self._stop_asked = threading.Event()
+        self._was_ready = False
+        self._ready_this_run = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ended: asyncio.Event | None = None
@@ -73,6 +91,8 @@ class TrioThread:
         self._loop = asyncio.get_running_loop()
         self._ended = asyncio.Event()
         self._ready = self._loop.create_future()
+        self._stop_asked.clear()
+        self._was_ready = False
         self._thread = threading.Thread(target=self._thread_main, args=(main or self._idle,), name=self.name,
                                         daemon=True)  # fmt: skip
         self._thread.start()
@@ -87,6 +107,7 @@ class TrioThread:
         thread = self._thread
         if thread is None:
             return
+        self._stop_asked.set()  # a thread between two runs stops waiting to run again
         if self._token is not None and self._stop is not None:
             with contextlib.suppress(trio.RunFinishedError):  # already finished on its own
                 self._token.run_sync_soon(self._stop.set)
@@ -160,6 +181,7 @@ class TrioThread:
     def ready(self, value: Any, nursery: trio.Nursery) -> None:
         """From ``main``: set up; calls run in ``nursery`` from now on, and ``start`` returns ``value``."""
         self._nursery = nursery
+        self._was_ready = self._ready_this_run = True
         assert self._loop is not None
         assert self._ready is not None
         self._loop.call_soon_threadsafe(_settle, self._ready, value, None)
@@ -195,11 +217,29 @@ class TrioThread:
         assert loop is not None
         assert self._ready is not None
         try:
-            trio.run(self._trio_main, main)
-        except BaseException as exc:  # noqa: BLE001 - reported to the starter, then logged
-            _log.error("bridge.thread_failed", extra={"fields": {"thread": self.name, "error": repr(exc)}})
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, self._ready, None, exc)
+            pause = RESTART_FIRST_S
+            while True:
+                began = time.monotonic()
+                failure = self._run_once(main)
+                if self._stop_asked.is_set() or not self._restart or not self._was_ready:
+                    if failure is not None:
+                        with contextlib.suppress(RuntimeError):
+                            loop.call_soon_threadsafe(_settle, self._ready, None, failure)
+                    return
+                # ``main`` ended on its own after it served: what it serves is down until it runs again.
+                self.restarts += 1
+                self.last_failure = repr(failure) if failure is not None else "main returned unasked"
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._fail_queued)
+                if time.monotonic() - began >= RESTART_RESET_S:
+                    pause = RESTART_FIRST_S
+                _log.warning(
+                    "bridge.thread_restarting",
+                    extra={"fields": {"thread": self.name, "in_s": pause, "restarts": self.restarts}},
+                )
+                if self._stop_asked.wait(pause):
+                    return
+                pause = min(pause * 2, RESTART_MAX_S)
         finally:
             self._nursery = None
             with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
@@ -213,6 +253,15 @@ class TrioThread:
                 with contextlib.suppress(RuntimeError):  # the loop closed first: nobody waits
                     loop.call_soon_threadsafe(ended.set)
 
+    def _run_once(self, main: Callable[[], Awaitable[None]]) -> BaseException | None:
+        """One ``trio.run`` of ``main``: its error, or None when it returned."""
+        try:
+            trio.run(self._trio_main, main)
+        except BaseException as exc:  # noqa: BLE001 - reported to the starter or restarted, and logged
+            _log.error("bridge.thread_failed", extra={"fields": {"thread": self.name, "error": repr(exc)}})
+            return exc
+        return None
+
     def _fail_queued(self) -> None:
         """On the loop (which alone touches ``_queued``): the thread ended before these ran."""
         for queued in list(self._queued):
@@ -221,7 +270,21 @@ class TrioThread:
     async def _trio_main(self, main: Callable[[], Awaitable[None]]) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._stop = trio.Event()
+        self._ready_this_run = False
         try:
-            await main()
+            if not (self._restart and self._was_ready):
+                await main()
+                return
+            # A run after a failure that never serves (stuck setting up) would leave the thread up and
+            # what it serves down for good: it is cut off, and the loop in ``_thread_main`` runs it again.
+            async with trio.open_nursery() as guard:
+                guard.start_soon(self._serving_within, RESTART_READY_S)
+                await main()
+                guard.cancel_scope.cancel()
         finally:
             self._nursery = None
+
+    async def _serving_within(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+        if not self._ready_this_run:
+            raise BridgeStuck(f"the {self.name} thread's run did not serve within {seconds:g} s after a restart")

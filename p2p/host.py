@@ -26,6 +26,7 @@ import multiaddr
 import trio
 
 from crypto.identity import Identity
+from ground import failpoints
 from ground.bridge import TrioThread
 from ground.clock import wall_clock_ms
 from ground.errors import WiringError
@@ -88,7 +89,9 @@ class P2PHost:
         self.peer_id = identity.peer_id
         self.counters = HostCounters()
         self.deliveries = DeliveryLanes(settings.delivery_queue)
-        self._bridge = TrioThread("libp2p")
+        # A libp2p run that fails after it served is run again (with a fresh host, the same settings and
+        # services): without it a node kept running with no network until it was restarted by hand.
+        self._bridge = TrioThread("libp2p", restart=True)
         self._nursery: trio.Nursery | None = None  # the trio side's, for tasks the validator starts
         self._host: Any = None
         self._pubsub: Any = None
@@ -107,6 +110,11 @@ class P2PHost:
         kinds registered with its validator."""
         self._topics = self.validator.topics()
         self.listen_addrs = await self._bridge.start(self._trio_main, timeout_s=30)
+
+    @property
+    def restarts(self) -> dict[str, Any]:
+        """How often the libp2p run failed after it served and was run again, and its last error."""
+        return {"count": self._bridge.restarts, "last_error": self._bridge.last_failure}
 
     async def stop(self) -> None:
         """Close the host (connections, listeners, the seen-cache sweeper) and join the thread."""
@@ -341,7 +349,9 @@ class P2PHost:
                     nursery.start_soon(self._keep_bootstrap_connected)
                     nursery.start_soon(self._enforce_bans)
                     addrs = [str(a) for a in host.get_addrs()]
+                    self.listen_addrs = addrs  # a run after a failure may listen on a new port (port 0)
                     self._bridge.ready(addrs, nursery)
+                    failpoints.check("p2p:host-serving")  # the whole libp2p run fails, after it served
                     await self._bridge.stopping()
                     nursery.cancel_scope.cancel()
         finally:

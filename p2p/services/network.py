@@ -150,6 +150,7 @@ class NetworkService:
         }
         if host is not None:
             out["bans"] = host.counters.bans
+            out["libp2p_restarts"] = host.restarts
             out["dropped_full_queue"] = host.counters.dropped_full_queue
             out["dropped_by_lane"] = {lane.value: n for lane, n in host.deliveries.dropped.items()}
             out["waiting_by_lane"] = host.deliveries.sizes()

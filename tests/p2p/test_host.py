@@ -381,3 +381,36 @@ async def test_a_bootstrap_peer_that_starts_later_is_reached_at_the_next_redial(
             await late.stop()
     finally:
         await edge.stop()
+
+
+async def test_a_host_whose_libp2p_run_fails_after_serving_comes_back_and_gossips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once, under a loaded parallel run, a flooded node's libp2p thread ended and the node stayed off
+    the network until restarted by hand. Now the run starts again: here it fails right after it
+    served (a failpoint), and the same host is back, reachable, and delivering gossip."""
+    monkeypatch.setattr("ground.bridge.RESTART_FIRST_S", 0.2)
+    # The host under test starts first and alone reaches the failpoint (its one failure is spent
+    # before the peer runs: a host that started earlier could reach it late, on a busy machine).
+    monkeypatch.setenv("BITTERBOT_FAILPOINTS", "p2p:host-serving=1")
+    monkeypatch.setattr("ground.failpoints._hits", {})
+    host = P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH)
+    peer = P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), SMALL_MESH)
+    try:
+        await host.start()
+        async with asyncio.timeout(60):  # a bound on waiting, not a claim
+            while not (host._bridge.restarts == 1 and host._bridge._nursery is not None):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        await peer.start()
+        assert "p2p:host-serving" in (host._bridge.last_failure or "")
+        await peer.connect(host.listen_addrs[0])
+        async with asyncio.timeout(60):
+            while await host.mesh_size(SKILLS_TOPIC) < 1 or await peer.mesh_size(SKILLS_TOPIC) < 1:  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+        await peer.publish(SKILLS_TOPIC, skill_envelope(peer._identity, wall_ms()).encode())
+        delivered = await asyncio.wait_for(host.deliveries.get(), 30)
+        assert delivered.outcome.reason is Reason.ACCEPTED and delivered.forwarder == peer.peer_id
+        assert host.restarts["count"] == 1  # what status reports (p2p.libp2p_restarts)
+    finally:
+        await host.stop()
+        await peer.stop()
