@@ -51,3 +51,9 @@ class HybridClock:
             raise SyncRefused(f"a change stamped {stamp.wall_ms - self._now_ms()} ms ahead of this device's clock")
         if (stamp.wall_ms, stamp.counter) > (self._wall, self._counter):
             self._wall, self._counter = stamp.wall_ms, stamp.counter
+
+    def resume(self, stamp: Stamp) -> None:
+        """Start after the latest stamp this device made before it restarted, even if the wall clock
+        went back meanwhile (no check: it is this device's own)."""
+        if (stamp.wall_ms, stamp.counter) > (self._wall, self._counter):
+            self._wall, self._counter = stamp.wall_ms, stamp.counter

@@ -73,6 +73,9 @@ class Operation:
     #: the words were taken out because the target was erased (the operation still counts in its
     #: device's sequence, and still says what it did)
     emptied: bool = False
+    #: STORE: the rest of the crystal (its times, source, context, tags...) as the export writes it;
+    #: carried as said, never merged
+    details: str = ""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -80,4 +83,4 @@ class Operation:
 
     def emptied_of_words(self) -> Operation:
         """This operation with its words taken out, as it is kept and sent once its target is erased."""
-        return replace(self, text="", emptied=True) if self.text else self
+        return replace(self, text="", details="", emptied=True) if self.text or self.details else self

@@ -32,6 +32,7 @@ from node.parts.dream_lines import emerging_lines, world_lines
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor
+from memory.sync.schema import SYNC_SCHEMA
 from p2p.schema import P2P_SCHEMA
 
 log = get_logger("node.memory")
@@ -44,7 +45,7 @@ async def open_node_store(
     marketplace's and the network's tables in the same file; close it with ``close_store``."""
     assert paths.memory_db is not None
     return await open_store(paths.memory_db, config.memory, config.hormones, config.llm, now_ms,
-                            in_worker=in_worker, schemas=(MARKET_SCHEMA, P2P_SCHEMA))  # fmt: skip
+                            in_worker=in_worker, schemas=(MARKET_SCHEMA, P2P_SCHEMA, SYNC_SCHEMA))  # fmt: skip
 
 
 class MemoryPart:

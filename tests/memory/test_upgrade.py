@@ -13,6 +13,9 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.governance.quarantine import held
 from memory.intake.store import IntakeStore
 from memory.storage.schema import SCHEMA_VERSION
+from memory.sync.replica import Replica
+from memory.sync.schema import SYNC_SCHEMA
+from p2p.schema import P2P_SCHEMA
 from p2p.trust.book import TrustBook
 
 UPGRADE = Path(__file__).resolve().parents[3] / "shared" / "data" / "upgrade-from-v9"
@@ -46,9 +49,11 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
     before_counts, before_crystals = snapshot(db)
     memory_md = (data / "workspace" / "MEMORY.md").read_bytes() if (data / "workspace" / "MEMORY.md").exists() else b""
 
-    store = await IntakeStore.open(db, HashingEmbedder(), schemas=(MARKET_SCHEMA,))  # as a node opens it
+    # as a node opens it (node/parts/memory.py)
+    store = await IntakeStore.open(db, HashingEmbedder(), schemas=(MARKET_SCHEMA, P2P_SCHEMA, SYNC_SCHEMA))
     try:
         assert await store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert await store.get_meta(SYNC_SCHEMA.version_key) == str(SYNC_SCHEMA.version)
         # v9 made the marketplace's tables up to the payment column: adopted at 5, then indexed
         assert await store.get_meta(MARKET_SCHEMA.version_key) == str(MARKET_SCHEMA.version)
         async with store.reader().execute("SELECT count(*) FROM listings_fts") as cursor:
@@ -74,6 +79,16 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
         for crystal in before_crystals:
             if crystal[3] in ("fact", "relationship", "skill"):
                 assert layers[crystal[0]] == "world_fact" or crystal[4] in ("dream", "inferred")
+        # issue 51: the file joins a device group: every live crystal it held is said once, whole
+        replica = Replica(store, "device-upgraded")
+        await replica.open()
+        assert await replica.start() == len(live)
+        said = await replica.write_down()
+        stored = {op.target: op for op in said if op.change.value == "store"}
+        # secrets stay on the device unless the person allows them ([devices] carry_confidential)
+        assert stored.keys() == {c.id for c in live if c.sensitivity.value != "confidential"}
+        assert all(stored[c.id].text == c.text for c in live if c.id in stored)
+        await replica.stop()
     finally:
         await store.close()
 

@@ -1,0 +1,82 @@
+"""What sync knows of one crystal (its ``Image``), and the operations that take one image to the next.
+
+The journal (``memory.sync.journal``) reads a crystal's row as an image and compares it with the
+image sync last took: whatever wrote the row (a command, capture, the dream, an import), the
+difference is what the device says happened. Each difference becomes the operation the merge rules
+know (``memory.sync.operations``), said by the speaker the row or its audit trail names. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from ground.authority import Speaker
+from memory.sync.operations import Change
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    speaker: str  # who said the words (ground.authority.Speaker's value)
+    text: str
+    semantic_type: str
+    scope: str
+    pinned: bool
+    forgotten: bool
+    superseded_by: str  # "" when current
+    review: str  # "held", "released", "rejected", or ""
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+def loads(text: str) -> Image:
+    return Image(**json.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """An operation before the journal numbers and stamps it."""
+
+    change: Change
+    speaker: Speaker
+    text: str = ""
+    semantic_type: str = ""
+    scope: str = ""
+    held: bool = False
+    other: str = ""
+
+
+def drafts(before: Image | None, after: Image | None, *, actor: Speaker, erased: bool) -> list[Draft]:
+    """The operations that take ``before`` (None: sync never saw the crystal) to ``after`` (None: the
+    row is gone). ``actor``: who made the latest change to the crystal, by its audit trail; the words'
+    own changes are said by the words' speaker. A row gone without an erasure (purged after it
+    expired here) says nothing: each device expires its own."""
+    if after is None:
+        return [Draft(Change.ERASE, actor)] if erased and before is not None else []
+    said = Speaker(after.speaker)
+    out: list[Draft] = []
+    if before is None:
+        out.append(Draft(Change.STORE, said, after.text, after.semantic_type, after.scope, held=after.review == "held"))
+        # what a crystal stored before the device joined already carries, said as the changes it took
+        held = "held" if after.review == "held" else ""
+        before = Image(after.speaker, after.text, after.semantic_type, after.scope, False, False, "", held)
+    if after.text != before.text or after.speaker != before.speaker:
+        out.append(Draft(Change.EDIT, said, text=after.text))
+    if after.semantic_type != before.semantic_type:
+        out.append(Draft(Change.RETYPE, actor, semantic_type=after.semantic_type))
+    if after.scope != before.scope:
+        out.append(Draft(Change.SCOPE, actor, scope=after.scope))
+    if after.pinned != before.pinned:
+        # a pin adopts the words (memory.cognition.adopt): the pinner is who says them now
+        out.append(Draft(Change.PIN, said) if after.pinned else Draft(Change.UNPIN, actor))
+    if after.forgotten != before.forgotten:
+        out.append(Draft(Change.FORGET if after.forgotten else Change.RESTORE, actor))
+    if after.superseded_by != before.superseded_by:
+        if after.superseded_by:
+            out.append(Draft(Change.SUPERSEDE, actor, other=after.superseded_by))
+        else:
+            out.append(Draft(Change.UNSUPERSEDE, actor))
+    if after.review != before.review and after.review in ("released", "rejected"):
+        out.append(Draft(Change.RELEASE if after.review == "released" else Change.REJECT, actor))
+    return out

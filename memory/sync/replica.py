@@ -1,0 +1,130 @@
+"""This device's memory as one replica of the person's group: the journal written down, what it
+holds (version vector and state digest), what another device lacks, and other devices' operations
+taken in. The exchange (``memory.sync.exchange``) calls it; it knows nothing of the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from memory.errors import CrystalNotFound, SyncRefused
+from memory.governance.erase import erase
+from memory.storage.store import MemoryStore
+from memory.sync.apply import ACTOR, Applied, apply_batch
+from memory.sync.clock import HybridClock, Stamp
+from memory.sync.journal import Carried, start_journal, stop_journal, write_down
+from memory.sync.merge import fold
+from memory.sync.operations import Operation
+from memory.sync.rows import all_ops, missing_from, vector
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    vector: dict[str, int]
+    digest: str
+    operations: int
+
+
+class Replica:
+    def __init__(self, store: MemoryStore, device: str, carried: Carried | None = None) -> None:
+        self.store = store
+        self.device = device
+        self.carried = carried or Carried()
+        self.clock = HybridClock(device, store.now_ms)
+        self._digest: tuple[tuple[tuple[str, int], ...], str] | None = None
+        self._lock = asyncio.Lock()  # one journal pass or batch at a time (each is one transaction)
+
+    async def open(self) -> None:
+        """Continue this device's clock after its last own stamp."""
+        async with self.store.reader().execute(
+            "SELECT wall_ms, counter FROM sync_ops WHERE device = ? ORDER BY seq DESC LIMIT 1", (self.device,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is not None:
+            self.clock.resume(Stamp(int(row[0]), int(row[1]), self.device))
+
+    @contextlib.asynccontextmanager
+    async def _sync_transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        # Erasures empty older operations in place: the pages their words were on are zeroed.
+        async with self.store.transaction() as db:
+            await db.execute("PRAGMA secure_delete = ON")
+            try:
+                yield db
+            finally:
+                await db.execute("PRAGMA secure_delete = OFF")
+
+    async def start(self) -> int:
+        """Journal from now on, and mark what this device held before it joined."""
+        async with self.store.transaction() as db:
+            return await start_journal(db)
+
+    async def stop(self) -> None:
+        async with self.store.transaction() as db:
+            await stop_journal(db)
+
+    async def pending(self) -> int:
+        async with self.store.reader().execute("SELECT count(*) FROM sync_dirty") as cursor:
+            return int((await cursor.fetchone() or (0,))[0])
+
+    async def write_down(self, *, batch: int = 500) -> list[Operation]:
+        """Every change marked since the last pass, as this device's operations."""
+        out: list[Operation] = []
+        async with self._lock:
+            while True:
+                async with self._sync_transaction() as db:
+                    written = await write_down(db, self.device, self.clock, self.carried, limit=batch)
+                out += written.operations
+                if written.crystals < batch:
+                    break
+        if any(op.change.value == "erase" for op in out):
+            await self.store.checkpoint(truncate=True)
+        return out
+
+    async def held(self) -> Held:
+        db = self.store.reader()
+        vec = await vector(db)
+        key = tuple(sorted(vec.items()))
+        if self._digest is None or self._digest[0] != key:
+            ops = await all_ops(db)
+            self._digest = (key, fold(ops).digest())
+        return Held(vec, self._digest[1], sum(vec.values()))
+
+    async def missing_for(self, theirs: Mapping[str, int], limit: int) -> list[Operation]:
+        return await missing_from(self.store.reader(), theirs, limit)
+
+    async def take(self, ops: Sequence[Operation]) -> Applied:
+        """Other devices' operations, carried out here. An operation stamped too far ahead of this
+        device's clock is not taken, nor anything after it from its author (taken later, when the
+        clocks agree); the rest is."""
+        late: set[str] = set()
+        taken: list[Operation] = []
+        for op in ops:
+            if op.device in late or op.device == self.device:
+                continue
+            try:
+                self.clock.seen(op.stamp)
+            except SyncRefused:
+                late.add(op.device)
+                _log.warning("memory.sync.stamp_ahead", extra={"fields": {"device": op.device, "seq": op.seq}})
+                continue
+            taken.append(op)
+        async with self._lock:
+            async with self._sync_transaction() as db:
+                done = await apply_batch(db, taken, self.store.now_ms())
+            for crystal_id in done.to_erase:
+                with contextlib.suppress(CrystalNotFound):  # never here (a duplicate, or not carried)
+                    await erase(self.store, crystal_id, actor=ACTOR, reason="erased on another device")
+            if done.to_erase:
+                async with self._sync_transaction() as db:  # its journal mark and image: said already
+                    await db.executemany("DELETE FROM sync_dirty WHERE crystal_id = ?", [(c,) for c in done.to_erase])
+                    await db.executemany("DELETE FROM sync_image WHERE crystal_id = ?", [(c,) for c in done.to_erase])
+                await self.store.checkpoint(truncate=True)
+        return done
