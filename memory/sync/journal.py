@@ -29,8 +29,9 @@ from memory.transfer.records import crystal_fields
 _PEOPLE = frozenset({"cli", "dashboard", "person"})
 _AGENTS = frozenset({"agent"})
 
-#: The fields of a crystal a STORE does not carry: this device's own use of it, and its vector.
-_LOCAL_FIELDS = frozenset({"access_count", "last_access_ms", "embedded_with", "dream_count", "last_dream_ms"})
+#: The fields of a crystal a STORE's details leave out: its text (the operation's own), this device's
+#: own use of it, and its vector.
+_LOCAL_FIELDS = frozenset({"text", "access_count", "last_access_ms", "embedded_with", "dream_count", "last_dream_ms"})
 
 
 def speaker_of_actor(actor: str) -> Speaker:
