@@ -69,7 +69,7 @@ async def trio_of_devices(tmp_path: Path) -> AsyncIterator[tuple[Line, list[Devi
 
 
 async def test_a_change_reaches_every_member_in_small_answers(trio_of_devices: tuple[Line, list[Device]]) -> None:
-    line, (a, b, c) = trio_of_devices
+    _, (a, b, c) = trio_of_devices
     ids = [await a.remember(f"Note number {i} about the garden") for i in range(30)]
     await a.syncer.replica.write_down()
     pulled = await b.syncer.pull(a.group.peer_id)
@@ -82,7 +82,7 @@ async def test_a_change_reaches_every_member_in_small_answers(trio_of_devices: t
 
 
 async def test_a_stranger_is_refused_before_anything_is_read(trio_of_devices: tuple[Line, list[Device]]) -> None:
-    line, (a, _, _) = trio_of_devices
+    _, (a, _, _) = trio_of_devices
     await a.remember("Private plans for the weekend")
     stranger = Identity.generate()
     answer = await a.syncer.answer(stranger.peer_id, b"\x00garbage that is never parsed")
