@@ -87,6 +87,11 @@ def _slug(embedder_id: str) -> str:
     return slug[:50]
 
 
+def float_table_of(embedder_id: str) -> str:
+    """The table of ``embedder_id``'s float vectors (by crystal rowid)."""
+    return f"vecf_{_slug(embedder_id)}"
+
+
 def vector_blob(vector: Vectors) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
@@ -101,7 +106,7 @@ class VectorIndex:
         self.dim = dim
         slug = _slug(embedder_id)
         self.bit_table = f"vecb_{slug}"
-        self.float_table = f"vecf_{slug}"
+        self.float_table = float_table_of(embedder_id)
         self.version_key = f"vectors_version:{self.float_table}"
         self._codes: _Codes | None = None
         # One load at a time: a search during the start's warm-up waits for it instead of reading

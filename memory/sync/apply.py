@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiosqlite
+import numpy as np
 
 from memory.intake.admit import readmit
 from memory.model import Crystal, Lifecycle, Lifespan, content_hash
+from memory.storage.embedding import store_vectors
 from memory.storage.row_writes import insert_indexed, write_transitions
 from memory.storage.rows import RESTORE_SQL, restore_params
+from memory.storage.vectors import VectorIndex
+from memory.sync.image import loads
 from memory.sync.journal import current_image
 from memory.sync.merge import CrystalState, fold
-from memory.sync.operations import Operation
+from memory.sync.operations import Change, Operation
 from memory.sync.rows import keep, ops_about
 from memory.transfer.records import DamagedRecord, parse_record
 
@@ -46,6 +50,7 @@ class Applied:
     to_erase: list[str] = field(default_factory=list)
     duplicates: int = 0  # a crystal whose words this device held already under its own id
     damaged: int = 0  # a STORE whose crystal could not be read: kept, not shown
+    vectors: int = 0  # vectors taken from the device that embedded them
 
 
 def _crystal_of(store_op: Operation, state: CrystalState) -> Crystal:
@@ -60,8 +65,11 @@ def _crystal_of(store_op: Operation, state: CrystalState) -> Crystal:
     return record[0]
 
 
-async def apply_batch(db: aiosqlite.Connection, ops: Sequence[Operation], now_ms: int) -> Applied:
-    """Keep ``ops`` and carry out what they change, in the caller's transaction (secure_delete on)."""
+async def apply_batch(
+    db: aiosqlite.Connection, ops: Sequence[Operation], now_ms: int, space: VectorIndex | None = None
+) -> Applied:
+    """Keep ``ops`` and carry out what they change, in the caller's transaction (secure_delete on);
+    ``space``: this device's vector space, which takes the vectors other devices embedded."""
     done = Applied()
     targets = {op.target for op in ops}
     before = fold(await ops_about(db, targets))
@@ -83,7 +91,47 @@ async def apply_batch(db: aiosqlite.Connection, ops: Sequence[Operation], now_ms
         if new is None:
             continue
         await _project(db, before.crystals.get(target), new, stores.get(target), now_ms, done)
+    if space is not None:
+        newest = {op.target: op for op in sorted(kept.new, key=lambda o: o.stamp) if op.change is Change.VECTOR}
+        for op in newest.values():
+            done.vectors += await _take_vector(db, space, op)
     return done
+
+
+async def _take_vector(db: aiosqlite.Connection, space: VectorIndex, op: Operation) -> int:
+    """Another device's vector of a crystal's words, if it is of this device's embedder and the
+    words are still the ones it embedded: this device need not embed them."""
+    if op.model != space.embedder_id or len(op.vector) != 4 * space.dim or op.emptied:
+        return 0
+    async with db.execute(
+        "SELECT rowid, embedded_with FROM crystals WHERE id = ? AND content_hash = ?", (op.target, op.details)
+    ) as cursor:
+        row = await cursor.fetchone()
+    if row is None or row[1] == op.model:
+        return 0
+    rowid = int(row[0])
+    previous = {rowid: str(row[1])} if row[1] is not None else {}
+    vector = np.frombuffer(op.vector, dtype="<f4")
+    await store_vectors(op.model, space, db, [(rowid, op.target, vector)], previous, owe=True)
+    await _keep_image(db, op.target, vector_model=op.model)
+    await db.execute("DELETE FROM sync_dirty WHERE crystal_id = ?", (op.target,))
+    return 1
+
+
+async def _keep_image(db: aiosqlite.Connection, crystal_id: str, *, vector_model: str | None = None) -> None:
+    """Take the crystal's image again from its row (what was written is not said back), keeping
+    which vector sync said or took unless ``vector_model`` names a new one."""
+    now = await current_image(db, crystal_id)
+    if now is None:
+        return
+    async with db.execute("SELECT image FROM sync_image WHERE crystal_id = ?", (crystal_id,)) as cursor:
+        row = await cursor.fetchone()
+    kept = vector_model if vector_model is not None else (loads(row[0]).vector_model if row is not None else "")
+    await db.execute(
+        "INSERT INTO sync_image (crystal_id, image) VALUES (?, ?) "
+        "ON CONFLICT(crystal_id) DO UPDATE SET image = excluded.image",
+        (crystal_id, replace(now[1], vector_model=kept).dumps()),
+    )
 
 
 async def _project(
@@ -127,13 +175,7 @@ async def _project(
         done.changed += 1
     assert old is not None
     await _write_fields(db, old, new, now_ms)
-    now = await current_image(db, new.id)
-    if now is not None:
-        await db.execute(
-            "INSERT INTO sync_image (crystal_id, image) VALUES (?, ?) "
-            "ON CONFLICT(crystal_id) DO UPDATE SET image = excluded.image",
-            (new.id, now[1].dumps()),
-        )
+    await _keep_image(db, new.id)
     await db.execute("DELETE FROM sync_dirty WHERE crystal_id = ?", (new.id,))
 
 

@@ -25,6 +25,8 @@ class Image:
     forgotten: bool
     superseded_by: str  # "" when current
     review: str  # "held", "released", "rejected", or ""
+    #: the embedder whose vector of these words sync has said or taken ("" for none)
+    vector_model: str = ""
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

@@ -10,7 +10,7 @@ operation. Who said each change comes from the row (the words' speaker) or its a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import aiosqlite
 
@@ -18,6 +18,7 @@ from ground.authority import Speaker
 from memory.model import Crystal, Lifecycle, Lifespan
 from memory.storage.row_writes import crystal_any
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
+from memory.storage.vectors import float_table_of
 from memory.sync.clock import HybridClock
 from memory.sync.image import Image, drafts, loads
 from memory.sync.operations import Change, Operation
@@ -105,6 +106,7 @@ class Carried:
 
     private: bool = True
     confidential: bool = False
+    vectors: bool = True  # this device's vectors travel with its crystals
 
     def carries(self, crystal: Crystal) -> bool:
         if crystal.sensitivity.value == "confidential" and not self.confidential:
@@ -151,6 +153,11 @@ async def write_down(
                     details=details,
                 )
             )
+        if now is not None:
+            now, said = await _vector_said(db, device, clock, carried, before, now, seq + 1)
+            if said is not None:
+                seq += 1
+                ops.append(said)
         if now is None:
             await db.execute("DELETE FROM sync_image WHERE crystal_id = ?", (crystal_id,))
         else:
@@ -165,6 +172,52 @@ async def write_down(
             await empty_words(db, op.target)
     await db.executemany("DELETE FROM sync_dirty WHERE crystal_id = ?", [(c,) for c in marked])
     return Written(ops, len(marked))
+
+
+async def _vector_said(
+    db: aiosqlite.Connection,
+    device: str,
+    clock: HybridClock,
+    carried: Carried,
+    before: Image | None,
+    now: tuple[Crystal, Image],
+    seq: int,
+) -> tuple[tuple[Crystal, Image], Operation | None]:
+    """The crystal's vector as an operation of this device (numbered ``seq``), if this device
+    embedded its words and no device has said that vector yet; and the image that records it."""
+    crystal, image = now
+    said = before.vector_model if before is not None else ""
+    model = crystal.embedded_with or ""
+    if not carried.vectors or not model or model == said:
+        return (crystal, replace(image, vector_model=said)), None
+    vector = await _vector_to_say(db, crystal, model)
+    image = replace(image, vector_model=model)
+    if vector is None:
+        return (crystal, image), None
+    op = Operation(
+        device, seq, clock.tick(), Speaker.NODE, Change.VECTOR, crystal.id,
+        details=crystal.content_hash, model=model, vector=vector,
+    )  # fmt: skip
+    return (crystal, image), op
+
+
+async def _vector_to_say(db: aiosqlite.Connection, crystal: Crystal, model: str) -> bytes | None:
+    """The crystal's vector in ``model``'s space, unless a device said it already for these words."""
+    async with db.execute(
+        "SELECT 1 FROM sync_ops WHERE target = ? AND change = 'vector' AND model = ? AND details = ? LIMIT 1",
+        (crystal.id, model, crystal.content_hash),
+    ) as cursor:
+        if await cursor.fetchone() is not None:
+            return None
+    try:
+        async with db.execute(
+            f"SELECT v.embedding FROM {float_table_of(model)} v JOIN crystals c ON c.rowid = v.rowid WHERE c.id = ?",
+            (crystal.id,),
+        ) as cursor:
+            row = await cursor.fetchone()
+    except aiosqlite.OperationalError:  # no such space here (the embedder changed since)
+        return None
+    return bytes(row[0]) if row is not None else None
 
 
 async def _erased_already(db: aiosqlite.Connection, crystal_id: str) -> bool:

@@ -102,7 +102,8 @@ def fold(operations: Iterable[Operation]) -> MemoryState:
         # the least stamp makes the choice the same everywhere.
         if op.change is Change.STORE and (op.target not in stores or op.stamp < stores[op.target].stamp):
             stores[op.target] = op
-    counted = [op for op in unique if op.change is not Change.STORE and _counts(op, stores)]
+    said = [op for op in unique if op.change not in (Change.STORE, Change.VECTOR)]
+    counted = [op for op in said if _counts(op, stores)]
     erased = frozenset(op.target for op in counted if op.change is Change.ERASE)
     by_target: dict[str, list[Operation]] = {}
     for op in counted:

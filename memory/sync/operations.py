@@ -30,6 +30,10 @@ class Change(StrEnum):
     ERASE = "erase"  # gone for good, on every device, with every word of it
     NOTE = "note"  # a working-memory note
     DROP_NOTE = "drop_note"
+    #: a crystal's vector in one embedder's space, from the device that embedded it, so that a
+    #: device that does not embed (a Pi-class box) searches by meaning too. Not part of the state:
+    #: the merge passes over it; a device takes it if its words are still the ones embedded.
+    VECTOR = "vector"
 
 
 #: What a speaker needs to make each change (``ground.authority``'s table decides who has it). A
@@ -76,6 +80,8 @@ class Operation:
     #: STORE: the rest of the crystal (its times, source, context, tags...) as the export writes it;
     #: carried as said, never merged
     details: str = ""
+    model: str = ""  # VECTOR: the embedder's id
+    vector: bytes = b""  # VECTOR: float32, little-endian; its ``details`` is the embedded text's hash
 
     @property
     def key(self) -> tuple[str, int]:
@@ -83,4 +89,6 @@ class Operation:
 
     def emptied_of_words(self) -> Operation:
         """This operation with its words taken out, as it is kept and sent once its target is erased."""
-        return replace(self, text="", details="", emptied=True) if self.text or self.details else self
+        if self.text or self.details or self.vector:
+            return replace(self, text="", details="", vector=b"", emptied=True)
+        return self

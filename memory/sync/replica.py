@@ -118,7 +118,7 @@ class Replica:
             taken.append(op)
         async with self._lock:
             async with self._sync_transaction() as db:
-                done = await apply_batch(db, taken, self.store.now_ms())
+                done = await apply_batch(db, taken, self.store.now_ms(), self.store.vectors)
             for crystal_id in done.to_erase:
                 with contextlib.suppress(CrystalNotFound):  # never here (a duplicate, or not carried)
                     await erase(self.store, crystal_id, actor=ACTOR, reason="erased on another device")

@@ -21,25 +21,25 @@ from memory.sync.operations import NEEDS, Change, Operation
 
 _COLUMNS = (
     "device, seq, wall_ms, counter, stamp_device, speaker, change, target, text, semantic_type, scope, held, other, "
-    "emptied, details"
+    "emptied, details, model, vector"
 )
-_INSERT = f"INSERT INTO sync_ops ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+_INSERT = f"INSERT INTO sync_ops ({_COLUMNS}) VALUES ({', '.join('?' * 17)})"
 
 
 def op_row(op: Operation) -> tuple[Any, ...]:
     s = op.stamp
     return (
         op.device, op.seq, s.wall_ms, s.counter, s.device, op.speaker.value, op.change.value, op.target, op.text,
-        op.semantic_type, op.scope, int(op.held), op.other, int(op.emptied), op.details,
+        op.semantic_type, op.scope, int(op.held), op.other, int(op.emptied), op.details, op.model, op.vector or None,
     )  # fmt: skip
 
 
 def op_from_row(row: Sequence[Any]) -> Operation:
     (device, seq, wall, counter, stamp_device, speaker, change, target, text, stype, scope, held, other, emptied,
-     details) = row  # fmt: skip
+     details, model, vector) = row  # fmt: skip
     return Operation(
         device, int(seq), Stamp(int(wall), int(counter), stamp_device), Speaker(speaker), Change(change), target,
-        text, stype, scope, bool(held), other, bool(emptied), details,
+        text, stype, scope, bool(held), other, bool(emptied), details, model, bytes(vector or b""),
     )  # fmt: skip
 
 
@@ -152,6 +152,7 @@ async def empty_words(db: aiosqlite.Connection, target: str) -> None:
     """Take the words out of every operation about an erased crystal (the caller's transaction
     has secure_delete on, so the pages they were on are zeroed)."""
     await db.execute(
-        "UPDATE sync_ops SET text = '', details = '', emptied = 1 WHERE target = ? AND (text != '' OR details != '')",
+        "UPDATE sync_ops SET text = '', details = '', vector = NULL, emptied = 1 "
+        "WHERE target = ? AND (text != '' OR details != '' OR vector IS NOT NULL)",
         (target,),
     )

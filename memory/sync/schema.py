@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from memory.storage.migrations import SchemaSet
 
-_WATCHED = "text, semantic_type, scope, lifecycle, lifespan, superseded_by, quarantined, speaker"
+_WATCHED = "text, semantic_type, scope, lifecycle, lifespan, superseded_by, quarantined, speaker, embedded_with"
 
 SYNC_V1 = f"""
 CREATE TABLE sync_ops (
@@ -34,6 +34,8 @@ CREATE TABLE sync_ops (
     other         TEXT NOT NULL DEFAULT '',
     emptied       INTEGER NOT NULL DEFAULT 0,
     details       TEXT NOT NULL DEFAULT '',   -- STORE: the rest of the crystal, as the export writes it
+    model         TEXT NOT NULL DEFAULT '',   -- VECTOR: the embedder's id
+    vector        BLOB,                       -- VECTOR: float32
     PRIMARY KEY (device, seq)
 );
 CREATE INDEX sync_ops_target ON sync_ops (target);

@@ -34,6 +34,7 @@ PROTOCOL = "/bitterbot/devices-sync/1"
 NONCE_BYTES = 16
 MAX_AUTHORS = 256  # authors in a vector: members come and go, their operations stay
 MAX_ID_CHARS = 128
+MAX_VECTOR_BYTES = 16_384  # 4,096 float32 dimensions
 MAX_DETAILS_CHARS = 64_000  # a STORE's details: its context (4,000 at most), tags, source, times
 
 
@@ -200,19 +201,20 @@ def op_wire(op: Operation) -> list[Any]:
     s = op.stamp
     return [
         op.device, op.seq, s.wall_ms, s.counter, s.device, op.speaker.value, op.change.value, op.target, op.text,
-        op.semantic_type, op.scope, op.held, op.other, op.emptied, op.details,
+        op.semantic_type, op.scope, op.held, op.other, op.emptied, op.details, op.model, op.vector,
     ]  # fmt: skip
 
 
 def op_from_wire(row: object) -> Operation:
-    if not (isinstance(row, list) and len(row) == 15):
-        raise SyncRefused("an operation is not a list of 15 fields")
+    if not (isinstance(row, list) and len(row) == 17):
+        raise SyncRefused("an operation is not a list of 17 fields")
     (device, seq, wall, counter, stamp_device, speaker, change, target, text, stype, scope, held, other, emptied,
-     details) = row  # fmt: skip
+     details, model, vector) = row  # fmt: skip
     for name, value, most in (
         ("device", device, MAX_ID_CHARS), ("stamp device", stamp_device, MAX_ID_CHARS),
         ("target", target, MAX_ID_CHARS), ("other", other, MAX_ID_CHARS), ("text", text, MAX_TEXT_CHARS),
         ("type", stype, 64), ("scope", scope, 64), ("details", details, MAX_DETAILS_CHARS),
+        ("model", model, MAX_ID_CHARS),
     ):  # fmt: skip
         if not isinstance(value, str) or len(value) > most:
             raise SyncRefused(f"an operation's {name} is not a string of at most {most} characters")
@@ -220,10 +222,12 @@ def op_from_wire(row: object) -> Operation:
         raise SyncRefused("an operation's number or stamp is malformed")
     if not (isinstance(held, bool) and isinstance(emptied, bool)) or not device or not target:
         raise SyncRefused("an operation's flags or ids are malformed")
+    if not isinstance(vector, bytes) or len(vector) > MAX_VECTOR_BYTES or len(vector) % 4:
+        raise SyncRefused(f"an operation's vector is not float32 bytes of at most {MAX_VECTOR_BYTES}")
     try:
         return Operation(
             device, seq, Stamp(wall, counter, stamp_device), Speaker(speaker), Change(change), target, text, stype,
-            scope, held, other, emptied, details,
+            scope, held, other, emptied, details, model, vector,
         )  # fmt: skip
     except ValueError as exc:
         raise SyncRefused(f"an operation names an unknown speaker or change: {exc}") from None

@@ -16,6 +16,8 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
+from memory.retrieval.query import SearchMode, SearchRequest
+from memory.retrieval.search import search
 from memory.sync.replica import Replica
 from memory.sync.schema import SYNC_SCHEMA
 from memory.sync.settings import SyncSettings
@@ -73,7 +75,8 @@ async def test_a_change_reaches_every_member_in_small_answers(trio_of_devices: t
     ids = [await a.remember(f"Note number {i} about the garden") for i in range(30)]
     await a.syncer.replica.write_down()
     pulled = await b.syncer.pull(a.group.peer_id)
-    assert pulled.taken == 30 and pulled.asks >= 5  # 7 operations an answer: cut short, asked again
+    # 30 crystals and their 30 vectors, 7 operations an answer: cut short, asked again
+    assert pulled.taken == 60 and pulled.asks >= 9
     await c.syncer.pull(b.group.peer_id)  # a's words reach c through b
     assert all([await c.has(i) for i in ids])
     report = await c.syncer.report()
@@ -148,3 +151,24 @@ async def test_the_loop_brings_a_change_to_an_online_member(trio_of_devices: tup
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_device_that_does_not_embed_searches_as_the_one_that_did(
+    trio_of_devices: tuple[Line, list[Device]],
+) -> None:
+    _, (a, b, _) = trio_of_devices
+    for text in ("Ana plays the cello", "The cat sleeps on the radiator", "Tuesday is recycling day",
+                 "Ana's cello lesson moved to Friday", "We owe Marco forty euros"):  # fmt: skip
+        await a.remember(text)
+    await a.syncer.replica.write_down()
+    await b.syncer.pull(a.group.peer_id)
+    # b never embedded (its backlog never ran): every vector came from a
+    assert await b.store.backlog_size() == 0
+    found = 0
+    for query in ("cello", "who plays music", "money we owe", "bins", "Ana lesson Friday"):
+        for mode in (SearchMode.HYBRID, SearchMode.VECTOR):
+            here = [h.crystal.id for h in await search(a.store, SearchRequest(query=query, mode=mode))]
+            there = [h.crystal.id for h in await search(b.store, SearchRequest(query=query, mode=mode))]
+            assert here == there, (query, mode)
+            found += len(here)
+    assert found >= 5
