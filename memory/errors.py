@@ -20,7 +20,8 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
     ├── AlreadyInGroup      a join asked of a device that is in a group already (400)
     ├── NotInGroup          a change of a group asked of a device in none (400)
     ├── DeviceNotFound      no member of the group has that peer id or name (404)
-    └── PairingRefused      the inviting device refused the join, with its reason (400)
+    ├── PairingRefused      the inviting device refused the join, with its reason (400)
+    └── DevicesOffline      pairing needs the node's network, which is not running (503)
 """
 
 from __future__ import annotations
@@ -168,3 +169,8 @@ class PairingRefused(DevicesError, Invalid):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
         self.reason = reason
+
+
+class DevicesOffline(DevicesError, Unavailable):
+    def __init__(self) -> None:
+        super().__init__("pairing needs this node's p2p network, which is not running ([p2p] enabled, and started)")
