@@ -98,8 +98,10 @@ class PairingDesk:
         holds = proof_holds(live.code.secret, self._identity.peer_id, peer_id, request.nonce, request.proof)
         attempts = self._settings.pairing_code_attempts
         if live.used_by is not None:
-            if holds and live.used_by == request.public_key:
-                return self._admit(request)  # its first answer was lost: the same answer again
+            view = self._keeper.view()
+            if holds and live.used_by == request.public_key and view is not None and view.members.has(live.used_by):
+                # its first answer was lost: the same group again (never to a device removed since)
+                return Admitted(view.members.pack(), self._keeper.sealed_keys_for(live.used_by))
             return Refused(Refusal.USED) if holds else Refused(Refusal.WRONG_CODE)
         if live.wrong_proofs >= attempts:
             return Refused(Refusal.BURNT) if holds else Refused(Refusal.WRONG_CODE)
@@ -111,14 +113,13 @@ class PairingDesk:
             return Refused(Refusal.BURNT) if left == 0 else Refused(Refusal.WRONG_CODE, left)
         return self._admit(request, live)
 
-    def _admit(self, request: JoinRequest, live: OpenCode | None = None) -> Admitted | Refused:
+    def _admit(self, request: JoinRequest, live: OpenCode) -> Admitted | Refused:
         view = self._keeper.view()
         if view is None or not view.members.has(request.public_key):
             try:
                 view = self._keeper.admit(Member(request.public_key, request.name), self._my_name)
             except DeviceGroupError:
                 return Refused(Refusal.FULL)
-        if live is not None:
-            live.used_by = request.public_key
-            log.info("devices.admitted", peer=peer_id_from_ed25519(request.public_key), version=view.members.version)
+        live.used_by = request.public_key
+        log.info("devices.admitted", peer=peer_id_from_ed25519(request.public_key), version=view.members.version)
         return Admitted(view.members.pack(), self._keeper.sealed_keys_for(request.public_key))

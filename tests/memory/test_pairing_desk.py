@@ -58,6 +58,8 @@ def test_a_code_joins_one_device_and_its_answer_opens_there(desk: PairingDesk, t
     assert ask(desk, pi, code.secret) == Refused(Refusal.USED)  # the code again, by another device
     again = ask(desk, desktop, code.secret)  # the same device again (its answer was lost): the same group
     assert isinstance(again, Admitted) and again.member_list == answer.member_list
+    desk._keeper.remove(desktop.identity.public_key)
+    assert ask(desk, desktop, code.secret) == Refused(Refusal.USED)  # removed since: the old code no longer joins it
 
 
 def _key(desk: PairingDesk) -> bytes:
