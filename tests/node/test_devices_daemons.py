@@ -26,6 +26,7 @@ from node.paths import NodePaths
 from node.servers.mcp import build_server
 from tests.conftest import clean_env
 from tests.daemons import Node, api_url, listening, wait_for
+from tests.node.dashboard.test_security import Browser
 from tests.node.servers.test_api import Api
 
 DEVICES = ("devices.pair", "devices.join", "devices.list", "devices.remove")
@@ -92,6 +93,12 @@ def test_two_daemons_pair_refuse_bad_codes_and_remove(pair_of_nodes: tuple[Node,
             ("desktop", desktop_id, me == desktop_id, None),
         }
     assert "sync: unknown" in laptop.cli("devices", "list").stdout
+    # the dashboard shows the same group, to the person's session
+    browser = Browser(str(api_url(laptop)))
+    browser.login(str(laptop.json("ui")["url"]))
+    page = browser.request("GET", "/ui/devices")
+    assert page.status == 200 and desktop_id in page.body and "laptop (this device)" in page.body, page.body[-800:]
+    csrf = re.findall(r'name="csrf-token" content="([^"]+)"', page.body)[0]
     refused(desktop.cli("devices", "join", code), "in a device group already")
 
     # removing the desktop: a new epoch without it, and the desktop is told
@@ -103,6 +110,11 @@ def test_two_daemons_pair_refuse_bad_codes_and_remove(pair_of_nodes: tuple[Node,
     assert out["group_id"] is None and out["removed"]["by"] == laptop_id and not out["removed"]["left"]
     # out of the group, the desktop may join again, but not with a code used already
     refused(desktop.cli("devices", "join", code), "was used already")
+
+    # a code opened in the dashboard, with its QR code (a change: the session's CSRF token is needed)
+    assert browser.request("POST", "/ui/devices/pair", {}).status == 403
+    opened = browser.request("POST", "/ui/devices/pair", {"csrf": csrf})
+    assert opened.status == 200 and "<svg" in opened.body and "devices join BBPAIR1-" in opened.body
 
 
 def test_the_agents_token_is_refused_every_devices_route(pair_of_nodes: tuple[Node, Node]) -> None:

@@ -24,7 +24,7 @@ def qr_svg(text: str) -> str:
     """``text`` as an inline SVG QR code (the dashboard's)."""
     import segno
 
-    return str(segno.make(text, error="l", micro=False).svg_inline(scale=4, border=2))
+    return str(segno.make(text, error="l", micro=False).svg_inline(scale=4, border=4, light="#fff"))
 
 
 def paired(doc: dict[str, Any], _: CliView) -> str:
