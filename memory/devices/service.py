@@ -9,11 +9,14 @@ from typing import Any, Protocol
 from crypto.identity import Identity
 from crypto.pairing import MAX_ADDR_CHARS, MAX_ADDRS
 from crypto.peer_id import peer_id_from_ed25519
+from ground.events import get_logger
 from memory.devices.desk import PairingDesk
 from memory.devices.joining import Dialer, join_group
 from memory.devices.keeper import DeviceGroupKeeper
 from memory.devices.news import tell_members
-from memory.errors import DeviceNotFound, DevicesOffline, NotInGroup
+from memory.errors import DeviceNotFound, DevicesOffline, GroupFileCorrupt, NotInGroup
+
+log = get_logger("memory.devices")
 
 #: What the sync loop may tell of a member (``status_of``): in sync, how far behind, last seen.
 StatusOf = Callable[[str], dict[str, Any] | None]
@@ -41,8 +44,24 @@ class DevicesService:
         self._host = host
         #: Filled by the sync loop: a member's sync status by peer id, None when it knows none.
         self.status_of: StatusOf | None = None
+        self._damaged: GroupFileCorrupt | None = None
+
+    def open(self) -> None:
+        """Read the group file. A damaged one does not stop the node (its memory is untouched): this
+        device is in no group until the person moves the file aside, and every command says so."""
+        try:
+            self.keeper.open()
+        except GroupFileCorrupt as exc:
+            log.error("devices.group_file_damaged", path=str(exc.path), detail=exc.detail)
+            self._damaged = exc
+
+    def _usable(self) -> None:
+        if self._damaged is not None and self.keeper.path.exists():
+            raise self._damaged
+        self._damaged = None  # moved aside: start over
 
     def _running(self) -> DeviceHost:
+        self._usable()
         host = self._host()
         if host is None:
             raise DevicesOffline()
@@ -67,6 +86,7 @@ class DevicesService:
 
     async def listing(self) -> dict[str, Any]:
         """Each member: name, peer id, whether it is this device, and what the sync loop knows of it."""
+        self._usable()
         view = self.keeper.view()
         removed = self.keeper.removed()
         open_code = self.desk.is_open()
@@ -95,6 +115,7 @@ class DevicesService:
     async def remove(self, device: str) -> dict[str, Any]:
         """Remove the member whose peer id (or name, when one member has it) is ``device``: a new
         epoch, its key sealed to the rest, and the news sent to every device of the list before."""
+        self._usable()
         view = self.keeper.view()
         if view is None:
             raise NotInGroup()

@@ -34,7 +34,7 @@ class DevicesPart:
         return self._p2p.host
 
     async def start(self) -> None:
-        self.keeper.open()
+        self.service.open()
 
     async def stop(self) -> None:
         """Nothing runs: every change was written to the file when it was made."""

@@ -202,3 +202,28 @@ def test_changes_need_a_group(laptop: Device, desktop: Device) -> None:
     with pytest.raises(NotInGroup):
         laptop.keeper.sealed_keys_for(desktop.identity.public_key)
     assert peer_id_from_ed25519(laptop.identity.public_key) == laptop.identity.peer_id
+
+
+async def test_a_damaged_file_leaves_the_node_in_no_group_and_every_command_says_why(
+    laptop: Device, desktop: Device
+) -> None:
+    from memory.devices.desk import PairingDesk
+    from memory.devices.service import DevicesService
+    from memory.devices.settings import DevicesSettings
+
+    paired(laptop, desktop)
+    desktop.path.write_bytes(desktop.path.read_bytes()[:20])
+    keeper = DeviceGroupKeeper(desktop.identity, desktop.path)
+    service = DevicesService(
+        keeper,
+        PairingDesk(keeper, desktop.identity, DevicesSettings(), "desktop"),
+        desktop.identity,
+        "desktop",
+        lambda: None,
+    )
+    service.open()  # no raise: the node goes on
+    for call in (service.listing(), service.pair(), service.join("BBPAIR1-X-Y", None), service.remove("laptop")):
+        with pytest.raises(GroupFileCorrupt, match="Move the file aside"):
+            await call
+    desktop.path.rename(desktop.path.with_name("group.bin.damaged"))
+    assert (await service.listing())["group_id"] is None  # moved aside: a fresh start
