@@ -34,6 +34,7 @@ class JoinArgs(Request):
         default=None,
         min_length=1,
         max_length=64,
+        pattern=r"^[^\x00-\x1f\x7f]+$",  # shown in terminals: no control character
         description="What to call this device in the group ([node] name if not given).",
     )
 

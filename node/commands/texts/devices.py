@@ -27,6 +27,11 @@ def qr_svg(text: str) -> str:
     return str(segno.make(text, error="l", micro=False).svg_inline(scale=4, border=4, light="#fff"))
 
 
+def _shown(name: str) -> str:
+    """A name as a terminal shows it harmlessly: a control character (an escape sequence) as "?"."""
+    return "".join(c if c.isprintable() else "?" for c in name)
+
+
 def paired(doc: dict[str, Any], _: CliView) -> str:
     return "\n".join(
         [
@@ -53,7 +58,7 @@ def listing(doc: dict[str, Any], _: CliView) -> str:
             sync = member["sync"]
             status = ", ".join(f"{k} {v}" for k, v in sync.items()) if sync else "unknown"
             mark = "  (this device)" if member["this_device"] else ""
-            lines.append(f"  {member['name']:<20} {member['peer_id']}  sync: {status}{mark}")
+            lines.append(f"  {_shown(member['name']):<20} {member['peer_id']}  sync: {status}{mark}")
     if doc["pairing_open_until_ms"] is not None:
         lines.append(f"a pairing code is open until {when(doc['pairing_open_until_ms'])}")
     removed = doc["removed"]

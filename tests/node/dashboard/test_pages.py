@@ -104,3 +104,13 @@ def test_the_devices_page_shows_a_code_as_a_qr_code_and_escapes_names() -> None:
     assert "unknown" in html and ">Leave<" in html
     off = env.get_template("devices.html").render(page="devices", group=None, opened=None, qr=None, csrf="t")
     assert "Pairing needs P2P" in off
+
+
+def test_the_cli_listing_shows_a_name_without_its_escape_sequences() -> None:
+    from node.commands.texts.devices import listing
+
+    member = {"name": "pi\x1b[2J", "peer_id": "12D3KooWx", "this_device": False, "sync": None}
+    doc = {"group_id": "ab" * 16, "version": 2, "epoch": 0, "removed": None, "pairing_open_until_ms": None,
+           "members": [member]}  # fmt: skip
+    text = listing(doc, None)  # type: ignore[arg-type]
+    assert "\x1b" not in text and "pi?[2J" in text and "sync: unknown" in text
