@@ -227,3 +227,24 @@ async def test_a_damaged_file_leaves_the_node_in_no_group_and_every_command_says
             await call
     desktop.path.rename(desktop.path.with_name("group.bin.damaged"))
     assert (await service.listing())["group_id"] is None  # moved aside: a fresh start
+
+
+async def test_news_of_a_change_is_heard_from_members_only(laptop: Device, desktop: Device, pi: Device) -> None:
+    import msgpack
+
+    from memory.devices.news import NewsDesk, pack_news
+
+    paired(laptop, desktop)
+    paired(laptop, pi)
+    desktop.keeper.adopt(laptop.view().members.pack(), {})
+    change = laptop.keeper.remove(pi.identity.public_key)
+    news = pack_news(change.after.pack(), change.sealed[desktop.identity.public_key])
+    desk = NewsDesk(desktop.keeper)
+    stranger = Identity.generate().peer_id
+    assert msgpack.unpackb(await desk.answer(stranger, news))[0] == "refused"  # not a member: not even read
+    assert desktop.view().members.epoch == 0
+    assert msgpack.unpackb(await desk.answer(laptop.identity.peer_id, b"\xc1junk"))[0] == "refused"
+    assert msgpack.unpackb(await desk.answer(laptop.identity.peer_id, news)) == [True]
+    assert desktop.view().members.epoch == 1 and desktop.view().current_key == laptop.view().current_key
+    # the removed pi, once a member, is no longer heard by the desktop
+    assert msgpack.unpackb(await desk.answer(pi.identity.peer_id, news))[0] == "refused"
