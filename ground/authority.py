@@ -68,6 +68,7 @@ class Capability(StrEnum):
     WRITE = "store words of its own and change its own"
     RUN_NODE = "run the node's own machinery (capture, dream, consolidation, connections, its wallet)"
     ADMINISTER = "speak for the node to others (arbitrate disputes, broadcast weather)"
+    MANAGE_DEVICES = "pair, join, list or remove the person's devices (the device group)"
 
 
 C = Capability

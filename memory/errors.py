@@ -14,12 +14,19 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── NotEnabled              a part of memory this store runs without (curiosity): 503
 ├── CaptureFormatError      a conversation to capture is damaged or not in the format named (400)
 ├── FileRefused             a file not read: a symlink, a FIFO or device, or over its size cap (400)
-└── SyncRefused             a change from another device that cannot be taken (too far ahead, not allowed)
+├── SyncRefused             a change from another device that cannot be taken (too far ahead, not allowed)
+└── DevicesError            the person's device group (``memory.devices``)
+    ├── GroupFileCorrupt    the group file cannot be read: the message says how to start over
+    ├── AlreadyInGroup      a join asked of a device that is in a group already (400)
+    ├── NotInGroup          a change of a group asked of a device in none (400)
+    ├── DeviceNotFound      no member of the group has that peer id or name (404)
+    ├── PairingRefused      the inviting device refused the join, with its reason (400)
+    └── DevicesOffline      pairing needs the node's network, which is not running (503)
 """
 
 from __future__ import annotations
 
-from ground.errors import BitterbotError, Invalid, Unavailable
+from ground.errors import BitterbotError, Invalid, NotFound, Unavailable
 
 
 class MemoryError_(BitterbotError):  # trailing underscore: don't shadow the builtin MemoryError
@@ -113,3 +120,57 @@ class FileRefused(MemoryError_, Invalid):
 class SyncRefused(MemoryError_, Invalid):
     """A change from another of the person's devices that this device cannot take: stamped too far
     ahead of its clock, or out of order in its author's sequence."""
+
+
+class DevicesError(MemoryError_):
+    """Base of what the person's device group (``memory.devices``) refuses or cannot read."""
+
+
+class GroupFileCorrupt(DevicesError):
+    """The device group file cannot be read (damaged, cut short, or not this device's). Nothing else
+    is touched: memory stays as it is; the message names the file and how to start over."""
+
+    def __init__(self, path: object, detail: str) -> None:
+        super().__init__(
+            f"the device group file {path} cannot be read ({detail}); this device's memory is untouched. "
+            f"Move the file aside and pair this device again (`devices join` a code from another of your "
+            f"devices, or `devices pair` to start a new group)"
+        )
+        self.path = str(path)
+        self.detail = detail
+
+
+class AlreadyInGroup(DevicesError, Invalid):
+    """This device is in a device group already, so it cannot join another."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this device is in a device group already: remove it from that group first (`devices remove ID` "
+            "on another of its devices, or `devices remove` with this device's own id to leave)"
+        )
+
+
+class NotInGroup(DevicesError, Invalid):
+    """A change of the device group asked of a device that is in none."""
+
+    def __init__(self) -> None:
+        super().__init__("this device is in no device group (`devices pair` starts one, `devices join CODE` joins one)")
+
+
+class DeviceNotFound(DevicesError, NotFound):
+    def __init__(self, given: str) -> None:
+        super().__init__(f"no device of the group is {given!r} (`devices list` shows their peer ids)")
+        self.given = given
+
+
+class PairingRefused(DevicesError, Invalid):
+    """The inviting device refused the join: ``reason`` is one of ``memory.devices.wire.Refusal``'s values."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+class DevicesOffline(DevicesError, Unavailable):
+    def __init__(self) -> None:
+        super().__init__("pairing needs this node's p2p network, which is not running ([p2p] enabled, and started)")

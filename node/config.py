@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ground.settings import Section
 from marketplace.settings import ChainSettings, MarketplaceSettings
+from memory.devices.settings import DevicesSettings
 from memory.setup.settings import (
     CaptureSettings,
     ConsolidationSettings,
@@ -147,6 +148,7 @@ class Config(_Section):
     dream: DreamSettings = Field(default_factory=DreamSettings)
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
+    devices: DevicesSettings = Field(default_factory=DevicesSettings)
     p2p: P2PSettings = Field(default_factory=P2PSettings)
     marketplace: MarketplaceSettings = Field(default_factory=MarketplaceSettings)
     chain: ChainSettings = Field(default_factory=ChainSettings)

@@ -96,6 +96,11 @@ class NodePaths:
         return self.data_dir / "status.json"
 
     @property
+    def device_group_file(self) -> Path:
+        """The person's device group this node is in (``memory.devices.group_file``)."""
+        return self.data_dir / "devices" / "group.bin"
+
+    @property
     def api_token_file(self) -> Path:
         """The agent's bearer token: what an agent beside the node (API, MCP) authenticates with."""
         return self.data_dir / "api.token"

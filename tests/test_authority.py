@@ -46,6 +46,7 @@ def test_only_the_person_directs_overrides_the_person_releases_changes_scope_and
         Capability.SPEND_PAST_CEILING,
         Capability.OPEN_DASHBOARD,
         Capability.ADMINISTER,
+        Capability.MANAGE_DEVICES,  # issue 51: pairing is the person's, never the agent's
     }
     for capability in persons_alone:
         assert [s for s in Speaker if may(s, capability)] == [Speaker.PERSON], capability

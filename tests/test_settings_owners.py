@@ -10,7 +10,7 @@ from node.config import Config
 OWNER = {
     "node": "node", "log": "node", "identity": "node", "api": "node", "doctor": "node",
     "memory": "memory", "hormones": "memory", "consolidation": "memory", "dream": "memory", "capture": "memory",
-    "llm": "memory",
+    "llm": "memory", "devices": "memory",
     "trust": "p2p", "wire": "p2p", "p2p": "p2p",
     "marketplace": "marketplace", "chain": "marketplace",
 }  # fmt: skip

@@ -14,3 +14,8 @@ def skills_group() -> None:
 @click.group("weather")
 def weather_group() -> None:
     """Network cortisol weather: signed by management nodes, obeyed by every node."""
+
+
+@click.group("devices")
+def devices_group() -> None:
+    """Your devices: pair them into one group (the person's alone, never the agent's)."""

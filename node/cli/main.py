@@ -271,11 +271,11 @@ def register_commands() -> click.Group:
     cli.add_command(memory_group)
     from node.cli.backup import backup, restore  # also adds memory export to the memory group
     from node.cli.chain import chain_group
-    from node.cli.groups import skills_group, weather_group
+    from node.cli.groups import devices_group, skills_group, weather_group
     from node.cli.stop import stop
     from node.cli.ui import ui
 
-    for command in (weather_group, skills_group, chain_group, backup, restore, ui, stop):
+    for command in (weather_group, skills_group, devices_group, chain_group, backup, restore, ui, stop):
         cli.add_command(command)
     from node.cli.generated import add_generated
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from node.commands import daemon, market, memory, memory_history, network, skills, working_memory
+from node.commands import daemon, devices, market, memory, memory_history, network, skills, working_memory
 from node.commands.registry import Command, index
 from node.errors import PartOff, UnknownCommand
 
@@ -24,6 +24,7 @@ COMMANDS: dict[str, Command[Any]] = index(
         *skills.LEDGER.commands,
         *skills.SKILLS.commands,
         *network.NETWORK.commands,
+        *devices.DEVICES.commands,
         *market.MARKET.commands,
         *daemon.UI.commands,
     ]

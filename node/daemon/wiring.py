@@ -8,6 +8,7 @@ from typing import Any
 
 from ground.errors import WiringError
 from node.dashboard.web import Dashboard
+from node.parts.devices import DevicesPart
 from node.parts.market import MarketPart
 from node.parts.memory import MemoryPart
 from node.parts.metrics import MetricsPart, NodeMetrics
@@ -44,10 +45,12 @@ def build_parts(
     p2p_details = None
     if ctx.config.p2p.enabled:
         p2p = P2PPart(ctx, supervisor, memory)
+        devices = DevicesPart(ctx, p2p)  # registers pairing with the host before it starts
         market = MarketPart(ctx, supervisor, memory, p2p)
         p2p_details = p2p.details
-        parts += [p2p, market]
-        hosts: dict[str, Any] = {"memory": memory, "p2p": p2p, **market.hosts(), "network": p2p.network}
+        parts += [devices, p2p, market]
+        hosts: dict[str, Any] = {"memory": memory, "p2p": p2p, **market.hosts(), "network": p2p.network,
+                                 "devices": devices.service}  # fmt: skip
     else:  # recording and pricing a skill still work: peers' ratings come from the trust file
         hosts = file_hosts(memory, ctx.config, ctx.paths)
     hosts["node"] = _StatusHost(status)

@@ -267,3 +267,15 @@ async def crystal_action(dashboard: Dashboard, crystal_id: str, action: str, for
     else:
         await dashboard.run("memory.feedback", {"id": crystal_id, "feedback": form.get("feedback")})
     return f"/ui/memory/{crystal_id}"
+
+
+async def devices(dashboard: Dashboard, request: web.Request, opened: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The person's device group, and a pairing code with its QR code right after "Pair a device"."""
+    from node.commands.texts.devices import qr_svg
+
+    return {
+        "page": "devices",
+        "group": await _maybe(dashboard, "devices.list"),  # None: P2P is off, so no pairing
+        "opened": opened,
+        "qr": qr_svg(opened["code"]) if opened else None,
+    }

@@ -118,6 +118,9 @@ class Dashboard:
         add.add_get("/ui/working-memory", self._page(pages.working_memory, "working.html"))
         add.add_get("/ui/network", self._page(pages.network, "network.html"))
         add.add_get("/ui/market", self._page(pages.market, "market.html"))
+        add.add_get("/ui/devices", self._page(pages.devices, "devices.html"))
+        add.add_post("/ui/devices/pair", self._pair)
+        add.add_post("/ui/devices/remove", self._remove_device)
         add.add_get("/ui/live/overview", self._live(pages.live_overview))
 
     async def guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -218,6 +221,16 @@ class Dashboard:
         form = await request.post()
         target = await pages.crystal_action(self, crystal_id, action, {k: _text(v) for k, v in form.items()})
         return _see_other(target)
+
+    async def _pair(self, request: web.Request) -> web.StreamResponse:
+        """The code is shown on this answer only (a reload asks for none): it joins one device."""
+        context = await pages.devices(self, request, await self.run("devices.pair"))
+        return self._render("devices.html", context, request["session"])
+
+    async def _remove_device(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        await self.run("devices.remove", {"device": _text(form.get("device"))})
+        return _see_other("/ui/devices")
 
 
 def _see_other(location: str) -> web.Response:

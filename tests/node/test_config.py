@@ -82,8 +82,8 @@ def test_text_settings_from_the_environment_stay_text() -> None:
         ('[node]\nnmae = "x"\n', "key 'node.nmae': unknown key; valid keys here are: data_dir, name, role"),
         (
             "[nodes]\n",
-            "key 'nodes': unknown key; valid keys here are: api, capture, chain, consolidation, doctor, dream, "
-            "hormones, identity, llm, log, marketplace, memory, node, p2p, trust, wire",
+            "key 'nodes': unknown key; valid keys here are: api, capture, chain, consolidation, devices, doctor, "
+            "dream, hormones, identity, llm, log, marketplace, memory, node, p2p, trust, wire",
         ),
         ('[chain]\nurl = "127.0.0.1:8545"\n', "key 'chain.url': '127.0.0.1:8545' is not an http(s)"),
         (

@@ -82,3 +82,35 @@ def test_the_market_page_says_where_a_bought_skill_went() -> None:
     html = _market_page({**_WALLET, "recent_purchases": [bought]})
     assert 'data-testid="held">held for your review (its seller is not trusted here)' in html
     assert "memory quarantine approve c1" in html
+
+
+def test_the_devices_page_shows_a_code_as_a_qr_code_and_escapes_names() -> None:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from node.commands.texts.devices import qr_svg
+    from node.dashboard import pages
+
+    env = Environment(loader=PackageLoader("node.dashboard", "templates"), autoescape=select_autoescape(default=True))
+    env.filters["when"] = pages.when
+    code = "BBPAIR1-" + "A" * 200 + "-ABCD"
+    member = {"name": "<b>laptop</b>", "peer_id": "12D3KooWx", "this_device": True, "sync": None}
+    group = {"group_id": "ab" * 16, "version": 2, "epoch": 0, "removed": None, "pairing_open_until_ms": NOW,
+             "members": [member]}  # fmt: skip
+    html = env.get_template("devices.html").render(
+        page="devices", group=group, opened={"code": code, "expires_ms": NOW}, qr=qr_svg(code), csrf="t"
+    )
+    assert '<svg width="' in html and f"devices join {code}" in html
+    assert "&lt;b&gt;laptop&lt;/b&gt; (this device)" in html and "<b>laptop" not in html
+    assert "unknown" in html and ">Leave<" in html
+    off = env.get_template("devices.html").render(page="devices", group=None, opened=None, qr=None, csrf="t")
+    assert "Pairing needs P2P" in off
+
+
+def test_the_cli_listing_shows_a_name_without_its_escape_sequences() -> None:
+    from node.commands.texts.devices import listing
+
+    member = {"name": "pi\x1b[2J", "peer_id": "12D3KooWx", "this_device": False, "sync": None}
+    doc = {"group_id": "ab" * 16, "version": 2, "epoch": 0, "removed": None, "pairing_open_until_ms": None,
+           "members": [member]}  # fmt: skip
+    text = listing(doc, None)  # type: ignore[arg-type]
+    assert "\x1b" not in text and "pi?[2J" in text and "sync: unknown" in text

@@ -89,7 +89,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
 def _pages(running: Running) -> list[str]:
     return [
         "/ui/", "/ui/memory?query=safe", f"/ui/memory/{running.crystal}", "/ui/live/overview",
-        "/ui/working-memory", "/ui/network", "/ui/market",
+        "/ui/working-memory", "/ui/network", "/ui/market", "/ui/devices",
     ]  # fmt: skip
 
 

@@ -546,3 +546,23 @@ def test_a_market_without_its_chain_is_unavailable_not_a_bad_request(tmp_path: P
         assert refused.returncode == 2 and "the marketplace has no chain" in refused.stderr
     finally:
         node.stop()
+
+
+def test_the_devices_routes_are_the_persons_alone(api: Api) -> None:
+    """Issue 51: pairing is the person's; the agent's token is refused every devices route."""
+    for method, path, body in (
+        ("POST", "/v1/devices/pair", None),
+        ("POST", "/v1/devices/join", {"code": "BBPAIR1-AAAAAAAA-AAAA"}),
+        ("GET", "/v1/devices", None),
+        ("DELETE", "/v1/devices/laptop", None),
+    ):
+        status, doc = api.call(method, path, body)
+        assert status == 403 and "only the person decides this" in doc["error"], (path, status, doc)
+    status, listed = api.call("GET", "/v1/devices", token=api.owner_token)
+    assert status == 200 and listed["group_id"] is None and listed["members"] == []
+    status, doc = api.call("DELETE", "/v1/devices/laptop", token=api.owner_token)
+    assert status == 400 and "in no device group" in doc["error"], doc
+    status, opened = api.call("POST", "/v1/devices/pair", token=api.owner_token)
+    assert status == 200 and opened["code"].startswith("BBPAIR1-"), opened
+    status, doc = api.call("POST", "/v1/devices/join", {"code": opened["code"]}, token=api.owner_token)
+    assert status == 400 and "this device's own code" in doc["error"], doc
