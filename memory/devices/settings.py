@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ground.settings import Section
+from memory.sync.settings import SyncSettings
 
 
-class DevicesSettings(Section):
+class DevicesSettings(SyncSettings):
     """How long a pairing code lives, how many wrong proofs it survives, and how many join requests
-    the inviting device reads."""
+    the inviting device reads; and how the person's devices keep one memory (``memory.sync``)."""
 
     pairing_code_ttl_s: int = Field(default=600, ge=1, le=86_400)
     """How long a code printed by `devices pair` can be used, in seconds (10 minutes). It is used

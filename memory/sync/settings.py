@@ -33,3 +33,11 @@ class SyncSettings(Section):
     carry_confidential: bool = False
     """Whether secrets (confidential crystals: passwords, keys) travel to the person's other
     devices. By default they stay on the device that stored them."""
+    embeds: bool = True
+    """Whether this device runs the embedding model on its memory. False suits a Pi-class box in
+    a group with a device that embeds: it takes the vectors that device made (they travel with the
+    crystals), and its own new crystals are found by keywords until that device has embedded them
+    and sent their vectors back. A device alone, or in a group where none embeds, keeps true."""
+    share_vectors: bool = True
+    """Whether the vectors this device made travel to the person's other devices (1.5 KiB a
+    crystal with MiniLM), so that they need not embed the same words again."""

@@ -94,6 +94,7 @@ class Syncer:
         self._wake = asyncio.Event()
         self._ask_now: set[str] = set()
         self._pulling: dict[str, asyncio.Lock] = {}
+        self._report: dict[str, dict[str, object]] = {}
 
     # --- answering --------------------------------------------------------------------------
 
@@ -218,13 +219,20 @@ class Syncer:
         return seen is not None and self._now() - seen < 2_000 * self.settings.pull_every_s
 
     async def run(self) -> None:
-        """Until cancelled: read the journal, and meet the members when due or told."""
+        """Until cancelled: read the journal, and meet the members when due or told. The journal
+        runs while this device is in a group (it starts when the device joins, and what it held
+        before is said then) and stops when it leaves or is removed."""
         next_round = 0.0
+        journaling: bool | None = None
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.journal_every_ms / 1000)
             self._wake.clear()
-            if self.group.view() is None:
+            in_group = self.group.view() is not None
+            if in_group != journaling:
+                await (self.replica.start() if in_group else self.replica.stop())
+                journaling, next_round = in_group, 0.0
+            if not in_group:
                 continue
             new = await self.replica.write_down()
             due = time.monotonic() >= next_round
@@ -236,10 +244,16 @@ class Syncer:
                 next_round = time.monotonic() + self.settings.pull_every_s
             if peers:
                 await asyncio.gather(*(self.pull_quietly(p) for p in sorted(peers)))
+            if peers or new or due:
+                await self.report()
 
     def nudge(self) -> None:
         """Read the journal now (a change was just written)."""
         self._wake.set()
+
+    def status_of(self, peer: str) -> dict[str, object] | None:
+        """A member's status as of the last report (``report`` refreshes it)."""
+        return self._report.get(peer)
 
     async def report(self) -> dict[str, dict[str, object]]:
         """Per member: whether it is in sync, how far behind either side is, when it was last seen."""
@@ -261,6 +275,7 @@ class Syncer:
                 "we_lack": behind(s.their_vector, held.vector) if seen else None,
                 "last_error": s.last_error or None,
             }
+        self._report = out
         return out
 
     def _now(self) -> int:

@@ -45,7 +45,7 @@ def build_parts(
     p2p_details = None
     if ctx.config.p2p.enabled:
         p2p = P2PPart(ctx, supervisor, memory)
-        devices = DevicesPart(ctx, p2p)  # registers pairing with the host before it starts
+        devices = DevicesPart(ctx, p2p, memory, supervisor)  # registers its protocols before the host starts
         market = MarketPart(ctx, supervisor, memory, p2p)
         p2p_details = p2p.details
         parts += [devices, p2p, market]

@@ -271,11 +271,14 @@ async def crystal_action(dashboard: Dashboard, crystal_id: str, action: str, for
 
 async def devices(dashboard: Dashboard, request: web.Request, opened: dict[str, Any] | None = None) -> dict[str, Any]:
     """The person's device group, and a pairing code with its QR code right after "Pair a device"."""
-    from node.commands.texts.devices import qr_svg
+    from node.commands.texts.devices import qr_svg, sync_words
 
+    group = await _maybe(dashboard, "devices.list")  # None: P2P is off, so no pairing
+    for member in group["members"] if group else []:
+        member["sync_words"] = sync_words(member["sync"], member["this_device"])
     return {
         "page": "devices",
-        "group": await _maybe(dashboard, "devices.list"),  # None: P2P is off, so no pairing
+        "group": group,
         "opened": opened,
         "qr": qr_svg(opened["code"]) if opened else None,
     }

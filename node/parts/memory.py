@@ -25,6 +25,7 @@ from memory.setup.endpoints import configured_extractor, configured_synthesizer
 from memory.setup.store import close_store, open_store
 from memory.storage.after_embedding import owed_count
 from memory.storage.counts import crystal_total
+from memory.sync.schema import SYNC_SCHEMA
 from node.config import Config
 from node.errors import PartNotRunning
 from node.parts.capture_watch import CaptureWatcher
@@ -32,7 +33,6 @@ from node.parts.dream_lines import emerging_lines, world_lines
 from node.parts.metrics import NodeMetrics
 from node.paths import NodePaths
 from node.runtime.lifecycle import TaskSupervisor
-from memory.sync.schema import SYNC_SCHEMA
 from p2p.schema import P2P_SCHEMA
 
 log = get_logger("node.memory")
@@ -117,7 +117,8 @@ class MemoryPart:
         self.embedding.backlog = int(stats["embedding_backlog"])
         self._supervisor.spawn("memory-warm-vectors", lambda: warm_vectors(store))
         batch, idle_s = self._config.memory.embed_batch, self._config.memory.embedder_idle_s
-        self._supervisor.spawn("memory-embedder", lambda: drain_backlog(lambda: self.store, self.embedding, batch))
+        if self._config.devices.embeds:  # else the vectors come from a device of the person's that embeds
+            self._supervisor.spawn("memory-embedder", lambda: drain_backlog(lambda: self.store, self.embedding, batch))
         embedder = store.embedder
         if isinstance(embedder, HeldModel) and idle_s > 0:
             self._supervisor.spawn("memory-embedder-release", lambda: release_idle_model(embedder, idle_s))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from typing import Any
 
 from node.commands.texts.network import when
@@ -48,6 +49,24 @@ def joined(doc: dict[str, Any], _: CliView) -> str:
     return f"joined the device group ({doc['members']} devices)"
 
 
+def sync_words(sync: dict[str, Any] | None, this_device: bool) -> str:
+    """A member's sync status as the person reads it: in sync, or who lacks how much; last seen."""
+    if this_device:
+        return "-"
+    if not sync:
+        return "unknown"
+    if sync["last_seen_ms"] is None:
+        return "not met yet" + (f" ({sync['last_error']})" if sync.get("last_error") else "")
+    if sync["in_sync"]:
+        state = "in sync"
+    else:
+        state = f"it lacks {sync['they_lack']} changes, this device lacks {sync['we_lack']}"
+    ago = max(0, int(time.time() - sync["last_seen_ms"] / 1000))
+    seen = f"last seen {ago} s ago" if ago < 120 else f"last seen {when(sync['last_seen_ms'])}"
+    error = f"; last try: {sync['last_error']}" if sync.get("last_error") else ""
+    return f"{state}, {seen}{error}"
+
+
 def listing(doc: dict[str, Any], _: CliView) -> str:
     lines = []
     if doc["group_id"] is None:
@@ -55,8 +74,7 @@ def listing(doc: dict[str, Any], _: CliView) -> str:
     else:
         lines.append(f"device group {doc['group_id'][:12]}  version {doc['version']}  epoch {doc['epoch']}")
         for member in doc["members"]:
-            sync = member["sync"]
-            status = ", ".join(f"{k} {v}" for k, v in sync.items()) if sync else "unknown"
+            status = sync_words(member["sync"], member["this_device"])
             mark = "  (this device)" if member["this_device"] else ""
             lines.append(f"  {_shown(member['name']):<20} {member['peer_id']}  sync: {status}{mark}")
     if doc["pairing_open_until_ms"] is not None:

@@ -93,15 +93,16 @@ def test_the_devices_page_shows_a_code_as_a_qr_code_and_escapes_names() -> None:
     env = Environment(loader=PackageLoader("node.dashboard", "templates"), autoescape=select_autoescape(default=True))
     env.filters["when"] = pages.when
     code = "BBPAIR1-" + "A" * 200 + "-ABCD"
-    member = {"name": "<b>laptop</b>", "peer_id": "12D3KooWx", "this_device": True, "sync": None}
+    member = {"name": "<b>laptop</b>", "peer_id": "12D3KooWx", "this_device": True, "sync_words": "-"}
+    other = {"name": "pi", "peer_id": "12D3KooWy", "this_device": False, "sync_words": "it lacks 3 changes <x>"}
     group = {"group_id": "ab" * 16, "version": 2, "epoch": 0, "removed": None, "pairing_open_until_ms": NOW,
-             "members": [member]}  # fmt: skip
+             "members": [member, other]}  # fmt: skip
     html = env.get_template("devices.html").render(
         page="devices", group=group, opened={"code": code, "expires_ms": NOW}, qr=qr_svg(code), csrf="t"
     )
     assert '<svg width="' in html and f"devices join {code}" in html
     assert "&lt;b&gt;laptop&lt;/b&gt; (this device)" in html and "<b>laptop" not in html
-    assert "unknown" in html and ">Leave<" in html
+    assert "it lacks 3 changes &lt;x&gt;" in html and ">Leave<" in html and ">Remove<" in html
     off = env.get_template("devices.html").render(page="devices", group=None, opened=None, qr=None, csrf="t")
     assert "Pairing needs P2P" in off
 
