@@ -251,6 +251,9 @@ class Syncer:
         """Read the journal now (a change was just written)."""
         self._wake.set()
 
+    def last_report(self) -> dict[str, dict[str, object]]:
+        return dict(self._report)
+
     def status_of(self, peer: str) -> dict[str, object] | None:
         """A member's status as of the last report (``report`` refreshes it)."""
         return self._report.get(peer)

@@ -58,6 +58,7 @@ def build_parts(
         p2p=p2p_details,
         store=lambda: memory.store,
         restarts=lambda: {name: h.restarts for name, h in supervisor.health().items()},
+        devices=(lambda: devices.syncer.last_report() if devices.syncer else {}) if ctx.config.p2p.enabled else None,
     )
     parts.append(MetricsPart(metrics, supervisor.spawn))
     parts.append(ControlServer(ctx.paths.control_socket, lambda: hosts))

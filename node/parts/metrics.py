@@ -10,6 +10,7 @@ query; a scrape must not wait on it).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -63,12 +64,14 @@ class NodeMetrics(Collector):
         p2p: Callable[[], dict[str, Any]] | None,
         store: Callable[[], MemoryStore | None],
         restarts: Callable[[], dict[str, int]] | None = None,
+        devices: Callable[[], dict[str, dict[str, Any]]] | None = None,
     ) -> None:
         """Where the scrape reads from: the p2p part's details, the store, and the restarts of the
         background tasks by name (the supervisor's)."""
         self._p2p = p2p
         self._store = store
         self._restarts = restarts
+        self._devices = devices
 
     def observe_api_request(self, command: str, status: int) -> None:
         self.api_requests.labels(command, str(status)).inc()
@@ -98,6 +101,31 @@ class NodeMetrics(Collector):
             "unreadable": len(errors) if isinstance(errors, dict) else 0,
         }
         self._counts = counts
+
+    def _device_metrics(self) -> Iterator[Metric]:
+        """Per member of the person's device group (``memory.sync``): in sync, who lacks how much,
+        and how long since it was last seen."""
+        report = self._devices() if self._devices else {}
+        in_sync = GaugeMetricFamily(
+            "bitterbot_device_in_sync", "1 when a paired device holds this device's state exactly.", labels=["peer"]
+        )
+        they = GaugeMetricFamily(
+            "bitterbot_device_lacks", "Changes of this device's a paired device lacks.", labels=["peer"]
+        )
+        we = GaugeMetricFamily(
+            "bitterbot_device_ahead", "Changes a paired device holds that this device lacks.", labels=["peer"]
+        )
+        seen = GaugeMetricFamily(
+            "bitterbot_device_last_seen_seconds", "Seconds since a paired device was last heard.", labels=["peer"]
+        )
+        now_ms = time.time() * 1000
+        for peer, status in sorted(report.items()):
+            in_sync.add_metric([peer], 1.0 if status.get("in_sync") else 0.0)
+            if status.get("last_seen_ms") is not None:
+                they.add_metric([peer], float(status.get("they_lack") or 0))
+                we.add_metric([peer], float(status.get("we_lack") or 0))
+                seen.add_metric([peer], max(0.0, (now_ms - float(status["last_seen_ms"])) / 1000))
+        yield from (in_sync, they, we, seen)
 
     def collect(self) -> Iterable[Metric]:
         return list(self._collect())
@@ -132,6 +160,7 @@ class NodeMetrics(Collector):
         for state, n in sorted(self._counts["sales"].items()):
             sales.add_metric([state], n)
         yield sales
+        yield from self._device_metrics()
         restarts = CounterMetricFamily(
             "bitterbot_task_restarts", "Background tasks restarted after a failure, by task (see status).",
             labels=["task"],
