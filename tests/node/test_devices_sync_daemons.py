@@ -135,7 +135,7 @@ def test_a_device_killed_in_the_middle_of_a_sync_catches_up(three: tuple[Node, N
 
 
 def test_an_erasure_reaches_every_device_file(three: tuple[Node, Node, Node]) -> None:
-    laptop, desktop, pi = three
+    _, desktop, pi = three
     crystal_id = add(desktop, "The kids named the new hamster periwinkle-zebra-42")
     for node in three:
         wait_for(lambda n=node: holds(n, crystal_id), 30, f"the words on {node.data.name}")  # type: ignore[misc]
