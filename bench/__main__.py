@@ -36,6 +36,7 @@ BENCHMARKS = {
     "footprint": "bench.node.footprint",
     "fuzz": "bench.fuzz.campaign",
     "soak": "bench.soak.run",
+    "sync": "bench.memory.sync",
 }
 #: Left out of a full run of all (hours long): run it by name. A quick run of all includes it.
 BY_NAME_ONLY = {"soak"}

@@ -24,8 +24,8 @@ from memory.storage.embedding import store_vectors
 from memory.storage.row_writes import insert_indexed, write_transitions
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.vectors import VectorIndex
-from memory.sync.image import loads
-from memory.sync.journal import current_image
+from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images, select_in
+from memory.sync.journal import image_of
 from memory.sync.merge import CrystalState, fold
 from memory.sync.operations import Change, Operation
 from memory.sync.rows import keep, ops_about
@@ -80,103 +80,119 @@ async def apply_batch(
     touched = {op.target for op in kept.new}
     after_ops = await ops_about(db, touched)
     after = fold(after_ops)
-    stores = {
-        op.target: op for op in sorted(after_ops, key=lambda o: o.stamp, reverse=True) if op.change.value == "store"
-    }
-    for target in touched:
+    by_stamp = sorted(after_ops, key=lambda o: o.stamp, reverse=True)
+    stores = {op.target: op for op in by_stamp if op.change is Change.STORE}  # the least stamp counts
+    here = await crystals_of(db, touched)
+    fresh: list[tuple[Crystal, CrystalState, Operation]] = []
+    changed: list[tuple[CrystalState, CrystalState]] = []
+    for target in sorted(touched):
         if target in after.erased and target not in before.erased:
             done.to_erase.append(target)
             continue
         new = after.crystals.get(target)
         if new is None:
             continue
-        await _project(db, before.crystals.get(target), new, stores.get(target), now_ms, done)
-    if space is not None:
-        newest = {op.target: op for op in sorted(kept.new, key=lambda o: o.stamp) if op.change is Change.VECTOR}
-        for op in newest.values():
-            done.vectors += await _take_vector(db, space, op)
+        if target in here:
+            old = before.crystals.get(target)
+            if old is not None and old != new:
+                changed.append((old, new))
+                done.changed += 1
+            continue
+        store_op = stores.get(target)
+        if store_op is None:
+            continue
+        try:
+            fresh.append((_crystal_of(store_op, new), new, store_op))
+        except DamagedRecord:
+            done.damaged += 1
+    created = await _insert(db, fresh, now_ms, done)
+    for crystal, new, store_op in created:
+        changed.append((_as_stored(crystal.id, store_op), new))
+    for old, new in changed:
+        await _write_fields(db, old, new, now_ms)
+    written = {new.id for _, new in changed}
+    taken = await _take_vectors(db, space, kept.new) if space is not None else {}
+    done.vectors = len(taken)
+    await _keep_images(db, written | set(taken), taken)
+    await forget_marks(db, sorted(written | set(taken)))
     return done
 
 
-async def _take_vector(db: aiosqlite.Connection, space: VectorIndex, op: Operation) -> int:
-    """Another device's vector of a crystal's words, if it is of this device's embedder and the
-    words are still the ones it embedded: this device need not embed them."""
-    if op.model != space.embedder_id or len(op.vector) != 4 * space.dim or op.emptied:
-        return 0
-    async with db.execute(
-        "SELECT rowid, embedded_with FROM crystals WHERE id = ? AND content_hash = ?", (op.target, op.details)
-    ) as cursor:
-        row = await cursor.fetchone()
-    if row is None or row[1] == op.model:
-        return 0
-    rowid = int(row[0])
-    previous = {rowid: str(row[1])} if row[1] is not None else {}
-    vector = np.frombuffer(op.vector, dtype="<f4")
-    await store_vectors(op.model, space, db, [(rowid, op.target, vector)], previous, owe=True)
-    await _keep_image(db, op.target, vector_model=op.model)
-    await db.execute("DELETE FROM sync_dirty WHERE crystal_id = ?", (op.target,))
-    return 1
+def _as_stored(crystal_id: str, store_op: Operation) -> CrystalState:
+    """A crystal as its STORE alone says it is (what a new row holds before the rest is written)."""
+    return CrystalState(
+        crystal_id, store_op.speaker, store_op.text, store_op.semantic_type, store_op.scope, False, False, None,
+        "held" if store_op.held else "", (),
+    )  # fmt: skip
 
 
-async def _keep_image(db: aiosqlite.Connection, crystal_id: str, *, vector_model: str | None = None) -> None:
-    """Take the crystal's image again from its row (what was written is not said back), keeping
-    which vector sync said or took unless ``vector_model`` names a new one."""
-    now = await current_image(db, crystal_id)
-    if now is None:
-        return
-    async with db.execute("SELECT image FROM sync_image WHERE crystal_id = ?", (crystal_id,)) as cursor:
-        row = await cursor.fetchone()
-    kept = vector_model if vector_model is not None else (loads(row[0]).vector_model if row is not None else "")
-    await db.execute(
-        "INSERT INTO sync_image (crystal_id, image) VALUES (?, ?) "
-        "ON CONFLICT(crystal_id) DO UPDATE SET image = excluded.image",
-        (crystal_id, replace(now[1], vector_model=kept).dumps()),
+async def _insert(
+    db: aiosqlite.Connection, fresh: list[tuple[Crystal, CrystalState, Operation]], now_ms: int, done: Applied
+) -> list[tuple[Crystal, CrystalState, Operation]]:
+    """New crystals in, but not words this device holds already under its own id."""
+    if not fresh:
+        return []
+    hashes = [c.content_hash for c, _, _ in fresh]
+    held = {
+        str(r[0])
+        for r in await select_in(db, "SELECT content_hash FROM crystals WHERE content_hash IN ({marks})", hashes)
+    }
+    kept: list[tuple[Crystal, CrystalState, Operation]] = []
+    for item in fresh:
+        if item[0].content_hash in held:
+            done.duplicates += 1
+        else:
+            held.add(item[0].content_hash)
+            kept.append(item)
+    await insert_indexed(db, RESTORE_SQL, [restore_params(readmit(c)) for c, _, _ in kept])
+    await db.executemany(
+        "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
+        "VALUES (?, NULL, ?, 'said on another of the person''s devices', ?, ?)",
+        [(c.id, c.lifecycle.value, ACTOR, now_ms) for c, _, _ in kept],
     )
+    await db.executemany(
+        _HOLD_SQL, [(c.id, c.content_hash, c.source or "peer", now_ms) for c, _, op in kept if op.held]
+    )
+    done.created += len(kept)
+    return kept
 
 
-async def _project(
-    db: aiosqlite.Connection,
-    old: CrystalState | None,
-    new: CrystalState,
-    store_op: Operation | None,
-    now_ms: int,
-    done: Applied,
-) -> None:
-    held = await current_image(db, new.id)
-    if held is None:
-        if store_op is None:
-            return
-        try:
-            crystal = _crystal_of(store_op, new)
-        except DamagedRecord:
-            done.damaged += 1
-            return
-        async with db.execute("SELECT 1 FROM crystals WHERE content_hash = ?", (crystal.content_hash,)) as c:
-            if await c.fetchone() is not None:
-                done.duplicates += 1
-                return
-        await insert_indexed(db, RESTORE_SQL, [restore_params(readmit(crystal))])
-        await db.execute(
-            "INSERT INTO audit_log (crystal_id, from_state, to_state, reason, actor, ts_ms) "
-            "VALUES (?, NULL, ?, 'said on another of the person''s devices', ?, ?)",
-            (crystal.id, crystal.lifecycle.value, ACTOR, now_ms),
-        )
-        if store_op.held:
-            await db.execute(
-                _HOLD_SQL,
-                (crystal.id, crystal.content_hash, crystal.source or "peer", now_ms),
-            )
-        done.created += 1
-        old = CrystalState(
-            new.id, store_op.speaker, store_op.text, store_op.semantic_type, store_op.scope, False, False, None,
-            "held" if store_op.held else "", (),
-        )  # fmt: skip
-    else:
-        done.changed += 1
-    assert old is not None
-    await _write_fields(db, old, new, now_ms)
-    await _keep_image(db, new.id)
-    await db.execute("DELETE FROM sync_dirty WHERE crystal_id = ?", (new.id,))
+async def _take_vectors(db: aiosqlite.Connection, space: VectorIndex, ops: Sequence[Operation]) -> dict[str, str]:
+    """Other devices' vectors of crystals' words, where they are of this device's embedder and the
+    words are still the ones embedded: this device need not embed them. By crystal id, the model."""
+    newest = {op.target: op for op in sorted(ops, key=lambda o: o.stamp) if op.change is Change.VECTOR}
+    usable = {
+        t: op
+        for t, op in newest.items()
+        if op.model == space.embedder_id and len(op.vector) == 4 * space.dim and not op.emptied
+    }
+    if not usable:
+        return {}
+    sql = "SELECT id, rowid, content_hash, embedded_with FROM crystals WHERE id IN ({marks})"
+    rows = await select_in(db, sql, usable)
+    embedded = [
+        (int(rowid), str(cid), np.frombuffer(usable[cid].vector, dtype="<f4"))
+        for cid, rowid, chash, model in rows
+        if chash == usable[cid].details and model != space.embedder_id
+    ]
+    previous = {int(rowid): str(model) for _, rowid, _, model in rows if model is not None}
+    await store_vectors(space.embedder_id, space, db, embedded, previous, owe=True)
+    return {cid: space.embedder_id for _, cid, _ in embedded}
+
+
+async def _keep_images(db: aiosqlite.Connection, ids: set[str], vector_models: dict[str, str]) -> None:
+    """Take the crystals' images again from their rows (what was written here is not said back),
+    keeping which vector sync said or took unless a new one was taken now."""
+    if not ids:
+        return
+    rows = await crystals_of(db, ids)
+    reviews = await reviews_of(db, rows)
+    images = await images_of(db, rows)
+    fresh = {}
+    for cid, crystal in rows.items():
+        kept = vector_models.get(cid, images[cid].vector_model if cid in images else "")
+        fresh[cid] = replace(image_of(crystal, reviews.get(cid)), vector_model=kept)
+    await save_images(db, fresh)
 
 
 async def _write_fields(db: aiosqlite.Connection, old: CrystalState, new: CrystalState, now: int) -> None:

@@ -10,6 +10,7 @@ operation. Who said each change comes from the row (the words' speaker) or its a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import aiosqlite
@@ -19,8 +20,9 @@ from memory.model import Crystal, Lifecycle, Lifespan
 from memory.storage.row_writes import crystal_any
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.vectors import float_table_of
+from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images, select_in
 from memory.sync.clock import HybridClock
-from memory.sync.image import Image, drafts, loads
+from memory.sync.image import Image, drafts
 from memory.sync.operations import Change, Operation
 from memory.sync.rows import append_own, empty_words
 from memory.transfer.records import crystal_fields
@@ -124,100 +126,96 @@ async def write_down(
         marked = [str(r[0]) for r in await cursor.fetchall()]
     async with db.execute("SELECT coalesce(max(seq), 0) FROM sync_ops WHERE device = ?", (device,)) as cursor:
         seq = int((await cursor.fetchone() or (0,))[0])
+    befores = await images_of(db, marked)
+    rows = await crystals_of(db, marked)
+    reviews = await reviews_of(db, rows)
+    vectors = await _vectors_to_say(db, [c for c in rows.values() if carried.vectors and c.embedded_with], befores)
     ops: list[Operation] = []
+    images: dict[str, Image] = {}
+    gone: list[str] = []
     for crystal_id in marked:
-        async with db.execute("SELECT image FROM sync_image WHERE crystal_id = ?", (crystal_id,)) as cursor:
-            row = await cursor.fetchone()
-        before = loads(row[0]) if row is not None else None
-        now = await current_image(db, crystal_id)
-        if before is None and (now is None or not carried.carries(now[0])):
+        before = befores.get(crystal_id)
+        crystal = rows.get(crystal_id)
+        if before is None and (crystal is None or not carried.carries(crystal)):
             continue
-        actor, reason = await _last_actor(db, crystal_id)
-        erased = now is None and reason.startswith("erased:") and not await _erased_already(db, crystal_id)
-        for draft in drafts(before, now[1] if now else None, actor=speaker_of_actor(actor), erased=erased):
+        after = image_of(crystal, reviews.get(crystal_id)) if crystal is not None else None
+        actor, erased = Speaker.NODE, False
+        if before is not None or crystal is None or _decided(after):
+            who, reason = await _last_actor(db, crystal_id)
+            actor = speaker_of_actor(who)
+            erased = crystal is None and reason.startswith("erased:") and not await _erased_already(db, crystal_id)
+        for draft in drafts(before, after, actor=actor, erased=erased):
             seq += 1
-            details = details_of(now[0]) if draft.change is Change.STORE and now else ""
+            details = details_of(crystal) if draft.change is Change.STORE and crystal is not None else ""
             ops.append(
                 Operation(
-                    device,
-                    seq,
-                    clock.tick(),
-                    draft.speaker,
-                    draft.change,
-                    crystal_id,
-                    draft.text,
-                    draft.semantic_type,
-                    draft.scope,
-                    draft.held,
-                    draft.other,
-                    details=details,
+                    device, seq, clock.tick(), draft.speaker, draft.change, crystal_id, draft.text,
+                    draft.semantic_type, draft.scope, draft.held, draft.other, details=details,
                 )
-            )
-        if now is not None:
-            now, said = await _vector_said(db, device, clock, carried, before, now, seq + 1)
-            if said is not None:
+            )  # fmt: skip
+        if crystal is None or after is None:
+            gone.append(crystal_id)
+            continue
+        said = before.vector_model if before is not None else ""
+        model = crystal.embedded_with or ""
+        if carried.vectors and model and model != said:
+            vector = vectors.get(crystal_id)
+            if vector is not None:
                 seq += 1
-                ops.append(said)
-        if now is None:
-            await db.execute("DELETE FROM sync_image WHERE crystal_id = ?", (crystal_id,))
-        else:
-            await db.execute(
-                "INSERT INTO sync_image (crystal_id, image) VALUES (?, ?) "
-                "ON CONFLICT(crystal_id) DO UPDATE SET image = excluded.image",
-                (crystal_id, now[1].dumps()),
-            )
+                ops.append(
+                    Operation(
+                        device, seq, clock.tick(), Speaker.NODE, Change.VECTOR, crystal_id,
+                        details=crystal.content_hash, model=model, vector=vector,
+                    )
+                )  # fmt: skip
+            said = model
+        images[crystal_id] = replace(after, vector_model=said)
+    await save_images(db, images)
+    await db.executemany("DELETE FROM sync_image WHERE crystal_id = ?", [(c,) for c in gone])
     await append_own(db, ops)
     for op in ops:
         if op.change is Change.ERASE:
             await empty_words(db, op.target)
-    await db.executemany("DELETE FROM sync_dirty WHERE crystal_id = ?", [(c,) for c in marked])
+    await forget_marks(db, marked)
     return Written(ops, len(marked))
 
 
-async def _vector_said(
-    db: aiosqlite.Connection,
-    device: str,
-    clock: HybridClock,
-    carried: Carried,
-    before: Image | None,
-    now: tuple[Crystal, Image],
-    seq: int,
-) -> tuple[tuple[Crystal, Image], Operation | None]:
-    """The crystal's vector as an operation of this device (numbered ``seq``), if this device
-    embedded its words and no device has said that vector yet; and the image that records it."""
-    crystal, image = now
-    said = before.vector_model if before is not None else ""
-    model = crystal.embedded_with or ""
-    if not carried.vectors or not model or model == said:
-        return (crystal, replace(image, vector_model=said)), None
-    vector = await _vector_to_say(db, crystal, model)
-    image = replace(image, vector_model=model)
-    if vector is None:
-        return (crystal, image), None
-    op = Operation(
-        device, seq, clock.tick(), Speaker.NODE, Change.VECTOR, crystal.id,
-        details=crystal.content_hash, model=model, vector=vector,
-    )  # fmt: skip
-    return (crystal, image), op
+def _decided(image: Image | None) -> bool:
+    """Whether a crystal new to sync carries changes someone made (whose speaker the audit names)."""
+    return image is not None and (
+        image.forgotten or bool(image.superseded_by) or image.review in ("released", "rejected")
+    )
 
 
-async def _vector_to_say(db: aiosqlite.Connection, crystal: Crystal, model: str) -> bytes | None:
-    """The crystal's vector in ``model``'s space, unless a device said it already for these words."""
-    async with db.execute(
-        "SELECT 1 FROM sync_ops WHERE target = ? AND change = 'vector' AND model = ? AND details = ? LIMIT 1",
-        (crystal.id, model, crystal.content_hash),
-    ) as cursor:
-        if await cursor.fetchone() is not None:
-            return None
-    try:
-        async with db.execute(
-            f"SELECT v.embedding FROM {float_table_of(model)} v JOIN crystals c ON c.rowid = v.rowid WHERE c.id = ?",
-            (crystal.id,),
-        ) as cursor:
-            row = await cursor.fetchone()
-    except aiosqlite.OperationalError:  # no such space here (the embedder changed since)
-        return None
-    return bytes(row[0]) if row is not None else None
+async def _vectors_to_say(
+    db: aiosqlite.Connection, crystals: list[Crystal], befores: Mapping[str, Image]
+) -> dict[str, bytes]:
+    """The vectors of crystals this device embedded whose vector sync has not said: by crystal id,
+    unless some device said that vector of these words already."""
+    wanted = [
+        c for c in crystals if c.embedded_with and c.embedded_with != getattr(befores.get(c.id), "vector_model", "")
+    ]
+    if not wanted:
+        return {}
+    said = {
+        (str(r[0]), str(r[1]), str(r[2]))
+        for r in await select_in(
+            db, "SELECT target, model, details FROM sync_ops WHERE change = 'vector' AND target IN ({marks})",
+            [c.id for c in wanted],
+        )
+    }  # fmt: skip
+    out: dict[str, bytes] = {}
+    for model in {c.embedded_with for c in wanted if c.embedded_with}:
+        ids = [c.id for c in wanted if c.embedded_with == model and (c.id, model, c.content_hash) not in said]
+        try:
+            rows = await select_in(
+                db, f"SELECT c.id, v.embedding FROM {float_table_of(model)} v JOIN crystals c ON c.rowid = v.rowid "
+                "WHERE c.id IN ({marks})", ids,
+            )  # fmt: skip
+        except aiosqlite.OperationalError:  # no such space here (the embedder changed since)
+            continue
+        out.update({str(r[0]): bytes(r[1]) for r in rows})
+    return out
 
 
 async def _erased_already(db: aiosqlite.Connection, crystal_id: str) -> bool:

@@ -136,9 +136,9 @@ async def keep(db: aiosqlite.Connection, ops: Sequence[Operation]) -> Kept:
         if op.change is Change.ERASE and may(op.speaker, NEEDS[Change.ERASE]):
             erased.add(op.target)
         kept = op.emptied_of_words() if op.target in erased else op
-        await db.execute(_INSERT, op_row(kept))
         runs[op.device] = op.seq
         new.append(kept)
+    await db.executemany(_INSERT, [op_row(op) for op in new])
     for target in {op.target for op in new if op.change is Change.ERASE} & erased:
         await empty_words(db, target)
     return Kept(new, already, out_of_order)
