@@ -108,6 +108,12 @@ def nat_lab(kinds: Sequence[str] = ("home", "home")) -> Iterator[NatLab]:
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
 
 
+def conntrack(namespace: str) -> list[str]:
+    """The connections a router's NAT tracks now, one line each as the kernel lists them (original
+    direction, then the reply's, where ``dport`` of the reply is the public port the NAT gave)."""
+    return _run(namespace, "cat", "/proc/net/nf_conntrack").stdout.splitlines()
+
+
 def _namespace(name: str) -> None:
     subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
     _run(name, "ip", "link", "set", "lo", "up")
