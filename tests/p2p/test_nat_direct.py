@@ -15,6 +15,10 @@ The routers, as the kernel runs them (their connection tracking is read in each 
   relay connection from port 38964 left as 33683, the punch from 4001 as 38742, in one run), so
   the port an end predicts for the other's listening socket is not the one it leaves from, and its
   SYN matches no entry at the far NAT: endpoint-dependent mapping.
+- ``moved``: SNAT of the listening port 4001 to 14001 for every destination (endpoint-independent,
+  the port not kept). The punch does not land: py-libp2p 0.8.1 tells, in its CONNECT, the public IP a
+  peer observed with its own listening port (a prediction that holds only where the port is kept),
+  and every connection a peer observes leaves from another port, so nothing tells it 14001.
 
 Measured (this machine, 2 cores): behind two home routers, the connection was direct 0.37 to
 1.17 s after the first request through the relay, 10 of 10 runs; a punch from behind a symmetric
@@ -34,7 +38,7 @@ from typing import Any
 import pytest
 
 from tests.nat_peer import NatPeer
-from tests.netns import PUBLIC_IP, NatLab, conntrack, nat_lab, unavailable
+from tests.netns import MOVED_PORT, PUBLIC_IP, NatLab, conntrack, nat_lab, unavailable
 
 # Namespaces, three processes, and punches that take 21 s to fail: the waits bound a hang, not a speed.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -145,6 +149,22 @@ def test_behind_a_symmetric_nat_the_punch_fails_once_in_the_log_and_the_connecti
         log = logs[edge.name]
         assert len(re.findall(r"INFO p2p.punch p2p.punch_failed", log)) == 1, log[-3000:]  # two failed, one said
         assert not re.search(r"WARNING libp2p.relay.circuit_v2.dcutr Failed to establish", log)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="py-libp2p 0.8.1 predicts the public port to be the listening port "
+    "(4001); a NAT that gives it another (14001) for every destination is never told it",
+)
+def test_behind_nats_that_move_the_listening_port_the_punch_lands() -> None:
+    with relay_and_edges(("moved", "moved")) as (edges, ids, lab, logs):
+        a, b = edges
+        assert through_relay(came_over(a, ids[1]))
+        wait_for(lambda: punches(b)[1] or punches(b)[2], 60, "b's first punch to end")
+        moved = [line for line in conntrack(lab.routers[1]) if "src=192.168.2.2 dst=100.64.1.2 sport=4001" in line]
+        assert moved and all(f"dport={MOVED_PORT}" in line.split("src=100.64.1.2")[-1] for line in moved), moved
+        assert relayed(a, ids[1]) is False, "the punch did not land: the connection is still relayed"
+    assert_clean(logs)
 
 
 def test_asked_to_punch_at_once_only_the_end_the_relayed_connection_came_in_to_opens() -> None:
