@@ -13,6 +13,9 @@ Two kinds of router, as found on home and carrier networks:
   behind such NATs can punch through to each other.
 - ``symmetric``: each outgoing connection gets a random port (masquerade ``--random-fully``), so the
   port a peer saw on one connection is not the one the next leaves from: no punch gets through.
+- ``moved``: a home router that gives the edge's listening port 4001 one other public port,
+  ``MOVED_PORT``, for every destination (SNAT to a fixed port; masquerade for the rest): endpoint-
+  independent, as many routers and carrier NATs are that do not keep ports.
 """
 
 from __future__ import annotations
@@ -68,7 +71,9 @@ def unavailable() -> str | None:
     return None
 
 
-NAT_KINDS = ("home", "symmetric")
+NAT_KINDS = ("home", "symmetric", "moved")
+#: The public port a ``moved`` router gives the edge's port 4001, whatever it dials.
+MOVED_PORT = 14001
 
 
 @contextlib.contextmanager
@@ -93,6 +98,9 @@ def nat_lab(kinds: Sequence[str] = ("home", "home")) -> Iterator[NatLab]:
             _run(router, "ip", "route", "add", "default", "via", f"100.64.{i}.1")
             wan = f"w{i}{tag}"
             ports = ["--random-fully"] if kind == "symmetric" else []
+            if kind == "moved":  # the listening port leaves as another, the same for every destination
+                _run(router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan, "-p", "tcp", "--sport", "4001",
+                     "-j", "SNAT", "--to-source", f"100.64.{i}.2:{MOVED_PORT}")  # fmt: skip
             _run(router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan, "-j", "MASQUERADE", *ports)
             for chain in ("INPUT", "FORWARD"):  # unsolicited from outside: dropped, no reset sent back
                 _run(router, "iptables", "-A", chain, "-i", wan, "-m", "conntrack", "--ctstate", "NEW,INVALID",
@@ -106,6 +114,12 @@ def nat_lab(kinds: Sequence[str] = ("home", "home")) -> Iterator[NatLab]:
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(pid), 9)
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
+
+
+def conntrack(namespace: str) -> list[str]:
+    """The connections a router's NAT tracks now, one line each as the kernel lists them (original
+    direction, then the reply's, where ``dport`` of the reply is the public port the NAT gave)."""
+    return _run(namespace, "cat", "/proc/net/nf_conntrack").stdout.splitlines()
 
 
 def _namespace(name: str) -> None:

@@ -1,25 +1,28 @@
-"""Hole punching (DCUtR) that a stranger cannot aim (issue 48).
+"""Hole punching (DCUtR): the rules, apart from the library (``p2p.network.dcutr`` applies them).
 
-Over a relayed connection, the far end's CONNECT names the addresses this node then dials, from its
-own listen port: py-libp2p dialled every one it named, and added them to the peer store, so a
-stranger reaching the node through any relay could make it connect into its own LAN or host, as
-often as it asked. Here a punch dials only public addresses (a peer on this node's own network is
-reached by a direct dial, never a punch), the peer's CONNECT addresses together with what its
-identify told, at most ``MAX_PUNCH_ADDRS``; and each peer gets at most ``PUNCHES_PER_PEER`` punches
-per ``PUNCH_WINDOW_S``, the library's own budget for the punches it starts.
+Who punches (issue 51). DCUtR's spec has the end a relayed connection came in to open the exchange;
+py-libp2p 0.8.1 has both ends open one whenever they see a relayed connection, and when their two
+exchanges overlapped, each end dialled the same four-tuple twice (listen port to listen port, in
+two noise roles), and the second dial failed to bind (EADDRNOTAVAIL, an error in the log, at every
+round): with both ends made to open at once, 2 of 6 punches between home routers never landed.
+``opens_punch`` says which end opens, the same answer at both ends.
+
+Where it dials (issue 48). Over a relayed connection, the far end's CONNECT names the addresses
+this node then dials, from its own listen port: py-libp2p dialled every one it named, and added
+them to the peer store, so a stranger reaching the node through any relay could make it connect
+into its own LAN or host, as often as it asked. Here a punch dials only public addresses (a peer
+on this node's own network is reached by a direct dial, never a punch), the peer's CONNECT
+addresses together with what its identify told, at most ``MAX_PUNCH_ADDRS``; and each peer gets at
+most ``PUNCHES_PER_PEER`` punches per ``PUNCH_WINDOW_S`` (as the opening end or the answering one),
+the library's own budget for the punches it starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Collection, Iterable
 
-import multiaddr
-
-from ground.events import get_logger
 from p2p.network.scope import LocalNetworks, may_dial
 
-log = get_logger("p2p.punch")
 MAX_PUNCH_ADDRS = 8
 PUNCHES_PER_PEER = 3
 PUNCH_WINDOW_S = 300.0
@@ -54,64 +57,34 @@ class PunchBudget:
         return allowed
 
 
-class PunchView:
-    """The host as DCUtR sees it: its peer store answers a peer's public addresses only (at most
-    ``MAX_PUNCH_ADDRS``; during a punch, that punch's targets) and takes only public addresses from a
-    CONNECT. Everything else is the host's."""
-
-    def __init__(self, host: Any) -> None:
-        self._host = host
-        self.punching: dict[Any, list[multiaddr.Multiaddr]] = {}  # peer ID -> the targets of its punch now
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._host, name)
-
-    def get_peerstore(self) -> _PublicAddrs:
-        return _PublicAddrs(self._host.get_peerstore(), self.punching)
+def opens_punch(relayed: Collection[str], me: str, peer: str) -> bool:
+    """Whether this end (peer id ``me``) opens the DCUtR exchange with ``peer``, given the directions
+    ("inbound", "outbound", or anything else when unknown) of its relayed connections to it. The end
+    the relayed connection came in to opens it (the spec's rule, which go-libp2p and rust-libp2p
+    follow); when each dialled the other through a relay, or the direction is unknown, the end whose
+    peer id sorts first. Both ends answer the same, so one exchange runs at a time."""
+    inbound, outbound = "inbound" in relayed, "outbound" in relayed
+    if inbound != outbound:
+        return inbound
+    return me < peer
 
 
-class _PublicAddrs:
-    def __init__(self, peerstore: Any, punching: dict[Any, list[multiaddr.Multiaddr]]) -> None:
-        self._peerstore, self._punching = peerstore, punching
+class Told:
+    """Peers something was already said of (at most ``peers``, the oldest forgotten first): a failed
+    punch is logged at info once per peer, not once per try."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._peerstore, name)
+    def __init__(self, peers: int = 1_000) -> None:
+        self._peers = peers
+        self._told: dict[str, None] = {}
 
-    def addrs(self, peer: Any) -> list[multiaddr.Multiaddr]:
-        if peer in self._punching:
-            return list(self._punching[peer])
-        return [multiaddr.Multiaddr(a) for a in punch_targets((), (str(a) for a in self._peerstore.addrs(peer)))]
+    def first(self, peer: str) -> bool:
+        """True the first time ``peer`` is named (or after it was forgotten), False after."""
+        if peer in self._told:
+            return False
+        self._told[peer] = None
+        while len(self._told) > self._peers:
+            del self._told[next(iter(self._told))]
+        return True
 
-    def add_addrs(self, peer: Any, addrs: Sequence[multiaddr.Multiaddr], ttl: int) -> None:
-        public = punch_targets((str(a) for a in addrs), ())
-        if public:
-            self._peerstore.add_addrs(peer, [multiaddr.Multiaddr(a) for a in public], ttl)
-
-
-def guarded_dcutr(host: Any) -> Any:
-    """py-libp2p's DCUtR on ``host``, aimed only as this module says."""
-    import trio
-    from libp2p.relay.circuit_v2.dcutr import DCUtRProtocol
-
-    class GuardedDCUtR(DCUtRProtocol):
-        def __init__(self, view: PunchView) -> None:
-            super().__init__(cast(Any, view))  # a host in all but its peer store
-            self._view = view
-            self._budget = PunchBudget()
-
-        async def _perform_hole_punch(self, peer_id: Any, addrs: list[Any], as_responder: bool = False) -> bool:
-            if not self._budget.allow(str(peer_id), trio.current_time()):
-                log.info("p2p.punch_refused", peer=str(peer_id), reason="budget")
-                return False
-            known = (str(a) for a in self._view.get_peerstore().addrs(peer_id))
-            targets = [multiaddr.Multiaddr(a) for a in punch_targets((str(a) for a in addrs), known)]
-            self._view.punching[peer_id] = targets  # what the library adds from the peer store is these
-            try:
-                result: bool = await super()._perform_hole_punch(peer_id, targets, as_responder)
-                return result
-            finally:
-                self._view.punching.pop(peer_id, None)
-
-    dcutr = GuardedDCUtR(PunchView(host))
-    host._dcutr_protocol = dcutr  # the host tells it of disconnections (the library set it on the view)
-    return dcutr
+    def forget(self, peer: str) -> None:
+        self._told.pop(peer, None)

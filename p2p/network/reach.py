@@ -29,7 +29,7 @@ async def reach(host: Any, traversal: Traversal | None, peer: Any) -> None:
     ``ConnectionError`` when neither does."""
     from libp2p.peer.peerinfo import PeerInfo
 
-    direct_addrs = [a for a in host.get_peerstore().addrs(peer) if "/p2p-circuit" not in str(a)]
+    direct_addrs = [a for a in _known_addrs(host, peer) if "/p2p-circuit" not in str(a)]
     connected = False
     failures: list[str] = []
     direct_over = trio.Event()  # the relay need not wait out its head start behind a refused dial
@@ -67,3 +67,14 @@ async def reach(host: Any, traversal: Traversal | None, peer: Any) -> None:
         nursery.start_soon(relayed)
     if not connected:
         raise PeerUnreachable(f"cannot reach {peer}: " + "; ".join(failures or ["no address known"]))
+
+
+def _known_addrs(host: Any, peer: Any) -> list[Any]:
+    """Where ``peer`` listens, as far as this host knows; none for a peer known only by its id (the
+    peer store raises for it), which a relay may still reach."""
+    from libp2p.peer.peerstore import PeerStoreError
+
+    try:
+        return list(host.get_peerstore().addrs(peer))
+    except PeerStoreError:
+        return []

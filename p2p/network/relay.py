@@ -8,9 +8,9 @@
   that relays, renewed before it lapses.
 - A peer this node cannot dial directly (it is behind a NAT too) is dialled through the relays it
   knows: the circuit's far end is the peer id asked for, and noise runs end to end through it.
-- Over a relayed connection both ends try to punch through to a direct one (DCUtR); where the NATs
-  do not let it through, the connection stays on the relay. A punch dials public addresses only, at
-  most 8, a few times per peer (``p2p.network.punch``).
+- Over a relayed connection the end it came in to opens a hole punch (DCUtR) and both ends dial; where
+  the NATs do not let it through, the connection stays on the relay. A punch dials public addresses
+  only, at most 8, a few times per peer (``p2p.network.punch``, ``p2p.network.dcutr``).
 
 The relay is someone we do not trust. It sees who talks to whom and how much, never what. It can
 refuse or cut a circuit (the request fails, as a peer going offline does), and it can lie about
@@ -27,7 +27,7 @@ from typing import Any, Literal
 import multiaddr
 import trio
 
-from p2p.network.punch import guarded_dcutr
+from p2p.network.dcutr import guarded_dcutr
 from p2p.network.settings import RelaySettings
 
 _log = logging.getLogger("p2p.relay")
@@ -95,7 +95,7 @@ class Traversal:
         self._protocol = CircuitV2Protocol(host, limits=limits, allow_hop=settings.relay_service)
         self._transport = CircuitV2Transport(host, self._protocol, RelayConfig(roles=roles, limits=limits))
         self._autonat = AutoNATService(host, serve=True)
-        # over a relayed connection, both ends try to punch through, to public addresses only
+        # over a relayed connection, one end opens a punch and both dial, public addresses only
         self._dcutr = guarded_dcutr(host)
         # The library's HOP handler grants a reservation whatever ``allow_hop`` says: registered only
         # on a node that relays, a stranger's HOP stream to any other is refused at negotiation.
@@ -125,9 +125,11 @@ class Traversal:
             "relay_service": self.settings.relay_service,
             "reserved_on": sorted(self.reserved),
             "refused_by": sorted(self.refused_by),
-            # hole punches (DCUtR) tried over the relayed connections open now
-            "hole_punches_tried": sum(self._dcutr._hole_punch_attempts.values()),
-            "hole_punches_open": len(self._dcutr._in_progress),  # tried and not yet over
+            # hole punches (DCUtR) this node took part in, opening or answering, and how they ended
+            "hole_punches_tried": self._dcutr.counts.tried,
+            "hole_punches_landed": self._dcutr.counts.landed,  # a direct connection after it
+            "hole_punches_failed": self._dcutr.counts.failed,  # over, and the connection stays relayed
+            "hole_punches_open": len(self._dcutr._in_progress),  # begun and not yet over
             # through whom a peer may be reached when it cannot be dialled (the latest 32 told of)
             "relays_for": self.relay_book.latest(32),
         }

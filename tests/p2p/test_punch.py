@@ -16,7 +16,15 @@ from crypto.anchors import TrustAnchors
 from crypto.identity import Identity
 from marketplace.gossip.kinds import every_kind
 from p2p.host import P2PHost
-from p2p.network.punch import MAX_PUNCH_ADDRS, PUNCH_WINDOW_S, PUNCHES_PER_PEER, PunchBudget, punch_targets
+from p2p.network.punch import (
+    MAX_PUNCH_ADDRS,
+    PUNCH_WINDOW_S,
+    PUNCHES_PER_PEER,
+    PunchBudget,
+    Told,
+    opens_punch,
+    punch_targets,
+)
 from p2p.network.settings import LOOPBACK, HostSettings
 from p2p.penalties import PenaltyBox
 from p2p.validation import MessageValidator
@@ -45,6 +53,24 @@ def test_a_peer_gets_a_few_punches_per_window() -> None:
     ]
     assert budget.allow("another", 1.0)
     assert budget.allow("stranger", PUNCH_WINDOW_S + 0.5)
+
+
+def test_the_end_a_relayed_connection_came_in_to_opens_the_punch_and_both_ends_agree() -> None:
+    a, b = "12D3KooWA", "12D3KooWB"
+    # a dialled b through a relay: at a the connection is outbound, at b inbound; b opens
+    assert (opens_punch(["outbound"], a, b), opens_punch(["inbound"], b, a)) == (False, True)
+    # each dialled the other through a relay, or no direction is known: the peer id sorting first opens
+    for directions in (["inbound", "outbound"], ["unknown"], []):
+        assert (opens_punch(directions, a, b), opens_punch(directions, b, a)) == (True, False)
+
+
+def test_a_failed_punch_is_told_once_per_peer_and_again_after_one_landed() -> None:
+    told = Told(peers=2)
+    assert [told.first("p"), told.first("p"), told.first("q")] == [True, False, True]
+    told.forget("p")  # its punch landed: a later failure is news
+    assert told.first("p")
+    told.first("r")  # past the bound the oldest goes first
+    assert told.first("q")
 
 
 def _host(settings: HostSettings) -> P2PHost:

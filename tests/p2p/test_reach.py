@@ -83,3 +83,28 @@ async def test_a_peer_whose_direct_address_drops_is_reached_through_its_relay_be
     finally:
         for host in (caller, target, relay):
             await host.stop()
+
+
+async def test_a_peer_known_only_by_its_id_is_reached_through_a_relay() -> None:
+    """A peer the caller has no address of (a device paired by its id, say) is asked through the
+    relay; the peer store's "peer ID not found" failed the request before any relay was tried."""
+    relay = _host(HostSettings(listen=LOOPBACK, relay_service=True, reachability="public"))
+    await relay.start()
+    relay_addr = f"{relay.listen_addrs[0]}"
+    target = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
+
+    async def echo(peer: str, request: bytes) -> bytes:
+        return b"echo:" + request
+
+    target.serve(ECHO, echo)
+    caller = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
+    try:
+        await target.start()
+        await caller.start()
+        async with asyncio.timeout(60):  # a bound on a hung reservation, not a time to meet
+            while relay.peer_id not in target.traversal().get("reserved_on", []):  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+        assert await caller.request(target.peer_id, ECHO, b"hello", timeout_s=30) == b"echo:hello"
+    finally:
+        for host in (caller, target, relay):
+            await host.stop()
