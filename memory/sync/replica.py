@@ -77,6 +77,8 @@ class Replica:
     async def write_down(self, *, batch: int = 500) -> list[Operation]:
         """Every change marked since the last pass, as this device's operations."""
         out: list[Operation] = []
+        if not await self.pending():  # the loop asks 4 times a second: no write lock for nothing
+            return out
         async with self._lock:
             while True:
                 async with self._sync_transaction() as db:
