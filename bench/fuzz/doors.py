@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bench.fuzz.device_doors import GroupFiles
+from bench.fuzz.device_doors import doors as device_doors
 from crypto.envelope import ENVELOPE_VERSION, Envelope, decode_envelope, verify_signature
 from crypto.identity import Identity
 from ground import json_text
@@ -209,6 +211,7 @@ def gossip_kinds() -> list[Any]:
 def opened_doors() -> Iterator[list[Door]]:
     """Every door, with the temp folder and store the file doors use (removed on leaving)."""
     files = _Files()
+    group_files = GroupFiles()
     doors = [
         Door("transcript-detect", lambda data: detect(_text(data)), "json"),
         Door("transcript-any", _transcript(None), "json"),
@@ -231,8 +234,10 @@ def opened_doors() -> Iterator[list[Door]]:
         Door("weather-answer", lambda data: read_answer(data, WEATHER_ISSUER), "msgpack"),
         Door("api-request", _request, "jsonl", (BitterbotError, ValidationError)),
         Door("config-toml", files.config, "text"),
+        *(Door(name, door, shape) for name, door, shape in device_doors(group_files)),
     ]  # fmt: skip
     try:
         yield doors
     finally:
         files.close()
+        group_files.close()

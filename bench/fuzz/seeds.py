@@ -18,6 +18,7 @@ from typing import Any
 import msgpack
 from pydantic import BaseModel, ValidationError
 
+from bench.fuzz.device_doors import seeds as device_seeds
 from bench.fuzz.doors import CORPUS, gossip_kinds
 from crypto.envelope import pack_body, seal_envelope
 from crypto.identity import Identity
@@ -135,6 +136,7 @@ def seeds() -> dict[str, list[bytes]]:
     answer = weather_kind(WeatherSequences()).seal(SIGNER, Weather(900, 600, "storm", issued, 5), issued)
     out["weather-request"] = [SIGNER.public_key]
     out["weather-answer"] = [answer.encode(), b""]
+    out |= device_seeds()
     for kind in gossip_kinds():
         out[f"gossip-{kind.name}"] = [msgpack.packb(wire_body(kind.wire))]
         sealed = seal_envelope(SIGNER, kind.name, pack_body(wire_body(kind.wire)), now_ms=1_700_000_000_000)

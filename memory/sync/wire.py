@@ -186,12 +186,16 @@ def open_answer(
     bound = _bound(b"answer", group_id, answerer, asker, nonce)
     count = len(outer.boxes)
     plain = b"".join(open_sealed(keys, bound + _place(i, count), box) for i, box in enumerate(outer.boxes))
+    return read_answer_plain(plain)
+
+
+def read_answer_plain(plain: bytes) -> Answer:
+    """An answer's boxes, opened and joined, as the answer they hold."""
     doc = _unpackb(plain, "the answer's boxes")
     if not isinstance(doc, dict) or not isinstance(doc.get("o"), list):
         raise SyncRefused("the answer's boxes hold no operations")
-    return Answer(
-        [op_from_wire(row) for row in doc["o"]], _vector(doc.get("v")), _digest(doc.get("d")), doc.get("m") is True
-    )
+    ops = [op_from_wire(row) for row in doc["o"]]
+    return Answer(ops, _vector(doc.get("v")), _digest(doc.get("d")), doc.get("m") is True)
 
 
 # --- operations --------------------------------------------------------------------------------
