@@ -76,13 +76,15 @@ def _host(identity: Identity) -> P2PHost:
     return P2PHost(identity, MessageValidator(TrustAnchors()), PenaltyBox(), HostSettings(listen=LOOPBACK))
 
 
-async def _initial(folder: Path, count: int) -> dict[str, Any]:
-    me = Identity.generate()
-    source = subprocess.Popen(
+def _source(folder: Path, count: int, me: Identity) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "bench.memory.sync_peer", str(folder), str(count), me.public_key.hex(), "minilm"],
         stdin=subprocess.PIPE,
         text=True,
     )
+
+
+async def _initial(folder: Path, count: int, me: Identity, source: subprocess.Popen[str]) -> dict[str, Any]:
     try:
         ready_file = folder / "ready.json"
         deadline = time.monotonic() + 1_800
@@ -212,7 +214,8 @@ async def _changes(folder: Path, changes: int) -> dict[str, Any]:
 def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        initial = asyncio.run(_initial(folder, QUICK_COUNT if quick else COUNT))
+        count, me = QUICK_COUNT if quick else COUNT, Identity.generate()
+        initial = asyncio.run(_initial(folder, count, me, _source(folder, count, me)))
     with tempfile.TemporaryDirectory() as tmp:
         change = asyncio.run(_changes(Path(tmp), QUICK_CHANGES if quick else CHANGES))
     return {"initial_sync": initial, "change_seen": change}
