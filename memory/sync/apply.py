@@ -25,10 +25,11 @@ from memory.storage.row_writes import insert_indexed, write_transitions
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.vectors import VectorIndex
 from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images, select_in
+from memory.sync.image import Image
 from memory.sync.journal import image_of
 from memory.sync.merge import CrystalState, fold
 from memory.sync.operations import Change, Operation
-from memory.sync.rows import keep, ops_about
+from memory.sync.rows import keep, ops_about, replaced
 from memory.transfer.records import DamagedRecord, parse_record
 
 _HOLD_SQL = (
@@ -72,19 +73,27 @@ async def apply_batch(
     ``space``: this device's vector space, which takes the vectors other devices embedded."""
     done = Applied()
     targets = {op.target for op in ops}
-    before = fold(await ops_about(db, targets))
+    before = fold(await ops_about(db, targets | await replaced(db, targets)))
     kept = await keep(db, ops)
     done.kept, done.already, done.out_of_order = len(kept.new), kept.already, kept.out_of_order
     if not kept.new:
         return done
     touched = {op.target for op in kept.new}
-    after_ops = await ops_about(db, touched)
+    # a crystal replaced by one the batch touched follows it: current again once its replacement
+    # is erased, replaced once the replacement's STORE arrives after the supersession
+    around = await replaced(db, touched) - touched
+    after_ops = await ops_about(db, touched | around)
     after = fold(after_ops)
     by_stamp = sorted(after_ops, key=lambda o: o.stamp, reverse=True)
     stores = {op.target: op for op in by_stamp if op.change is Change.STORE}  # the least stamp counts
     here = await crystals_of(db, touched)
     fresh: list[tuple[Crystal, CrystalState, Operation]] = []
     changed: list[tuple[CrystalState, CrystalState]] = []
+    for target in sorted(around):
+        old, new = before.crystals.get(target), after.crystals.get(target)
+        if old is not None and new is not None and old != new and target in await crystals_of(db, [target]):
+            changed.append((old, new))
+            done.changed += 1
     for target in sorted(touched):
         if target in after.erased and target not in before.erased:
             done.to_erase.append(target)
@@ -110,11 +119,33 @@ async def apply_batch(
         changed.append((_as_stored(crystal.id, store_op), new))
     for old, new in changed:
         await _write_fields(db, old, new, now_ms)
-    written = {new.id for _, new in changed}
     taken = await _take_vectors(db, space, kept.new) if space is not None else {}
     done.vectors = len(taken)
-    await _keep_images(db, written | set(taken), taken)
-    await forget_marks(db, sorted(written | set(taken)))
+    await _keep_images(db, {new.id: (old, new) for old, new in changed}, {c.id for c, _, _ in created}, taken)
+    return done
+
+
+async def follow_erasures(db: aiosqlite.Connection, erasures: Sequence[Operation], now_ms: int) -> Applied:
+    """This device's own erasures, just written down: what the crystals they replaced become (the
+    merge makes a crystal replaced by an erased one current again), in the caller's transaction."""
+    done = Applied()
+    erased = {op.target for op in erasures}
+    around = await replaced(db, erased) - erased
+    if not around:
+        return done
+    said = await ops_about(db, around)
+    before, after = fold(op for op in said if op not in erasures), fold(said)
+    here = await crystals_of(db, around)
+    changed = {
+        t: (old, new)
+        for t in sorted(around)
+        if t in here and (old := before.crystals.get(t)) is not None and (new := after.crystals.get(t)) is not None
+        and old != new
+    }  # fmt: skip
+    for old, new in changed.values():
+        await _write_fields(db, old, new, now_ms)
+    done.changed = len(changed)
+    await _keep_images(db, changed, set(), {})
     return done
 
 
@@ -180,19 +211,54 @@ async def _take_vectors(db: aiosqlite.Connection, space: VectorIndex, ops: Seque
     return {cid: space.embedder_id for _, cid, _ in embedded}
 
 
-async def _keep_images(db: aiosqlite.Connection, ids: set[str], vector_models: dict[str, str]) -> None:
-    """Take the crystals' images again from their rows (what was written here is not said back),
-    keeping which vector sync said or took unless a new one was taken now."""
+async def _keep_images(
+    db: aiosqlite.Connection,
+    written: dict[str, tuple[CrystalState, CrystalState]],
+    created: set[str],
+    vector_models: dict[str, str],
+) -> None:
+    """What sync knows of the crystals now: a new one as its row is; else the fields written here
+    as the row has them and the rest as sync last knew them, so that a change this device made
+    and has not said yet is still found (and said) by the journal; and which vector sync said or
+    took. A crystal whose image is its row is no longer marked."""
+    ids = set(written) | set(vector_models)
     if not ids:
         return
     rows = await crystals_of(db, ids)
     reviews = await reviews_of(db, rows)
-    images = await images_of(db, rows)
-    fresh = {}
+    priors = await images_of(db, rows)
+    images: dict[str, Image] = {}
+    settled: list[str] = []
     for cid, crystal in rows.items():
-        kept = vector_models.get(cid, images[cid].vector_model if cid in images else "")
-        fresh[cid] = replace(image_of(crystal, reviews.get(cid)), vector_model=kept)
-    await save_images(db, fresh)
+        now = image_of(crystal, reviews.get(cid))
+        prior = priors.get(cid)
+        image = now if prior is None or cid in created else prior
+        if prior is not None and cid in written and cid not in created:
+            image = _after_writing(prior, now, *written[cid])
+        kept = vector_models.get(cid, prior.vector_model if prior is not None else "")
+        images[cid] = replace(image, vector_model=kept)
+        if replace(image, vector_model="") == replace(now, vector_model=""):
+            settled.append(cid)
+    await save_images(db, images)
+    await forget_marks(db, settled)
+
+
+def _after_writing(prior: Image, now: Image, old: CrystalState, new: CrystalState) -> Image:
+    """``prior`` with the fields the apply step wrote taken from the row (``now``)."""
+    written: set[str] = set()
+    if (new.text, new.speaker) != (old.text, old.speaker):
+        written |= {"text", "speaker"}
+    if new.semantic_type != old.semantic_type:
+        written.add("semantic_type")
+    if new.scope != old.scope:
+        written.add("scope")
+    if new.pinned != old.pinned:
+        written.add("pinned")
+    if (new.forgotten, new.review) != (old.forgotten, old.review):
+        written |= {"forgotten", "review"}
+    if new.superseded_by != old.superseded_by:
+        written.add("superseded_by")
+    return replace(prior, **{name: getattr(now, name) for name in written})
 
 
 async def _write_fields(db: aiosqlite.Connection, old: CrystalState, new: CrystalState, now: int) -> None:

@@ -9,6 +9,7 @@ know (``memory.sync.operations``), said by the speaker the row or its audit trai
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from ground.authority import Speaker
@@ -49,36 +50,53 @@ class Draft:
     other: str = ""
 
 
-def drafts(before: Image | None, after: Image | None, *, actor: Speaker, erased: bool) -> list[Draft]:
+def drafts(
+    before: Image | None,
+    after: Image | None,
+    *,
+    actor: Speaker,
+    erased: bool,
+    by: Mapping[Change, Speaker] | None = None,
+) -> list[Draft]:
     """The operations that take ``before`` (None: sync never saw the crystal) to ``after`` (None: the
-    row is gone). ``actor``: who made the latest change to the crystal, by its audit trail; the words'
-    own changes are said by the words' speaker. A row gone without an erasure (purged after it
-    expired here) says nothing: each device expires its own."""
+    row is gone). ``by``: who made the latest change of each kind the store keeps a record of (a
+    scope change, a forget, ...); ``actor``: who made the latest change to the crystal, for the rest.
+    The words' own changes are said by the words' speaker. A row gone without an erasure (purged
+    after it expired here) says nothing: each device expires its own."""
+    who = dict(by or {})
+
+    def said_by(change: Change) -> Speaker:
+        return who.get(change, actor)
+
     if after is None:
         return [Draft(Change.ERASE, actor)] if erased and before is not None else []
     said = Speaker(after.speaker)
     out: list[Draft] = []
     if before is None:
-        out.append(Draft(Change.STORE, said, after.text, after.semantic_type, after.scope, held=after.review == "held"))
+        # held once, whatever the person decided since: the decision travels as its own operation,
+        # and the other devices keep the review (the quarantine row) as this one does
+        held = "held" if after.review else ""
+        out.append(Draft(Change.STORE, said, after.text, after.semantic_type, after.scope, held=bool(held)))
         # what a crystal stored before the device joined already carries, said as the changes it took
-        held = "held" if after.review == "held" else ""
         before = Image(after.speaker, after.text, after.semantic_type, after.scope, False, False, "", held)
     if after.text != before.text or after.speaker != before.speaker:
         out.append(Draft(Change.EDIT, said, text=after.text))
     if after.semantic_type != before.semantic_type:
-        out.append(Draft(Change.RETYPE, actor, semantic_type=after.semantic_type))
+        out.append(Draft(Change.RETYPE, said_by(Change.RETYPE), semantic_type=after.semantic_type))
     if after.scope != before.scope:
-        out.append(Draft(Change.SCOPE, actor, scope=after.scope))
+        out.append(Draft(Change.SCOPE, said_by(Change.SCOPE), scope=after.scope))
     if after.pinned != before.pinned:
         # a pin adopts the words (memory.cognition.adopt): the pinner is who says them now
-        out.append(Draft(Change.PIN, said) if after.pinned else Draft(Change.UNPIN, actor))
+        out.append(Draft(Change.PIN, said) if after.pinned else Draft(Change.UNPIN, said_by(Change.UNPIN)))
     if after.forgotten != before.forgotten:
-        out.append(Draft(Change.FORGET if after.forgotten else Change.RESTORE, actor))
+        change = Change.FORGET if after.forgotten else Change.RESTORE
+        out.append(Draft(change, said_by(change)))
     if after.superseded_by != before.superseded_by:
         if after.superseded_by:
-            out.append(Draft(Change.SUPERSEDE, actor, other=after.superseded_by))
+            out.append(Draft(Change.SUPERSEDE, said_by(Change.SUPERSEDE), other=after.superseded_by))
         else:
-            out.append(Draft(Change.UNSUPERSEDE, actor))
+            out.append(Draft(Change.UNSUPERSEDE, said_by(Change.UNSUPERSEDE)))
     if after.review != before.review and after.review in ("released", "rejected"):
-        out.append(Draft(Change.RELEASE if after.review == "released" else Change.REJECT, actor))
+        change = Change.RELEASE if after.review == "released" else Change.REJECT
+        out.append(Draft(change, said_by(change)))
     return out

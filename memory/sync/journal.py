@@ -94,6 +94,38 @@ async def _last_actor(db: aiosqlite.Connection, crystal_id: str) -> tuple[str, s
     return (str(row[0]), str(row[1])) if row is not None else ("", "")
 
 
+#: The attribution each change of a crystal's standing leaves (``memory.cognition.retype``,
+#: ``memory.governance.scope``, ``memory.supersession.detect``), by the change it is said as.
+_ATTRIBUTED = {"retyped": Change.RETYPE, "scope": Change.SCOPE, "superseded": Change.SUPERSEDE,
+               "unsuperseded": Change.UNSUPERSEDE}  # fmt: skip
+
+
+async def _actors(db: aiosqlite.Connection, crystal_id: str) -> dict[Change, Speaker]:
+    """Who made the latest change of each kind the store records apart: a crystal's latest actor
+    alone misnames a change made in the same millisecond as another (a held crystal superseded as
+    it arrived was said by the peer)."""
+    found: dict[Change, str] = {}
+    async with db.execute(
+        "SELECT action, actor FROM attributions WHERE crystal_id = ? ORDER BY seq", (crystal_id,)
+    ) as cursor:
+        for action, actor in await cursor.fetchall():
+            if action in _ATTRIBUTED:
+                found[_ATTRIBUTED[action]] = str(actor)
+    async with db.execute(
+        "SELECT from_state, to_state, actor FROM audit_log WHERE crystal_id = ? ORDER BY seq", (crystal_id,)
+    ) as cursor:
+        for from_state, to_state, actor in await cursor.fetchall():
+            if to_state == Lifecycle.EXPIRED.value and from_state != Lifecycle.EXPIRED.value:
+                found[Change.FORGET] = str(actor)
+            elif from_state == Lifecycle.EXPIRED.value and to_state != Lifecycle.EXPIRED.value:
+                found[Change.RESTORE] = str(actor)
+    async with db.execute("SELECT decided_by FROM quarantine WHERE crystal_id = ?", (crystal_id,)) as cursor:
+        decided = await cursor.fetchone()
+    if decided is not None and decided[0] is not None:
+        found[Change.RELEASE] = found[Change.REJECT] = str(decided[0])
+    return {change: speaker_of_actor(actor) for change, actor in found.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class Written:
     operations: list[Operation]
@@ -139,12 +171,13 @@ async def write_down(
         if before is None and (crystal is None or not carried.carries(crystal)):
             continue
         after = image_of(crystal, reviews.get(crystal_id)) if crystal is not None else None
-        actor, erased = Speaker.NODE, False
+        actor, erased, by = Speaker.NODE, False, {}
         if before is not None or crystal is None or _decided(after):
             who, reason = await _last_actor(db, crystal_id)
             actor = speaker_of_actor(who)
             erased = crystal is None and reason.startswith("erased:") and not await _erased_already(db, crystal_id)
-        for draft in drafts(before, after, actor=actor, erased=erased):
+            by = await _actors(db, crystal_id) if crystal is not None else {}
+        for draft in drafts(before, after, actor=actor, erased=erased, by=by):
             seq += 1
             details = details_of(crystal) if draft.change is Change.STORE and crystal is not None else ""
             ops.append(

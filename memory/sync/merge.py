@@ -78,7 +78,11 @@ def _counts(op: Operation, stores: Mapping[str, Operation]) -> bool:
         return may(op.speaker, Capability.OVERRIDE_PERSON)
     if op.change is Change.SUPERSEDE:
         replacing = stores.get(op.other)
-        return replacing is not None and (op.speaker is Speaker.PERSON or may_hide(replacing.speaker, store.speaker))
+        # by hand, the one who supersedes answers for it (``memory supersede``: anyone's words but the
+        # person's, for the agent); by the node on saving, the replacing words do (``may_supersede``)
+        if replacing is None:
+            return False
+        return may_hide(op.speaker, store.speaker) or may_hide(replacing.speaker, store.speaker)
     return True
 
 

@@ -16,11 +16,11 @@ import aiosqlite
 from memory.errors import CrystalNotFound, SyncRefused
 from memory.governance.erase import erase
 from memory.storage.store import MemoryStore
-from memory.sync.apply import ACTOR, Applied, apply_batch
+from memory.sync.apply import ACTOR, Applied, apply_batch, follow_erasures
 from memory.sync.clock import HybridClock, Stamp
 from memory.sync.journal import Carried, start_journal, stop_journal, write_down
 from memory.sync.merge import fold
-from memory.sync.operations import Operation
+from memory.sync.operations import Change, Operation
 from memory.sync.rows import all_ops, missing_from, vector
 
 _log = logging.getLogger(__name__)
@@ -76,19 +76,25 @@ class Replica:
 
     async def write_down(self, *, batch: int = 500) -> list[Operation]:
         """Every change marked since the last pass, as this device's operations."""
-        out: list[Operation] = []
         if not await self.pending():  # the loop asks 4 times a second: no write lock for nothing
-            return out
+            return []
         async with self._lock:
-            while True:
-                async with self._sync_transaction() as db:
-                    written = await write_down(db, self.device, self.clock, self.carried, limit=batch)
-                out += written.operations
-                if written.crystals < batch:
-                    break
-        if any(op.change.value == "erase" for op in out):
+            out = await self._write_down(batch)
+        if any(op.change is Change.ERASE for op in out):
             await self.store.checkpoint(truncate=True)
         return out
+
+    async def _write_down(self, batch: int) -> list[Operation]:
+        out: list[Operation] = []
+        while True:
+            async with self._sync_transaction() as db:
+                written = await write_down(db, self.device, self.clock, self.carried, limit=batch)
+                erasures = [op for op in written.operations if op.change is Change.ERASE]
+                if erasures:
+                    await follow_erasures(db, erasures, self.store.now_ms())
+            out += written.operations
+            if written.crystals < batch:
+                return out
 
     async def held(self) -> Held:
         db = self.store.reader()
@@ -119,6 +125,8 @@ class Replica:
                 continue
             taken.append(op)
         async with self._lock:
+            # this device's changes first, said before the batch's are written over them
+            own = await self._write_down(500) if await self.pending() else []
             async with self._sync_transaction() as db:
                 done = await apply_batch(db, taken, self.store.now_ms(), self.store.vectors)
             for crystal_id in done.to_erase:
@@ -128,5 +136,6 @@ class Replica:
                 async with self._sync_transaction() as db:  # its journal mark and image: said already
                     await db.executemany("DELETE FROM sync_dirty WHERE crystal_id = ?", [(c,) for c in done.to_erase])
                     await db.executemany("DELETE FROM sync_image WHERE crystal_id = ?", [(c,) for c in done.to_erase])
+            if done.to_erase or any(op.change is Change.ERASE for op in own):
                 await self.store.checkpoint(truncate=True)
         return done

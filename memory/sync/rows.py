@@ -61,8 +61,9 @@ async def erased_targets(db: aiosqlite.Connection, targets: Iterable[str]) -> se
 
 
 async def ops_about(db: aiosqlite.Connection, targets: Iterable[str]) -> list[Operation]:
-    """Every operation about ``targets``, and the STOREs of the crystals their supersessions name
-    (the merge asks whose words replace whose)."""
+    """Every operation about ``targets``, and the STOREs and erasures of the crystals their
+    supersessions name (the merge asks whose words replace whose, and a crystal replaced by an
+    erased one is current again)."""
     ids = list(set(targets))
     out: list[Operation] = []
     for start in range(0, len(ids), 500):
@@ -76,9 +77,24 @@ async def ops_about(db: aiosqlite.Connection, targets: Iterable[str]) -> list[Op
             chunk = sorted(others)[start : start + 500]
             marks = ",".join("?" * len(chunk))
             async with db.execute(
-                f"SELECT {_COLUMNS} FROM sync_ops WHERE change = 'store' AND target IN ({marks})", chunk
+                f"SELECT {_COLUMNS} FROM sync_ops WHERE change IN ('store', 'erase') AND target IN ({marks})", chunk
             ) as cursor:
                 out += [op_from_row(row) for row in await cursor.fetchall()]
+    return out
+
+
+async def replaced(db: aiosqlite.Connection, by: Iterable[str]) -> set[str]:
+    """The crystals a supersession says one of ``by`` replaces: what the merge makes of them follows
+    the replacing crystal too (its STORE arriving after the supersession, its erasure)."""
+    ids = sorted(set(by))
+    out: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        async with db.execute(
+            f"SELECT DISTINCT target FROM sync_ops WHERE change = 'supersede' AND other IN ({marks})", chunk
+        ) as cursor:
+            out |= {str(r[0]) for r in await cursor.fetchall()}
     return out
 
 

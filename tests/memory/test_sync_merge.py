@@ -155,7 +155,9 @@ def _rules_hold(state: MemoryState, said: list[Operation], logs: list[OperationL
             assert not crystal.forgotten or Change.FORGET in by_the_person
         if crystal.superseded_by is not None:
             replacing = stores[crystal.superseded_by]
-            assert Change.SUPERSEDE in by_the_person or may_hide(replacing.speaker, store.speaker)
+            hiders = {op.speaker for op in said if op.target == crystal.id and op.change is Change.SUPERSEDE
+                      and op.other == crystal.superseded_by}  # fmt: skip
+            assert any(may_hide(s, store.speaker) for s in hiders | {replacing.speaker})
         # 3. the person's edit beats everyone's; else the latest that counts
         by_person = [e for e in edits if e.speaker is Speaker.PERSON]
         if by_person:

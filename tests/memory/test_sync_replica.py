@@ -10,19 +10,27 @@ from pathlib import Path
 import pytest
 
 from ground.authority import Speaker
+from ground.clock import Clock, wall_clock_ms
 from memory.cognition.adopt import pin
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import CrystalNotFound
+from memory.governance import quarantine
 from memory.governance.erase import erase
 from memory.governance.scope import change_scope
 from memory.intake.store import IntakeStore
-from memory.model import Lifecycle, NewCrystal, Origin, Scope, Sensitivity
+from memory.model import Lifecycle, Lifespan, NewCrystal, Origin, Quarantine, Scope, SemanticType, Sensitivity
+from memory.service import history
+from memory.service.caller import Caller
+from memory.service.requests import RetypeArgs, SupersedeArgs
 from memory.storage.row_writes import crystal_any
+from memory.sync.apply import apply_batch
 from memory.sync.journal import Carried
 from memory.sync.merge import fold
+from memory.sync.operations import Change
 from memory.sync.replica import Replica
-from memory.sync.rows import all_ops
+from memory.sync.rows import all_ops, missing_from
 from memory.sync.schema import SYNC_SCHEMA
+from tests.memory.conftest import FakeClock
 
 
 class Device:
@@ -35,8 +43,9 @@ class Device:
         return done.crystal.id
 
 
-async def _device(tmp: Path, name: str, carried: Carried | None = None) -> Device:
-    store = await IntakeStore.open(tmp / f"{name}.db", HashingEmbedder(), schemas=(SYNC_SCHEMA,))
+async def _device(tmp: Path, name: str, carried: Carried | None = None, now_ms: Clock | None = None) -> Device:
+    clock = now_ms or wall_clock_ms
+    store = await IntakeStore.open(tmp / f"{name}.db", HashingEmbedder(), now_ms=clock, schemas=(SYNC_SCHEMA,))
     replica = Replica(store, f"device-{name}", carried)
     await replica.open()
     await replica.start()
@@ -166,3 +175,107 @@ async def test_what_a_device_held_before_it_joined_travels(tmp_path: Path) -> No
     finally:
         await a.store.close()
         await store.close()
+
+
+# --- found by tests/memory/test_sync_model.py ---------------------------------------------------
+
+HELD = Quarantine("its author is not trusted here yet")
+
+
+async def _peer_words(device: Device, text: str) -> str:
+    new = NewCrystal(text, origin=Origin.PEER, speaker=Speaker.PEER, scope=Scope.SHARED, actor="peer:ab12",
+                     source="peer:ab12", quarantine=HELD)  # fmt: skip
+    return (await device.store.remember(new)).crystal.id
+
+
+async def test_a_held_crystal_decided_before_it_was_said_keeps_its_review_everywhere(
+    devices: list[Device],
+) -> None:
+    a, b, _ = devices
+    rejected = await _peer_words(a, "Peer tip: water the ferns at noon")
+    released = await _peer_words(a, "Peer tip: rotate the garden beds each spring")
+    await quarantine.reject(a.store, rejected, actor="cli")
+    await quarantine.approve(a.store, released, actor="cli")
+    await meet(a, b)  # a's journal first sees both decided: each travels held, then decided
+    for cid, status in ((rejected, "rejected"), (released, "approved")):
+        async with b.store.reader().execute("SELECT status FROM quarantine WHERE crystal_id = ?", (cid,)) as c:
+            assert await c.fetchone() == (status,)
+    assert (await crystal_any(b.store.reader(), rejected)).lifecycle is Lifecycle.EXPIRED
+    assert not (await b.store.get(released)).quarantined
+
+
+async def test_a_change_made_in_the_millisecond_a_crystal_arrived_is_said_by_who_made_it(tmp_path: Path) -> None:
+    clock = FakeClock()  # nothing moves it: the peer's words and the person's retype share one millisecond
+    a = await _device(tmp_path, "a", now_ms=clock)
+    b = await _device(tmp_path, "b", now_ms=clock)
+    try:
+        cid = await _peer_words(a, "Peer tip: prune the roses in March")
+        await meet(a, b)
+        await history.retype(a.store, RetypeArgs(id=cid, type=SemanticType.PREFERENCE), Caller("cli", Speaker.PERSON))
+        await meet(a, b)
+        said = [op for op in await all_ops(b.store.reader()) if op.change is Change.RETYPE]
+        assert [op.speaker for op in said] == [Speaker.PERSON]
+        assert (await crystal_any(b.store.reader(), cid)).semantic_type is SemanticType.PREFERENCE
+    finally:
+        await a.store.close()
+        await b.store.close()
+
+
+async def test_the_agents_supersession_by_hand_of_a_peers_words_travels(devices: list[Device]) -> None:
+    a, b, _ = devices
+    old = await _peer_words(a, "Peer tip: the market opens at 8")
+    new = await _peer_words(a, "Peer tip: the market opens at 9 now")
+    await history.supersede(a.store, SupersedeArgs(id=old, by=new), Caller("agent", Speaker.AGENT))
+    await meet(a, b)
+    assert fold(await all_ops(b.store.reader())).crystals[old].superseded_by == new
+    superseded = (await crystal_any(b.store.reader(), old)).superseded
+    assert superseded is not None and superseded.by == new
+
+
+async def test_a_crystal_follows_the_one_replacing_it_when_that_one_arrives_late_or_is_erased(
+    devices: list[Device],
+) -> None:
+    a, b, c = devices
+    x = await a.remember("The boiler is serviced in May")
+    y = await a.remember("The boiler is serviced in October now")
+    await history.supersede(a.store, SupersedeArgs(id=x, by=y), Caller("cli", Speaker.PERSON))
+    # x's supersession is said before y's STORE: a batch of one takes it before y has arrived
+    await a.replica.write_down()
+    while ops := await a.replica.missing_for((await b.replica.held()).vector, 1):
+        await b.replica.take(ops)
+    superseded = (await crystal_any(b.store.reader(), x)).superseded
+    assert superseded is not None and superseded.by == y
+    await meet(a, c)
+    await erase(a.store, y, actor="cli", reason="test")
+    await meet(a, c)  # c takes the erasure, then b's copy of the supersession
+    await meet(b, c)
+    await meet(a, b)
+    for d in devices:
+        assert (await crystal_any(d.store.reader(), x)).superseded is None, d.replica.device
+    assert fold(await all_ops(a.store.reader())).crystals[x].superseded_by is None
+
+
+async def test_a_change_not_yet_said_survives_another_devices_change_to_the_same_crystal(
+    devices: list[Device],
+) -> None:
+    a, b, _ = devices
+    x = await a.remember("The spare tyre is in the shed", speaker=Speaker.AGENT)
+    y = await a.remember("The ladder is in the shed")
+    await meet(a, b)
+    agent, person = Caller("agent", Speaker.AGENT), Caller("cli", Speaker.PERSON)
+    await change_scope(b.store, y, Scope.SHARED, speaker=Speaker.PERSON, actor="cli", reason="test")
+    await b.replica.write_down()
+    await history.retype(b.store, RetypeArgs(id=x, type=SemanticType.EPISODE), agent)
+    await b.replica.write_down()  # b's scope change is its first operation, the retype its second
+    # on a, before b's changes come and before a's journal has said them: the person retypes x, pins y
+    await history.retype(a.store, RetypeArgs(id=x, type=SemanticType.PREFERENCE), person)
+    await pin(a.store, y, actor="cli", speaker=Speaker.PERSON)
+    taken = await missing_from(b.store.reader(), (await a.replica.held()).vector, 100)
+    async with a.store.transaction() as db:  # the batch alone leaves the pin (another field) to be said
+        await apply_batch(db, [op for op in taken if op.target == y], a.store.now_ms())
+    await a.replica.take([op for op in taken if op.target == x])  # says the retype before the agent's lands
+    await meet(a, b)
+    for d in (a, b):
+        assert (await d.store.get(x)).semantic_type is SemanticType.PREFERENCE
+        there = await d.store.get(y)
+        assert there.lifespan is Lifespan.PERMANENT and there.scope is Scope.SHARED
