@@ -10,9 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = {
-    "memory": ROOT / "memory" / "storage" / "schema.py",
-    "marketplace": ROOT / "marketplace" / "schema.py",
-    "p2p": ROOT / "p2p" / "schema.py",
+    "memory": (ROOT / "memory" / "storage" / "schema.py", ROOT / "memory" / "sync" / "schema.py"),
+    "marketplace": (ROOT / "marketplace" / "schema.py",),
+    "p2p": (ROOT / "p2p" / "schema.py",),
 }
 PACKAGES = ("crypto", "memory", "p2p", "marketplace", "node")
 SHARED = {"meta", "sqlite_master", "pragma_table_info", "sqlite_sequence"}
@@ -47,7 +47,10 @@ def sql_strings(path: Path) -> list[str]:
 
 
 def owned() -> dict[str, set[str]]:
-    return {package: set(_CREATED.findall(path.read_text(encoding="utf-8"))) for package, path in SCHEMAS.items()}
+    return {
+        package: {name for path in paths for name in _CREATED.findall(path.read_text(encoding="utf-8"))}
+        for package, paths in SCHEMAS.items()
+    }
 
 
 def test_the_two_schemas_create_disjoint_tables() -> None:

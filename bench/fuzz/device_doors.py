@@ -114,7 +114,7 @@ def seeds() -> dict[str, list[bytes]]:
         ],
         "devices-sync-answer-plain": [bytes(plain)],
         "devices-pair-request": [request.pack()],
-        "devices-pair-answer": [pair_wire.pack_answer(pair_wire.Admitted(members, sealed_keys))],
+        "devices-pair-answer": [pair_wire.pack_answer(pair_wire.Welcome(members, sealed_keys))],
         "devices-member-list": [members],
         "devices-group-file": [group_file],
     }

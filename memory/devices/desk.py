@@ -22,7 +22,7 @@ from ground.events import get_logger
 from ground.rates import RateLimit, TokenBuckets
 from memory.devices.keeper import DeviceGroupKeeper
 from memory.devices.settings import DevicesSettings
-from memory.devices.wire import Admitted, JoinRequest, Refusal, Refused, pack_answer, read_request
+from memory.devices.wire import JoinRequest, Refusal, Refused, Welcome, pack_answer, read_request
 from memory.errors import InvalidValue
 
 log = get_logger("memory.devices")
@@ -77,12 +77,12 @@ class PairingDesk:
     async def answer(self, peer_id: str, raw: bytes) -> bytes:
         """The answer to a join request from ``peer_id`` (authenticated by the stream's handshake)."""
         decided = self.decide(peer_id, raw)
-        self.counts["admitted" if isinstance(decided, Admitted) else "refused"] += 1
+        self.counts["admitted" if isinstance(decided, Welcome) else "refused"] += 1
         if isinstance(decided, Refused):
             log.info("devices.join_refused", peer=peer_id, reason=decided.reason.value)
         return pack_answer(decided)
 
-    def decide(self, peer_id: str, raw: bytes) -> Admitted | Refused:
+    def decide(self, peer_id: str, raw: bytes) -> Welcome | Refused:
         now = self._now_ms()
         if not self._all.allow(b"", now) or not self._each.allow(peer_id.encode(), now):
             return Refused(Refusal.BUSY)
@@ -101,7 +101,7 @@ class PairingDesk:
             view = self._keeper.view()
             if holds and live.used_by == request.public_key and view is not None and view.members.has(live.used_by):
                 # its first answer was lost: the same group again (never to a device removed since)
-                return Admitted(view.members.pack(), self._keeper.sealed_keys_for(live.used_by))
+                return Welcome(view.members.pack(), self._keeper.sealed_keys_for(live.used_by))
             return Refused(Refusal.USED) if holds else Refused(Refusal.WRONG_CODE)
         if live.wrong_proofs >= attempts:
             return Refused(Refusal.BURNT) if holds else Refused(Refusal.WRONG_CODE)
@@ -113,7 +113,7 @@ class PairingDesk:
             return Refused(Refusal.BURNT) if left == 0 else Refused(Refusal.WRONG_CODE, left)
         return self._admit(request, live)
 
-    def _admit(self, request: JoinRequest, live: OpenCode) -> Admitted | Refused:
+    def _admit(self, request: JoinRequest, live: OpenCode) -> Welcome | Refused:
         view = self._keeper.view()
         if view is None or not view.members.has(request.public_key):
             try:
@@ -122,4 +122,4 @@ class PairingDesk:
                 return Refused(Refusal.FULL)
         live.used_by = request.public_key
         log.info("devices.admitted", peer=peer_id_from_ed25519(request.public_key), version=view.members.version)
-        return Admitted(view.members.pack(), self._keeper.sealed_keys_for(request.public_key))
+        return Welcome(view.members.pack(), self._keeper.sealed_keys_for(request.public_key))

@@ -54,7 +54,7 @@ class JoinRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Admitted:
+class Welcome:
     member_list: bytes
     sealed_keys: Mapping[int, bytes]
 
@@ -89,13 +89,13 @@ def read_request(raw: bytes) -> JoinRequest:
     return JoinRequest(key, name, nonce, proof)
 
 
-def pack_answer(answer: Admitted | Refused) -> bytes:
-    if isinstance(answer, Admitted):
+def pack_answer(answer: Welcome | Refused) -> bytes:
+    if isinstance(answer, Welcome):
         return bytes(msgpack.packb(["ok", answer.member_list, dict(answer.sealed_keys)]))
     return bytes(msgpack.packb(["refused", answer.reason.value, answer.attempts_left]))
 
 
-def read_answer(raw: bytes) -> Admitted | Refused:
+def read_answer(raw: bytes) -> Welcome | Refused:
     """The inviting device's answer; ``InvalidValue`` for anything else."""
     try:
         doc = msgpack.unpackb(raw, strict_map_key=False)
@@ -107,7 +107,7 @@ def read_answer(raw: bytes) -> Admitted | Refused:
             isinstance(e, int) and isinstance(k, bytes) for e, k in sealed.items()
         )
         if isinstance(members, bytes) and keys_ok:
-            return Admitted(members, sealed)
+            return Welcome(members, sealed)
     if isinstance(doc, list) and len(doc) == 3 and doc[0] == "refused" and isinstance(doc[2], int):
         try:
             return Refused(Refusal(doc[1]), doc[2])

@@ -15,7 +15,7 @@ from crypto.pairing import proof
 from memory.devices.desk import PairingDesk
 from memory.devices.keeper import DeviceGroupKeeper
 from memory.devices.settings import DevicesSettings
-from memory.devices.wire import Admitted, JoinRequest, Refusal, Refused, read_answer
+from memory.devices.wire import JoinRequest, Refusal, Refused, Welcome, read_answer
 from tests.memory.conftest import FakeClock
 
 MINUTE = 60_000
@@ -40,7 +40,7 @@ def desk(tmp_path: Path, clock: FakeClock) -> PairingDesk:
     return PairingDesk(keeper, identity, DevicesSettings(), "laptop", now_ms=clock)
 
 
-def ask(desk: PairingDesk, joiner: Joiner, secret: bytes) -> Admitted | Refused:
+def ask(desk: PairingDesk, joiner: Joiner, secret: bytes) -> Welcome | Refused:
     return desk.decide(joiner.identity.peer_id, joiner.request(secret, desk_peer(desk)))
 
 
@@ -52,12 +52,12 @@ def test_a_code_joins_one_device_and_its_answer_opens_there(desk: PairingDesk, t
     code = desk.open(("/ip4/127.0.0.1/tcp/4001",)).code
     desktop, pi = Joiner(tmp_path, "desktop"), Joiner(tmp_path, "pi")
     answer = ask(desk, desktop, code.secret)
-    assert isinstance(answer, Admitted) and desk.is_open() is None
+    assert isinstance(answer, Welcome) and desk.is_open() is None
     view = desktop.keeper.join(_key(desk), answer.member_list, answer.sealed_keys)
     assert [m.name for m in view.members.members] == ["laptop", "desktop"]
     assert ask(desk, pi, code.secret) == Refused(Refusal.USED)  # the code again, by another device
     again = ask(desk, desktop, code.secret)  # the same device again (its answer was lost): the same group
-    assert isinstance(again, Admitted) and again.member_list == answer.member_list
+    assert isinstance(again, Welcome) and again.member_list == answer.member_list
     desk._keeper.remove(desktop.identity.public_key)
     assert ask(desk, desktop, code.secret) == Refused(Refusal.USED)  # removed since: the old code no longer joins it
 
@@ -77,7 +77,7 @@ def test_wrong_proofs_burn_the_code_and_are_told_apart_from_an_old_code(desk: Pa
     assert ask(desk, desktop, wrong) == Refused(Refusal.WRONG_CODE)  # not counted on a dead code
     assert desk._keeper.view() is None  # nobody joined: no group was founded
     fresh = desk.open(()).code  # a new code replaces the burnt one
-    assert isinstance(ask(desk, desktop, fresh.secret), Admitted)
+    assert isinstance(ask(desk, desktop, fresh.secret), Welcome)
 
 
 def test_two_wrong_proofs_leave_the_code_usable(desk: PairingDesk, tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_two_wrong_proofs_leave_the_code_usable(desk: PairingDesk, tmp_path: Pat
     desktop = Joiner(tmp_path, "desktop")
     for _ in range(2):
         assert isinstance(ask(desk, desktop, os.urandom(16)), Refused)
-    assert isinstance(ask(desk, desktop, code.secret), Admitted)
+    assert isinstance(ask(desk, desktop, code.secret), Welcome)
 
 
 def test_a_code_expires(desk: PairingDesk, tmp_path: Path, clock: FakeClock) -> None:

@@ -21,9 +21,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from ground.authority import Speaker, may_hide
 from memory.errors import SyncRefused
 from memory.sync.clock import HybridClock, Stamp
-from memory.sync.log import OperationLog
 from memory.sync.merge import MemoryState, fold
 from memory.sync.operations import Change, Operation
+from tests.memory.sync_log_model import OperationLog
 
 DEVICES = ("laptop", "desktop", "pi")
 SPEAKERS = (Speaker.PERSON, Speaker.AGENT, Speaker.NODE, Speaker.PEER)

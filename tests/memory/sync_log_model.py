@@ -1,5 +1,7 @@
-"""The operations a device holds, by author and sequence, and what two devices must send each other
-(version vectors). Pure: the database keeps the rows, this decides what they mean.
+"""The model of a device's operation log for the pure merge test (``test_sync_merge``): the
+operations a device holds, by author and sequence, and what two devices must send each other
+(version vectors). The daemon keeps the same rules in SQL (``memory.sync.rows``), which the model
+test on real stores checks (``test_sync_model``).
 
 A device's operations are numbered 1, 2, 3, ... with no gap. What a device has of an author is the
 longest run from 1 (its version vector entry); an operation past a gap is kept and waits. Anything
