@@ -6,7 +6,9 @@ its steps ran. So a step that fails part way through a batch, or a ``kill -9``, 
 the batch owed, not lost: the next embedding round pays it first. A crystal whose steps failed
 ``MAX_ATTEMPTS`` times is set aside with its error, so one bad crystal cannot stop the embedder. The
 steps are idempotent (links ``INSERT OR IGNORE``, a supersession keeps its first superseder, a
-"maybe outdated" note is written once), so a kill between a step and its clearing repeats nothing."""
+"maybe outdated" note is written once), so a kill between a step and its clearing repeats nothing.
+A crystal forgotten or erased while its steps wait (a forget that came by sync before the loop got
+to them) owes none: its debt is cleared, as one whose vector is gone."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import aiosqlite
 
 from ground import failpoints
 from memory.embedders.base import Vectors
+from memory.errors import CrystalNotFound
 from memory.storage.connection import is_transient_lock
 from memory.storage.vectors import VectorIndex
 
@@ -48,11 +51,17 @@ async def owe(db: aiosqlite.Connection, rows: Sequence[tuple[int, str]]) -> None
 async def pay(
     store: S, hook: Callable[[S, str, Vectors], Awaitable[int]], rows: Sequence[tuple[int, str, Vectors]]
 ) -> None:
-    """Run ``hook`` for each (rowid, crystal id, vector), clearing each debt once its steps ran. A
-    failure is recorded against its crystal and raised: the rest stay owed."""
+    """Run ``hook`` for each (rowid, crystal id, vector), clearing each debt once its steps ran, or
+    once the crystal is found no longer there to take them. A failure is recorded against its crystal
+    and raised: the rest stay owed."""
     for rowid, crystal_id, vector in rows:
         try:
             await hook(store, crystal_id, vector)
+        except CrystalNotFound as exc:
+            if exc.crystal_id != crystal_id:  # another crystal the steps needed: a failure of these steps
+                await _failed(store, rowid, crystal_id, exc)
+                raise
+            _log.debug("after-embedding steps of %s let go: it was forgotten or erased", crystal_id)
         except Exception as exc:
             if not is_transient_lock(exc):
                 await _failed(store, rowid, crystal_id, exc)

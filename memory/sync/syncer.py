@@ -9,6 +9,9 @@ a member for what it lacks, and answers members' asks. docs/design/devices.md ha
   down it asks every member seen lately at once, and a member that sees in an ask that the asker
   holds more asks it back. So a change reaches an online device in about two round trips.
 - Any member carries any member's operations: A's change reaches B through C.
+- An answer that does not arrive is asked for half as large the next time, and twice as large
+  again after a pull whose answers all came: a relay cuts a circuit past its data limit (128 KiB for go-libp2p's,
+  1 MiB for ours by default), and an answer larger than that, asked again as large, never passed.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class DeviceStatus:
     their_vector: dict[str, int] = field(default_factory=dict)
     their_digest: str = ""
     last_error: str = ""
+    ops_to_ask: int | None = None  # how many operations to ask of it next (None: the setting's)
     asks_this_minute: int = 0
     minute: int = 0
 
@@ -164,7 +168,8 @@ class Syncer:
                     return Pulled(taken, asks)
                 held = await self.replica.held()
                 nonce = new_nonce()
-                ask = Ask(held.vector, held.digest, nonce, self.settings.ops_per_answer)
+                asked = status.ops_to_ask or self.settings.ops_per_answer
+                ask = Ask(held.vector, held.digest, nonce, asked)
                 member = view.member_peer_ids()[peer]
                 payload = ask_bytes(
                     view.current_key, view.group_id, view.members.pack(), self.group.sealed_keys_for(member.public_key),
@@ -173,9 +178,13 @@ class Syncer:
                 asks += 1
                 self.counters["asks_made"] += 1
                 try:
-                    raw = await self.requester.request(
-                        peer, PROTOCOL, payload, timeout_s=self.settings.ask_timeout_s, max_bytes=1_048_576
-                    )
+                    try:
+                        raw = await self.requester.request(
+                            peer, PROTOCOL, payload, timeout_s=self.settings.ask_timeout_s, max_bytes=1_048_576
+                        )
+                    except Exception:  # cut on the way, maybe for its size: asked smaller next time
+                        status.ops_to_ask = max(1, asked // 2)
+                        raise
                     outer = read_answer_outer(raw)
                     if outer.member_list is not None:
                         self.group.adopt(outer.member_list, outer.sealed_keys)
@@ -199,6 +208,8 @@ class Syncer:
                 if done.kept and self._on_taken is not None:
                     await self._on_taken(answer.operations)
                 if not answer.more or not answer.operations:
+                    # every answer of this pull came: the next may be larger again
+                    status.ops_to_ask = min(self.settings.ops_per_answer, asked * 2)
                     return Pulled(taken, asks)
 
     async def pull_quietly(self, peer: str) -> None:

@@ -103,6 +103,8 @@ class Line:
         self.syncers: dict[str, Syncer] = {}
         self.down: set[str] = set()  # peer ids that cannot be reached (a partition)
         self.bytes_sent = 0
+        #: An answer bigger than this is cut, as a relay cuts a circuit past its data limit.
+        self.cut_past_bytes: int | None = None
 
     def for_peer(self, me: str) -> Requester:
         return Requester(self, me)
@@ -119,6 +121,8 @@ class Requester:
         if peer_id in self.line.down or self.me in self.line.down:
             raise ConnectionError(f"{peer_id} cannot be reached")
         answer = await self.line.syncers[peer_id].answer(self.me, payload)
+        if self.line.cut_past_bytes is not None and len(answer) > self.line.cut_past_bytes:
+            raise ConnectionResetError(f"the circuit to {peer_id} was cut past {self.line.cut_past_bytes} bytes")
         self.line.bytes_sent += len(payload) + len(answer)
         assert len(answer) <= max_bytes
         return answer
