@@ -162,10 +162,16 @@ def test_edges_behind_separate_nats_find_each_other_through_a_public_node_trade_
             assert _connection(far, seller_id)["connection"] == "relayed"
             assert _connection(far, public_id)["connection"] == "direct"
         finally:
+            # The nodes stop one after another: one still running redials a peer that is closing,
+            # and that handshake fails halfway. Only what a node logged before the first stop says
+            # whether it ever dialled itself or a stranger.
+            stopping = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
             logs = {node.data.name: node.stop() for node in nodes}
     for name, log in logs.items():
         assert "Traceback" not in log, f"{name}:\n{log[-3000:]}"
-        assert "failed to upgrade security" not in log, f"{name} dialled itself or a stranger:\n{log[-3000:]}"
+        running = [line for line in log.splitlines() if line[:19] < stopping and line[:4].isdigit()]
+        upgrade_failed = [line for line in running if "failed to upgrade security" in line]
+        assert not upgrade_failed, f"{name} dialled itself or a stranger:\n{log[-3000:]}"
 
 
 def test_a_relay_lends_no_more_reservations_than_its_config_allows(tmp_path: Path) -> None:
