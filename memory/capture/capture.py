@@ -83,11 +83,15 @@ async def capture(
         extraction = extract(conversation, only=fresh)
     pieces = extraction.pieces
     by_position = {m.position: m for m in conversation.messages}
+    # A conversation without times is still in order: a piece without one is said at its last
+    # message's position, in milliseconds before now (the last message now), so "later" means
+    # later in the conversation (search's later-update rule), never a random id between equals.
+    untimed_base = store.now_ms() - len(conversation.messages)
     items = [
         NewCrystal(
             piece.text[:MAX_TEXT_CHARS],
             origin=Origin.INFERRED if piece.inferred else origin,
-            created_at_ms=piece.ts_ms,
+            created_at_ms=piece.ts_ms if piece.ts_ms is not None else untimed_base + piece.positions[-1] + 1,
             source=source,
             source_path=conversation.title,
             line_start=piece.positions[0] + 1,

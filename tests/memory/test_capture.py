@@ -4,6 +4,8 @@ conversation twice stores nothing new; damaged input is refused whole, naming wh
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -212,3 +214,34 @@ async def test_damaged_input_stores_nothing(store: IntakeStore) -> None:
     with pytest.raises(CaptureFormatError, match="not both"):
         await capture_conversations(store, raw="x", messages=[{"role": "user", "content": "y"}])
     assert await crystal_total(store.reader()) == 0
+
+
+async def test_pieces_of_a_conversation_without_times_are_ordered_by_where_they_were_said(
+    store: IntakeStore, clock: FakeClock
+) -> None:
+    """Issue 52: untimed pieces all took the capture's time, and search's later-update rule then
+    ordered them by id. Each now takes its place in the conversation, the last message now."""
+    said = [
+        "We booked the flat in Lisbon for the first week of May.",
+        "My sister Ana is flying in from Toronto to join us.",
+        "Change of plan: we are skipping Lisbon entirely and going to Porto.",
+        "Ana will meet us in Porto on the third.",
+    ]
+    between = [
+        "I have noted the flat in Lisbon for the first week of May, and the check-in opens at three.",
+        "I have added Ana's flight from Toronto to the trip notes, with her arrival on the second.",
+        "I have moved the booking notes from Lisbon to Porto and cancelled the Lisbon reminder.",
+    ]
+    messages = []
+    for i, text in enumerate(said):
+        messages.append({"role": "user", "content": text})
+        if i < len(between):
+            messages.append({"role": "assistant", "content": between[i]})
+    (conversation,) = read_conversations(json.dumps(messages))
+    report = await capture(store, conversation)
+    crystals = [await store.get(c) for c in report.crystal_ids]
+    assert len(crystals) >= 3  # pieces of their own
+    by_place = sorted(crystals, key=lambda c: c.line_start or 0)  # its first message's place
+    times = [c.created_at_ms for c in by_place]
+    assert times == sorted(times) and len(set(times)) == len(times), times
+    assert max(times) <= clock.now
