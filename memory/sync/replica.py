@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from ground import failpoints
+from ground.authority import Speaker, may
 from memory.errors import CrystalNotFound, SyncRefused
 from memory.governance.erase import erase
 from memory.storage.store import MemoryStore
@@ -20,7 +22,7 @@ from memory.sync.apply import ACTOR, Applied, apply_batch, follow_erasures
 from memory.sync.clock import HybridClock, Stamp
 from memory.sync.journal import Carried, start_journal, stop_journal, write_down
 from memory.sync.merge import fold
-from memory.sync.operations import Change, Operation
+from memory.sync.operations import NEEDS, Change, Operation
 from memory.sync.rows import all_ops, missing_from, vector
 
 _log = logging.getLogger(__name__)
@@ -43,13 +45,36 @@ class Replica:
         self._lock = asyncio.Lock()  # one journal pass or batch at a time (each is one transaction)
 
     async def open(self) -> None:
-        """Continue this device's clock after its last own stamp."""
+        """Continue this device's clock after its last own stamp, and finish the erasures a kill cut
+        off: another device's erasure is kept with the batch that brought it, and carried out just
+        after (``take``); a kill between the two left the crystal here, which nothing would erase."""
         async with self.store.reader().execute(
             "SELECT wall_ms, counter FROM sync_ops WHERE device = ? ORDER BY seq DESC LIMIT 1", (self.device,)
         ) as cursor:
             row = await cursor.fetchone()
         if row is not None:
             self.clock.resume(Stamp(int(row[0]), int(row[1]), self.device))
+        left = await self._erasures_left()
+        async with self._lock:
+            await self._erase_here(left)
+
+    async def _erasures_left(self) -> list[str]:
+        async with self.store.reader().execute(
+            "SELECT DISTINCT o.target, o.speaker FROM sync_ops o JOIN crystals c ON c.id = o.target "
+            "WHERE o.change = 'erase'"
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return sorted({str(t) for t, speaker in rows if may(Speaker(speaker), NEEDS[Change.ERASE])})
+
+    async def _erase_here(self, crystal_ids: Sequence[str]) -> None:
+        """Erase crystals another device erased, and forget their journal marks (said already)."""
+        for crystal_id in crystal_ids:
+            with contextlib.suppress(CrystalNotFound):  # never here (a duplicate, or not carried)
+                await erase(self.store, crystal_id, actor=ACTOR, reason="erased on another device")
+        if crystal_ids:
+            async with self._sync_transaction() as db:
+                await db.executemany("DELETE FROM sync_dirty WHERE crystal_id = ?", [(c,) for c in crystal_ids])
+                await db.executemany("DELETE FROM sync_image WHERE crystal_id = ?", [(c,) for c in crystal_ids])
 
     @contextlib.asynccontextmanager
     async def _sync_transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -129,13 +154,8 @@ class Replica:
             own = await self._write_down(500) if await self.pending() else []
             async with self._sync_transaction() as db:
                 done = await apply_batch(db, taken, self.store.now_ms(), self.store.vectors)
-            for crystal_id in done.to_erase:
-                with contextlib.suppress(CrystalNotFound):  # never here (a duplicate, or not carried)
-                    await erase(self.store, crystal_id, actor=ACTOR, reason="erased on another device")
-            if done.to_erase:
-                async with self._sync_transaction() as db:  # its journal mark and image: said already
-                    await db.executemany("DELETE FROM sync_dirty WHERE crystal_id = ?", [(c,) for c in done.to_erase])
-                    await db.executemany("DELETE FROM sync_image WHERE crystal_id = ?", [(c,) for c in done.to_erase])
+            failpoints.check("sync:before-erasing")  # the batch kept, its erasures not yet carried out
+            await self._erase_here(done.to_erase)
             if done.to_erase or any(op.change is Change.ERASE for op in own):
                 await self.store.checkpoint(truncate=True)
         return done

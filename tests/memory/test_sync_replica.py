@@ -279,3 +279,29 @@ async def test_a_change_not_yet_said_survives_another_devices_change_to_the_same
         assert (await d.store.get(x)).semantic_type is SemanticType.PREFERENCE
         there = await d.store.get(y)
         assert there.lifespan is Lifespan.PERMANENT and there.scope is Scope.SHARED
+
+
+async def test_an_erasure_cut_off_by_a_kill_is_finished_when_the_replica_opens(
+    devices: list[Device], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch that brings another device's erasure is kept in one transaction and carried out
+    just after; a kill between the two left the words here for good, since the erasure was held
+    already and never applied again."""
+    from ground.failpoints import ENV, FailpointHit
+
+    a, b, _ = devices
+    cid = await a.remember("The spare key hides in the blue watering can by the shed")
+    await meet(a, b)
+    await erase(a.store, cid, actor="cli", reason="test")
+    await a.replica.write_down()
+    monkeypatch.setenv(ENV, "sync:before-erasing=1")  # as a kill at that moment would leave it
+    with pytest.raises(FailpointHit):
+        await b.replica.take(await a.replica.missing_for((await b.replica.held()).vector, 100))
+    assert (await crystal_any(b.store.reader(), cid)).text  # still here
+    again = Replica(b.store, "device-b")
+    await again.open()
+    with pytest.raises(CrystalNotFound):
+        await crystal_any(b.store.reader(), cid)
+    await b.store.checkpoint(truncate=True)
+    files = sorted(tmp_path.glob("b.db*"))  # noqa: ASYNC240 - the test's own files
+    assert files and not any(b"blue watering can" in p.read_bytes() for p in files)
