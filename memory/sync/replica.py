@@ -121,14 +121,22 @@ class Replica:
             if written.crystals < batch:
                 return out
 
-    async def held(self) -> Held:
-        db = self.store.reader()
-        vec = await vector(db)
+    async def vector(self) -> dict[str, int]:
+        """What this device holds of each author (cheap: one indexed query)."""
+        return await vector(self.store.reader())
+
+    async def digest(self, vec: Mapping[str, int]) -> str:
+        """The state digest at ``vec`` (this device's current vector). It folds every operation, so it
+        is computed when a comparison needs it and kept until the vector moves."""
         key = tuple(sorted(vec.items()))
         if self._digest is None or self._digest[0] != key:
-            ops = await all_ops(db)
+            ops = await all_ops(self.store.reader())
             self._digest = (key, fold(ops).digest())
-        return Held(vec, self._digest[1], sum(vec.values()))
+        return self._digest[1]
+
+    async def held(self) -> Held:
+        vec = await self.vector()
+        return Held(vec, await self.digest(vec), sum(vec.values()))
 
     async def missing_for(self, theirs: Mapping[str, int], limit: int) -> list[Operation]:
         return await missing_from(self.store.reader(), theirs, limit)

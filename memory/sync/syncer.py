@@ -138,7 +138,9 @@ class Syncer:
             self.group.sealed_keys_for(member.public_key) if newer else {},
             [],
         )
-        held = await self.replica.held()
+        mine = await self.replica.vector()
+        # the digest only where it can say "the same": both hold the same operations
+        digest = await self.replica.digest(mine) if ask.vector == mine else ""
         limit = min(ask.wanted, self.settings.ops_per_answer)
         ops = await self.replica.missing_for(ask.vector, limit)
         more = len(ops) == limit
@@ -146,12 +148,12 @@ class Syncer:
             ops, more = ops[: len(ops) * 3 // 4], True  # each author's stays a run from its start
         status.last_seen_ms, status.their_vector, status.their_digest = self._now(), ask.vector, ask.digest
         status.last_error = ""
-        if behind(ask.vector, held.vector):  # it holds what this device lacks: ask it back
+        if behind(ask.vector, mine):  # it holds what this device lacks: ask it back
             self._ask_now.add(peer)
             self._wake.set()
         self.counters["asks_answered"] += 1
         self.counters["ops_sent"] += len(ops)
-        answer = Answer(ops, held.vector, held.digest, more)
+        answer = Answer(ops, mine, digest, more)
         return answer_bytes(view.current_key, view.group_id, self.me, peer, ask.nonce, answer, outer)
 
     # --- asking -----------------------------------------------------------------------------
@@ -160,16 +162,18 @@ class Syncer:
         """Ask ``peer`` for everything this device lacks, answer after answer until it has all."""
         lock = self._pulling.setdefault(peer, asyncio.Lock())
         taken = asks = 0
+        confirming = False
         async with lock:
             status = self.status.setdefault(peer, DeviceStatus())
             while True:
                 view = self.group.view()
                 if view is None or peer not in view.member_peer_ids():
                     return Pulled(taken, asks)
-                held = await self.replica.held()
+                mine = await self.replica.vector()
+                digest = await self.replica.digest(mine) if mine == status.their_vector else ""
                 nonce = new_nonce()
                 asked = status.ops_to_ask or self.settings.ops_per_answer
-                ask = Ask(held.vector, held.digest, nonce, asked)
+                ask = Ask(mine, digest, nonce, asked)
                 member = view.member_peer_ids()[peer]
                 payload = ask_bytes(
                     view.current_key, view.group_id, view.members.pack(), self.group.sealed_keys_for(member.public_key),
@@ -210,7 +214,10 @@ class Syncer:
                 if not answer.more or not answer.operations:
                     # every answer of this pull came: the next may be larger again
                     status.ops_to_ask = min(self.settings.ops_per_answer, asked * 2)
-                    return Pulled(taken, asks)
+                    if not answer.operations or answer.digest or confirming:
+                        return Pulled(taken, asks)
+                    # one more ask, now that both may hold the same: it compares the two digests
+                    confirming = True
 
     async def pull_quietly(self, peer: str) -> None:
         """``pull``, with a device that cannot be reached noted in its status rather than raised."""
@@ -274,7 +281,9 @@ class Syncer:
         view = self.group.view()
         if view is None:
             return {}
-        held = await self.replica.held()
+        mine = await self.replica.vector()
+        level = [s for p, s in self.status.items() if s.their_vector == mine and p in view.member_peer_ids()]
+        digest = await self.replica.digest(mine) if level else ""
         out: dict[str, dict[str, object]] = {}
         for peer, member in view.member_peer_ids().items():
             if peer == self.me:
@@ -284,9 +293,9 @@ class Syncer:
             out[peer] = {
                 "name": member.name,
                 "last_seen_ms": s.last_seen_ms,
-                "in_sync": seen and s.their_digest == held.digest and s.their_vector == held.vector,
-                "they_lack": behind(held.vector, s.their_vector) if seen else None,
-                "we_lack": behind(s.their_vector, held.vector) if seen else None,
+                "in_sync": seen and bool(digest) and s.their_digest == digest and s.their_vector == mine,
+                "they_lack": behind(mine, s.their_vector) if seen else None,
+                "we_lack": behind(s.their_vector, mine) if seen else None,
                 "last_error": s.last_error or None,
             }
         self._report = out
