@@ -5,6 +5,8 @@ source messages of a crystal in the top 10. Beside it, in the same run, the base
 per turn, ingested as ``memory import`` does (the turn and its neighbours as context).
 
 Reports recall@10 on the three conversations tuned on and on the two held apart (issue 28's split),
+and on issue 52's conversations written apart from the code (``bench/data/conversations_apart_*``:
+a split to tune on, one never tuned on), each also by question category,
 crystals stored per message, and messages captured per second (embedding included); and for one
 conversation of 1,000 messages, the time to store it and the time to embed it as well.
 Goals (issue 30): recall@10 >= 0.75 with at most 0.6 crystals per message; 1,000 messages in < 10 s.
@@ -22,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.locomo_recall import DATA, HELD_APART, normalise_evidence, session_time_ms, turns_of
+from bench.locomo_recall import APART, CATEGORIES, DATA, HELD_APART, normalise_evidence, session_time_ms, turns_of
 from memory.capture.capture import capture
 from memory.capture.formats import read_messages
 from memory.capture.sources import captured_from
@@ -58,7 +60,10 @@ def chat_messages(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-async def _recall(store: IntakeStore, qa: list[dict[str, Any]], turns_of_crystal: dict[str, set[str]]) -> list[float]:
+async def _recall(
+    store: IntakeStore, qa: list[dict[str, Any]], turns_of_crystal: dict[str, set[str]]
+) -> list[tuple[str, float]]:
+    """Per question with evidence: its category and the share of its evidence turns in the top 10."""
     recalls = []
     for item in qa:
         gold = {d for raw in item["evidence"] for d in normalise_evidence(raw)}
@@ -66,7 +71,7 @@ async def _recall(store: IntakeStore, qa: list[dict[str, Any]], turns_of_crystal
             continue
         hits = await search(store, SearchRequest(item["question"], mode=SearchMode.HYBRID, limit=10, touch=False))
         covered = set().union(*(turns_of_crystal.get(h.crystal.id, set()) for h in hits)) if hits else set()
-        recalls.append(len(gold & covered) / len(gold))
+        recalls.append((CATEGORIES.get(int(item.get("category", 0)), "other"), len(gold & covered) / len(gold)))
     return recalls
 
 
@@ -110,8 +115,11 @@ async def _per_turn(tmp: Path, index: int, sample: dict[str, Any], embedder: Emb
 
 def _summary(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     by_split: dict[str, list[float]] = defaultdict(list)
+    by_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for split, run in runs:
-        by_split[split] += run["recalls"]
+        by_split[split] += [r for _, r in run["recalls"]]
+        for category, r in run["recalls"]:
+            by_category[split][category].append(r)
     messages = sum(run["messages"] for _, run in runs)
     crystals = sum(run["crystals"] for _, run in runs)
     seconds = sum(run["seconds"] for _, run in runs)
@@ -119,6 +127,10 @@ def _summary(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     return {
         "recall@10": round(sum(everything) / len(everything), 4),
         "recall@10_by_split": {split: round(sum(rs) / len(rs), 4) for split, rs in sorted(by_split.items())},
+        "recall@10_by_split_and_category": {
+            split: {c: round(sum(rs) / len(rs), 4) for c, rs in sorted(cats.items())}
+            for split, cats in sorted(by_category.items())
+        },
         "crystals_per_message": round(crystals / messages, 3),
         "messages_per_s": round(messages / seconds, 1),
         "messages": messages,
@@ -152,19 +164,23 @@ async def evaluate(embedder_name: str, quick: bool) -> dict[str, Any]:
     samples = json.loads(await asyncio.to_thread(DATA.read_text))
     if quick:
         samples = samples[:1]
+    splits = [("held_apart" if s.get("sample_id") in HELD_APART else "tuned_on", s) for s in samples]
+    for split, path in APART.items():
+        apart = json.loads(await asyncio.to_thread(path.read_text))
+        splits += [(split, s) for s in apart[: 1 if quick else None]]
     embedder = make_embedder(embedder_name)
     captured: list[tuple[str, dict[str, Any]]] = []
     per_turn: list[tuple[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for index, sample in enumerate(samples):
-            split = "held_apart" if sample.get("sample_id") in HELD_APART else "tuned_on"
+        for index, (split, sample) in enumerate(splits):
             captured.append((split, await _captured(Path(tmp), index, sample, embedder)))
             per_turn.append((split, await _per_turn(Path(tmp), index, sample, embedder)))
         thousand = await _thousand(Path(tmp), samples, embedder, 200 if quick else 1_000)
     capture_figures = _summary(captured)
     return {
         "embedder": embedder.id,
-        "conversations": len(samples),
+        "conversations": len(splits),
+        "apart_sets": {name: str(path) for name, path in APART.items()},
         "held_apart_conversations": sorted(HELD_APART),
         "capture": capture_figures,
         "baseline_one_crystal_per_turn": _summary(per_turn),
