@@ -247,6 +247,9 @@ class NewCrystal:
     # Who said these words (``ground.authority``): what they may do follows from it alone. ``None``:
     # the speaker ``default_speaker`` gives its origin; every ingest path of the node names one.
     speaker: Speaker | None = None
+    #: the name a transcript gives whoever said the words (capture), so that two people of one chat,
+    #: the same speaker to the authority table, are still told apart
+    voice: str | None = None
 
     def __post_init__(self) -> None:
         if not self.text or not self.text.strip():
@@ -332,6 +335,8 @@ class Crystal:
     refers_to: tuple[int, int] | None = None
     tags: tuple[str, ...] = ()  # a skill's are its version's; others' came with an import or a caller
     speaker: Speaker = Speaker.FILE  # who said it (ground.authority); the weakest when unknown
+    #: the name a transcript gives whoever said the words ("Caroline", "user"); None outside one
+    voice: str | None = None
 
     @property
     def is_memory(self) -> bool:

@@ -99,6 +99,7 @@ async def capture(
             actor=actor,
             context=piece.context,
             speaker=piece_speaker(conversation, piece.positions, piece.road, piece.framing),
+            voice=piece.speakers[0][:100] if piece.speakers else None,
             quarantine=hold_reason(said(piece, by_position)),
         )
         for piece in pieces

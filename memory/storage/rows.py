@@ -36,7 +36,7 @@ COLUMNS = (
     "bounty_id, bounty_reward, stable_skill_id, skill_version, previous_version_id, deprecated, deprecated_by, tags, "
     "category, lifecycle, scope, sensitivity, lifespan, expires_at_ms, embedded_with, context, quarantined, "
     "type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from_ms, refers_until_ms, "
-    "speaker"
+    "speaker, voice"
 )
 SELECT_COLUMNS = ", ".join(f"c.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -47,6 +47,7 @@ INSERT_COLUMNS = (
     "bounty_reward", "stable_skill_id", "skill_version", "previous_version_id", "deprecated", "deprecated_by", "tags",
     "category", "lifecycle", "scope", "sensitivity", "lifespan", "expires_at_ms", "context", "quarantined",
     "text_bytes", "type_confidence", "type_source", "importance_floor", "refers_from_ms", "refers_until_ms", "speaker",
+    "voice",
 )  # fmt: skip
 # Positional parameters: binding a tuple is much cheaper than looking up 36 names in a dict per row.
 INSERT_SQL = f"INSERT INTO crystals ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(INSERT_COLUMNS))})"
@@ -86,7 +87,7 @@ def insert_params(row: Admitted, *, crystal_id: str, now_ms: int) -> tuple[Any, 
         new.lifespan.value, now_ms + new.ttl_ms if new.ttl_ms is not None else None, new.context,
         int(new.quarantine is not None), len(new.text.encode()), typing.confidence, typing.source.value,
         new.importance_floor, refers.start_ms if refers else None, refers.end_ms if refers else None,
-        speaker_of(new).value,
+        speaker_of(new).value, new.voice,
     )  # fmt: skip
 
 
@@ -110,7 +111,7 @@ def restore_params(row: Readmitted) -> tuple[Any, ...]:
         c.lifespan.value,
         c.expires_at_ms, c.context, int(c.quarantined), c.type_confidence, c.type_source.value, c.importance_floor,
         c.superseded.by if c.superseded else None, c.superseded.at_ms if c.superseded else None,
-        c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, c.speaker.value,
+        c.refers_to[0] if c.refers_to else None, c.refers_to[1] if c.refers_to else None, c.speaker.value, c.voice,
         len(c.text.encode()),
     )  # fmt: skip
 
@@ -121,7 +122,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
      verified, verified_by, bounty_id, bounty_reward, skill_id, skill_version, prev_id, deprecated, deprecated_by,
      tags, category, lifecycle, scope, sensitivity, lifespan, expires, embedded_with, context, quarantined,
      type_confidence, type_source, importance_floor, superseded_by, superseded_ms, refers_from, refers_until,
-     speaker) = row  # fmt: skip
+     speaker, voice) = row  # fmt: skip
     return Crystal(
         id=cid,
         text=text,
@@ -173,6 +174,7 @@ def crystal_from_row(row: Sequence[Any]) -> Crystal:
         refers_to=(refers_from, refers_until) if refers_from is not None else None,
         tags=tuple(tags.split()) if tags else (),
         speaker=Speaker(speaker),
+        voice=voice,
     )
 
 

@@ -420,12 +420,22 @@ CREATE TABLE foreign_export_ids (
 """
 
 
+# v24: the name a transcript gives whoever said a captured crystal's words (``voice``: "Caroline",
+# "user"; NULL for words not from a transcript). Two people in one chat are both
+# ``person_in_transcript`` to the authority table; supersession must still tell them apart (issue 52:
+# one person's "I've started eating healthier" was hidden by another's "I've started a new diet").
+# Crystals captured before v24 keep NULL: they are judged as before.
+SCHEMA_V24 = """
+ALTER TABLE crystals ADD COLUMN voice TEXT;
+"""
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
     SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19, SCHEMA_V20, SCHEMA_V21,
-    SCHEMA_V22, SCHEMA_V23,
+    SCHEMA_V22, SCHEMA_V23, SCHEMA_V24,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

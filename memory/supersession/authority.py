@@ -23,6 +23,15 @@ def is_the_persons(crystal: Crystal) -> bool:
     return crystal.speaker is Speaker.PERSON
 
 
+def other_voice(one: Crystal, other: Crystal) -> bool:
+    """Whether a transcript names two different people as the speakers of these words."""
+    return one.voice is not None and other.voice is not None and one.voice != other.voice
+
+
 def may_supersede(new: Crystal, old: Crystal) -> bool:
-    """Whether ``new`` may hide ``old`` from search and working memory."""
+    """Whether ``new`` may hide ``old`` from search and working memory. Two people of one
+    transcript are the same speaker to the authority table, but never each other's voice: one
+    person's news never hides another's (their names, ``voice``, differ)."""
+    if other_voice(new, old):
+        return False
     return old.semantic_type not in KNOWLEDGE_TYPES and may_hide(new.speaker, old.speaker)

@@ -28,7 +28,7 @@ from memory.fts import fts_match, fts_terms
 from memory.graph.links import link_neighbours, nearest
 from memory.model import KNOWLEDGE_TYPES, Crystal, Lifecycle, Origin, SemanticType
 from memory.storage.store import EmbeddedHook, MemoryStore
-from memory.supersession.authority import may_supersede
+from memory.supersession.authority import may_supersede, other_voice
 from memory.supersession.judge import (
     INFERRED,
     Candidate,
@@ -90,6 +90,8 @@ class Supersession:
         newer: list[tuple[Crystal, float]] = []
         for rowid, other in crystals.items():
             if other.id == new.id or not _may_take_part(other) or rowid not in similarities:
+                continue
+            if other_voice(new, other):  # another person of the transcript: never an update of theirs
                 continue
             if _order(other) < _order(new) and other.id not in undone and may_be_outdated(other):
                 older.append(Candidate(other.id, other.text, similarities[rowid]))

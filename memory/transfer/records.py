@@ -180,6 +180,7 @@ def _crystal(doc: dict[str, Any]) -> Crystal:
             tags=_words(doc.get("tags", []), "tags"),
             # Files written before speakers were recorded say nothing: the weakest, until vouched for.
             speaker=_enum(doc, "speaker", Speaker, Speaker.FILE),
+            voice=_optional_short(doc, "voice"),
         )
     except InvalidValue as exc:  # Hormones' own range check
         raise DamagedRecord(str(exc)) from None

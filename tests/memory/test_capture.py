@@ -5,7 +5,6 @@ conversation twice stores nothing new; damaged input is refused whole, naming wh
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest
@@ -245,3 +244,36 @@ async def test_pieces_of_a_conversation_without_times_are_ordered_by_where_they_
     times = [c.created_at_ms for c in by_place]
     assert times == sorted(times) and len(set(times)) == len(times), times
     assert max(times) <= clock.now
+
+
+async def test_one_persons_news_never_hides_another_persons_in_a_captured_chat(memory: IntakeStore) -> None:
+    """Issue 52: two people of one chat are both 'person in transcript' to the authority table, and
+    one person's news hid the other's statement. Each piece knows its speaker's name (voice), and
+    supersession never crosses names (MiniLM and supersession on save, as a daemon runs)."""
+    messages = [
+        {"role": "user", "name": "Caroline", "content": "I live in Boston, in a small flat near the harbour.",
+         "timestamp": 1_700_000_000_000},
+        {"role": "user", "name": "Melanie", "content": "I moved last month: I live in Denver now, in a small flat.",
+         "timestamp": 1_700_000_000_000 + 45 * 60_000},  # later that day: a piece of its own
+    ]  # fmt: skip
+    (conversation,) = read_conversations(json.dumps(messages))
+    report = await capture(memory, conversation)
+    crystals = [await memory.get(c) for c in report.crystal_ids]
+    assert {c.voice for c in crystals} == {"Caroline", "Melanie"}
+    caroline = next(c for c in crystals if c.voice == "Caroline")
+    assert (await memory.get(caroline.id)).superseded is None
+
+
+async def test_a_persons_own_news_still_updates_what_they_said(memory: IntakeStore) -> None:
+    """The same name on both pieces: the later one is an update, as before."""
+    messages = [
+        {"role": "user", "name": "Caroline", "content": "I live in Boston, in a small flat near the harbour.",
+         "timestamp": 1_700_000_000_000},
+        {"role": "user", "name": "Caroline", "content": "I moved last month: I live in Denver now, in a small flat.",
+         "timestamp": 1_700_000_000_000 + 45 * 60_000},
+    ]  # fmt: skip
+    (conversation,) = read_conversations(json.dumps(messages))
+    report = await capture(memory, conversation)
+    first, second = sorted([await memory.get(c) for c in report.crystal_ids], key=lambda c: c.created_at_ms)
+    assert (first.voice, second.voice) == ("Caroline", "Caroline")
+    assert (await memory.get(first.id)).superseded is not None
