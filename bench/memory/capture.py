@@ -1,6 +1,7 @@
 """Capture on LoCoMo (../shared/data/locomo-dev): each conversation, given as OpenAI chat messages
 with their ids (the turns' dia_ids), is captured (``memory.capture``); each question searches its
-own conversation (hybrid, top 10). A gold evidence turn counts as found when it is among the
+own conversation (hybrid, top 10), in a store opened as a daemon opens it (types refined, links
+and supersession after each embedding). A gold evidence turn counts as found when it is among the
 source messages of a crystal in the top 10. Beside it, in the same run, the baseline: one crystal
 per turn, ingested as ``memory import`` does (the turn and its neighbours as context).
 
@@ -33,6 +34,8 @@ from memory.embedders.base import Embedder
 from memory.intake.store import IntakeStore
 from memory.retrieval.query import SearchMode, SearchRequest
 from memory.retrieval.search import search
+from memory.setup.settings import LlmSettings, MemorySettings
+from memory.setup.store import embedded_hook
 
 GOAL_RECALL_AT_10 = 0.75
 GOAL_CRYSTALS_PER_MESSAGE = 0.6
@@ -76,7 +79,10 @@ async def _recall(
 
 
 async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
-    store = await IntakeStore.open(tmp / f"capture{index}.db", embedder)
+    # as a daemon opens it: after each embedding the type refined, links, and supersession
+    settings = MemorySettings()
+    hook = embedded_hook(settings, LlmSettings())
+    store = await IntakeStore.open(tmp / f"capture{index}.db", embedder, links=settings, on_embedded=hook)
     try:
         messages = chat_messages(sample["conversation"])
         started = time.perf_counter()
@@ -84,9 +90,16 @@ async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Emb
         seconds = time.perf_counter() - started
         sources = await captured_from(store, report.crystal_ids)
         turns = {cid: {key for where in found for key in where.messages} for cid, found in sources.items()}
+        async with store.reader().execute(
+            "SELECT count(*), coalesce(sum(o.voice IS NOT NULL AND n.voice IS NOT NULL AND o.voice != n.voice), 0) "
+            "FROM crystals o JOIN crystals n ON n.id = o.superseded_by"
+        ) as cursor:
+            superseded, across = await cursor.fetchone() or (0, 0)
         return {
             "messages": len(messages),
             "crystals": len(report.crystal_ids),
+            "superseded": int(superseded),
+            "superseded_by_another_voice": int(across),
             "seconds": seconds,
             "recalls": await _recall(store, sample["qa"], turns),
         }
@@ -135,6 +148,8 @@ def _summary(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         "messages_per_s": round(messages / seconds, 1),
         "messages": messages,
         "crystals": crystals,
+        "superseded": sum(run.get("superseded", 0) for _, run in runs),
+        "superseded_by_another_voice": sum(run.get("superseded_by_another_voice", 0) for _, run in runs),
     }
 
 
