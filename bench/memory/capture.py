@@ -78,6 +78,11 @@ async def _recall(
     return recalls
 
 
+def _first_name(text: str) -> str:
+    head, colon, _ = text.partition(":")
+    return head if colon and "\n" not in head and len(head) <= 40 else ""
+
+
 async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
     # as a daemon opens it: after each embedding the type refined, links, and supersession
     settings = MemorySettings()
@@ -91,10 +96,12 @@ async def _captured(tmp: Path, index: int, sample: dict[str, Any], embedder: Emb
         sources = await captured_from(store, report.crystal_ids)
         turns = {cid: {key for where in found for key in where.messages} for cid, found in sources.items()}
         async with store.reader().execute(
-            "SELECT count(*), coalesce(sum(o.voice IS NOT NULL AND n.voice IS NOT NULL AND o.voice != n.voice), 0) "
-            "FROM crystals o JOIN crystals n ON n.id = o.superseded_by"
+            "SELECT o.text, n.text FROM crystals o JOIN crystals n ON n.id = o.superseded_by"
         ) as cursor:
-            superseded, across = await cursor.fetchone() or (0, 0)
+            pairs = list(await cursor.fetchall())
+        # who said each, as the piece's text names its first speaker ("Caroline: ..."): the same
+        # reading for any release, whether or not it records the speaker's name
+        superseded, across = len(pairs), sum(_first_name(old) != _first_name(new) for old, new in pairs)
         return {
             "messages": len(messages),
             "crystals": len(report.crystal_ids),
