@@ -108,6 +108,7 @@ async def test_an_upgrade_raises_a_secret_stored_under_the_old_rules_to_confiden
         conn.execute("ALTER TABLE crystals DROP COLUMN speaker")
         conn.execute("DROP TABLE after_embedding_owed")  # v22's
         conn.execute("DROP TABLE foreign_export_ids")  # v23's
+        conn.execute("ALTER TABLE crystals DROP COLUMN voice")  # v24's
         conn.execute("UPDATE meta SET value = '17' WHERE key = 'schema_version'")
     conn.close()
     store = await IntakeStore.open(db, HashingEmbedder())
