@@ -16,9 +16,7 @@ from dataclasses import dataclass, replace
 import aiosqlite
 
 from ground.authority import Speaker
-from memory.model import Crystal, Lifecycle, Lifespan
-from memory.storage.row_writes import crystal_any
-from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
+from memory.model import Crystal, Lifecycle, Lifespan, Scope, Sensitivity
 from memory.storage.vectors import float_table_of
 from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images, select_in
 from memory.sync.clock import HybridClock
@@ -64,21 +62,6 @@ def image_of(crystal: Crystal, review: str | None) -> Image:
 def details_of(crystal: Crystal) -> str:
     fields = {k: v for k, v in crystal_fields(crystal).items() if k not in _LOCAL_FIELDS}
     return json.dumps(fields, separators=(",", ":"), sort_keys=True)
-
-
-async def review_of(db: aiosqlite.Connection, crystal_id: str) -> str | None:
-    async with db.execute("SELECT status FROM quarantine WHERE crystal_id = ?", (crystal_id,)) as cursor:
-        row = await cursor.fetchone()
-    return str(row[0]) if row is not None else None
-
-
-async def current_image(db: aiosqlite.Connection, crystal_id: str) -> tuple[Crystal, Image] | None:
-    async with db.execute(f"SELECT {SELECT_COLUMNS} FROM crystals c WHERE c.id = ?", (crystal_id,)) as cursor:
-        row = await cursor.fetchone()
-    if row is None:
-        return None
-    crystal = crystal_from_row(row)
-    return crystal, image_of(crystal, await review_of(db, crystal_id))
 
 
 async def _last_actor(db: aiosqlite.Connection, crystal_id: str) -> tuple[str, str]:
@@ -143,9 +126,9 @@ class Carried:
     vectors: bool = True  # this device's vectors travel with its crystals
 
     def carries(self, crystal: Crystal) -> bool:
-        if crystal.sensitivity.value == "confidential" and not self.confidential:
+        if crystal.sensitivity is Sensitivity.CONFIDENTIAL and not self.confidential:
             return False
-        return self.private or crystal.scope.value != "private"
+        return self.private or crystal.scope is not Scope.PRIVATE
 
 
 async def write_down(
@@ -272,6 +255,3 @@ async def start_journal(db: aiosqlite.Connection) -> int:
 async def stop_journal(db: aiosqlite.Connection) -> None:
     """Turn the journal off (this device left its group or was removed): what it holds stays."""
     await db.execute("DELETE FROM sync_on")
-
-
-__all__ = ["Carried", "Written", "crystal_any", "current_image", "start_journal", "stop_journal", "write_down"]

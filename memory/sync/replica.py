@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import aiosqlite
 
 from ground import failpoints
-from ground.authority import Speaker, may
 from memory.errors import CrystalNotFound, SyncRefused
 from memory.governance.erase import erase
 from memory.storage.store import MemoryStore
@@ -22,8 +21,8 @@ from memory.sync.apply import ACTOR, Applied, apply_batch, follow_erasures
 from memory.sync.clock import HybridClock, Stamp
 from memory.sync.journal import Carried, start_journal, stop_journal, write_down
 from memory.sync.merge import fold
-from memory.sync.operations import NEEDS, Change, Operation
-from memory.sync.rows import all_ops, missing_from, vector
+from memory.sync.operations import Change, Operation
+from memory.sync.rows import all_ops, counted_erasures, missing_from, vector
 
 _log = logging.getLogger(__name__)
 
@@ -32,7 +31,6 @@ _log = logging.getLogger(__name__)
 class Held:
     vector: dict[str, int]
     digest: str
-    operations: int
 
 
 class Replica:
@@ -64,7 +62,7 @@ class Replica:
             "WHERE o.change = 'erase'"
         ) as cursor:
             rows = await cursor.fetchall()
-        return sorted({str(t) for t, speaker in rows if may(Speaker(speaker), NEEDS[Change.ERASE])})
+        return sorted(counted_erasures(rows))
 
     async def _erase_here(self, crystal_ids: Sequence[str]) -> None:
         """Erase crystals another device erased, and forget their journal marks (said already)."""
@@ -136,7 +134,7 @@ class Replica:
 
     async def held(self) -> Held:
         vec = await self.vector()
-        return Held(vec, await self.digest(vec), sum(vec.values()))
+        return Held(vec, await self.digest(vec))
 
     async def missing_for(self, theirs: Mapping[str, int], limit: int) -> list[Operation]:
         return await missing_from(self.store.reader(), theirs, limit)

@@ -16,6 +16,7 @@ import aiosqlite
 
 from ground.authority import Speaker, may
 from memory.errors import SyncRefused
+from memory.sync.bulk import select_in
 from memory.sync.clock import Stamp
 from memory.sync.operations import NEEDS, Change, Operation
 
@@ -49,53 +50,33 @@ async def vector(db: aiosqlite.Connection) -> dict[str, int]:
         return {device: int(seq) for device, seq in await cursor.fetchall()}
 
 
+def counted_erasures(rows: Iterable[Sequence[Any]]) -> set[str]:
+    """The targets of (target, speaker) erasures whose speaker may erase (the merge counts only those)."""
+    return {str(t) for t, speaker in rows if may(Speaker(speaker), NEEDS[Change.ERASE])}
+
+
 async def erased_targets(db: aiosqlite.Connection, targets: Iterable[str]) -> set[str]:
-    ids = list(set(targets))
-    if not ids:
-        return set()
-    marks = ",".join("?" * len(ids))
-    async with db.execute(
-        f"SELECT target, speaker FROM sync_ops WHERE change = 'erase' AND target IN ({marks})", ids
-    ) as cursor:
-        return {t for t, speaker in await cursor.fetchall() if may(Speaker(speaker), NEEDS[Change.ERASE])}
+    sql = "SELECT target, speaker FROM sync_ops WHERE change = 'erase' AND target IN ({marks})"
+    return counted_erasures(await select_in(db, sql, targets))
 
 
 async def ops_about(db: aiosqlite.Connection, targets: Iterable[str]) -> list[Operation]:
     """Every operation about ``targets``, and the STOREs and erasures of the crystals their
     supersessions name (the merge asks whose words replace whose, and a crystal replaced by an
     erased one is current again)."""
-    ids = list(set(targets))
-    out: list[Operation] = []
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        async with db.execute(f"SELECT {_COLUMNS} FROM sync_ops WHERE target IN ({marks})", chunk) as cursor:
-            out += [op_from_row(row) for row in await cursor.fetchall()]
+    ids = set(targets)
+    sql = f"SELECT {_COLUMNS} FROM sync_ops WHERE target IN ({{marks}})"
+    out = [op_from_row(row) for row in await select_in(db, sql, ids)]
     others = {op.other for op in out if op.change is Change.SUPERSEDE and op.other not in ids}
-    if others:
-        for start in range(0, len(others), 500):
-            chunk = sorted(others)[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            async with db.execute(
-                f"SELECT {_COLUMNS} FROM sync_ops WHERE change IN ('store', 'erase') AND target IN ({marks})", chunk
-            ) as cursor:
-                out += [op_from_row(row) for row in await cursor.fetchall()]
-    return out
+    sql = f"SELECT {_COLUMNS} FROM sync_ops WHERE change IN ('store', 'erase') AND target IN ({{marks}})"
+    return out + [op_from_row(row) for row in await select_in(db, sql, others)]
 
 
 async def replaced(db: aiosqlite.Connection, by: Iterable[str]) -> set[str]:
     """The crystals a supersession says one of ``by`` replaces: what the merge makes of them follows
     the replacing crystal too (its STORE arriving after the supersession, its erasure)."""
-    ids = sorted(set(by))
-    out: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        async with db.execute(
-            f"SELECT DISTINCT target FROM sync_ops WHERE change = 'supersede' AND other IN ({marks})", chunk
-        ) as cursor:
-            out |= {str(r[0]) for r in await cursor.fetchall()}
-    return out
+    sql = "SELECT DISTINCT target FROM sync_ops WHERE change = 'supersede' AND other IN ({marks})"
+    return {str(r[0]) for r in await select_in(db, sql, by)}
 
 
 async def all_ops(db: aiosqlite.Connection) -> list[Operation]:

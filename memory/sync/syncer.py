@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,7 +28,6 @@ from crypto.device_group import read_member_list
 from crypto.errors import DeviceGroupError, GroupSealError
 from memory.errors import SyncRefused
 from memory.sync.group import Group
-from memory.sync.operations import Operation
 from memory.sync.replica import Replica
 from memory.sync.settings import SyncSettings
 from memory.sync.wire import (
@@ -88,13 +87,10 @@ class Syncer:
         requester: Requester,
         me: str,
         settings: SyncSettings,
-        *,
-        on_taken: Callable[[list[Operation]], Awaitable[None]] | None = None,
     ) -> None:
         self.replica, self.group, self.requester, self.me, self.settings = replica, group, requester, me, settings
         self.status: dict[str, DeviceStatus] = {}
         self.counters = {"asks_answered": 0, "asks_refused": 0, "asks_made": 0, "ops_taken": 0, "ops_sent": 0}
-        self._on_taken = on_taken
         self._wake = asyncio.Event()
         self._ask_now: set[str] = set()
         self._pulling: dict[str, asyncio.Lock] = {}
@@ -209,8 +205,6 @@ class Syncer:
                 done = await self.replica.take(answer.operations)
                 taken += done.kept
                 self.counters["ops_taken"] += done.kept
-                if done.kept and self._on_taken is not None:
-                    await self._on_taken(answer.operations)
                 if not answer.more or not answer.operations:
                     # every answer of this pull came: the next may be larger again
                     status.ops_to_ask = min(self.settings.ops_per_answer, asked * 2)
