@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -56,7 +56,10 @@ def _host(settings: HostSettings) -> P2PHost:
     return P2PHost(Identity.generate(), MessageValidator(TrustAnchors(), kinds=every_kind()), PenaltyBox(), settings)
 
 
-async def test_a_peer_whose_direct_address_drops_is_reached_through_its_relay_before_that_dial_ends() -> None:
+@contextlib.asynccontextmanager
+async def relayed_pair() -> AsyncIterator[tuple[P2PHost, P2PHost]]:
+    """A public relay, a private target holding a slot on it and answering ``ECHO``, and a private
+    caller that knows the relay: (caller, target), once the target's reservation is held."""
     relay = _host(HostSettings(listen=LOOPBACK, relay_service=True, reachability="public"))
     await relay.start()
     relay_addr = f"{relay.listen_addrs[0]}"
@@ -73,6 +76,14 @@ async def test_a_peer_whose_direct_address_drops_is_reached_through_its_relay_be
         async with asyncio.timeout(60):  # a bound on a hung reservation, not a time to meet
             while relay.peer_id not in target.traversal().get("reserved_on", []):  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
+        yield caller, target
+    finally:
+        for host in (caller, target, relay):
+            await host.stop()
+
+
+async def test_a_peer_whose_direct_address_drops_is_reached_through_its_relay_before_that_dial_ends() -> None:
+    async with relayed_pair() as (caller, target):
         with dropping_address() as nowhere:
             await caller.remember_addrs(target.peer_id, [f"{nowhere}/p2p/{target.peer_id}"])
             # The one address of the target the caller knows drops: an answer before the direct dial's
@@ -80,31 +91,10 @@ async def test_a_peer_whose_direct_address_drops_is_reached_through_its_relay_be
             # not asked: over it, both ends may punch through to a direct one, as on loopback they do.)
             answer = await caller.request(target.peer_id, ECHO, b"hello", timeout_s=DIRECT_DIAL_S - 1)
         assert answer == b"echo:hello"
-    finally:
-        for host in (caller, target, relay):
-            await host.stop()
 
 
 async def test_a_peer_known_only_by_its_id_is_reached_through_a_relay() -> None:
     """A peer the caller has no address of (a device paired by its id, say) is asked through the
     relay; the peer store's "peer ID not found" failed the request before any relay was tried."""
-    relay = _host(HostSettings(listen=LOOPBACK, relay_service=True, reachability="public"))
-    await relay.start()
-    relay_addr = f"{relay.listen_addrs[0]}"
-    target = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
-
-    async def echo(peer: str, request: bytes) -> bytes:
-        return b"echo:" + request
-
-    target.serve(ECHO, echo)
-    caller = _host(HostSettings(listen=LOOPBACK, bootstrap=[relay_addr], reachability="private"))
-    try:
-        await target.start()
-        await caller.start()
-        async with asyncio.timeout(60):  # a bound on a hung reservation, not a time to meet
-            while relay.peer_id not in target.traversal().get("reserved_on", []):  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
+    async with relayed_pair() as (caller, target):
         assert await caller.request(target.peer_id, ECHO, b"hello", timeout_s=30) == b"echo:hello"
-    finally:
-        for host in (caller, target, relay):
-            await host.stop()
