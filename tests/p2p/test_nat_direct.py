@@ -181,9 +181,11 @@ def test_asked_to_punch_at_once_only_the_end_the_relayed_connection_came_in_to_o
             thread.start()
         for thread in both:
             thread.join()
-        assert answers[b.name] is True, answers  # b's punch landed (a's answer: declined, or direct by then)
-        assert relayed(a, ids[1]) is False
-        assert [punches(e)[0] for e in edges] == [1, 1]  # b opening, a answering
+        # b's answer is its punch's, or False where the library's own loop (within 2 s of the relayed
+        # connection) opened b's punch first: CI at 56 was that slow. a's: declined, or direct by then.
+        wait_for(lambda: relayed(a, ids[1]) is False and relayed(b, ids[0]) is False, 30, "a direct connection")
+        wait_for(lambda: all(punches(e)[1] for e in edges), 30, "each end's punch to end")
+        assert [punches(e) for e in edges] == [(1, 1, 0), (1, 1, 0)], answers  # b opening, a answering, once each
     assert_clean(logs)
     assert "Opening DCUtR stream" not in logs[a.name]
     assert logs[b.name].count("Opening DCUtR stream") == 1
