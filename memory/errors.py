@@ -4,6 +4,7 @@ MemoryError_ (a ``ground.errors.BitterbotError``)
 ├── StoreError              the database cannot be used (corrupt, newer schema, closed)
 │   └── SchemaTooNew
 ├── CrystalNotFound
+├── EntityNotFound          no current memory names anyone or anything by that name (404)
 ├── NotSuperseded           ``memory unsupersede`` of a crystal nothing replaced
 ├── EditRefused             an edit the crystal's state forbids (outdated, held, a skill, the same text)
 ├── ExportRefused           governance forbids a crystal leaving the node
@@ -51,6 +52,12 @@ class CrystalNotFound(MemoryError_):
     def __init__(self, crystal_id: str) -> None:
         super().__init__(f"no crystal {crystal_id!r}")
         self.crystal_id = crystal_id
+
+
+class EntityNotFound(MemoryError_, NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"memory names no one and nothing called {name!r} (`memory entities` lists who it does)")
+        self.name = name
 
 
 class NotSuperseded(MemoryError_):

@@ -21,7 +21,14 @@ from crypto.errors import CryptoError
 from ground.authority import NotAllowed
 from ground.errors import BitterbotError, Invalid, NotFound, Unavailable
 from marketplace.errors import ChainUnreachable, ListingNotFound, MarketError
-from memory.errors import CrystalNotFound, DeviceNotFound, EditRefused, ExportRefused, MemoryError_
+from memory.errors import (
+    CrystalNotFound,
+    DeviceNotFound,
+    EditRefused,
+    EntityNotFound,
+    ExportRefused,
+    MemoryError_,
+)
 from node.errors import EXIT_FAILURE, EXIT_USAGE, PartOff, UnknownCommand
 from p2p.errors import P2PError, RequestFailed, RequestTimedOut
 
@@ -31,6 +38,7 @@ HTTP_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (Unavailable, 503),  # a part that is off, a host not started, a market with no chain: not the request's fault
     (CrystalNotFound, 404),
     (DeviceNotFound, 404),  # before MemoryError_: no device of the group has that id
+    (EntityNotFound, 404),  # before MemoryError_: memory names nobody by that name
     (ExportRefused, 403),
     (NotAllowed, 403),
     (EditRefused, 409),  # the crystal's state forbids it (outdated, held): the message names what to edit instead

@@ -35,6 +35,7 @@ RRF_K = 10
 #: Cosine similarity below which a hit found by meaning alone is not relevant (MiniLM: see README).
 RELEVANCE_FLOOR = 0.3
 VECTOR_WEIGHT = 0.7
+GRAPH_WEIGHT = 0.5
 #: A superseded crystal asked for (``include_superseded``) ranks at this share of its score, after
 #: the crystal that replaced it.
 SUPERSEDED_FACTOR = 0.5
@@ -71,6 +72,8 @@ class Weights:
     recency_half_life_ms: int = 30 * 86_400_000
     # A query that names a time ("last Friday", "in March") favours crystals said then.
     time_weight: float = 0.5
+    # The graph leg's vote in a hybrid search (``memory.retrieval.graph_leg``); 0 leaves it out.
+    graph_weight: float = GRAPH_WEIGHT
     # A ranked hit must match a query word or be at least this similar by meaning; a query with no
     # such hit answers nothing (and is a curiosity gap), not the least bad junk.
     relevance_floor: float = RELEVANCE_FLOOR
@@ -131,8 +134,11 @@ class Explain:
     recency_factor: float
     steering_factor: float  # 1 + 0.3 x the crystal's steering reward (memory.cognition.steering)
     time_factor: float  # 1 + time_weight when said in the time the query names (memory.when)
-    fused_rank: int | None  # None: not found by either leg, shown in place of a crystal it superseded
+    fused_rank: int | None  # None: not found by any leg, shown in place of a crystal it superseded
     final_score: float
+    # The graph leg (memory.retrieval.graph_leg): its rank, and its score (the question's entities named).
+    graph_rank: int | None = None
+    graph_score: float | None = None
     # Supersession (memory.supersession): the superseded crystal whose place this current one took,
     # and for a superseded hit kept by ``include_superseded``, what replaced it and its factor.
     in_place_of: str | None = None

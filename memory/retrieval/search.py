@@ -1,7 +1,8 @@
 """Running a search against the store: every mode, every filter, governance on every path.
 
-Hybrid: BM25 over FTS5 and KNN over the active embedder's vec0 table, each
-taking a candidate pool, fused by reciprocal rank (``memory.retrieval.query``). The KNN
+Hybrid: BM25 over FTS5, KNN over the active embedder's vec0 table and the entity graph
+(``memory.retrieval.graph_leg``), each taking a candidate pool, fused by reciprocal rank
+(``memory.retrieval.query``). The KNN
 runs alone and its rowids are filtered afterwards; because filters can remove
 candidates, the KNN asks for more when filters are active.
 """
@@ -22,6 +23,7 @@ from memory.fts import fts_match, fts_query, fts_terms
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
 from memory.retrieval.bounty_rank import with_bounty_boosts
+from memory.retrieval.graph_leg import graph_leg
 from memory.retrieval.later_first import Scored, later_updates, newer_first, place_later_updates
 from memory.retrieval.query import (
     SUPERSEDED_FACTOR,
@@ -264,13 +266,23 @@ async def _ranked(
             await asyncio.gather(keyword_task, return_exceptions=True)
         raise
     keyword = await keyword_task if keyword_task else []
-    fused = reciprocal_rank_fusion(
-        [[r for r, _ in keyword], [r for r, _ in vector]],
-        k=request.weights.rrf_k,
-        weights=[1.0, request.weights.vector_weight],
-    )
+    legs = [[r for r, _ in keyword], [r for r, _ in vector]]
+    leg_weights = [1.0, request.weights.vector_weight]
+    graph: list[tuple[int, float]] = []
+    if request.mode is SearchMode.HYBRID and request.weights.graph_weight > 0:
+        prior = reciprocal_rank_fusion(legs, k=request.weights.rrf_k, weights=leg_weights)
+        db = store.reader()
+
+        async def allowed(rowids: list[int]) -> set[int]:
+            return await _allowed(db, rowids, where, params)
+
+        graph = await graph_leg(db, request.query, allowed, pool, prior)
+        legs.append([r for r, _ in graph])
+        leg_weights.append(request.weights.graph_weight)
+    fused = reciprocal_rank_fusion(legs, k=request.weights.rrf_k, weights=leg_weights)
     keyword_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(keyword, start=1)}
     vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}
+    graph_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(graph, start=1)}
     floor = request.weights.relevance_floor
     window = time_window(request.query, now)  # "last Friday", "in March": favour what was said then
     # Score every candidate from the few columns scoring needs; read whole crystals only for the
@@ -280,7 +292,7 @@ async def _ranked(
     for rowid, rrf in fused.items():
         if rowid not in factors:
             continue
-        if rowid not in keyword_at and vector_at[rowid][1] < floor:
+        if rowid not in keyword_at and rowid not in graph_at and vector_at[rowid][1] < floor:
             continue  # found by meaning alone, and not near enough: junk, not an answer
         ranked.append((_factors(rrf, *factors[rowid], request.weights, now, window)[0], rowid))
     ranked.sort(key=lambda item: (-item[0], item[1]))
@@ -298,7 +310,7 @@ async def _ranked(
     for entry in scored[: request.limit]:
         explain = None
         if request.explain:
-            kw, vec = keyword_at.get(entry.rowid), vector_at.get(entry.rowid)
+            kw, vec, by_graph = keyword_at.get(entry.rowid), vector_at.get(entry.rowid), graph_at.get(entry.rowid)
             explain = Explain(
                 keyword_rank=kw[0] if kw else None,
                 keyword_score=round(kw[1], 4) if kw else None,
@@ -316,6 +328,8 @@ async def _ranked(
                 superseded_by=_replaced_by(entry),
                 superseded_factor=entry.superseded_factor,
                 bounty_factor=round(entry.bounty, 4),
+                graph_rank=by_graph[0] if by_graph else None,
+                graph_score=round(by_graph[1], 4) if by_graph else None,
             )
         hits.append(SearchHit(entry.crystal, entry.final, explain, replaces=entry.in_place_of))
     return hits

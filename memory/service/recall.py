@@ -9,12 +9,23 @@ from typing import Any
 
 from memory.capture.sources import captured_from
 from memory.cognition.curiosity import Curiosity
-from memory.errors import NotEnabled
+from memory.entities import view as entity_view
+from memory.entities.index import index_owed
+from memory.errors import EntityNotFound, NotEnabled
 from memory.governance import quarantine
 from memory.graph.provenance import associations, attribution_chain, derivation_tree
 from memory.retrieval.query import SearchMode, SearchRequest, Weights, parse_bound
 from memory.retrieval.search import search as run_search
-from memory.service.requests import CountArgs, Filters, GapsArgs, ListArgs, SearchArgs, ShowArgs
+from memory.service.requests import (
+    CountArgs,
+    EntitiesArgs,
+    EntityArgs,
+    Filters,
+    GapsArgs,
+    ListArgs,
+    SearchArgs,
+    ShowArgs,
+)
 from memory.service.timing import DurationsByMode
 from memory.storage.counts import crystal_total
 from memory.storage.crystal_queries import audit_trail
@@ -115,6 +126,29 @@ async def gaps(store: MemoryStore, args: GapsArgs) -> list[dict[str, Any]]:
     if not isinstance(curiosity, Curiosity):
         raise NotEnabled("curiosity is off for this store")
     return [asdict(g) for g in await curiosity.gaps(limit=args.limit, closed=args.closed)]
+
+
+async def entities(store: MemoryStore, args: EntitiesArgs) -> list[dict[str, Any]]:
+    """The people, places, organisations, projects and things memory names most (``memory.entities``)."""
+    await index_owed(store)  # what was written a moment ago is named too
+    kind = args.kind.value if args.kind else None
+    return [e.as_dict() for e in await entity_view.named_most(store, kind=kind, limit=args.limit)]
+
+
+async def entity(store: MemoryStore, args: EntityArgs) -> dict[str, Any]:
+    """What memory knows about one entity: the memories that name it (newest first), its aliases,
+    what belongs to it and who else is named beside it. ``EntityNotFound`` when nothing current does."""
+    await index_owed(store)
+    found = await entity_view.about(store, args.name, limit=args.limit)
+    if found is None:
+        raise EntityNotFound(args.name)
+    return {
+        "entity": found.entity.as_dict(),
+        "aliases": list(found.aliases),
+        "memories": [{"crystal": crystal_fields(c)} for c in found.crystals],
+        "belongs": [e.as_dict() for e in found.belongs],
+        "related": [e.as_dict() for e in found.related],
+    }
 
 
 async def count(store: MemoryStore, args: CountArgs) -> dict[str, Any]:

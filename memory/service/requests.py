@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory.capture.formats import ConversationFormat
 from memory.dynamics.hormones import Event
+from memory.entities.recognise import Kind as EntityKind
 from memory.model import AssociationType, Feedback, HeldStatus, Origin, Scope, SemanticType
 from memory.retrieval.query import SearchMode, SortKey
 
@@ -201,6 +202,16 @@ class ForgetArgs(_Request):
 
 class ShowArgs(_Request):
     id: str = Field(min_length=1, max_length=64)
+
+
+class EntitiesArgs(_Request):
+    kind: EntityKind | None = Field(default=None, description="Only entities of this kind.")
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class EntityArgs(_Request):
+    name: str = Field(min_length=1, max_length=200, description="A name, an alias, or a relation: Caroline's sister.")
+    limit: int = Field(default=20, ge=1, le=200, description="At most this many memories that name it, newest first.")
 
 
 class GapsArgs(_Request):

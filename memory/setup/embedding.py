@@ -13,6 +13,7 @@ from typing import Any
 
 from ground.events import get_logger
 from memory.embedders.base import HeldModel
+from memory.entities.index import index_owed
 from memory.errors import MemoryError_
 from memory.storage.connection import is_transient_lock
 from memory.storage.store import MemoryStore
@@ -81,8 +82,19 @@ async def drain_backlog(store_of: Callable[[], MemoryStore | None], progress: Em
         progress.record(done, time.perf_counter() - started)
         if done:
             log.info("memory.embedded", crystals=done, backlog=progress.backlog)
-        else:
+        # what was never embedded (keyword-only, or an older file) still gets its entities read
+        elif not await _read_entities(store):
             await asyncio.sleep(BACKLOG_IDLE_S)
+
+
+async def _read_entities(store: MemoryStore) -> int:
+    try:
+        return await index_owed(store)
+    except Exception as exc:
+        if not is_transient_lock(exc):
+            raise
+        log.warning("memory.entities_deferred", error=str(exc))
+        return 0
 
 
 async def release_idle_model(model: HeldModel, idle_s: float) -> None:

@@ -17,6 +17,7 @@ from memory.dynamics.endocrine import Endocrine
 from memory.dynamics.hormones import HormoneSettings
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder, HeldModel, Vectors
+from memory.entities.index import index_owed
 from memory.errors import MemoryError_
 from memory.graph.links import auto_link
 from memory.intake.store import IntakeStore
@@ -40,7 +41,8 @@ def configured_embedder(memory: MemorySettings, *, in_worker: bool = False) -> E
 
 def embedded_hook(memory: MemorySettings, llm: LlmSettings) -> EmbeddedHook:
     """What runs after each embedding: the automatic type decided again by words and meaning (before
-    supersession, which reads the type), then graph links, and supersession unless it is off."""
+    supersession, which reads the type), the entities it names, then graph links, and supersession
+    unless it is off."""
     then: EmbeddedHook
     if memory.supersession == "off":
         then = auto_link
@@ -51,6 +53,7 @@ def embedded_hook(memory: MemorySettings, llm: LlmSettings) -> EmbeddedHook:
     async def after_embedding(store: MemoryStore, crystal_id: str, vector: Vectors) -> int:
         if isinstance(store, IntakeStore):  # the node's store: the typer its intake types with refines
             await refine_type(store, store.typer, crystal_id, vector)
+        await index_owed(store)  # who and what it names (and anything else owed a reading)
         return await then(store, crystal_id, vector)
 
     return after_embedding

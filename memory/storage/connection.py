@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ def _bind_none(value: None) -> None:
 sqlean.register_adapter(type(None), _bind_none)
 
 
-async def select_in(db: aiosqlite.Connection, sql: str, values: Sequence[Any]) -> list[Any]:
+async def select_in(db: aiosqlite.Connection, sql: str, values: Iterable[Any]) -> list[Any]:
     """Rows of ``sql`` (which has one ``IN ({marks})``) for every distinct value, in chunks."""
     unique = list(dict.fromkeys(values))
     rows: list[Any] = []

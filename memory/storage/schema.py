@@ -430,12 +430,65 @@ ALTER TABLE crystals ADD COLUMN voice TEXT;
 """
 
 
+# v25: the entity graph (memory.entities): who and what each crystal names, found by rule from its
+# words (memory.entities.recognise) and kept by memory.entities.index. Derived from the text, so
+# each device keeps its own and nothing of it travels. Triggers keep it honest without the writers
+# knowing: a crystal written or its words changed is owed a reading (``entities_owed``); its
+# mentions and the aliases it gave go with its words, at once and in the same transaction, and an
+# entity nothing mentions any more goes with its last mention (an erasure leaves no name behind).
+# Every crystal of an older file is owed one.
+SCHEMA_V25 = """
+CREATE TABLE entities (
+    id    INTEGER PRIMARY KEY,
+    key   TEXT NOT NULL UNIQUE,
+    name  TEXT NOT NULL,
+    kind  TEXT NOT NULL,
+    owner TEXT
+);
+CREATE TABLE crystal_entities (
+    crystal_rowid INTEGER NOT NULL,
+    entity_id     INTEGER NOT NULL,
+    role          TEXT NOT NULL,
+    PRIMARY KEY (crystal_rowid, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX crystal_entities_entity ON crystal_entities (entity_id, crystal_rowid);
+CREATE TABLE entity_aliases (
+    alias_key     TEXT NOT NULL,
+    entity_id     INTEGER NOT NULL,
+    crystal_rowid INTEGER NOT NULL,
+    alias         TEXT NOT NULL,
+    PRIMARY KEY (alias_key, entity_id, crystal_rowid)
+) WITHOUT ROWID;
+CREATE INDEX entity_aliases_crystal ON entity_aliases (crystal_rowid);
+CREATE TABLE entities_owed (crystal_rowid INTEGER PRIMARY KEY);
+INSERT INTO entities_owed (crystal_rowid) SELECT rowid FROM crystals;
+CREATE TRIGGER entities_owed_new AFTER INSERT ON crystals BEGIN
+    INSERT OR IGNORE INTO entities_owed (crystal_rowid) VALUES (new.rowid);
+END;
+CREATE TRIGGER entities_owed_changed AFTER UPDATE OF text, voice, context ON crystals BEGIN
+    DELETE FROM crystal_entities WHERE crystal_rowid = old.rowid;
+    DELETE FROM entity_aliases WHERE crystal_rowid = old.rowid;
+    INSERT OR IGNORE INTO entities_owed (crystal_rowid) VALUES (new.rowid);
+END;
+CREATE TRIGGER entities_gone AFTER DELETE ON crystals BEGIN
+    DELETE FROM crystal_entities WHERE crystal_rowid = old.rowid;
+    DELETE FROM entity_aliases WHERE crystal_rowid = old.rowid;
+    DELETE FROM entities_owed WHERE crystal_rowid = old.rowid;
+END;
+CREATE TRIGGER entity_unmentioned AFTER DELETE ON crystal_entities
+WHEN NOT EXISTS (SELECT 1 FROM crystal_entities WHERE entity_id = old.entity_id) BEGIN
+    DELETE FROM entity_aliases WHERE entity_id = old.entity_id;
+    DELETE FROM entities WHERE id = old.entity_id;
+END;
+"""
+
+
 #: MIGRATIONS[n] upgrades version n to n+1. Version 0 is an empty file.
 MIGRATIONS: list[Migration] = [
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE,
     MOVED_TO_MARKETPLACE, MOVED_TO_MARKETPLACE, schema_v10, SCHEMA_V11, MOVED_TO_MARKETPLACE, SCHEMA_V13,
     SCHEMA_V14, SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, schema_v18, SCHEMA_V19, SCHEMA_V20, SCHEMA_V21,
-    SCHEMA_V22, SCHEMA_V23, SCHEMA_V24,
+    SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The memory's tables; its version keeps the key every release has used.

@@ -28,6 +28,20 @@ def other_voice(one: Crystal, other: Crystal) -> bool:
     return one.voice is not None and other.voice is not None and one.voice != other.voice
 
 
+def several_voices(crystal: Crystal) -> bool:
+    """Whether a captured crystal holds more than its speaker's words: a line another name says
+    ("Caroline: …" then "Melanie: …"), as a piece of a transcript with names is written."""
+    if crystal.voice is None:
+        return False
+    said = {line.partition(":")[0].strip() for line in crystal.text.splitlines() if _said_by_line(line)}
+    return len(said - {crystal.voice}) > 0
+
+
+def _said_by_line(line: str) -> bool:
+    head, colon, _ = line.partition(":")
+    return bool(colon) and 0 < len(head.strip()) <= 40 and head == head.lstrip()
+
+
 def may_supersede(new: Crystal, old: Crystal) -> bool:
     """Whether ``new`` may hide ``old`` from search and working memory. Two people of one
     transcript are the same speaker to the authority table, but never each other's voice: one

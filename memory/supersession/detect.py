@@ -28,7 +28,7 @@ from memory.fts import fts_match, fts_terms
 from memory.graph.links import link_neighbours, nearest
 from memory.model import KNOWLEDGE_TYPES, Crystal, Lifecycle, Origin, SemanticType
 from memory.storage.store import EmbeddedHook, MemoryStore
-from memory.supersession.authority import may_supersede, other_voice
+from memory.supersession.authority import may_supersede, other_voice, several_voices
 from memory.supersession.judge import (
     INFERRED,
     Candidate,
@@ -86,6 +86,7 @@ class Supersession:
             crystals.update(await store.get_many_by_rowid(extra))
         similarities = await _similarities(store, vector, extra, near)
         undone = await _undone(store, [c.id for c in crystals.values()], new.id)
+        crystals_by_id = {c.id: c for c in crystals.values()}
         older: list[Candidate] = []
         newer: list[tuple[Crystal, float]] = []
         for rowid, other in crystals.items():
@@ -97,7 +98,10 @@ class Supersession:
                 older.append(Candidate(other.id, other.text, similarities[rowid]))
             elif _order(other) > _order(new) and rowid in near and may_be_outdated(new):
                 newer.append((other, similarities[rowid]))
-        verdict = choose(new.text, older) if older else None
+        # a passage of several people's words is never replaced, nor replaces: which of them changed
+        # what cannot be told from the words (issue 52: 60 of 275 captured pieces were hidden)
+        judged = [] if several_voices(new) else [c for c in older if not several_voices(crystals_by_id[c.key])]
+        verdict = choose(new.text, judged) if judged else None
         if verdict is not None and verdict.ambiguous and self.judge is not None:
             verdict = await self._second_opinion(new.text, older, verdict)
         # after the final choice: the one it replaces gets the supersession's own link instead
@@ -117,6 +121,8 @@ class Supersession:
         for later, similarity in sorted(newer, key=lambda pair: _order(pair[0]), reverse=True):
             # Imported out of order: a newer crystal already stored may replace this one.
             if later.id in undone:
+                continue
+            if several_voices(later) or several_voices(new):
                 continue
             replaced = choose(later.text, [Candidate(new.id, new.text, similarity)])
             if replaced is not None and not _both_procedures(later, new):

@@ -20,11 +20,12 @@ import numpy as np
 
 from memory.intake.admit import readmit
 from memory.model import Crystal, Lifecycle, Lifespan, content_hash
+from memory.storage.connection import select_in
 from memory.storage.embedding import store_vectors
 from memory.storage.row_writes import insert_indexed, write_transitions
 from memory.storage.rows import RESTORE_SQL, restore_params
 from memory.storage.vectors import VectorIndex
-from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images, select_in
+from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images
 from memory.sync.image import Image
 from memory.sync.journal import image_of
 from memory.sync.merge import CrystalState, fold

@@ -5,26 +5,13 @@ a 10,000-crystal sync spent most of its time in the hops)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import aiosqlite
 
 from memory.model import Crystal
+from memory.storage.connection import select_in
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.sync.image import Image, loads
-
-CHUNK = 500
-
-
-async def select_in(db: aiosqlite.Connection, sql: str, ids: Iterable[str]) -> list[Any]:
-    """``sql`` with ``{marks}`` for the ids, run per chunk; every row."""
-    ordered = sorted(set(ids))
-    out: list[Any] = []
-    for start in range(0, len(ordered), CHUNK):
-        chunk = ordered[start : start + CHUNK]
-        async with db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk) as cursor:
-            out += list(await cursor.fetchall())
-    return out
 
 
 async def crystals_of(db: aiosqlite.Connection, ids: Iterable[str]) -> dict[str, Crystal]:

@@ -17,8 +17,9 @@ import aiosqlite
 
 from ground.authority import Speaker
 from memory.model import Crystal, Lifecycle, Lifespan, Scope, Sensitivity
+from memory.storage.connection import select_in
 from memory.storage.vectors import float_table_of
-from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images, select_in
+from memory.sync.bulk import crystals_of, forget_marks, images_of, reviews_of, save_images
 from memory.sync.clock import HybridClock
 from memory.sync.image import Image, drafts
 from memory.sync.operations import Change, Operation

@@ -16,7 +16,7 @@ import aiosqlite
 
 from ground.authority import Speaker, may
 from memory.errors import SyncRefused
-from memory.sync.bulk import select_in
+from memory.storage.connection import select_in
 from memory.sync.clock import Stamp
 from memory.sync.operations import NEEDS, Change, Operation
 

@@ -19,6 +19,8 @@ from memory.service.requests import (
     CaptureArgs,
     CountArgs,
     Detail,
+    EntitiesArgs,
+    EntityArgs,
     FeedbackArgs,
     ForgetArgs,
     GapsArgs,
@@ -275,6 +277,55 @@ async def gaps(host: MemoryHost, request: GapsArgs) -> list[dict[str, Any]]:
     from memory.service import recall
 
     return await recall.gaps(host.running_store(), request)
+
+
+@commands(
+    "memory.entities",
+    EntitiesArgs,
+    route=HttpRoute("GET", "/v1/memory/entities", "memory"),
+    local=True,
+    cli=CliSpec("memory", "entities", render=text.entities),
+    mcp=McpSpec(
+        "memory_entities",
+        fields=("kind", "limit"),
+        defaults={"limit": 30},
+        description=(
+            "The people, places, organisations, projects and things memory names most, with how many memories "
+            "name each. `memory_entity` tells what memory knows about one of them."
+        ),
+        shape=agent.entities,
+    ),
+    needs=Capability.READ,
+)
+async def entities(host: MemoryHost, request: EntitiesArgs) -> list[dict[str, Any]]:
+    """Who and what memory names most: people, places, organisations, projects and things."""
+    from memory.service import recall
+
+    return await recall.entities(host.running_store(), request)
+
+
+@commands(
+    "memory.entity",
+    EntityArgs,
+    route=HttpRoute("GET", "/v1/memory/entities/{name}", "memory"),
+    local=True,
+    cli=CliSpec("memory", "entity", arguments=("name",), render=text.entity),
+    mcp=McpSpec(
+        "memory_entity",
+        fields=("name", "limit"),
+        description=(
+            'What memory knows about someone or something (a name, an alias, or "Caroline\'s sister"): the '
+            "memories that name them, newest first, their other names, what is theirs, and who is named beside them."
+        ),
+        shape=agent.entity,
+    ),
+    needs=Capability.READ,
+)
+async def entity(host: MemoryHost, request: EntityArgs) -> dict[str, Any]:
+    """What memory knows about one person, place or thing, with the memories that say it."""
+    from memory.service import recall
+
+    return await recall.entity(host.running_store(), request)
 
 
 @commands(

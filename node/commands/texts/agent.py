@@ -98,6 +98,39 @@ def gaps(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"question": g["query"], "asked": g["asked"]} for g in found]
 
 
+def entities(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [out for out in map(_entity, found) if out is not None]
+
+
+def entity(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """One entity with the memories that name it, each marked as a search hit is; a name that only
+    someone else's words gave is marked too, and one the gate keeps from the agent is not shown."""
+    main = _entity(doc["entity"])
+    if main is None:
+        return None
+    return {
+        **main,
+        "aliases": doc["aliases"],
+        "memories": hits(doc["memories"]),
+        "belongs": entities(doc["belongs"]),
+        "related": entities(doc["related"]),
+    }
+
+
+def _entity(found: dict[str, Any]) -> dict[str, Any] | None:
+    """A name is words: it reaches the agent as the words that gave it would (``prompt_gate``)."""
+    passages = {
+        decide(Route.SEARCH_RESULT, speaker=Speaker(s), held=False, confidential=False, instructions=False)
+        for s in found.get("named_by") or [Speaker.FILE.value]
+    }
+    if passages <= {Passage.NEVER}:
+        return None
+    out = {"name": found["name"], "kind": found["kind"], "memories": found["crystals"]}
+    if Passage.AS_IS not in passages:
+        out["not_the_persons_words"] = True  # named only by a page, a file or another node
+    return out
+
+
 def held(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"id": item["crystal"]["id"], "text": item["crystal"]["text"], "source": item["source"],
              "reason": item["reason"], "flags": item["flags"], "peer_content": True}

@@ -77,6 +77,31 @@ def hits(found: list[dict[str, Any]], _: CliView) -> str:
     return "\n".join(lines)
 
 
+def entities(found: list[dict[str, Any]], _: CliView) -> str:
+    if not found:
+        return "memory names no one and nothing yet"
+    width = max(len(e["name"]) for e in found)
+    return "\n".join(f"{e['crystals']:>5}  {e['name']:<{width}}  {e['kind']}" for e in found)
+
+
+def entity(doc: dict[str, Any], _: CliView) -> str:
+    e = doc["entity"]
+    lines = [f"{e['name']} ({e['kind']}), named in {e['crystals']} memories"]
+    if doc["aliases"]:
+        lines.append(f"  also called: {', '.join(doc['aliases'])}")
+    if doc["belongs"]:
+        lines.append(f"  theirs: {', '.join(b['name'] for b in doc['belongs'])}")
+    if doc["related"]:
+        beside = ", ".join(f"{r['name']} ({r['crystals']})" for r in doc["related"])
+        lines.append(f"  named beside: {beside}")
+    for memory in doc["memories"]:
+        crystal = memory["crystal"]
+        text = crystal["text"].replace("\n", " ")
+        voice = f"{crystal['voice']}: " if crystal.get("voice") and not text.startswith(f"{crystal['voice']}:") else ""
+        lines.append(f"  {crystal['id']}{provenance_mark(crystal)}{superseded_mark(crystal)}  {voice}{text[:100]}")
+    return "\n".join(lines)
+
+
 def shown(doc: dict[str, Any], _: CliView) -> str:
     c = doc["crystal"]
     lines = [

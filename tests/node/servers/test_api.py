@@ -8,6 +8,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -191,6 +192,27 @@ def test_a_conversation_captured_over_the_api_links_back_to_its_messages(api: Ap
     assert api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "standup-7"})["stored"] == 0
     status, doc = api.call("POST", "/v1/memory/capture", {"conversation": '[{"role": "user", "content": "x"'})
     assert status == 400 and "not valid JSON" in doc["error"]
+
+
+def test_who_memory_names_over_the_api_and_the_cli(api: Api) -> None:
+    messages = [
+        {"role": "user", "name": "Caroline", "content": "My sister Ana just moved to Porto."},
+        {"role": "user", "name": "Melanie", "content": "Oh nice, what does she do there?"},
+        {"role": "user", "name": "Caroline", "content": "Ana got the head nurse job at the clinic by the river."},
+    ]
+    done = api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "sisters-1"})
+    ids = set(done["conversations"][0]["crystal_ids"])
+    named = {e["key"]: e for e in api.ok("GET", "/v1/memory/entities")}
+    assert {"caroline", "ana", "caroline sister", "porto"} <= set(named), named
+    assert named["porto"]["kind"] == "place" and named["caroline"]["kind"] == "person"
+    # the relation is found by its name and by the name it was given, with what was said of Ana
+    sister = api.ok("GET", "/v1/memory/entities/" + quote("Caroline's sister"))
+    assert sister["entity"]["owner"] == "caroline" and sister["aliases"] == ["Ana"]
+    ana = api.ok("GET", "/v1/memory/entities/ana")
+    assert {m["crystal"]["id"] for m in ana["memories"]} == ids
+    assert api.cli("memory", "entity", "Ana")["entity"]["key"] == "ana"
+    assert api.call("GET", "/v1/memory/entities/Quentin")[0] == 404
+    assert api.call("GET", "/v1/memory/entities?kind=planet")[0] == 400
 
 
 def test_memory_count_over_the_api_and_the_cli(api: Api) -> None:

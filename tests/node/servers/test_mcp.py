@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # real processes, hosts or chains (`-m "not slow"
 TOOLS = {
     "memory_search", "memory_remember", "memory_retype", "memory_feedback", "memory_gaps", "memory_link",
     "memory_forget", "memory_status", "memory_supersede", "memory_unsupersede", "memory_show", "memory_event",
-    "memory_list", "memory_edit", "memory_capture",
+    "memory_list", "memory_edit", "memory_capture", "memory_entities", "memory_entity",
     "working_memory_note", "working_memory_bootstrap", "working_memory_dream", "working_memory_show",
     "skills_search", "skills_record", "skills_price", "skills_purchases", "memory_quarantine",
     "skills_emerging", "skills_crystallise",
@@ -110,6 +110,17 @@ async def test_tools_are_described_and_work_on_the_memory_file_alone(tmp_path: P
         assert (captured["stored"], captured["left_out"]) == (1, 1)
         again = _data(await client.call_tool("memory_capture", {"messages": chat, "session": "mcp-1"}))
         assert again["stored"] == 0 and again["new_messages"] == 0
+
+        # issue 52: who memory names, and what it knows of one of them (named in two memories)
+        said = [_data(await client.call_tool("memory_remember", {"text": text})) for text in
+                ("Gina Torres runs the Lisbon office", "The quarterly review is with Gina Torres")]  # fmt: skip
+        named = _data(await client.call_tool("memory_entities", {}))
+        assert {"name": "Gina Torres", "kind": "person", "memories": 2} in named, named  # "with Gina Torres"
+        gina = _data(await client.call_tool("memory_entity", {"name": "gina torres"}))
+        assert [m["id"] for m in gina["memories"]] == [said[1]["id"], said[0]["id"]]  # the newest first
+        assert gina["related"] == [{"name": "Lisbon", "kind": "thing", "memories": 1}]
+        nobody = await client.call_tool("memory_entity", {"name": "Quentin Nobody"})
+        assert nobody.is_error and "names no one" in _text(nobody)
 
         bad = await client.call_tool("memory_remember", {"text": "x", "importance": 3})
         assert bad.is_error and "importance" in _text(bad)
