@@ -5,6 +5,9 @@ no meaning. The embedder here is ``SyntheticEmbedder``, a named fake that
 returns random unit vectors instantly, so the figures measure the store and
 not a model (MiniLM's own cost, ~5 ms per query, is reported by locomo_recall).
 
+Each text holds one or two made-up names (a Zipf pool of 5,000) and each query one of them, so the
+entity graph's leg has something to follow: hybrid search is timed with it and without it.
+
 Baselines, measured in the same run on the same rows:
 - ingest: a plain batched ``executemany`` INSERT of the same texts into a bare table;
 - search: sqlite-vec KNN (k=50) on the store's own vector table plus an FTS5 BM25
@@ -31,15 +34,17 @@ import sqlite_vec
 
 from bench.timing import percentiles_ms
 from memory.embedders.base import Vectors, normalise_rows
+from memory.entities.index import index_all
 from memory.fts import fts_query
 from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, SemanticType
-from memory.retrieval.query import SearchRequest
+from memory.retrieval.query import SearchRequest, Weights
 from memory.retrieval.search import search
 from memory.storage.vectors import coarse_knn_sql, vector_blob
 
 DIM = 384
 QUERIES = 200
+NAMES = 5_000
 GOAL_INGEST_PER_S = 5_000
 GOAL_HYBRID_P50_MS = 30.0
 
@@ -68,12 +73,27 @@ class SyntheticEmbedder:
         return row
 
 
+def synthetic_names(count: int, rng: random.Random) -> list[str]:
+    """Made-up capitalised names ("Kalomire"), for the entity graph to find."""
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    names: set[str] = set()
+    while len(names) < count:
+        names.add("".join(rng.choices(syllables, k=rng.randint(2, 4))).capitalize())
+    return sorted(names)
+
+
 def synthetic_texts(count: int, rng: random.Random) -> list[str]:
+    """Zipf-distributed words, and one or two names from a Zipf-distributed pool of 5,000 (a few
+    people named everywhere, most rarely), mid-sentence as a person would write them."""
     vocabulary = [f"w{i}" for i in range(20_000)]
     cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocabulary))))
+    names = synthetic_names(NAMES, rng)
+    name_weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(names))))
     texts = []
     for i in range(count):
         words = rng.choices(vocabulary, cum_weights=cumulative, k=rng.randint(12, 40))
+        for name in rng.choices(names, cum_weights=name_weights, k=rng.randint(1, 2)):
+            words.insert(rng.randint(1, len(words)), name)
         texts.append(f"item {i} " + " ".join(words))
     return texts
 
@@ -132,19 +152,16 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
         started = time.perf_counter()
         await store.embed_backlog(batch_size=2000)
         vectors_per_s = size / (time.perf_counter() - started)
-        queries = [" ".join(rng.sample(t.split()[2:], 2)) for t in rng.sample(texts, QUERIES)]
+        started = time.perf_counter()
+        await index_all(store)  # who each names: what the daemon reads after embedding
+        entities_per_s = size / (time.perf_counter() - started)
+        # two words of a crystal and a name it holds: the graph leg has something to follow
+        queries = [_query(t, rng) for t in rng.sample(texts, QUERIES)]
         query_vectors = [embedder.embed_query(q) for q in queries]
         baseline = raw_search_ms(store.path, store.vectors.bit_table, queries, query_vectors)
-        hybrid = []
-        for text in queries:
-            started = time.perf_counter()
-            await search(store, SearchRequest(text, limit=10))
-            hybrid.append(time.perf_counter() - started)
-        no_touch = []
-        for text in queries:
-            started = time.perf_counter()
-            await search(store, SearchRequest(text, limit=10, touch=False))
-            no_touch.append(time.perf_counter() - started)
+        hybrid = await _timed(store, queries, touch=True)
+        no_touch = await _timed(store, queries, touch=False)
+        no_graph = await _timed(store, queries, touch=False, weights=Weights(graph_weight=0.0))
     finally:
         await store.close()
     hybrid_stats = percentiles_ms(hybrid)
@@ -155,8 +172,10 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
         "baseline_raw_sqlite_insert_per_s": round(baseline_ingest),
         "ingest_ratio_to_raw": round(ingest / baseline_ingest, 3),
         "vector_index_per_s": round(vectors_per_s),
+        "entities_read_per_s": round(entities_per_s),
         "hybrid_search": hybrid_stats,
         "hybrid_search_without_access_update": percentiles_ms(no_touch),
+        "hybrid_search_without_graph_leg": percentiles_ms(no_graph),
         "baseline_raw_knn_plus_fts": percentiles_ms(baseline),
     }
     if size >= 100_000:
@@ -164,6 +183,21 @@ async def measure(size: int, tmp: Path) -> dict[str, Any]:
         result["goal_hybrid_p50_ms"] = GOAL_HYBRID_P50_MS
         result["goal_met"] = ingest >= GOAL_INGEST_PER_S and hybrid_stats["p50_ms"] <= GOAL_HYBRID_P50_MS
     return result
+
+
+def _query(text: str, rng: random.Random) -> str:
+    words = text.split()[2:]
+    name = next((w for w in words if w[:1].isupper()), "")
+    return " ".join([*rng.sample([w for w in words if w != name], 2), name]).strip()
+
+
+async def _timed(store: IntakeStore, queries: list[str], *, touch: bool, weights: Weights | None = None) -> list[float]:
+    samples = []
+    for text in queries:
+        started = time.perf_counter()
+        await search(store, SearchRequest(text, limit=10, touch=touch, weights=weights or Weights()))
+        samples.append(time.perf_counter() - started)
+    return samples
 
 
 def run(quick: bool) -> dict[str, Any]:

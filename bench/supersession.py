@@ -36,6 +36,10 @@ thirty days later), so that every pair is also a distractor for the others. Repo
 share of older statements superseded (hidden from default search) and the share missing from the top
 10 of their own question. ``LOOKALIKES_PATH`` names one other file to run instead of all of them.
 
+**Conversation** (issue 52, ``bench.memory.conversation_updates``): the updates of
+``updates_apart_*.json`` said in captured chats beside another person's look-alike: current first,
+updates caught, the precision of what was hidden, and look-alikes hidden.
+
 Variants, same run: supersession on save with the search-time ordering (the node's default), the
 search-time ordering alone, and neither (the baseline: the ranking before issue 17).
 Goals: issue 17: current above stale in >= 95% of a held-out set, the stale one never on top; issue
@@ -52,6 +56,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.memory import conversation_updates
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.graph.links import auto_link
@@ -247,7 +252,10 @@ def run(quick: bool) -> dict[str, Any]:
                 results = asyncio.run(_lookalikes(cases, embedder, Path(tmp), on_save, in_search))
             part[name] = _lookalike_summary(cases, results)
         report["lookalikes"][split] = part
-    report["goals"] = {"current_first": GOAL_CURRENT_FIRST, "hidden": GOAL_HIDDEN, "missing_from_top10": GOAL_MISSING}
+    # issue 52: updates said in a captured chat, beside another person's look-alike
+    report["conversation"] = conversation_updates.run(embedder, quick)
+    report["goals"] = {"current_first": GOAL_CURRENT_FIRST, "hidden": GOAL_HIDDEN, "missing_from_top10": GOAL_MISSING,
+                       "conversation_across_voices": 0}  # fmt: skip
     return report
 
 

@@ -23,6 +23,7 @@ from memory.embedders.base import cosine
 from memory.model import Crystal
 from memory.retrieval.query import SearchRequest
 from memory.storage.store import MemoryStore
+from memory.supersession.authority import other_voice, several_voices
 from memory.supersession.judge import asks_for_the_older, may_be_outdated, may_update, values_asked
 
 
@@ -46,8 +47,13 @@ class Scored:
 def _may_go_ahead(earlier: Crystal, later: Crystal, asked: frozenset[str]) -> bool:
     """Whether ``later`` may be weighed as an update of ``earlier`` at all: said after it, not
     marked wrong itself, ``earlier`` a statement that can go out of date, and the question not
-    naming a value only ``earlier`` says."""
+    naming a value only ``earlier`` says; and both one person's words (``supersession.authority``)."""
     if (earlier.created_at_ms, earlier.id) >= (later.created_at_ms, later.id) or later.steering_reward < 0:
+        return False
+    # one person's words update only their own; a passage of two people's words, whose change of
+    # what cannot be told, updates nothing and is updated by nothing (issue 52: such passages went
+    # ahead of the answer to 6 of the top 10 of "Where did the group end up staying?")
+    if other_voice(earlier, later) or several_voices(earlier) or several_voices(later):
         return False
     if asked and asks_for_the_older(asked, earlier.text, later.text):
         return False

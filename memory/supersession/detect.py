@@ -105,7 +105,7 @@ class Supersession:
         if verdict is not None and verdict.ambiguous and self.judge is not None:
             verdict = await self._second_opinion(new.text, older, verdict)
         # after the final choice: the one it replaces gets the supersession's own link instead
-        await _link_possible_updates(store, new, older, verdict)
+        await _link_possible_updates(store, new, judged, verdict)
         if verdict is not None:
             old = next(c for c in crystals.values() if c.id == verdict.key)
             if _both_procedures(new, old):

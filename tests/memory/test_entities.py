@@ -162,6 +162,8 @@ async def test_the_graph_leg_is_governed_as_the_other_legs_are(tmp_path: Path) -
     store = await _store(tmp_path)
     try:
         gone = (await store.remember(NewCrystal("Zorblat Quennick runs the relay", origin=Origin.USER_INPUT))).crystal
+        for i in range(9):  # a name on every crystal tells nothing apart, and is not followed
+            await store.remember(NewCrystal(f"the bus was late again on day {i}", origin=Origin.USER_INPUT))
         await store.embed_backlog()
         await index_all(store)
         request = SearchRequest("who is zorblat quennick", mode=SearchMode.HYBRID, touch=False, explain=True)

@@ -62,3 +62,29 @@ async def test_a_question_naming_the_older_value_keeps_it_first(memory: IntakeSt
     assert asked_for_it[0].crystal.id == old
     hits = await search(memory, SearchRequest(QUESTION, limit=10, touch=False))
     assert [h.crystal.id for h in hits][:2] == [new, old]  # the same pair, asked without the figure
+
+
+async def _voiced(store: IntakeStore, clock: FakeClock, text: str, voice: str) -> str:
+    clock.advance(DAY)
+    return (await store.remember(NewCrystal(text, origin=Origin.SESSION, voice=voice))).crystal.id
+
+
+async def test_one_persons_news_never_goes_ahead_of_anothers_nor_a_passage_of_two(
+    memory: IntakeStore, clock: FakeClock
+) -> None:
+    """Issue 52: among captured pieces, a later one went ahead of any earlier hit it might update,
+    whoever said either: on a chat written apart, passages of two people's words went ahead of the
+    answer to 6 of the top 10 of "Where did the group end up staying?"."""
+    question = "What about the Sabadell bank account?"  # every piece is a hit
+    old = await _voiced(memory, clock, f"Ana: {OLD}", "Ana")
+    clock.advance(7 * DAY)
+    theirs = await _voiced(memory, clock, f"Ben: {NEW}", "Ben")
+    both = await _voiced(memory, clock, f"Ana: {NEW.replace('ING', 'Revolut')}\nBen: oh nice", "Ana")
+    hits = await search(memory, SearchRequest(question, limit=10, touch=False, explain=True))
+    ahead = {h.crystal.id: h.explain.ahead_of for h in hits if h.explain is not None}
+    assert {old, theirs, both} <= set(ahead) and ahead[theirs] is None and ahead[both] is None, ahead
+    clock.advance(DAY)
+    mine = await _voiced(memory, clock, f"Ana: {NEW.replace('ING', 'Bunq')}", "Ana")  # her own news: ahead of hers
+    hits = await search(memory, SearchRequest(question, limit=10, touch=False, explain=True))
+    placed = next(h for h in hits if h.crystal.id == mine)
+    assert placed.explain is not None and old in (placed.explain.ahead_of, placed.explain.in_place_of)
