@@ -17,15 +17,17 @@ Goal (issue 16): accuracy >= 0.85 on a held-out set of the same kind.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ground.authority import Speaker
 from memory.cognition.model_cache import shipped_model
+from memory.cognition.procedure import reads_as_procedure
 from memory.cognition.typing import (
     CLASSES,
     EXAMPLE_FILES,
@@ -39,9 +41,11 @@ from memory.cognition.vector_typing import VectorTypingModel, mixed
 from memory.embedders import make_embedder
 from memory.embedders.base import Embedder
 from memory.epistemic import layer_for
-from memory.model import Origin, SemanticType
+from memory.model import KNOWLEDGE_TYPES, Origin, SemanticType
 
 DEV_SET = Path(__file__).parent / "data" / "typing_dev.jsonl"
+#: Statements and procedures, notes and chat lines, written apart from ``memory.cognition.procedure``.
+PROCEDURES_SET = Path(__file__).parent / "data" / "procedures_apart.jsonl"
 GOAL_ACCURACY = 0.85
 
 
@@ -120,6 +124,24 @@ def by_voice(embedder: Embedder) -> dict[str, Any]:
     return out
 
 
+def chat_lines(model: TypingModel) -> dict[str, Any]:
+    """Issue 52: statements and procedures written apart (``PROCEDURES_SET``, never tuned on): how
+    often words read as a procedure (``memory.cognition.procedure``), and how often the word model
+    types each kind a skill or task pattern, as a note and as a transcript's turn (``chat``, gated)."""
+    rows = [json.loads(line) for line in PROCEDURES_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kinds = sorted({r["kind"] for r in rows})
+    out: dict[str, Any] = {"set": str(PROCEDURES_SET), "lines": len(rows)}
+    readings: dict[str, Callable[[str], bool]] = {
+        "read_as_procedure": reads_as_procedure,
+        "typed_skill_or_task_as_note": lambda t: model.classify(t).semantic_type in KNOWLEDGE_TYPES,
+        "typed_skill_or_task_as_chat": lambda t: model.classify(t, chat=True).semantic_type in KNOWLEDGE_TYPES,
+    }
+    for name, reading in readings.items():
+        out[name] = {k: f"{sum(reading(r['text']) for r in rows if r['kind'] == k)}/"
+                        f"{sum(r['kind'] == k for r in rows)}" for k in kinds}  # fmt: skip
+    return out
+
+
 def run(quick: bool) -> dict[str, Any]:
     path = Path(os.environ.get("TYPING_SET_PATH") or DEV_SET)
     examples = read_examples(path.read_text(encoding="utf-8").splitlines())
@@ -142,6 +164,7 @@ def run(quick: bool) -> dict[str, Any]:
     result["baseline_most_common_type"] = {"type": common.value, **scores(truth, [common] * len(truth))}
     if path == DEV_SET:
         result["reverse_fit_on_dev_scored_on_shipped"] = quality(TypingModel.fit(examples), shipped_examples())
+    result["chat_lines"] = chat_lines(model)
     texts = [e.text for e in examples] * (5 if quick else 50)
     started = time.perf_counter()
     for text in texts:

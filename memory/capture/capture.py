@@ -41,6 +41,8 @@ class CaptureReport:
     merged: int  # pieces memory already held, word for word
     left_out: dict[str, int] = field(default_factory=dict)  # by why: small_talk, echo, system
     crystal_ids: tuple[str, ...] = ()  # the crystals of the new pieces, stored or merged into
+    #: of those, how many the background still embeds (found by keywords only until it has)
+    waiting_to_embed: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -51,6 +53,7 @@ class CaptureReport:
             "merged": self.merged,
             "left_out": dict(self.left_out),
             "crystal_ids": list(self.crystal_ids),
+            "waiting_to_embed": self.waiting_to_embed,
         }
 
 
@@ -63,13 +66,16 @@ async def capture(
     embed: bool = True,
     extractor: LlmExtractor | None = None,
     family: str | None = None,
+    embed_own_up_to: int = 0,
 ) -> CaptureReport:
     """Store what ``conversation`` holds worth keeping; messages captured before are skipped. With
     ``extractor`` (``[capture] extractor = "llm"``) a model picks the statements, offline on failure.
     ``family``: the session whose versions this conversation is one of (a watched file rewritten, or
     renamed after it was): a message with an id captured in any of them is skipped too. Grouped anew
     with the turns around it, it would otherwise be stored again in a piece of other words
-    (``memory.capture.extract``)."""
+    (``memory.capture.extract``). ``embed``: embed the whole backlog now; else the capture's own new
+    crystals are embedded now when at most ``embed_own_up_to``, and the rest left to the background
+    (the report's ``waiting_to_embed``)."""
     done = await captured_keys(store, conversation.session)
     if family is not None:
         done |= await captured_ids(store, family)
@@ -112,8 +118,14 @@ async def capture(
     }
     rows: list[tuple[Message, str | None]] = [(m, held.get(m.position) or into.get(m.position)) for m in unrecorded]
     await record_captured(store, conversation.session, rows)
+    waiting = 0
     if embed and result is not None and result.created:
         await store.embed_backlog()
+    elif result is not None and result.created:
+        # a daemon embeds in the background; a few pieces it embeds now, so an agent that captures
+        # and then asks finds them by meaning (issue 52: for ~2 s after a capture, keyword only)
+        own = list(dict.fromkeys(ids))
+        waiting = len(own) - await store.embed_these(own) if len(own) <= embed_own_up_to else len(own)
     return CaptureReport(
         session=conversation.session,
         messages=len(conversation.messages),
@@ -122,6 +134,7 @@ async def capture(
         merged=result.duplicates if result is not None else 0,
         left_out=extraction.left_out,
         crystal_ids=tuple(dict.fromkeys(ids)),
+        waiting_to_embed=max(0, waiting),
     )
 
 
@@ -135,6 +148,7 @@ async def capture_conversations(
     actor: str = "capture",
     embed: bool = True,
     extractor: LlmExtractor | None = None,
+    embed_own_up_to: int = 0,
 ) -> dict[str, Any]:
     """Capture ``messages`` (chat form) or ``raw`` (a file's text, in ``fmt`` or the format its
     shape shows): one report per conversation, and their totals."""
@@ -148,13 +162,18 @@ async def capture_conversations(
     for conversation in conversations:
         if not conversation.session:
             conversation = replace(conversation, session=default_session(conversation))
-        reports.append(await capture(store, conversation, actor=actor, embed=embed, extractor=extractor))
+        reports.append(
+            await capture(
+                store, conversation, actor=actor, embed=embed, extractor=extractor, embed_own_up_to=embed_own_up_to
+            )
+        )
     return {
         "conversations": [r.as_dict() for r in reports],
         "stored": sum(r.stored for r in reports),
         "merged": sum(r.merged for r in reports),
         "new_messages": sum(r.new_messages for r in reports),
         "left_out": sum(sum(r.left_out.values()) for r in reports),
+        "waiting_to_embed": sum(r.waiting_to_embed for r in reports),
     }
 
 

@@ -98,7 +98,8 @@ class BulkTyping:
         worker.stdin.write(json.dumps(doc).encode() + b"\n")
 
     def start(self, batch: Sequence[NewCrystal]) -> None:
-        self._write({"texts": [n.text for n in batch], "untyped": [n.semantic_type is None for n in batch]})
+        self._write({"texts": [n.text for n in batch], "untyped": [n.semantic_type is None for n in batch],
+                     "chat": [n.voice is not None for n in batch]})  # fmt: skip
         self._sent += 1
 
     async def answer(self) -> WorkerAnswer | None:

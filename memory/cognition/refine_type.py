@@ -34,7 +34,7 @@ async def refine_type(store: MemoryStore, typer: Typer, crystal_id: str, vector:
     model = await asyncio.to_thread(typer.vector_model, embedder.id, embedder.embed_documents)
     if model.dimensions != len(vector):
         return None  # a vector of another space than the model's (an embedder change under way)
-    guess = typer.refine(crystal.text, vector, model)
+    guess = typer.refine(crystal.text, vector, model, chat=crystal.voice is not None)
     if guess.semantic_type is crystal.semantic_type:
         return None
     stype, now = guess.semantic_type, store.now_ms()

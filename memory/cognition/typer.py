@@ -54,35 +54,41 @@ class Typer:
         examples = shipped_examples() + [Example(t, s, CORRECTION_WEIGHT) for t, s in corrections]
         return TypingModel.fit(examples)
 
-    def guess(self, text: str) -> tuple[Guess, TypeSource]:
+    def guess(self, text: str, *, chat: bool = False) -> tuple[Guess, TypeSource]:
+        """``chat``: a transcript's turn, a skill only if its words read as a procedure."""
         corrected = self._corrected.get(content_hash(text))
         if corrected is not None:
             return Guess(corrected, 1.0), TypeSource.CORRECTION
-        return self._model.classify(text), TypeSource.MODEL
+        return self._model.classify(text, chat=chat), TypeSource.MODEL
 
     def decide(self, new: NewCrystal) -> Typing:
         if new.semantic_type is not None:
             return _decided(new, Guess(new.semantic_type, new.type_confidence), new.type_source)
-        return _decided(new, *self.guess(new.text))
+        return _decided(new, *self.guess(new.text, chat=new.voice is not None))
 
     @property
     def corrections(self) -> list[tuple[str, SemanticType]]:
         """The corrections the model was fitted with (a worker process fits the same model from them)."""
         return list(self._corrections)
 
-    def classify_batch(self, texts: Sequence[str], untyped: Sequence[bool]) -> dict[str, list[Any]]:
+    def classify_batch(
+        self, texts: Sequence[str], untyped: Sequence[bool], chat: Sequence[bool] | None = None
+    ) -> dict[str, list[Any]]:
         """What the store needs of a bulk batch that is Python work (the worker process's part):
         each text's content hash and sensitivity, and for the untyped ones their type, confidence
         and who decided it (a correction, else the model), as JSON-ready lists."""
         hashes = [content_hash(t) for t in texts]
-        typed = self._typed(texts, hashes, untyped)
+        typed = self._typed(texts, hashes, untyped, chat or [False] * len(texts))
         return {"hashes": hashes, "sensitivity": [classify_sensitivity(t).value for t in texts], "typed": typed}
 
-    def _typed(self, texts: Sequence[str], hashes: Sequence[str], untyped: Sequence[bool]) -> list[list[Any] | None]:
+    def _typed(
+        self, texts: Sequence[str], hashes: Sequence[str], untyped: Sequence[bool], chat: Sequence[bool]
+    ) -> list[list[Any] | None]:
         """For each untyped text [type, confidence, source]: its correction, else the model's guess
-        (the model classifies them all in one pass); None for a text its caller typed."""
-        to_model = [t for t, h, u in zip(texts, hashes, untyped, strict=True) if u and h not in self._corrected]
-        guesses = iter(self._model.classify_many(to_model))
+        (the model classifies them all in one pass); None for a text its caller typed. ``chat``:
+        which are a transcript's turns."""
+        to_model = [i for i, (h, u) in enumerate(zip(hashes, untyped, strict=True)) if u and h not in self._corrected]
+        guesses = iter(self._model.classify_many([texts[i] for i in to_model], [chat[i] for i in to_model]))
         typed: list[list[Any] | None] = []
         for chash, wanted in zip(hashes, untyped, strict=True):
             if not wanted:
@@ -110,7 +116,8 @@ class Typer:
         these beside the items instead of copying each crystal (a copy costs as much as typing)."""
         untyped = [n.semantic_type is None for n in items]
         hashes = [content_hash(n.text) if u else "" for n, u in zip(items, untyped, strict=True)]
-        return self.decide_batch(items, self._typed([n.text for n in items], hashes, untyped))
+        chat = [n.voice is not None for n in items]
+        return self.decide_batch(items, self._typed([n.text for n in items], hashes, untyped, chat))
 
     async def complete_async(self, new: NewCrystal) -> NewCrystal:
         """``complete``, asking the language model first when one is set (the offline model decides
@@ -154,9 +161,9 @@ class Typer:
             self._vectors = (space, meaning_model(space, vectors, shipped_examples() + corrections))
         return self._vectors[1]
 
-    def refine(self, text: str, vector: Any, model: VectorTypingModel) -> Guess:
+    def refine(self, text: str, vector: Any, model: VectorTypingModel, *, chat: bool = False) -> Guess:
         """The type of an embedded statement, by its words and its meaning (``vector_typing.mixed``)."""
-        return mixed(self._model.log_probs_many([text]), model.log_probs(vector))[0]
+        return mixed(self._model.log_probs_many([text]), model.log_probs(vector), [text], [chat])[0]
 
 
 def _decided(new: NewCrystal, guess: Guess, source: TypeSource) -> Typing:

@@ -28,7 +28,8 @@ def main() -> None:
     for line in lines:
         request = json.loads(line)
         texts = [str(t) for t in request["texts"]]
-        answer = typer.classify_batch(texts, [bool(u) for u in request["untyped"]])
+        chat = [bool(c) for c in request.get("chat", [False] * len(texts))]
+        answer = typer.classify_batch(texts, [bool(u) for u in request["untyped"]], chat)
         sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
         sys.stdout.buffer.flush()
 

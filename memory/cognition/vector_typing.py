@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory.cognition.typing import CLASSES, Example, Guess
+from memory.cognition.typing import CLASSES, Example, Guess, gate_procedures
 
 #: The vector model's share of the mix (the words have the rest): 0.5 typed the held-out voices best of
 #: 0.3, 0.5 and 0.7 (0.920, 0.925, 0.908).
@@ -66,9 +66,18 @@ class VectorTypingModel:
         return _log_softmax(scores + self._bias)
 
 
-def mixed(word_log_probs: np.ndarray, vector_log_probs: np.ndarray, share: float = VECTOR_SHARE) -> list[Guess]:
-    """The type of each row, from both models' log-probabilities, with the mix's probability."""
-    combined = _log_softmax((1 - share) * np.asarray(word_log_probs) + share * np.asarray(vector_log_probs))
+def mixed(
+    word_log_probs: np.ndarray,
+    vector_log_probs: np.ndarray,
+    texts: Sequence[str] = (),
+    chat: Sequence[bool] | None = None,
+    share: float = VECTOR_SHARE,
+) -> list[Guess]:
+    """The type of each row (of ``texts``), from both models' log-probabilities, with the mix's
+    probability; for a transcript's turn (``chat``), a skill or task pattern only for words that read
+    as a procedure (``typing.gate_procedures``)."""
+    mix = (1 - share) * np.asarray(word_log_probs) + share * np.asarray(vector_log_probs)
+    combined = _log_softmax(gate_procedures(mix, texts, chat))
     tops = combined.argmax(axis=1)
     return [Guess(CLASSES[int(t)], float(np.exp(combined[i, t]))) for i, t in enumerate(tops)]
 

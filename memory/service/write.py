@@ -74,11 +74,17 @@ async def remember(
     return {"created": result.created, "crystal": crystal_fields(result.crystal)}
 
 
+#: A capture through a daemon of at most this many new crystals embeds them before it returns, where
+#: a search right after it otherwise found them by keywords only until the background got to them.
+CAPTURE_EMBEDS_NOW = 32
+
+
 async def capture(
     store: IntakeStore, args: CaptureArgs, caller: Caller, *, embed: bool, extractor: LlmExtractor | None
 ) -> dict[str, Any]:
     """Capture a conversation: what is worth keeping is stored, typed, with where it came from.
-    ``embed``: embed what was stored now (else a background loop does)."""
+    ``embed``: embed what was stored now; else a background loop does, but for a capture of at most
+    ``CAPTURE_EMBEDS_NOW`` new crystals, embedded before it returns."""
     return await capture_conversations(
         store,
         messages=[m.model_dump(exclude_none=True) for m in args.messages],
@@ -88,6 +94,7 @@ async def capture(
         actor=caller.actor,
         embed=embed,
         extractor=extractor,
+        embed_own_up_to=CAPTURE_EMBEDS_NOW,
     )
 
 

@@ -5,7 +5,7 @@ in batches, and the vectors a write or a batch stores (with the steps they owe a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -74,19 +74,48 @@ async def embed_backlog(
             rows = list(await cursor.fetchall())
         if not rows:
             break
-        vectors = await asyncio.to_thread(crystal_vectors, embedder, [(r[2], r[4]) for r in rows])
-        embedded = [(int(r[0]), str(r[1]), v) for r, v in zip(rows, vectors, strict=True)]
-        previous = {int(r[0]): r[3] for r in rows if r[3] is not None}
-        async with store.transaction() as db:
-            await store_vectors(embedder.id, store.vectors, db, embedded, previous, owe=hook is not None)
-        if hook is not None:
-            await after_embedding.pay(store, hook, embedded)
+        await _embed_rows(store, hook, rows)
         done += len(rows)
         if progress:
             progress(len(rows))
     if done:
         await store.checkpoint()
     return done
+
+
+async def embed_these(store: _Store, hook: Hook | None, ids: Sequence[str]) -> int:
+    """Embed those of ``ids`` not yet in the active embedder's space (a capture's own pieces, so a
+    search right after it finds them by meaning), ``hook`` after them. Returns how many."""
+    if not ids:
+        return 0
+    marks = ", ".join("?" * len(ids))
+    async with store.reader().execute(
+        f"SELECT rowid, id, text, embedded_with, context FROM crystals WHERE id IN ({marks}) AND {UNEMBEDDED} "
+        "ORDER BY rowid",
+        (*ids, store.embedder.id),
+    ) as cursor:
+        rows = list(await cursor.fetchall())
+    return await _embed_rows(store, hook, rows) if rows else 0
+
+
+async def _embed_rows(store: _Store, hook: Hook | None, rows: list[Any]) -> int:
+    """Embed (rowid, id, text, embedded_with, context) rows; only those still unembedded when the
+    vectors are written are stored (the daemon's backlog loop and a capture may reach one at once)."""
+    embedder = store.embedder
+    vectors = await asyncio.to_thread(crystal_vectors, embedder, [(r[2], r[4]) for r in rows])
+    async with store.transaction() as db:
+        marks = ", ".join("?" * len(rows))
+        async with db.execute(
+            f"SELECT rowid FROM crystals WHERE rowid IN ({marks}) AND {UNEMBEDDED}",
+            (*[int(r[0]) for r in rows], embedder.id),
+        ) as cursor:
+            still = {int(r[0]) for r in await cursor.fetchall()}
+        embedded = [(int(r[0]), str(r[1]), v) for r, v in zip(rows, vectors, strict=True) if int(r[0]) in still]
+        previous = {int(r[0]): r[3] for r in rows if r[3] is not None and int(r[0]) in still}
+        await store_vectors(embedder.id, store.vectors, db, embedded, previous, owe=hook is not None)
+    if hook is not None and embedded:
+        await after_embedding.pay(store, hook, embedded)
+    return len(embedded)
 
 
 async def backlog_size(store: _Store) -> int:

@@ -282,6 +282,10 @@ class MemoryStore:
             self, self._on_embedded, batch_size=batch_size, limit=limit, progress=progress
         )
 
+    async def embed_these(self, ids: Sequence[str]) -> int:
+        """Embed those of ``ids`` not yet embedded, now, with the steps after embedding. Returns how many."""
+        return await embedding.embed_these(self, self._on_embedded, ids)
+
     async def backlog_size(self) -> int:
         """How many crystals wait to be embedded (``embed_backlog``)."""
         return await embedding.backlog_size(self)

@@ -10,6 +10,7 @@ import pytest
 
 from ground.authority import Speaker
 from memory.cognition.model_cache import shipped_model
+from memory.cognition.procedure import reads_as_procedure
 from memory.cognition.retype import retype
 from memory.cognition.typer import Typer
 from memory.cognition.typing import TypingModel, features, read_examples, shipped_examples
@@ -17,7 +18,7 @@ from memory.embedders.base import Embedder
 from memory.embedders.hashing import HashingEmbedder
 from memory.epistemic import layer_for
 from memory.intake.store import IntakeStore
-from memory.model import EpistemicLayer, NewCrystal, Origin, SemanticType, TypeSource
+from memory.model import KNOWLEDGE_TYPES, EpistemicLayer, NewCrystal, Origin, SemanticType, TypeSource
 from memory.setup.settings import LlmSettings, MemorySettings
 from memory.setup.store import embedded_hook
 from tests.memory.conftest import FakeClock
@@ -212,3 +213,43 @@ async def test_a_worker_that_dies_or_cannot_start_loses_nothing(
     assert result.created == len(texts)
     here = shipped_model().classify_many(texts)
     assert [(await store.get(i)).semantic_type for i in result.ids] == [g.semantic_type for g in here]
+
+
+# Captured pieces of conversations_apart_dev that the typer called skills (issue 52): a chat line is
+# typed by what it is, and a skill or task pattern needs words that read as a procedure.
+CHAT_TYPED_AS_SKILLS = (
+    "Tomasz: go\nAdaeze: Marco's out. his restaurant opening got pushed to the end of May and he's head chef so "
+    "he can't leave",
+    "Adaeze: she'll feed him pastries for 4 days, he'll come back round\nTomasz: he's already round",
+    "Adaeze: I'm going to say maybe and then back out on the day\nTomasz: that's the Ada I know",
+)
+
+
+@pytest.mark.parametrize("text", CHAT_TYPED_AS_SKILLS)
+def test_a_chat_line_is_never_a_skill_for_its_topic(text: str) -> None:
+    assert not reads_as_procedure(text)
+    said = NewCrystal(text, origin=Origin.SESSION, voice=text.partition(":")[0])  # a transcript's turn
+    assert Typer().decide(said).semantic_type not in KNOWLEDGE_TYPES
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How to roll back a migration: alembic downgrade -1, then fix the script and upgrade again.",
+        "ok so to reset it you hold the button for like 10 sec",
+        "If the printer jams, open the back panel and pull the sheet out slowly.",
+        "Waters the plants every Sunday evening.",
+        "1. stop the service\n2. copy the data dir\n3. start it again",
+    ],
+)
+def test_procedures_and_routines_read_as_procedures(text: str) -> None:
+    assert reads_as_procedure(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["My payday is the 15th", "I love baking sourdough on weekends", "the deploy failed last night, ugh",
+     "Caroline: my sister is a nurse in Porto", "Python 3.12 is what we use at work"],
+)  # fmt: skip
+def test_statements_about_skill_like_topics_do_not(text: str) -> None:
+    assert not reads_as_procedure(text)

@@ -194,6 +194,17 @@ def test_a_conversation_captured_over_the_api_links_back_to_its_messages(api: Ap
     assert status == 400 and "not valid JSON" in doc["error"]
 
 
+def test_a_capture_is_found_by_meaning_as_soon_as_it_returns(api: Api) -> None:
+    """Issue 52: a daemon embeds in the background, so for a moment after a capture its pieces were
+    found by keywords only, and an agent that captured and then asked got the stale answer."""
+    messages = [{"role": "user", "content": "Our quarterly offsite moved to the lighthouse in Sagres."}]
+    done = api.ok("POST", "/v1/memory/capture", {"messages": messages, "session": "offsite-2"})
+    assert done["waiting_to_embed"] == 0
+    (crystal_id,) = done["conversations"][0]["crystal_ids"]
+    found = api.ok("POST", "/v1/memory/search", {"query": "quarterly offsite lighthouse Sagres", "mode": "vector"})
+    assert crystal_id in [h["id"] for h in found]
+
+
 def test_who_memory_names_over_the_api_and_the_cli(api: Api) -> None:
     messages = [
         {"role": "user", "name": "Caroline", "content": "My sister Ana just moved to Porto."},
