@@ -24,17 +24,21 @@ the best hits' entities, weight 0.5, is what stands (0.836; 0.835, multi-hop 0.5
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 import aiosqlite
 
 from memory.entities.recognise import entity_key, is_common_word, mentions
 from memory.storage.connection import select_in
 
-#: Crystals read per entity, the newest first: a name on every crystal is worth little anyway.
-MAX_PER_ENTITY = 2_000
+#: Crystals read per entity of the question, the newest first, and per entity one hop away: a name on
+#: more crystals is worth little anyway (its idf is low), and each read costs the search its time.
+MAX_PER_ENTITY = 1_000
+MAX_PER_HOP_ENTITY = 200
 #: Entities one hop away that are followed, the most co-named first.
 HOP_ENTITIES = 8
 #: A hop's entity counts this share of a question entity.
@@ -64,40 +68,58 @@ def question_keys(query: str) -> list[str]:
     return list(keys)[:MAX_QUESTION_KEYS]
 
 
-async def question_entities(db: aiosqlite.Connection, query: str) -> set[int]:
+async def question_entities(db: aiosqlite.Connection, query: str) -> dict[int, int]:
+    """The entities ``query`` names (directly or by an alias), with how many crystals name each."""
     keys = question_keys(query)
     if not keys:
-        return set()
-    named = await select_in(db, "SELECT id FROM entities WHERE key IN ({marks})", keys)
-    aliased = await select_in(db, "SELECT entity_id FROM entity_aliases WHERE alias_key IN ({marks})", keys)
-    return {int(r[0]) for r in named} | {int(r[0]) for r in aliased}
+        return {}
+    rows = await select_in(
+        db,
+        "SELECT id, mentions FROM entities WHERE key IN ({marks}) UNION "
+        "SELECT e.id, e.mentions FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+        "WHERE a.alias_key IN ({marks})",
+        keys,
+        repeat=2,
+    )
+    return {int(r[0]): int(r[1]) for r in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """What the question itself names: its entities, and the crystals naming them with their scores."""
+
+    total: int  # crystals in memory (an upper bound)
+    asked: frozenset[int]
+    scores: dict[int, float]
+
+
+async def named_by_question(db: aiosqlite.Connection, query: str) -> Named:
+    """The first half of the leg, which needs only the question: it runs beside the other legs."""
+    total = await _crystal_count(db)
+    common = COMMON_SHARE * total  # named nearly everywhere (a chat's two speakers): tells nothing apart
+    asked = await question_entities(db, query)
+    weights = {e: _idf(total, n) for e, n in asked.items() if 0 < n <= common}
+    scores: dict[int, float] = {}
+    for entity, rowid in await _crystals_of(db, list(weights), MAX_PER_ENTITY):
+        scores[rowid] = scores.get(rowid, 0.0) + weights[entity]
+    return Named(total, frozenset(asked), scores)
 
 
 async def graph_leg(
-    db: aiosqlite.Connection, query: str, allowed: Allowed, limit: int, prior: Mapping[int, float]
+    db: aiosqlite.Connection, named: Named, allowed: Allowed, limit: int, prior: Mapping[int, float]
 ) -> list[tuple[int, float]]:
-    """The crystals of the question's entities and of the entities one hop away, best first:
-    (rowid, score). ``prior``: the other legs' fused scores."""
-    asked = await question_entities(db, query)
-    total = await _crystal_count(db)
-    scores: dict[int, float] = {}
-    for entity in asked:
-        rowids = await _crystals_of(db, entity)
-        if len(rowids) > COMMON_SHARE * total:
-            continue  # named nearly everywhere (a two-person chat's speakers): it tells nothing apart
-        for rowid in rowids:
-            scores[rowid] = scores.get(rowid, 0.0) + _idf(total, len(rowids))
-    best_so_far = sorted(prior, key=lambda r: (-prior[r], r))[:BRIDGE_FROM]
-    for entity, weight in (await _bridges(db, asked, best_so_far, total)).items():
-        for rowid in await _crystals_of(db, entity):
-            scores[rowid] = scores.get(rowid, 0.0) + HOP_SHARE * weight
-    best = sorted(scores, key=lambda r: (-scores[r], -prior.get(r, 0.0), -r))[: limit * 4]
+    """The crystals of the question's entities (``named``) and of the entities one hop away, best
+    first: (rowid, score). ``prior``: the other legs' fused scores."""
+    scores = dict(named.scores)
+    best_so_far = heapq.nsmallest(BRIDGE_FROM, prior, key=lambda r: (-prior[r], r))
+    bridges = await _bridges(db, set(named.asked), best_so_far, named.total)
+    for entity, rowid in await _crystals_of(db, list(bridges), MAX_PER_HOP_ENTITY):
+        scores[rowid] = scores.get(rowid, 0.0) + HOP_SHARE * bridges[entity]
+    if not scores:
+        return []
+    best = heapq.nsmallest(limit * 4, scores, key=lambda r: (-scores[r], -prior.get(r, 0.0), -r))
     kept = await allowed(best)
     return [(rowid, scores[rowid]) for rowid in best if rowid in kept][:limit]
-
-
-def _idf(total: int, count: int) -> float:
-    return math.log(1.0 + total / max(1, count))
 
 
 async def _crystal_count(db: aiosqlite.Connection) -> int:
@@ -106,12 +128,15 @@ async def _crystal_count(db: aiosqlite.Connection) -> int:
     return int(row[0] or 1) if row else 1
 
 
-async def _crystals_of(db: aiosqlite.Connection, entity: int) -> list[int]:
-    async with db.execute(
-        "SELECT crystal_rowid FROM crystal_entities WHERE entity_id = ? ORDER BY crystal_rowid DESC LIMIT ?",
-        (entity, MAX_PER_ENTITY),
-    ) as cursor:
-        return [int(r[0]) for r in await cursor.fetchall()]
+async def _crystals_of(db: aiosqlite.Connection, entities: list[int], cap: int) -> list[tuple[int, int]]:
+    """(entity, crystal rowid) of the newest ``cap`` crystals naming each of ``entities``, in one read
+    (each part walks the index from its newest end: a name on 10,000 crystals costs ``cap`` rows)."""
+    if not entities:
+        return []
+    part = "SELECT * FROM (SELECT entity_id, crystal_rowid FROM crystal_entities WHERE entity_id = ? "
+    part += "ORDER BY crystal_rowid DESC LIMIT ?)"
+    async with db.execute(" UNION ALL ".join([part] * len(entities)), [v for e in entities for v in (e, cap)]) as c:
+        return [(int(r[0]), int(r[1])) for r in await c.fetchall()]
 
 
 async def _bridges(db: aiosqlite.Connection, asked: set[int], rowids: list[int], total: int) -> dict[int, float]:
@@ -119,12 +144,16 @@ async def _bridges(db: aiosqlite.Connection, asked: set[int], rowids: list[int],
     whose job the question asks), the rarest first, with their idf weight."""
     if not rowids:
         return {}
-    rows = await select_in(db, "SELECT entity_id FROM crystal_entities WHERE crystal_rowid IN ({marks})", rowids)
-    named = sorted({int(r[0]) for r in rows} - asked)
-    if not named:
-        return {}
-    sizes = await select_in(
-        db, "SELECT entity_id, count(*) FROM crystal_entities WHERE entity_id IN ({marks}) GROUP BY entity_id", named
-    )
-    weights = {int(e): _idf(total, int(n)) for e, n in sizes if int(n) <= COMMON_SHARE * total}
+    marks = ", ".join("?" * len(rowids))
+    async with db.execute(
+        "SELECT DISTINCT e.id, e.mentions FROM crystal_entities ce JOIN entities e ON e.id = ce.entity_id "
+        f"WHERE ce.crystal_rowid IN ({marks})",
+        rowids,
+    ) as cursor:
+        named = {int(r[0]): int(r[1]) for r in await cursor.fetchall()}
+    weights = {e: _idf(total, n) for e, n in named.items() if e not in asked and 0 < n <= COMMON_SHARE * total}
     return dict(sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:HOP_ENTITIES])
+
+
+def _idf(total: int, count: int) -> float:
+    return math.log(1.0 + total / max(1, count))

@@ -23,7 +23,7 @@ from memory.fts import fts_match, fts_query, fts_terms
 from memory.governance.rules import visibility_sql
 from memory.model import Crystal, Hormones
 from memory.retrieval.bounty_rank import with_bounty_boosts
-from memory.retrieval.graph_leg import graph_leg
+from memory.retrieval.graph_leg import graph_leg, named_by_question
 from memory.retrieval.later_first import Scored, later_updates, newer_first, place_later_updates
 from memory.retrieval.query import (
     SUPERSEDED_FACTOR,
@@ -248,35 +248,41 @@ async def _ranked(
     assert request.query is not None  # checked by SearchRequest
     pool = max(CANDIDATE_POOL, request.limit * 3)
     terms = fts_terms(request.query)
-    keyword_task = None
+    tasks: list[asyncio.Task[Any]] = []
+    keyword_task = named_task = None
     if request.mode is not SearchMode.VECTOR and terms:
         # Each leg on its own reader connection (own thread): they run side by side.
         keyword_task = asyncio.create_task(
             _keyword_leg(store, store.reader(), terms, where, params, pool, _has_extra_filters(request))
         )
+        tasks.append(keyword_task)
+    if request.mode is SearchMode.HYBRID and request.weights.graph_weight > 0:
+        named_task = asyncio.create_task(named_by_question(store.reader(), request.query))
+        tasks.append(named_task)
     vector: list[tuple[int, float]] = []
     try:
         if request.mode is not SearchMode.KEYWORD:
             query_vector = await asyncio.to_thread(store.embedder.embed_query, request.query)
             vector = await _vector_leg(store, query_vector, where, params, pool, _has_extra_filters(request))
+        keyword = await keyword_task if keyword_task else []
+        named = await named_task if named_task else None
     except BaseException:
-        # The vector leg failed (an embedder down): the keyword leg is ours to stop, not to orphan.
-        if keyword_task is not None:
-            keyword_task.cancel()
-            await asyncio.gather(keyword_task, return_exceptions=True)
+        # A leg failed (an embedder down): the others are ours to stop, not to orphan.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    keyword = await keyword_task if keyword_task else []
     legs = [[r for r, _ in keyword], [r for r, _ in vector]]
     leg_weights = [1.0, request.weights.vector_weight]
     graph: list[tuple[int, float]] = []
-    if request.mode is SearchMode.HYBRID and request.weights.graph_weight > 0:
+    if named is not None:
         prior = reciprocal_rank_fusion(legs, k=request.weights.rrf_k, weights=leg_weights)
         db = store.reader()
 
         async def allowed(rowids: list[int]) -> set[int]:
             return await _allowed(db, rowids, where, params)
 
-        graph = await graph_leg(db, request.query, allowed, pool, prior)
+        graph = await graph_leg(db, named, allowed, pool, prior)
         legs.append([r for r, _ in graph])
         leg_weights.append(request.weights.graph_weight)
     fused = reciprocal_rank_fusion(legs, k=request.weights.rrf_k, weights=leg_weights)

@@ -37,13 +37,14 @@ def _bind_none(value: None) -> None:
 sqlean.register_adapter(type(None), _bind_none)
 
 
-async def select_in(db: aiosqlite.Connection, sql: str, values: Iterable[Any]) -> list[Any]:
-    """Rows of ``sql`` (which has one ``IN ({marks})``) for every distinct value, in chunks."""
+async def select_in(db: aiosqlite.Connection, sql: str, values: Iterable[Any], *, repeat: int = 1) -> list[Any]:
+    """Rows of ``sql`` (with ``repeat`` times ``IN ({marks})``, each the same values) for every
+    distinct value, in chunks."""
     unique = list(dict.fromkeys(values))
     rows: list[Any] = []
     for start in range(0, len(unique), IN_CHUNK):
         chunk = unique[start : start + IN_CHUNK]
-        async with db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk) as cursor:
+        async with db.execute(sql.format(marks=",".join("?" * len(chunk))), chunk * repeat) as cursor:
             rows.extend(await cursor.fetchall())
     return rows
 

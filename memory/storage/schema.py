@@ -436,14 +436,16 @@ ALTER TABLE crystals ADD COLUMN voice TEXT;
 # knowing: a crystal written or its words changed is owed a reading (``entities_owed``); its
 # mentions and the aliases it gave go with its words, at once and in the same transaction, and an
 # entity nothing mentions any more goes with its last mention (an erasure leaves no name behind).
+# ``mentions`` counts its crystals (kept by triggers), so search weighs a name in one read.
 # Every crystal of an older file is owed one.
 SCHEMA_V25 = """
 CREATE TABLE entities (
-    id    INTEGER PRIMARY KEY,
-    key   TEXT NOT NULL UNIQUE,
-    name  TEXT NOT NULL,
-    kind  TEXT NOT NULL,
-    owner TEXT
+    id       INTEGER PRIMARY KEY,
+    key      TEXT NOT NULL UNIQUE,
+    name     TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    owner    TEXT,
+    mentions INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE crystal_entities (
     crystal_rowid INTEGER NOT NULL,
@@ -474,6 +476,12 @@ CREATE TRIGGER entities_gone AFTER DELETE ON crystals BEGIN
     DELETE FROM crystal_entities WHERE crystal_rowid = old.rowid;
     DELETE FROM entity_aliases WHERE crystal_rowid = old.rowid;
     DELETE FROM entities_owed WHERE crystal_rowid = old.rowid;
+END;
+CREATE TRIGGER entity_mentioned AFTER INSERT ON crystal_entities BEGIN
+    UPDATE entities SET mentions = mentions + 1 WHERE id = new.entity_id;
+END;
+CREATE TRIGGER entity_mention_gone AFTER DELETE ON crystal_entities BEGIN
+    UPDATE entities SET mentions = mentions - 1 WHERE id = old.entity_id;
 END;
 CREATE TRIGGER entity_unmentioned AFTER DELETE ON crystal_entities
 WHEN NOT EXISTS (SELECT 1 FROM crystal_entities WHERE entity_id = old.entity_id) BEGIN

@@ -102,7 +102,8 @@ async def test_an_upgrade_raises_a_secret_stored_under_the_old_rules_to_confiden
     with conn:
         conn.execute("UPDATE crystals SET sensitivity = 'normal' WHERE id = ?", (secret,))
         conn.execute("UPDATE crystals SET sensitivity = 'confidential' WHERE id = ?", (cautious,))
-        for trigger in ("entities_owed_new", "entities_owed_changed", "entities_gone", "entity_unmentioned"):
+        for trigger in ("entities_owed_new", "entities_owed_changed", "entities_gone", "entity_unmentioned",
+                        "entity_mentioned", "entity_mention_gone"):  # fmt: skip
             conn.execute(f"DROP TRIGGER {trigger}")  # v25's
         for table in ("entities", "crystal_entities", "entity_aliases", "entities_owed"):
             conn.execute(f"DROP TABLE {table}")
