@@ -119,6 +119,8 @@ _TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F0-9'\u2019\-]*|[.
 #: Lower-case words allowed inside a name: "Bank of Portugal", "Leonardo da Vinci".
 _CONNECTORS = frozenset({"of", "de", "da", "del", "van", "von", "la", "le", "du", "der", "den"})
 MAX_NAME_WORDS = 5
+#: "You've", "Don't", "We'll": a contraction is never a name.
+_CONTRACTIONS = ("'ve", "'ll", "'d", "'re", "n't", "'m")
 _SENTENCE_ENDS = frozenset(".!?:;\n")
 MAX_MENTIONS = 40  # per text: a page of names says little about each
 
@@ -207,7 +209,7 @@ def _plain(token: str, start_of_sentence: bool) -> bool:
     """A capitalised word that is no name: "I", a month, a weekday, or a common word that starts a
     sentence (mid-sentence, a capital is taken at its word)."""
     word = _base(token).lower()
-    if word in {"i", "i'm", "i've", "i'll", "i'd"} or _calendar(word):
+    if word in {"i", "i'm", "i've", "i'll", "i'd"} or _calendar(word) or word.endswith(_CONTRACTIONS):
         return True
     return start_of_sentence and (word in _COMMON or word in RELATIONS or word in common_words())
 

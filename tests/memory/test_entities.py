@@ -41,6 +41,7 @@ def test_names_places_organisations_and_projects_by_their_words() -> None:
 
 def test_words_that_only_start_a_sentence_months_days_and_i_name_nobody() -> None:
     assert _said("Went hiking on Monday. Honestly I loved it. May was rainy, and I'm tired in June.") == {}
+    assert _said("You've seen it. Don't go. We'll see, They'd know") == {}  # contractions (a v9 file had "you've")
     # mid-sentence a capital is taken at its word
     assert "hope" in _said("we named the puppy Hope last week")
 

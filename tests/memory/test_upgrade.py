@@ -10,8 +10,11 @@ import sqlean
 
 from marketplace.schema import MARKET_SCHEMA
 from memory.embedders.hashing import HashingEmbedder
+from memory.entities.index import index_all
+from memory.entities.recognise import entity_key, mentions
 from memory.governance.quarantine import held
 from memory.intake.store import IntakeStore
+from memory.storage.row_writes import crystal_any
 from memory.storage.schema import SCHEMA_VERSION
 from memory.sync.replica import Replica
 from memory.sync.schema import SYNC_SCHEMA
@@ -79,6 +82,21 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
         for crystal in before_crystals:
             if crystal[3] in ("fact", "relationship", "skill"):
                 assert layers[crystal[0]] == "world_fact" or crystal[4] in ("dream", "inferred")
+        # issue 52: every crystal it held is owed a reading for the entity graph, and gets one
+        async with store.reader().execute("SELECT count(*) FROM entities_owed") as cursor:
+            assert await cursor.fetchone() == (before_counts["crystals"],)
+        assert await index_all(store) == before_counts["crystals"]
+        async with store.reader().execute(
+            "SELECT c.id, e.key FROM crystal_entities ce JOIN crystals c ON c.rowid = ce.crystal_rowid "
+            "JOIN entities e ON e.id = ce.entity_id"
+        ) as cursor:
+            linked = {(str(r[0]), str(r[1])) for r in await cursor.fetchall()}
+        expected = set()
+        for crystal in [await crystal_any(store.reader(), row[0]) for row in before_crystals]:
+            for m in mentions(crystal.text, voice=crystal.voice, context=crystal.context):
+                expected |= {(crystal.id, m.key)} | ({(crystal.id, entity_key(m.alias))} if m.alias else set())
+        assert linked == expected  # what the rules name in each, and nothing else
+        assert linked or name == "buyer"  # the seller's chat names Caroline and Melanie; the buyer's none
         # issue 51: the file joins a device group: every live crystal it held is said once, whole
         replica = Replica(store, "device-upgraded")
         await replica.open()
