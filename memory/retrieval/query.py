@@ -35,7 +35,7 @@ RRF_K = 10
 #: Cosine similarity below which a hit found by meaning alone is not relevant (MiniLM: see README).
 RELEVANCE_FLOOR = 0.3
 VECTOR_WEIGHT = 0.7
-GRAPH_WEIGHT = 0.5
+GRAPH_WEIGHT = 0.5  # [memory] graph_weight
 #: A superseded crystal asked for (``include_superseded``) ranks at this share of its score, after
 #: the crystal that replaced it.
 SUPERSEDED_FACTOR = 0.5

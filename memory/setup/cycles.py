@@ -9,4 +9,9 @@ from memory.setup.settings import MemorySettings
 
 def search_weights(memory: MemorySettings) -> Weights:
     """The fusion settings a search uses, from ``[memory]``."""
-    return Weights(rrf_k=memory.rrf_k, vector_weight=memory.vector_weight, relevance_floor=memory.relevance_floor)
+    return Weights(
+        rrf_k=memory.rrf_k,
+        vector_weight=memory.vector_weight,
+        graph_weight=memory.graph_weight,
+        relevance_floor=memory.relevance_floor,
+    )

@@ -52,6 +52,11 @@ class MemorySettings(HttpEmbedderSettings, LinkSettings):
     Defaults measured on LoCoMo (recall@10 0.762 vs 0.647 for the classic rrf_k = 60 unweighted).
     """
     vector_weight: float = Field(default=0.7, ge=0, le=10)
+    graph_weight: float = Field(default=0.5, ge=0, le=10)
+    """The entity graph's vote in a hybrid search: + graph_weight / (rrf_k + graph rank). The graph
+    leg finds the crystals naming who and what the question names, and one hop from the best hits
+    (memory/retrieval/graph_leg.py); 0 leaves it out. 0.5 measured on conversations (1.0 was worse).
+    """
     relevance_floor: float = Field(default=0.3, ge=0, le=1)
     """A hit found by meaning alone must be at least this similar (cosine) to count: a query with no
     hit that matches a word or clears this floor answers nothing, and is kept as a curiosity gap

@@ -91,10 +91,10 @@ async def test_a_v9_data_dir_opens_with_nothing_lost(tmp_path: Path, name: str) 
             "JOIN entities e ON e.id = ce.entity_id"
         ) as cursor:
             linked = {(str(r[0]), str(r[1])) for r in await cursor.fetchall()}
-        expected = set()
-        for crystal in [await crystal_any(store.reader(), row[0]) for row in before_crystals]:
-            for m in mentions(crystal.text, voice=crystal.voice, context=crystal.context):
-                expected |= {(crystal.id, m.key)} | ({(crystal.id, entity_key(m.alias))} if m.alias else set())
+        expected: set[tuple[str, str]] = set()
+        for one in [await crystal_any(store.reader(), row[0]) for row in before_crystals]:
+            for m in mentions(one.text, voice=one.voice, context=one.context):
+                expected |= {(one.id, m.key)} | ({(one.id, entity_key(m.alias))} if m.alias else set())
         assert linked == expected  # what the rules name in each, and nothing else
         assert linked or name == "buyer"  # the seller's chat names Caroline and Melanie; the buyer's none
         # issue 51: the file joins a device group: every live crystal it held is said once, whole
