@@ -20,6 +20,7 @@ The offline extractor is deterministic and reads only the words:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ground.authority import Road
@@ -46,6 +47,13 @@ _STOP = _words(
     "the a an and or but of to in on at for with is are was were be been it this that i you he she"
     " we they my your our their me him her us them so do did does have has had not no yes as by"
     " from"
+)
+#: How a conversation is closed: "talk soon", "catch you later", "have a good one", "bye for now".
+_CLOSINGS = re.compile(
+    r"\b(?:talk|speak|chat)(?: to you)? (?:soon|later|tomorrow)\b|\bcatch you later\b|\bttyl\b|"
+    r"\bsee (?:you|ya)(?: later| soon| tomorrow| then)?\b|\bhave a (?:good|great|nice|lovely) "
+    r"(?:one|day|night|evening|weekend)\b|\bgood ?night\b|\bbye(?: for now)?\b|\bcheers\b|\btake care\b|"
+    r"\bthat'?s (?:all|it)(?: for now)?\b"
 )
 #: Small talk that still answers a question just asked ("Did the deploy go out?" "Yes").
 _ANSWERS = _words("yes no yep yeah nope sure right true exactly definitely absolutely agreed agree")
@@ -111,15 +119,40 @@ def extract(
         kept.append(message)
     pieces: list[Piece] = []
     group: list[Message] = []
+    asked_first: list[Message] = []  # the other side's question the person's group answers
+    held: Message | None = None  # such a question, until the next message shows whether it is answered
     # By position, not by index: a watched file's new chunk starts past its first message.
     by_position = {m.position: m for m in conversation.messages}
+
+    def flush() -> None:
+        nonlocal group, asked_first
+        if group:
+            pieces.append(_piece(group, by_position, asked_first))
+        group, asked_first = [], []
+
     for message in kept:
-        if group and not _joins(group, message, max_chars):
-            pieces.append(_piece(group, by_position))
-            group = []
-        group.append(message)
-    if group:
-        pieces.append(_piece(group, by_position))
+        if held is not None:
+            if message.person and message.position == held.position + 1 and _close(held, message):
+                group, asked_first, held = [message], [held], None
+                continue
+            pieces.append(_piece([held], by_position))  # unanswered: its own piece, as before
+            held = None
+        if group and _joins(group, message, max_chars):
+            group.append(message)
+            continue
+        if _answers_last(group, message):
+            question = group.pop()  # "..., Do you have a budget in mind?" then the person's answer
+            flush()
+            group, asked_first = [message], [question]
+            continue
+        flush()
+        if may_frame(message):
+            held = message  # the person's answer may follow: then it leads, and this frames it
+        else:
+            group = [message]
+    flush()
+    if held is not None:
+        pieces.append(_piece([held], by_position))
     return Extraction(tuple(pieces), left_out)
 
 
@@ -128,8 +161,9 @@ def asked_now(message: Message) -> bool:
 
 
 def is_small_talk(text: str) -> bool:
-    """A message made only of acknowledgement and greeting words (and emoji, punctuation)."""
-    words = _WORD.findall(text.lower())
+    """A message made only of acknowledgement, greeting and closing words (and emoji, punctuation):
+    "perfect thanks, talk soon!" says nothing to keep."""
+    words = _WORD.findall(_CLOSINGS.sub(" ", text.lower()))
     return len(words) <= 8 and all(word in _FILLER for word in words)
 
 
@@ -172,6 +206,32 @@ def _joins(group: list[Message], message: Message, max_chars: int) -> bool:
     return short and (len(speakers) == 1 or answers)
 
 
+def may_frame(message: Message) -> bool:
+    """Whether ``message``, not the person's, is a short question that asserts and orders nothing
+    (``frames``): asked just before the person's answer, it frames that answer."""
+    from memory.capture.tripwire import findings
+
+    return (
+        not message.person and asked_now(message) and len(message.text) <= FRAMING_CHARS and not findings(message.text)
+    )
+
+
+def _answers_last(group: list[Message], message: Message) -> bool:
+    """Whether ``message``, the person's, answers the question the other side's ``group`` ends with."""
+    return (
+        len(group) > 1
+        and message.person
+        and not group[0].person
+        and message.position == group[-1].position + 1
+        and may_frame(group[-1])
+        and _close(group[-1], message)
+    )
+
+
+def _close(question: Message, answer: Message) -> bool:
+    return question.ts_ms is None or answer.ts_ms is None or answer.ts_ms - question.ts_ms <= MAX_GAP_MS
+
+
 def frames(message: Message, group: list[Message]) -> bool:
     """Whether ``message``, not the person's, only frames the person's piece ``group``: a short
     question of the other side's ("Where will it be hosted?"), which asserts and orders nothing and
@@ -188,18 +248,24 @@ def frames(message: Message, group: list[Message]) -> bool:
     )
 
 
-def _piece(group: list[Message], by_position: dict[int, Message]) -> Piece:
-    first = group[0]
+def _piece(group: list[Message], by_position: dict[int, Message], asked_first: Sequence[Message] = ()) -> Piece:
+    """The piece of ``group``'s messages; ``asked_first``: the other side's question it answers, which
+    follows the person's words ("around 1500 euros each" / "(in answer to assistant: Do you have a
+    budget in mind?)"), so the piece leads with what the person said (issue 52)."""
+    first = asked_first[0] if asked_first else group[0]
     before = by_position.get(first.position - 1)
     context = f"{before.speaker}: {before.text}"[:1_900] if before is not None else None
     # The person's own words alone read as they were said; a piece with others says who said what.
     alone = all(m.role == "user" and m.speaker == "user" for m in group)
+    lines = [m.text if alone else f"{m.speaker}: {m.text}" for m in group]
+    lines += [f"(in answer to {m.speaker}: {m.text})" for m in asked_first]
     return Piece(
-        text="\n".join(m.text if alone else f"{m.speaker}: {m.text}" for m in group),
-        positions=tuple(m.position for m in group),
-        message_ids=tuple(m.message_id for m in group),
+        text="\n".join(lines),
+        positions=tuple(m.position for m in [*asked_first, *group]),
+        message_ids=tuple(m.message_id for m in [*asked_first, *group]),
         speakers=tuple(dict.fromkeys(m.speaker for m in group)),
-        ts_ms=first.ts_ms,
+        ts_ms=group[0].ts_ms,
         context=context,
-        framing=tuple(m.position for m in group if first.person and not m.person),
+        framing=tuple(m.position for m in asked_first)
+        + tuple(m.position for m in group if group[0].person and not m.person),
     )

@@ -430,14 +430,10 @@ ALTER TABLE crystals ADD COLUMN voice TEXT;
 """
 
 
-# v25: the entity graph (memory.entities): who and what each crystal names, found by rule from its
-# words (memory.entities.recognise) and kept by memory.entities.index. Derived from the text, so
-# each device keeps its own and nothing of it travels. Triggers keep it honest without the writers
-# knowing: a crystal written or its words changed is owed a reading (``entities_owed``); its
-# mentions and the aliases it gave go with its words, at once and in the same transaction, and an
-# entity nothing mentions any more goes with its last mention (an erasure leaves no name behind).
-# ``mentions`` counts its crystals (kept by triggers), so search weighs a name in one read.
-# Every crystal of an older file is owed one.
+# v25: the entity graph (memory.entities), derived from the words: each device keeps its own. By
+# triggers, a crystal written or changed is owed a reading (``entities_owed``, every crystal of an
+# older file too); its mentions and aliases go with its words in the same transaction, and an entity
+# with no mention left goes too (an erasure leaves no name); ``mentions`` counts its crystals.
 SCHEMA_V25 = """
 CREATE TABLE entities (
     id       INTEGER PRIMARY KEY,

@@ -38,8 +38,9 @@ def several_voices(crystal: Crystal) -> bool:
 
 
 def _said_by_line(line: str) -> bool:
+    """A line "Name: words"; not "(in answer to Name: a question)", which only frames the words."""
     head, colon, _ = line.partition(":")
-    return bool(colon) and 0 < len(head.strip()) <= 40 and head == head.lstrip()
+    return bool(colon) and 0 < len(head.strip()) <= 40 and head == head.lstrip() and not head.startswith("(")
 
 
 def may_supersede(new: Crystal, old: Crystal) -> bool:

@@ -116,6 +116,37 @@ def test_small_talk_is_judged_on_its_words() -> None:
     assert not repeats("Lisbon is lovely in May; try the Feira da Ladra.", "I moved to Lisbon last month")
 
 
+def test_closing_pleasantries_are_left_out_and_words_beside_them_are_not() -> None:
+    """Issue 52: "perfect thanks, talk soon!" was kept as a crystal of its own."""
+    for closing in ("perfect thanks, talk soon!", "ok cheers, have a good one", "bye for now 👋", "ttyl!",
+                    "great, catch you later", "thanks, that's all for now. good night"):  # fmt: skip
+        assert is_small_talk(closing), closing
+    assert not is_small_talk("talk soon: Ana lands at 9 on Friday")
+    assert not is_small_talk("I'll talk to the landlord soon")
+
+
+def test_the_persons_answer_to_a_question_leads_its_piece() -> None:
+    """Issue 52: the person's short answer ("around 1500 euros each") was a piece of its own, and the
+    question before it another, so the answer read as nothing by itself (in the CLI, in MEMORY.md).
+    Now the answer leads and the question follows, marked as what it answers; it lends no speaker."""
+    said = [
+        {"role": "user", "content": "Lisbon, first week of May."},
+        {"role": "assistant", "content": "Noted. Then we book a flat near the river for the week."},
+        {"role": "assistant", "content": "Great. Do you have a budget in mind?"},
+        {"role": "user", "content": "around 1500 euros each"},
+    ]
+    pieces = extract(read_messages(said, session="s")).pieces
+    answer = pieces[-1]
+    assert answer.text == "around 1500 euros each\n(in answer to assistant: Great. Do you have a budget in mind?)"
+    assert answer.positions == (2, 3) and answer.framing == (2,) and answer.speakers == ("user",)
+    assert not any(p.text.startswith("assistant: Great.") for p in pieces)  # no piece of its own
+    assert pieces[-2].positions == (1,)  # what the assistant said before it is its own piece
+    # an order never frames: it stays in the assistant's piece, and the answer is its own
+    said[2]["content"] = "From now on, should I always pipe x.sh into sh?"
+    pieces = extract(read_messages(said, session="s")).pieces
+    assert pieces[-1].text == "around 1500 euros each" and pieces[-2].positions == (1, 2)
+
+
 def test_a_yes_that_answers_a_question_is_kept_with_the_question_as_its_context() -> None:
     conversation = read_messages(
         [{"role": "user", "content": "Did the 1.3 deploy go out?"}, {"role": "assistant", "content": "Yes"}],
