@@ -40,7 +40,7 @@ from memory.sync.wire import (
     new_nonce,
     open_answer,
     open_ask,
-    ops_fit,
+    ops_within,
     read_answer_outer,
     read_ask_frame,
     refusal_bytes,
@@ -138,10 +138,10 @@ class Syncer:
         # the digest only where it can say "the same": both hold the same operations
         digest = await self.replica.digest(mine) if ask.vector == mine else ""
         limit = min(ask.wanted, self.settings.ops_per_answer)
-        ops = await self.replica.missing_for(ask.vector, limit)
-        more = len(ops) == limit
-        while ops and ops_fit(ops) > self.settings.answer_bytes:
-            ops, more = ops[: len(ops) * 3 // 4], True  # each author's stays a run from its start
+        missing = await self.replica.missing_for(ask.vector, limit)
+        # a run from the start: each author's operations stay a run from its first
+        ops = ops_within(missing, self.settings.answer_bytes)
+        more = len(missing) == limit or len(ops) < len(missing)
         status.last_seen_ms, status.their_vector, status.their_digest = self._now(), ask.vector, ask.digest
         status.last_error = ""
         if behind(ask.vector, mine):  # it holds what this device lacks: ask it back

@@ -258,3 +258,17 @@ def _digest(value: object) -> str:
 def ops_fit(ops: Sequence[Operation]) -> int:
     """The wire size of operations (for the bytes-per-crystal benchmark)."""
     return sum(len(_packb(op_wire(op))) for op in ops)
+
+
+def ops_within(ops: Sequence[Operation], budget: int) -> list[Operation]:
+    """The longest run of ``ops`` from the first whose wire size is at most ``budget``, and never
+    none: an operation larger than the budget alone (100,000 characters of words is ~400 KB) goes
+    alone, within the frame, or its member would wait for it for ever. Each is packed once."""
+    taken: list[Operation] = []
+    size = 0
+    for op in ops:
+        size += len(_packb(op_wire(op)))
+        if taken and size > budget:
+            break
+        taken.append(op)
+    return taken

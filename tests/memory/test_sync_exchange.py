@@ -108,6 +108,28 @@ async def test_answers_cut_on_the_way_are_asked_smaller_until_they_pass(tmp_path
             await d.store.close()
 
 
+async def test_an_operation_larger_than_an_answer_still_travels(tmp_path: Path) -> None:
+    """An answer is cut to ``answer_bytes`` (floor 70 KB); one operation larger than that alone (a
+    crystal of 100,000 characters is up to 400 KB) was cut to an empty answer, every time, and the
+    other device never had it, nor anything said after it."""
+    line = Line()
+    a = found(Identity.generate())
+    b = KeptGroup(Identity.generate())
+    join(a, b, "phone")
+    b.members = a.members
+    made = [await _device(tmp_path, line, g, n, answer_bytes=70_000) for g, n in ((a, "a"), (b, "b"))]
+    try:
+        laptop, phone = made
+        long_one = await laptop.remember("Überprüfung der Zählerstände. " * 3_000)  # ~93,000 characters
+        after = await laptop.remember("The boiler service is booked for March")
+        await laptop.syncer.replica.write_down()
+        await phone.syncer.pull(a.peer_id)
+        assert await phone.has(long_one) and await phone.has(after)
+    finally:
+        for d in made:
+            await d.store.close()
+
+
 async def test_a_stranger_is_refused_before_anything_is_read(trio_of_devices: tuple[Line, list[Device]]) -> None:
     _, (a, _, _) = trio_of_devices
     await a.remember("Private plans for the weekend")
