@@ -13,6 +13,7 @@ from aiohttp import web
 
 from marketplace.pricing import format_usdc
 from memory.dynamics.importance import DAY_MS, DecaySettings, importance
+from memory.entities.recognise import Kind as EntityKind
 from memory.errors import CrystalNotFound
 from memory.model import Feedback, SemanticType
 from memory.retrieval.query import SearchMode
@@ -179,6 +180,22 @@ async def memory(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
         "hits": hits,
         "stats": await dashboard.run("memory.stats"),
     }
+
+
+async def entities(dashboard: Dashboard, request: web.Request) -> dict[str, Any]:
+    """Who and what memory names, most named first; with a name, what memory knows about it (issue 52)."""
+    name = request.match_info.get("name")
+    return {
+        "page": "entities",
+        "kind": request.query.get("kind", ""),
+        "entities": await dashboard.run("memory.entities", {"limit": 200, **_kind(request.query.get("kind"))}),
+        "about": await dashboard.run("memory.entity", {"name": name, "limit": 50}) if name else None,
+        "kinds": [k.value for k in EntityKind],
+    }
+
+
+def _kind(kind: str | None) -> dict[str, str]:
+    return {"kind": kind} if kind in {k.value for k in EntityKind} else {}
 
 
 CURVE_AHEAD_MS = 30 * DAY_MS

@@ -115,6 +115,8 @@ class Dashboard:
         add.add_get("/ui/memory", self._page(pages.memory, "memory.html"))
         add.add_get("/ui/memory/{id}", self._page(pages.crystal, "crystal.html"))
         add.add_post("/ui/memory/{id}/{action}", self._crystal_action)
+        add.add_get("/ui/entities", self._page(pages.entities, "entities.html"))
+        add.add_get("/ui/entities/{name}", self._page(pages.entities, "entities.html"))
         add.add_get("/ui/working-memory", self._page(pages.working_memory, "working.html"))
         add.add_get("/ui/network", self._page(pages.network, "network.html"))
         add.add_get("/ui/market", self._page(pages.market, "market.html"))

@@ -119,6 +119,15 @@ def test_a_person_signs_in_searches_pins_and_sees_the_network_live(browser_page:
         assert page.get_by_test_id("outdated").count() == 0
         assert edge.json("memory", "show", ids["Tomas lives in Tallinn"])["crystal"]["superseded"] is None
 
+        # issue 52: who memory names, and what it says of one of them
+        page.get_by_role("link", name="People & things").click()
+        page.get_by_test_id("entities").get_by_role("link", name="Tomas", exact=True).click()
+        assert page.get_by_test_id("entity-name").inner_text() == "Tomas"
+        said = page.get_by_test_id("entity-memories").inner_text()
+        assert "Tomas lives in Tallinn" in said and "Tomas moved to Riga in May" in said
+        assert "Backups run" not in said
+        _shot(page, tmp_path, "entity")
+
         page.get_by_role("link", name="Overview").click()
         page.get_by_role("heading", name="Overview").wait_for()
         manager.env["BITTERBOT_P2P__BOOTSTRAP"] = json.dumps([edge.address()])

@@ -115,3 +115,28 @@ def test_the_cli_listing_shows_a_name_without_its_escape_sequences() -> None:
            "members": [member]}  # fmt: skip
     text = listing(doc, None)  # type: ignore[arg-type]
     assert "\x1b" not in text and "pi?[2J" in text and "sync: unknown" in text
+
+
+def test_the_entities_page_lists_who_memory_names_and_what_it_says_of_one() -> None:
+    """Issue 52: the dashboard shows what memory knows about someone, with the memories that say it."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from node.dashboard import pages
+
+    env = Environment(loader=PackageLoader("node.dashboard", "templates"), autoescape=select_autoescape(default=True))
+    env.filters["when"] = pages.when
+    named = [{"key": "caroline sister", "name": "Caroline's sister", "kind": "person", "crystals": 2,
+              "owner": "caroline", "named_by": ["person_in_transcript"]},
+             {"key": "o'neill <b>", "name": "O'Neill <b>", "kind": "thing", "crystals": 1, "owner": None,
+              "named_by": ["agent"]}]  # fmt: skip
+    listing = env.get_template("entities.html").render(page="entities", entities=named, about=None, kinds=["person"],
+                                                       kind="", csrf="t")  # fmt: skip
+    assert 'href="/ui/entities/caroline%20sister"' in listing and "Caroline&#39;s sister" in listing
+    assert "O&#39;Neill &lt;b&gt;" in listing and "O'Neill <b>" not in listing  # a name is words: escaped
+    said = {"id": "c1", "text": "My sister Ana got the head nurse job", "created_at_ms": NOW, "voice": "Caroline",
+            "speaker": "person_in_transcript"}  # fmt: skip
+    about = {"entity": named[0], "aliases": ["Ana"], "memories": [{"crystal": said}], "belongs": [], "related": []}
+    page = env.get_template("entities.html").render(page="entities", entities=named, about=about, kinds=[], kind="",
+                                                    csrf="t")  # fmt: skip
+    assert 'data-testid="aliases">Also called: Ana.' in page and 'href="/ui/entities/caroline"' in page
+    assert '<a href="/ui/memory/c1">My sister Ana got the head nurse job</a>' in page and ">Caroline<" in page
