@@ -169,3 +169,24 @@ def _latest_year(today: date, month: int, day: int) -> int:
 
 def _leap(year: int) -> int:
     return int(year % 4 == 0 and (year % 100 != 0 or year % 400 == 0))
+
+
+#: A question that asks when: "When did…", "what date…", "which month…", "how long ago…".
+_ASKS_WHEN = re.compile(
+    r"\bwhen\b|\b(?:what|which) (?:date|day|days|time|year|month|week|weekend)\b|\bhow long ago\b|\bsince when\b"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeAsked:
+    """What a query asks of time: the span it names (``time_window``), and whether it asks when."""
+
+    window: Window | None
+    when: bool
+
+
+def time_asked(query: str, now_ms: int) -> TimeAsked | None:
+    """The time ``query`` names and whether it asks when something happened; None for neither."""
+    window = time_window(query, now_ms)
+    when = _ASKS_WHEN.search(query.lower()) is not None
+    return TimeAsked(window, when) if window is not None or when else None

@@ -24,7 +24,7 @@ from enum import StrEnum
 
 from memory.errors import InvalidQuery
 from memory.model import CallerScope, Crystal, Lifecycle, Origin, SemanticType
-from memory.when import Window, time_window
+from memory.when import TimeAsked, time_window
 
 # Defaults measured on LoCoMo (bench/locomo_recall.py, recall@10 over 1,986 questions): with
 # neighbour context, BM25 alone 0.740; RRF k=60 with equal weights 0.647 (below BM25 alone: a
@@ -36,6 +36,7 @@ RRF_K = 10
 RELEVANCE_FLOOR = 0.3
 VECTOR_WEIGHT = 0.7
 GRAPH_WEIGHT = 0.5  # [memory] graph_weight
+WHEN_WEIGHT = 0.3
 #: A superseded crystal asked for (``include_superseded``) ranks at this share of its score, after
 #: the crystal that replaced it.
 SUPERSEDED_FACTOR = 0.5
@@ -72,6 +73,8 @@ class Weights:
     recency_half_life_ms: int = 30 * 86_400_000
     # A query that names a time ("last Friday", "in March") favours crystals said then.
     time_weight: float = 0.5
+    # A question that asks when favours words that name a time (``memory.when.time_asked``).
+    when_weight: float = WHEN_WEIGHT
     # The graph leg's vote in a hybrid search (``memory.retrieval.graph_leg``); 0 leaves it out.
     graph_weight: float = GRAPH_WEIGHT
     # A ranked hit must match a query word or be at least this similar by meaning; a query with no
@@ -211,14 +214,21 @@ def importance_factor(importance: float, weights: Weights) -> float:
 
 
 def time_factor(
-    created_at_ms: int, refers_to: tuple[int, int] | None, window: Window | None, weights: Weights
+    created_at_ms: int, refers_to: tuple[int, int] | None, asked: TimeAsked | None, weights: Weights
 ) -> float:
-    """Said in the time the query names, or naming that time itself ("yesterday" said the day after)."""
-    if window is None:
+    """Said in the time the query names, or naming that time itself ("yesterday" said the day after);
+    and for a question that asks when, words that name a time ("we fly on 14 June")."""
+    if asked is None:
         return 1.0
-    said_then = window.start_ms <= created_at_ms < window.end_ms
-    about_then = refers_to is not None and refers_to[0] < window.end_ms and window.start_ms < refers_to[1]
-    return 1.0 + weights.time_weight if said_then or about_then else 1.0
+    factor = 1.0
+    window = asked.window
+    if window is not None:
+        said_then = window.start_ms <= created_at_ms < window.end_ms
+        about_then = refers_to is not None and refers_to[0] < window.end_ms and window.start_ms < refers_to[1]
+        factor += weights.time_weight if said_then or about_then else 0.0
+    if asked.when and refers_to is not None:
+        factor *= 1.0 + weights.when_weight
+    return factor
 
 
 def recency_factor(created_at_ms: int, now_ms: int, weights: Weights) -> float:

@@ -42,7 +42,7 @@ from memory.retrieval.query import (
 from memory.storage.rows import SELECT_COLUMNS, crystal_from_row
 from memory.storage.store import MemoryStore
 from memory.supersession.chains import current_of
-from memory.when import Window, time_window
+from memory.when import TimeAsked, time_asked
 
 CANDIDATE_POOL = 50
 MAX_KNN = 1000
@@ -290,7 +290,7 @@ async def _ranked(
     vector_at = {rowid: (rank, sim) for rank, (rowid, sim) in enumerate(vector, start=1)}
     graph_at = {rowid: (rank, score) for rank, (rowid, score) in enumerate(graph, start=1)}
     floor = request.weights.relevance_floor
-    window = time_window(request.query, now)  # "last Friday", "in March": favour what was said then
+    window = time_asked(request.query, now)  # "last Friday", "in March", "when did": favour what fits
     # Score every candidate from the few columns scoring needs; read whole crystals only for the
     # best (building ~100 crystals a query cost ~5 ms of the p50 at 100K).
     factors = await _scoring_factors(store.reader(), list(fused))
@@ -349,7 +349,7 @@ def _factors(
     refers_to: tuple[int, int] | None,
     weights: Weights,
     now: int,
-    window: Window | None,
+    window: TimeAsked | None,
 ) -> tuple[float, float, float, float]:
     """The final score and its importance, recency and time factors (``memory.retrieval.query``)."""
     imp = importance_factor(importance, weights)
@@ -358,7 +358,9 @@ def _factors(
     return rrf * imp * rec * when * rank_factor(steering), imp, rec, when
 
 
-def _score(rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now: int, window: Window | None) -> Scored:
+def _score(
+    rowid: int, crystal: Crystal, rrf: float, request: SearchRequest, now: int, window: TimeAsked | None
+) -> Scored:
     final, imp, rec, when = _factors(
         rrf, crystal.importance, crystal.created_at_ms, crystal.steering_reward, crystal.refers_to,
         request.weights, now, window,
@@ -406,7 +408,7 @@ class _Asked:
     where: str
     params: dict[str, Any]
     now: int
-    window: Window | None
+    window: TimeAsked | None
 
     async def visible(self, ids: list[str]) -> dict[str, Scored]:
         """Of ``ids``, those the request's filters let it see, scored as found by neither leg."""

@@ -10,7 +10,7 @@ from memory.intake.store import IntakeStore
 from memory.model import NewCrystal, Origin
 from memory.retrieval.query import SearchRequest
 from memory.retrieval.search import search
-from memory.when import time_window
+from memory.when import time_asked, time_window
 from tests.memory.conftest import DAY, FakeClock
 
 NOW = int(datetime(2026, 3, 18, 15, 0, tzinfo=UTC).timestamp() * 1000)  # a Wednesday
@@ -74,3 +74,35 @@ async def test_the_time_a_crystal_names_is_resolved_when_it_is_said(store: Intak
     assert hits[0].crystal.id == went.id
     assert hits[0].explain is not None and hits[0].explain.time_factor == 1.5
     assert next(h for h in hits if h.crystal.id == other.id).explain.time_factor == 1.0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("query", "when"),
+    [
+        ("When did Divya move into her flat?", True),
+        ("Where and on what date was the birthday celebrated?", True),
+        ("which month did the demo move to", True),
+        ("how long ago did she start?", True),
+        ("What does Caroline's sister do?", False),
+        ("Who persuaded Divya to cycle to work?", False),
+    ],
+)
+def test_a_question_that_asks_when_is_read_as_one(query: str, when: bool) -> None:
+    asked = time_asked(query, NOW)
+    assert (asked is not None and asked.when) is when
+    assert asked is None or asked.window is None  # none of these names a span
+
+
+async def test_a_question_that_asks_when_favours_words_that_name_a_time(memory: IntakeStore, clock: FakeClock) -> None:
+    """Issue 52: "When did they view flats in Bristol?" missed "maybe 14 October? I've got 3 lined up
+    that day", which names the day, below turns about Bristol that name none."""
+    clock.now = NOW
+    said = ("I've got three flat viewings in Bristol lined up on 14 October",
+            "Bristol flats are brutal, about 1000 a month for a one bed")  # fmt: skip
+    dated, undated = [(await memory.remember(NewCrystal(t, origin=Origin.SESSION))).crystal for t in said]
+    assert dated.refers_to is not None and undated.refers_to is None
+    hits = await search(memory, SearchRequest("When are the flat viewings in Bristol?", touch=False, explain=True))
+    factors = {h.crystal.id: h.explain.time_factor for h in hits if h.explain is not None}
+    assert factors == {dated.id: pytest.approx(1.3), undated.id: 1.0}
+    plain = await search(memory, SearchRequest("Where are the flat viewings in Bristol?", touch=False, explain=True))
+    assert {h.explain.time_factor for h in plain if h.explain is not None} == {1.0}  # asks where, not when
